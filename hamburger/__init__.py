@@ -1,0 +1,25 @@
+"""hamburger: multi-token decoding with one KV-cache entry per token group (HAMburger)."""
+
+import os as _os
+
+
+def _prefer_avx2_mkl_path() -> None:
+    """MKL's small-matrix fp32 path is slow on AVX2 CPUs unless MKL_CBWR=AVX2 is set before torch loads.
+
+    Set it only on CPUs that have AVX2 and only when the user has not chosen a value. Every method
+    run in one process shares the setting, so comparisons stay fair; benchmarks record it.
+    """
+    if "MKL_CBWR" in _os.environ:
+        return
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = f.read()
+    except OSError:
+        return
+    if " avx2" in flags:
+        _os.environ["MKL_CBWR"] = "AVX2"
+
+
+_prefer_avx2_mkl_path()
+
+__version__ = "0.1.0"

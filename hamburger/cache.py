@@ -1,0 +1,67 @@
+"""The base model's KV cache, addressed by slot and sized by slots.
+
+Every prompt token and every merged token group takes exactly one slot; the rotary position of a
+slot is the original index of its (last) token, so slot != position after the first merge. The
+cache only ever holds the entries that were fed to the base model, so its bytes shrink with tau.
+Rows of a batch are left-padded to a common slot count; ``valid`` marks which slots hold real
+entries, and each macro step adds one slot to every row whatever its group length.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+
+class SlotCache:
+    def __init__(self, base_config, batch_size: int, device=None):
+        self.kv = DynamicCache(config=base_config)
+        self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+
+    @property
+    def batch_size(self) -> int:
+        return self.valid.shape[0]
+
+    @property
+    def num_slots(self) -> int:
+        """Slots allocated per row, padding included."""
+        return self.valid.shape[1]
+
+    def kv_slots(self) -> list[int]:
+        """Real (non-padding) entries each row holds."""
+        return self.valid.sum(1).tolist()
+
+    def kv_bytes(self) -> int:
+        """Bytes held by the key and value tensors of every layer (measured, not estimated)."""
+        total = 0
+        for layer in self.kv.layers:
+            for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+                if isinstance(t, torch.Tensor):
+                    total += t.numel() * t.element_size()
+        return total
+
+    def bytes_per_slot(self) -> int:
+        """Bytes one slot of one row takes across all layers."""
+        slots = self.batch_size * self.num_slots
+        return self.kv_bytes() // slots if slots else 0
+
+    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
+        """Reserve ``q`` new slots per row (``new_valid`` [B, q]); return the [B, 1, q, slots] attention mask.
+
+        Query i of row b attends to every earlier valid slot of row b and to itself (a padding query
+        attends only to itself, so it stays finite and is never read).
+        """
+        q = new_valid.shape[1]
+        self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
+        total = self.num_slots
+        query_slot = torch.arange(total - q, total, device=self.valid.device)
+        key_slot = torch.arange(total, device=self.valid.device)
+        causal = key_slot[None, :] <= query_slot[:, None]
+        mask = causal[None] & self.valid[:, None, :]
+        mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
+        return mask[:, None]
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep only ``rows`` (finished rows stop costing memory and compute)."""
+        self.kv.batch_select_indices(rows)
+        self.valid = self.valid[rows]

@@ -1,0 +1,315 @@
+"""The generation engine: prefill, then macro steps (one base forward per token group) and micro steps.
+
+`Generation` runs a batch of prompts (batch 1 is the common case) and yields one `GroupEvent` per
+row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
+step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
+whatever its group length; finished rows are dropped from the batch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Iterator
+
+import torch
+from transformers import DynamicCache
+
+from .cache import SlotCache
+from .errors import HamburgerError
+from .model import HamburgerModel
+from .sampling import GenerationConfig, choose_tokens, continue_threshold
+
+
+@dataclass
+class GroupEvent:
+    """One group of one row, as emitted (a streaming chunk)."""
+
+    row: int
+    token_ids: list[int]
+    text: str  # new text that is safe to show (held back while it may still become a stop string)
+    p_continue: list[float]  # 1 - p_stop after each token of the group
+    token_probs: list[float]  # the model's probability of each chosen token
+    finish_reason: str | None = None  # "eos", "length" or "stop" on the row's last event
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    token_ids: list[int]
+    groups: list[int]
+    tokens: int
+    forwards: int  # base-model forwards (the prefill counts: it yields the first group)
+    tau: float  # tokens per base forward
+    prompt_tokens: int
+    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed)
+    kv_slots_ordinary: int  # what a one-token-per-forward model holds: prompt + tokens - 1
+    kv_bytes: int
+    kv_bytes_ordinary: int
+    prefill_s: float  # prompt forward + first group (time to first token)
+    decode_s: float  # everything after the first group
+    decode_tok_s: float  # tokens after the first group / decode_s
+    finish_reason: str
+    confidence: float
+    p_continue: list[float] = field(default_factory=list)
+    token_probs: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def eos_ids(model: HamburgerModel, tokenizer) -> set[int]:
+    """Every end-of-sequence id the model knows (generation config and tokenizer)."""
+    ids: set[int] = set()
+    gen_eos = getattr(getattr(model.base, "generation_config", None), "eos_token_id", None)
+    for value in (gen_eos, getattr(model.base.config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value:
+            ids.update(int(v) for v in value)
+    return ids
+
+
+def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
+    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages."""
+    if isinstance(prompt, str) and not prompt.strip():
+        raise HamburgerError("the prompt is empty")
+    if raw or getattr(tokenizer, "chat_template", None) is None:
+        if not isinstance(prompt, str):
+            raise HamburgerError("a list of messages needs a tokenizer with a chat template")
+        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    if system:
+        messages = [{"role": "system", "content": system}] + messages
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+
+class _Row:
+    """Per-request state."""
+
+    def __init__(self, prompt_ids: list[int], cfg: GenerationConfig, default_confidence: float):
+        self.prompt_ids = prompt_ids
+        self.cfg = cfg
+        self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
+        self.threshold = continue_threshold(self.confidence)
+        self.generator = cfg.make_generator()
+        self.tokens: list[int] = []
+        self.groups: list[int] = []
+        self.p_continue: list[float] = []
+        self.probs: list[float] = []
+        self.group: list[int] = []
+        self.text = ""
+        self.shown = 0  # characters of text already streamed
+        self.reason: str | None = None
+        self.forwards = 1
+        self.kv_slots = 0
+        self.kv_bytes = 0
+        self.decode_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.reason is not None
+
+
+class Generation:
+    """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
+                 configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False):
+        if not prompts:
+            raise HamburgerError("no prompts given")
+        cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
+        if len(cfgs) != len(prompts):
+            raise HamburgerError("one GenerationConfig per prompt is needed")
+        for p, c in zip(prompts, cfgs):
+            c.validate()
+            if not p:
+                raise HamburgerError("the prompt is empty")
+            if len(p) >= model.context_length:
+                raise HamburgerError(f"the prompt has {len(p)} tokens; the model's context is "
+                                     f"{model.context_length} tokens, leaving no room to generate")
+        self.model, self.tokenizer = model, tokenizer
+        self.eos = eos_ids(model, tokenizer)
+        self.rows = [_Row(list(p), c, model.config.default_confidence) for p, c in zip(prompts, cfgs)]
+        self.prefill_s = 0.0
+        self.results: list[GenerationResult] = []
+        self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
+        self.logits: list[list[torch.Tensor]] = [[] for _ in prompts]
+
+    # ------------------------------------------------------------------ driver
+    def __iter__(self) -> Iterator[GroupEvent]:
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                yield from self._run()
+        finally:
+            model.train(was_training)
+        self.results = [self._result(r) for r in self.rows]
+
+    def run(self) -> list[GenerationResult]:
+        for _ in self:
+            pass
+        return self.results
+
+    def _run(self) -> Iterator[GroupEvent]:
+        model, rows = self.model, self.rows
+        start = time.perf_counter()
+        cache, hidden, features = self._prefill()
+        active = list(range(len(rows)))  # cache row i holds request active[i]
+        first = True
+        while True:
+            clock = time.perf_counter()
+            self._micro_loop(hidden, features, [rows[i] for i in active])
+            events = [self._close_group(rows[i], i) for i in active]
+            if first:  # the prefill ends when the first group is out (time to first token)
+                self.prefill_s = time.perf_counter() - start
+                first = False
+            else:
+                for i in active:
+                    rows[i].decode_s += time.perf_counter() - clock
+            slot_bytes = cache.bytes_per_slot()
+            for pos, i in enumerate(active):
+                if rows[i].done:
+                    rows[i].kv_slots = cache.kv_slots()[pos]
+                    rows[i].kv_bytes = rows[i].kv_slots * slot_bytes
+            yield from events
+            keep = [pos for pos, i in enumerate(active) if not rows[i].done]
+            if not keep:
+                return
+            clock = time.perf_counter()
+            if len(keep) < len(active):
+                index = torch.tensor(keep, device=model.device)
+                cache.select_rows(index)
+                active = [active[pos] for pos in keep]
+            hidden, features = self._macro_step(cache, [rows[i] for i in active])
+            for i in active:
+                rows[i].forwards += 1
+                rows[i].decode_s += time.perf_counter() - clock
+
+    # ------------------------------------------------------------------ base forwards
+    def _prefill(self):
+        model = self.model
+        lengths = [len(r.prompt_ids) for r in self.rows]
+        width = max(lengths)
+        ids = torch.zeros(len(self.rows), width, dtype=torch.long)
+        valid = torch.zeros(len(self.rows), width, dtype=torch.bool)
+        for b, r in enumerate(self.rows):  # left padding: every row's last slot is its last prompt token
+            ids[b, width - lengths[b]:] = torch.tensor(r.prompt_ids)
+            valid[b, width - lengths[b]:] = True
+        positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
+        cache = SlotCache(model.base.config, len(self.rows), model.device)
+        mask = cache.extend(valid.to(model.device))
+        final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
+                                             mask, cache.kv)
+        return cache, final[:, -1], features[:, -1]
+
+    def _macro_step(self, cache: SlotCache, rows: list[_Row]):
+        """Merge each row's last group into one vector and run one base forward for all rows."""
+        model = self.model
+        k = max(len(r.group) for r in rows)
+        group_ids = torch.tensor([r.group + [0] * (k - len(r.group)) for r in rows], device=model.device)
+        sizes = torch.tensor([len(r.group) for r in rows], device=model.device)
+        merged = model.embedder(model.embed(group_ids), sizes)[:, None]
+        positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
+        mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
+        final, features = model.base_forward(merged, positions, mask, cache.kv)
+        return final[:, -1], features[:, -1]
+
+    # ------------------------------------------------------------------ micro steps
+    def _micro_loop(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> None:
+        """Emit one group per row: token 1 from the base's own head, tokens 2.. from the MSD."""
+        model = self.model
+        max_steps, m = model.config.max_steps, features.shape[1]
+        cfgs = [r.cfg for r in rows]
+        generators = [r.generator for r in rows]
+        going = [True] * len(rows)
+        for r in rows:
+            r.group = []
+        msd_cache = DynamicCache()
+        step = 0
+        while True:
+            logits = model.lm_head(hidden).float()
+            tokens = choose_tokens(logits, cfgs, generators, going)
+            stop_logits = model.stop_head(hidden).float()
+            probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
+            step += 1
+            values = zip(tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(), probs.tolist())
+            for b, (t, s, c, p) in enumerate(values):
+                if going[b] and self.trace_logits:
+                    self.logits[self.rows.index(rows[b])].append(logits[b].clone())
+                if going[b]:
+                    going[b] = self._accept(rows[b], t, s, c, p, max_steps)
+            if not any(going):
+                return
+            x = model.embed(tokens)[:, None]
+            if step == 1:
+                x = torch.cat([features, x], 1)
+            hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
+
+    def _accept(self, row: _Row, token: int, stop_logit: float, p_continue: float, prob: float,
+                max_steps: int) -> bool:
+        """Record one token; return whether the group goes on."""
+        row.tokens.append(token)
+        row.group.append(token)
+        row.probs.append(prob)
+        row.p_continue.append(p_continue)
+        if token in self.eos:
+            row.reason = "eos"
+        elif len(row.tokens) >= row.cfg.max_new_tokens:
+            row.reason = "length"
+        elif len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
+            row.reason = "length"
+        if row.done:
+            return False
+        return len(row.group) < max_steps and -stop_logit >= row.threshold
+
+    def _close_group(self, row: _Row, index: int) -> GroupEvent:
+        row.groups.append(len(row.group))
+        text = self.tokenizer.decode(row.tokens, skip_special_tokens=True)
+        for stop in row.cfg.stop:
+            at = text.find(stop)
+            if at >= 0:
+                text = text[:at]
+                row.reason = "stop"
+        row.text = text
+        shown_to = len(text) if row.done else _safe_prefix(text, row.cfg.stop)
+        delta = text[row.shown:shown_to] if shown_to > row.shown else ""
+        row.shown = max(row.shown, shown_to)
+        n = len(row.group)
+        return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason)
+
+    def _result(self, row: _Row) -> GenerationResult:
+        n, groups = len(row.tokens), len(row.groups)
+        slot_bytes = row.kv_bytes // row.kv_slots if row.kv_slots else 0
+        ordinary_slots = len(row.prompt_ids) + n - 1
+        return GenerationResult(
+            text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
+            tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
+            kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
+            prefill_s=self.prefill_s, decode_s=row.decode_s,
+            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and n > row.groups[0] else 0.0,
+            finish_reason=row.reason or "length", confidence=row.confidence,
+            p_continue=row.p_continue, token_probs=row.probs)
+
+
+def _safe_prefix(text: str, stops: list[str]) -> int:
+    """Length of the text that can be shown: hold back a tail that may still grow into a stop
+    string, and an incomplete multi-byte character."""
+    cut = len(text)
+    while cut > 0 and text[cut - 1] == "\ufffd":
+        cut -= 1
+    for stop in stops:
+        for k in range(min(len(stop) - 1, cut), 0, -1):
+            if text[:cut].endswith(stop[:k]):
+                cut = min(cut, len(text[:cut]) - k)
+                break
+    return cut
+
+
+def generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None
+             ) -> GenerationResult:
+    """Generate for one tokenized prompt."""
+    return Generation(model, tokenizer, [prompt_ids], config or GenerationConfig()).run()[0]

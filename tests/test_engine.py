@@ -1,0 +1,140 @@
+"""The generation engine's equalities on tiny random models."""
+
+import pytest
+import torch
+
+from hamburger.generate import Generation, generate
+from hamburger.model import TrainBatch
+from hamburger.sampling import GenerationConfig
+from tests.conftest import tiny_hamburger
+
+PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77]]
+
+
+def hf_greedy(base, prompt, n):
+    out = base.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False, eos_token_id=[2, 3],
+                        pad_token_id=0, attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_confidence_one_equals_base_greedy(family, char_tokenizer):
+    model = tiny_hamburger(family)
+    for prompt in PROMPTS:
+        res = generate(model, char_tokenizer, prompt, GenerationConfig(max_new_tokens=24, confidence=1.0))
+        assert res.token_ids == hf_greedy(model.base, prompt, 24)
+        assert res.groups == [1] * res.tokens
+        assert res.tau == 1.0
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_incremental_logits_equal_training_forward(family, char_tokenizer):
+    model = tiny_hamburger(family, seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
+    for prompt in PROMPTS:
+        run = Generation(model, char_tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
+                         trace_logits=True)
+        res = run.run()[0]
+        assert max(res.groups) > 1, "the test needs merged groups"
+        with torch.no_grad():
+            out = model.training_forward(TrainBatch([prompt], [res.token_ids], [res.groups]))
+        torch.testing.assert_close(out.token_logits, torch.stack(run.logits[0]), rtol=1e-4, atol=1e-4)
+        assert out.targets.tolist() == res.token_ids
+
+
+def test_kv_slots_and_bytes_follow_groups(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-3.0)
+    prompt = PROMPTS[1]
+    res = generate(model, char_tokenizer, prompt, GenerationConfig(max_new_tokens=30, confidence=0.5))
+    plain = generate(model, char_tokenizer, prompt, GenerationConfig(max_new_tokens=30, confidence=1.0))
+    assert res.kv_slots == len(prompt) + len(res.groups) - 1
+    assert res.forwards == len(res.groups)
+    assert plain.kv_slots == len(prompt) + plain.tokens - 1 == plain.kv_slots_ordinary
+    per_slot = plain.kv_bytes / plain.kv_slots
+    assert res.kv_bytes == res.kv_slots * per_slot
+    if res.tokens == plain.tokens:
+        assert res.kv_bytes < plain.kv_bytes
+    assert res.kv_bytes_ordinary == res.kv_slots_ordinary * per_slot
+
+
+def test_eos_inside_group_ends_output(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-5.0)
+    free = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=40, confidence=0.5))
+    assert max(free.groups) > 1
+    # Declare the 3rd emitted token an end-of-sequence id: the output must end right there.
+    target = free.token_ids[2]
+    model.base.generation_config.eos_token_id = [2, 3, target]
+    try:
+        res = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=40, confidence=0.5))
+    finally:
+        model.base.generation_config.eos_token_id = [2, 3]
+    first = free.token_ids.index(target)
+    assert res.token_ids == free.token_ids[:first + 1]
+    assert res.finish_reason == "eos" and sum(res.groups) == res.tokens
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 13])
+def test_never_exceeds_max_new_tokens(n, char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-5.0)
+    model.base.generation_config.eos_token_id = [3]
+    res = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=n, confidence=0.3))
+    assert res.tokens <= n and sum(res.groups) == res.tokens
+    if res.finish_reason == "length":
+        assert res.tokens == n
+
+
+def test_sampling_seeded_reproducible_and_cold_limit_is_greedy(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    cfg = GenerationConfig(max_new_tokens=20, confidence=0.6, temperature=1.0, top_p=0.9, top_k=20, seed=7)
+    a = generate(model, char_tokenizer, PROMPTS[0], cfg)
+    b = generate(model, char_tokenizer, PROMPTS[0], cfg)
+    assert a.token_ids == b.token_ids and a.groups == b.groups
+    greedy = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=20, confidence=0.6))
+    cold = generate(model, char_tokenizer, PROMPTS[0],
+                    GenerationConfig(max_new_tokens=20, confidence=0.6, temperature=1e-6, seed=1))
+    assert cold.token_ids == greedy.token_ids
+
+
+def test_stop_strings_cut_text_and_stream_matches(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    full = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=30, confidence=0.7))
+    text = full.text
+    assert len(text) > 6
+    stop = text[4:6]
+    cfg = GenerationConfig(max_new_tokens=30, confidence=0.7, stop=[stop])
+    run = Generation(model, char_tokenizer, [PROMPTS[0]], cfg)
+    streamed = "".join(event.text for event in run)
+    res = run.results[0]
+    assert res.finish_reason == "stop"
+    assert res.text == text[:text.find(stop)]
+    assert streamed == res.text
+
+
+def test_streaming_yields_every_group(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    run = Generation(model, char_tokenizer, [PROMPTS[1]], GenerationConfig(max_new_tokens=25, confidence=0.5))
+    events = list(run)
+    res = run.results[0]
+    assert [len(e.token_ids) for e in events] == res.groups
+    assert sum((e.token_ids for e in events), []) == res.token_ids
+    assert "".join(e.text for e in events) == res.text
+    assert events[-1].finish_reason == res.finish_reason
+
+
+def test_batch_equals_single_runs(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)
+    cfg = GenerationConfig(max_new_tokens=18, confidence=0.5)
+    batch = Generation(model, char_tokenizer, PROMPTS, cfg).run()
+    for prompt, res in zip(PROMPTS, batch):
+        single = generate(model, char_tokenizer, prompt, cfg)
+        assert res.token_ids == single.token_ids and res.groups == single.groups
+        assert res.kv_slots == single.kv_slots
