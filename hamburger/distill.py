@@ -162,9 +162,9 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
     ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts])
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
     sample = settings.temperature > 0
-    cfg = GenerationConfig(do_sample=sample, temperature=settings.temperature if sample else None,
-                           top_p=settings.top_p if sample else None, top_k=None, eos_token_id=eos,
-                           pad_token_id=pad_id, bos_token_id=None)
+    cfg = dict(do_sample=sample, temperature=settings.temperature if sample else None,
+               top_p=settings.top_p if sample else None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
+               bos_token_id=None, return_dict_in_generate=True)
     out: list[list[int]] = [[] for _ in prompts]
     finish: list[str | None] = [None] * len(prompts)
     stop: list[int | None] = [None] * len(prompts)
@@ -172,8 +172,8 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
     with torch.inference_mode():
         while active and produced < settings.max_new_tokens:
             step = min(chunk, settings.max_new_tokens - produced)
-            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, max_new_tokens=step,
-                                 generation_config=cfg, return_dict_in_generate=True)
+            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                                 generation_config=GenerationConfig(max_new_tokens=step, **cfg))
             new = res.sequences[:, ids.shape[1]:]
             produced += new.shape[1]
             keep = []

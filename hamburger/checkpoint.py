@@ -1,0 +1,110 @@
+"""HAMburger checkpoints: a folder with a JSON config and safetensors weights, never pickles.
+
+Layout:
+  hamburger_config.json   format version, the HamburgerConfig, the base reference (spec + fingerprint)
+  grafted.safetensors     embedder, micro-step decoder and stop head
+  base/                   only when training changed the base: its full HF folder
+A checkpoint that references its base refuses to load on a base with another fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .base import BaseInfo, load_base
+from .config import HamburgerConfig
+from .errors import HamburgerError
+from .model import HamburgerModel
+
+FORMAT = "hamburger-checkpoint/1"
+CONFIG_FILE = "hamburger_config.json"
+WEIGHTS_FILE = "grafted.safetensors"
+BASE_DIR = "base"
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo, tokenizer=None,
+                    save_base: bool = False, extra: dict | None = None) -> Path:
+    """Write a checkpoint folder atomically (a killed save leaves the previous one intact)."""
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in model.grafted_state_dict().items()}
+    save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT})
+    meta = {"format": FORMAT, "config": model.config.to_dict(),
+            "base": {"spec": base_info.spec, "fingerprint": base_info.fingerprint},
+            "base_weights": BASE_DIR if save_base else None, **(extra or {})}
+    if save_base:
+        model.base.save_pretrained(str(tmp / BASE_DIR))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp / BASE_DIR))
+    (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    old = out.with_name(out.name + ".old")
+    if out.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        out.rename(old)
+    tmp.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+    return out
+
+
+def read_meta(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_dir():
+        raise HamburgerError(f"checkpoint {str(path)!r} does not exist or is not a folder")
+    if not (path / CONFIG_FILE).is_file():
+        raise HamburgerError(f"{str(path)!r} is not a HAMburger checkpoint (no {CONFIG_FILE}); "
+                             "make one with `hamburger graft` or `hamburger train`")
+    try:
+        meta = json.loads((path / CONFIG_FILE).read_text())
+    except json.JSONDecodeError as e:
+        raise HamburgerError(f"{path / CONFIG_FILE} is not valid JSON: {e}") from e
+    if meta.get("format") != FORMAT:
+        raise HamburgerError(f"{path}: unsupported checkpoint format {meta.get('format')!r} (expected {FORMAT})")
+    for key in ("config", "base"):
+        if key not in meta:
+            raise HamburgerError(f"{path / CONFIG_FILE} lacks the {key!r} field")
+    return meta
+
+
+def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None):
+    """Load (HamburgerModel, tokenizer, BaseInfo) from a checkpoint folder.
+
+    ``base`` points to the base model if it moved (the fingerprint is still checked).
+    """
+    path = Path(path)
+    meta = read_meta(path)
+    if meta.get("base_weights"):
+        spec = str(path / meta["base_weights"])
+        base_model, tokenizer, info = load_base(spec, dtype)
+    else:
+        base_model, tokenizer, info = load_base(base or meta["base"]["spec"], dtype)
+        expected = meta["base"]["fingerprint"]
+        if info.fingerprint != expected:
+            raise HamburgerError(
+                f"checkpoint {path} was trained on base {meta['base']['spec']!r} (fingerprint {expected}), "
+                f"but {info.spec!r} has fingerprint {info.fingerprint}: refusing to load a mismatched base")
+    config = HamburgerConfig.from_dict(meta["config"])
+    model = HamburgerModel(base_model, config)
+    try:
+        state = load_file(str(path / WEIGHTS_FILE))
+    except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read {path / WEIGHTS_FILE}: {e}") from e
+    try:
+        model.load_grafted_state_dict({k: v.to(model.dtype) for k, v in state.items()})
+    except RuntimeError as e:
+        raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
+    return model.eval(), tokenizer, info

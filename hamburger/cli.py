@@ -1,0 +1,197 @@
+"""The `hamburger` command: one verb per job.
+
+    hamburger graft     put untrained grafted modules on a base model -> checkpoint
+    hamburger generate  generate with a HAMburger checkpoint (default: the bundled trained model)
+    hamburger prompts / distill / segment   build training data (see each verb's --help)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from .errors import HamburgerError
+
+OPTIONAL_VERBS = ("prompts", "distill", "segment", "train", "bench", "eval", "serve", "chat")
+DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+
+
+def default_model() -> str:
+    """The trained default checkpoint shipped with the package."""
+    from .checkpoint import is_checkpoint
+
+    if not is_checkpoint(DEFAULT_MODEL_DIR):
+        raise HamburgerError("no trained default model is installed in this version; give --model DIR "
+                             "(make one with `hamburger graft --out DIR`, then `hamburger train`)")
+    return str(DEFAULT_MODEL_DIR)
+
+
+def set_threads(n: int | None) -> None:
+    import torch
+
+    if n:
+        torch.set_num_threads(n)
+
+
+def load_model(spec: str | None, dtype: str, base: str | None = None):
+    """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info)."""
+    from .checkpoint import is_checkpoint, load_checkpoint
+
+    path = spec or default_model()
+    if not is_checkpoint(path):
+        hint = " (it is a base model: run `hamburger graft --base ... --out DIR` first)" if Path(
+            path, "config.json").is_file() else ""
+        raise HamburgerError(f"{path!r} is not a HAMburger checkpoint{hint}")
+    return load_checkpoint(path, dtype, base=base)
+
+
+# ---------------------------------------------------------------------------------------- graft
+def cmd_graft(args) -> int:
+    from .base import load_base
+    from .checkpoint import save_checkpoint
+    from .config import HamburgerConfig
+    from .model import HamburgerModel
+
+    set_threads(args.threads)
+    base, tokenizer, info = load_base(args.base, "float32")
+    config = HamburgerConfig(max_steps=args.max_steps, decoder_layers=args.decoder_layers,
+                             decoder_init=args.decoder_init, num_taps=args.num_taps,
+                             default_confidence=args.default_confidence)
+    model = HamburgerModel(base, config)
+    out = save_checkpoint(model, args.out, info)
+    n = sum(p.numel() for p in model.grafted_parameters())
+    print(f"grafted {n / 1e6:.2f}M parameters (taps after layers {[t + 1 for t in model.config.tap_layers]}, "
+          f"{config.decoder_layers} decoder layers, max_steps {config.max_steps}) on {info.spec} -> {out}")
+    return 0
+
+
+def add_graft(sub) -> None:
+    p = sub.add_parser("graft", help="make an untrained HAMburger checkpoint on a base model",
+                       description="Graft a compositional embedder, micro-step decoder and stop head onto a base "
+                                   "causal LM and save the (untrained) checkpoint. Train it with `hamburger train`.")
+    p.add_argument("--base", default=None,
+                   help="base model: a bundled name (smollm2-135m-instruct, the default), a HF folder or a hub id")
+    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--max-steps", type=int, default=4, help="largest token group per base forward (default 4)")
+    p.add_argument("--decoder-layers", type=int, default=2, help="depth of the micro-step decoder (default 2)")
+    p.add_argument("--decoder-init", choices=["copy_last", "random"], default="copy_last",
+                   help="initialise the micro-step decoder from the base's last layers or randomly")
+    p.add_argument("--num-taps", type=int, default=3,
+                   help="intermediate base layers (evenly spaced) fed to the micro-step decoder (default 3)")
+    p.add_argument("--default-confidence", type=float, default=0.9,
+                   help="confidence used when a request gives none (default 0.9)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.set_defaults(func=cmd_graft)
+
+
+# ---------------------------------------------------------------------------------------- generate
+def read_prompt(args) -> str:
+    if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
+        return sys.stdin.read()
+    if args.prompt is None:
+        raise HamburgerError("give a PROMPT (or '-' to read it from stdin)")
+    return args.prompt
+
+
+def cmd_generate(args) -> int:
+    from .generate import Generation, encode_prompt
+    from .render import render_groups, summary_line
+    from .sampling import GenerationConfig
+
+    config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
+                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                              stop=args.stop or []).validate()
+    prompt = read_prompt(args)
+    set_threads(args.threads)
+    model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
+    ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system)
+    run = Generation(model, tokenizer, [ids], config)
+    if args.json:
+        result = run.run()[0]
+        print(json.dumps(result.to_dict()))
+        return 0
+    color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
+    if args.stream and not color:
+        for event in run:
+            print(event.text, end="", flush=True)
+        print()
+        result = run.results[0]
+    else:
+        result = run.run()[0]
+        print(render_groups(tokenizer, result, color))
+    print(summary_line(result), file=sys.stderr)
+    return 0
+
+
+def add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="generate text with a HAMburger model",
+                       description="Generate a reply to PROMPT. The text is shown with its token groups visible "
+                                   "(coloured on a terminal by the stop head's confidence, '|'-separated otherwise), "
+                                   "followed by a summary line on stderr.")
+    p.add_argument("prompt", nargs="?", default=None, help="the prompt ('-' or omitted with a pipe: read stdin)")
+    p.add_argument("--model", default=None, help="HAMburger checkpoint folder (default: the bundled trained model)")
+    p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
+    p.add_argument("--confidence", type=float, default=None,
+                   help="knob in (0, 1]: a group goes on while 1 - p_stop >= confidence; higher = closer to the "
+                        "base model, 1.0 = one token per forward (default: the checkpoint's default)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="most tokens to generate (default 256)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0 = all)")
+    p.add_argument("--seed", type=int, default=None, help="seed for sampling (reproducible output)")
+    p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
+    p.add_argument("--raw", action="store_true", help="do not apply the chat template")
+    p.add_argument("--system", default=None, help="system message for the chat template")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: text, token_ids, groups, tokens, forwards, tau, kv_slots, kv_bytes, "
+                        "kv_slots_ordinary, kv_bytes_ordinary, prefill_s, decode_s, decode_tok_s, finish_reason...")
+    p.add_argument("--stream", action="store_true", help="print text as groups are produced")
+    p.add_argument("--no-color", action="store_true", help="never colour the output")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.set_defaults(func=cmd_generate)
+
+
+# ---------------------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hamburger", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"hamburger {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    add_graft(sub)
+    add_generate(sub)
+    for name in OPTIONAL_VERBS:
+        try:
+            module = importlib.import_module(f".{name}", __package__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except HamburgerError as e:
+        print(f"hamburger {args.verb}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

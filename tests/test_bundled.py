@@ -1,0 +1,56 @@
+"""Integration tests on the real bundled SmolLM2-135M-Instruct (converted once into the cache)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hamburger.base import load_base
+from hamburger.config import HamburgerConfig
+from hamburger.generate import encode_prompt, generate
+from hamburger.model import HamburgerModel
+from hamburger.sampling import GenerationConfig
+
+PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea."]
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    base, tokenizer, info = load_base(None)
+    return HamburgerModel(base, HamburgerConfig()).eval(), tokenizer, info
+
+
+def test_confidence_one_reproduces_base_greedy(bundled):
+    model, tokenizer, _ = bundled
+    for prompt in PROMPTS:
+        ids = encode_prompt(tokenizer, prompt)
+        res = generate(model, tokenizer, ids, GenerationConfig(max_new_tokens=24, confidence=1.0))
+        ref = model.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                  max_new_tokens=24, do_sample=False)
+        assert res.token_ids == ref[0, len(ids):].tolist()
+
+
+def test_bundled_base_loads_with_its_facts(bundled):
+    model, tokenizer, info = bundled
+    assert info.spec == "smollm2-135m-instruct" and len(info.fingerprint) == 16
+    assert model.config.tap_layers == [7, 14, 21] and model.config.hidden_size == 576
+    from hamburger.generate import eos_ids
+
+    assert tokenizer.eos_token_id in eos_ids(model, tokenizer)
+
+
+def test_cli_graft_then_generate_json(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    run = subprocess.run([sys.executable, "-m", "hamburger.cli", "graft", "--out", str(ckpt)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    run = subprocess.run([sys.executable, "-m", "hamburger.cli", "generate", "--model", str(ckpt), "--json",
+                          "--confidence", "1.0", "--max-new-tokens", "16", "What is 2+2?"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert "4" in out["text"] and out["tau"] == 1.0 and out["groups"] == [1] * out["tokens"]
+    for key in ("token_ids", "forwards", "kv_slots", "kv_bytes", "kv_bytes_ordinary", "decode_tok_s", "prefill_s"):
+        assert key in out
