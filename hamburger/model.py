@@ -126,6 +126,10 @@ class HamburgerModel(nn.Module):
         return self.decoder(x)[:, m:]
 
     # ----------------------------------------------------------------- training forward
+    def forward(self, batch: "TrainBatch", teacher_logits: torch.Tensor | None = None) -> "TrainOutput":
+        """`training_forward`, so that DDP/FSDP wrappers (which call forward) work unchanged."""
+        return self.training_forward(batch, teacher_logits)
+
     def training_forward(self, batch: TrainBatch, teacher_logits: torch.Tensor | None = None) -> TrainOutput:
         """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL)."""
         cfg, device = self.config, self.device

@@ -1,0 +1,107 @@
+"""Cost of one HAMburger macro step emitting k = 1..max tokens vs one plain base decode step.
+
+A macro step = merge the previous group (embedder) + one base forward on one new KV slot + the micro
+loop (LM head and stop head per token, the micro-step decoder per extra token). The grafted modules'
+weights do not change the cost, so an untrained graft on the real base is timed, with the stop head
+forced to continue so that every group has exactly k tokens.
+
+    python benchmarks/step_cost.py --threads 2 --out benchmarks/results/step_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from hamburger.base import load_base
+from hamburger.config import HamburgerConfig
+from hamburger.generate import Generation, encode_prompt
+from hamburger.model import HamburgerModel
+from hamburger.sampling import GenerationConfig
+
+try:
+    from benchmarks.env_info import machine_info
+except ImportError:  # run as a script from the repo root
+    from env_info import machine_info
+
+PROMPT = "Explain in a few paragraphs how a bicycle works, part by part."
+
+
+def step_gaps(model, tokenizer, ids, k: int, new_tokens: int) -> list[float]:
+    """Seconds between consecutive groups (= one macro step each), with groups forced to k tokens."""
+    model.config.max_steps = k
+    confidence = 1.0 if k == 1 else 0.5
+    run = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=new_tokens, confidence=confidence))
+    gaps, last = [], None
+    for event in run:
+        now = time.perf_counter()
+        if last is not None and len(event.token_ids) == k and event.finish_reason is None:
+            gaps.append(now - last)
+        last = now
+    return gaps
+
+
+def plain_step_times(base, ids, context: int, reps: int) -> list[float]:
+    """One ordinary decode step (1 token, cache of `context` entries, LM head included)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=base.config)
+    with torch.inference_mode():
+        base(input_ids=torch.tensor([ids[:context]]), past_key_values=cache, use_cache=True)
+        times = []
+        tok = torch.tensor([[ids[0]]])
+        for i in range(reps):
+            start = time.perf_counter()
+            logits = base(input_ids=tok, past_key_values=cache, use_cache=True).logits
+            logits.argmax(-1)
+            times.append(time.perf_counter() - start)
+            cache.crop(-1)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--decoder-layers", type=int, default=2)
+    parser.add_argument("--new-tokens", type=int, default=96)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default="benchmarks/results/step_cost.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    base, tokenizer, info = load_base(None, args.dtype)
+    model = HamburgerModel(base, HamburgerConfig(max_steps=4, decoder_layers=args.decoder_layers)).eval()
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-100.0)  # always continue: groups of exactly max_steps
+    ids = encode_prompt(tokenizer, PROMPT)
+    step_gaps(model, tokenizer, ids, 2, 16)  # warm-up
+    results = {"plain_base_step_ms": None, "macro_step_ms": {}}
+    plain = []
+    for _ in range(args.repeats):
+        plain += plain_step_times(base, ids * 4, len(ids) + 32, 40)
+    results["plain_base_step_ms"] = {"median": 1000 * statistics.median(plain),
+                                     "p10": 1000 * sorted(plain)[len(plain) // 10],
+                                     "p90": 1000 * sorted(plain)[9 * len(plain) // 10]}
+    for k in range(1, 5):
+        gaps = []
+        for _ in range(args.repeats):
+            gaps += step_gaps(model, tokenizer, ids, k, args.new_tokens)
+        med = 1000 * statistics.median(gaps)
+        results["macro_step_ms"][k] = {"median": med, "p10": 1000 * sorted(gaps)[len(gaps) // 10],
+                                       "p90": 1000 * sorted(gaps)[9 * len(gaps) // 10], "n": len(gaps),
+                                       "ms_per_token": med / k}
+    record = {"benchmark": "step_cost", "base": info.spec, "base_note": "SmolLM2-135M-Instruct with Q4_1-rounded "
+              "weights, dequantized", "decoder_layers": args.decoder_layers, "prompt_tokens": len(ids),
+              "machine": machine_info(args.threads, args.dtype), "results": results}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
