@@ -3,8 +3,10 @@
 Layout:
   hamburger_config.json   format version, the HamburgerConfig, the base reference (spec + fingerprint)
   grafted.safetensors     embedder, micro-step decoder and stop head
+  lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
   base/                   only when training changed the base: its full HF folder
-A checkpoint that references its base refuses to load on a base with another fingerprint.
+A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
+adapters are put on top of that checked base.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from safetensors.torch import load_file, save_file
 from .base import BaseInfo, load_base
 from .config import HamburgerConfig
 from .errors import HamburgerError
+from .lora import LoraLinear, add_lora, load_lora_state_dict, lora_modules, lora_state_dict
 from .model import HamburgerModel
 
 FORMAT = "hamburger-checkpoint/1"
 CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
+LORA_FILE = "lora.safetensors"
 BASE_DIR = "base"
 
 
@@ -42,9 +46,17 @@ def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo,
     tmp.mkdir(parents=True)
     state = {k: v.detach().contiguous().cpu() for k, v in model.grafted_state_dict().items()}
     save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT})
+    lora = _lora_meta(model)
+    if lora is not None:
+        if save_base:
+            raise HamburgerError("cannot save a full base that carries LoRA adapters: merge them first")
+        lora_state = {k: v.contiguous().cpu() for k, v in lora_state_dict(model.base).items()}
+        save_file(lora_state, str(tmp / LORA_FILE), metadata={"format": FORMAT})
     meta = {"format": FORMAT, "config": model.config.to_dict(),
             "base": {"spec": base_info.spec, "fingerprint": base_info.fingerprint},
             "base_weights": BASE_DIR if save_base else None, **(extra or {})}
+    if lora is not None:
+        meta["lora"] = lora
     if save_base:
         model.base.save_pretrained(str(tmp / BASE_DIR))
         if tokenizer is not None:
@@ -59,6 +71,19 @@ def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo,
     if old.exists():
         shutil.rmtree(old)
     return out
+
+
+def _lora_meta(model: HamburgerModel) -> dict | None:
+    """The LoRA settings of the model's base (rank, alpha, wrapped layer names), or None."""
+    modules: list[tuple[str, LoraLinear]] = list(lora_modules(model.base))
+    if not modules:
+        return None
+    ranks = {(m.r, m.alpha) for _, m in modules}
+    if len(ranks) > 1:
+        raise HamburgerError(f"LoRA adapters of mixed rank/alpha {sorted(ranks)} cannot be saved")
+    (r, alpha), = ranks
+    targets = sorted({name.rsplit(".", 1)[-1] for name, _ in modules})
+    return {"file": LORA_FILE, "r": r, "alpha": alpha, "targets": targets, "modules": len(modules)}
 
 
 def read_meta(path: str | Path) -> dict:
@@ -107,4 +132,20 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         model.load_grafted_state_dict({k: v.to(model.dtype) for k, v in state.items()})
     except RuntimeError as e:
         raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
+    if meta.get("lora"):
+        _load_lora(model, path, meta["lora"])
     return model.eval(), tokenizer, info
+
+
+def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
+    """Put the saved LoRA adapters on the (already fingerprint-checked) base of ``model``."""
+    try:
+        names = add_lora(model.base, tuple(lora["targets"]), int(lora["r"]), float(lora["alpha"]))
+        state = load_file(str(path / lora.get("file", LORA_FILE)))
+    except KeyError as e:
+        raise HamburgerError(f"{path / CONFIG_FILE}: the 'lora' entry lacks {e}") from e
+    except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read {path / lora.get('file', LORA_FILE)}: {e}") from e
+    if lora.get("modules") not in (None, len(names)):
+        raise HamburgerError(f"{path}: LoRA was saved on {lora['modules']} layers, this base has {len(names)}")
+    load_lora_state_dict(model.base, state)

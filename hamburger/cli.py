@@ -97,6 +97,49 @@ def read_prompt(args) -> str:
     return args.prompt
 
 
+def read_prompts_file(path: str) -> list[dict]:
+    """jsonl with a `prompt` field per line (optional per-row `max_new_tokens` and `seed`)."""
+    rows = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise HamburgerError(f"cannot read prompts file {path!r}: {e.strerror}") from e
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise HamburgerError(f"{path}:{n}: not valid JSON ({e.msg})") from e
+        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+            raise HamburgerError(f"{path}:{n}: each line needs a string field 'prompt'")
+        rows.append(row)
+    if not rows:
+        raise HamburgerError(f"{path}: no prompts")
+    return rows
+
+
+def generate_file(args, config) -> int:
+    """Batched generation over a prompts file; one JSON object per prompt, in input order."""
+    from dataclasses import replace
+
+    from .generate import Generation, encode_prompt
+
+    rows = read_prompts_file(args.prompts_file)
+    if args.batch_size < 1:
+        raise HamburgerError("--batch-size must be >= 1")
+    configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
+                       seed=r.get("seed", config.seed)).validate() for r in rows]
+    set_threads(args.threads)
+    model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
+    ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system) for r in rows]
+    for start in range(0, len(rows), args.batch_size):
+        chunk = slice(start, start + args.batch_size)
+        for result in Generation(model, tokenizer, ids[chunk], configs[chunk]).run():
+            print(json.dumps(result.to_dict()), flush=True)
+    return 0
+
+
 def cmd_generate(args) -> int:
     from .generate import Generation, encode_prompt
     from .render import render_groups, summary_line
@@ -105,6 +148,8 @@ def cmd_generate(args) -> int:
     config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
                               temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                               stop=args.stop or []).validate()
+    if args.prompts_file:
+        return generate_file(args, config)
     prompt = read_prompt(args)
     set_threads(args.threads)
     model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
@@ -135,6 +180,10 @@ def add_generate(sub) -> None:
     p.add_argument("prompt", nargs="?", default=None, help="the prompt ('-' or omitted with a pipe: read stdin)")
     p.add_argument("--model", default=None, help="HAMburger checkpoint folder (default: the bundled trained model)")
     p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
+    p.add_argument("--prompts-file", default=None,
+                   help="jsonl with a 'prompt' field per line (optional 'max_new_tokens', 'seed'): generate them in "
+                        "batches and print one JSON object per prompt, in input order")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
     p.add_argument("--confidence", type=float, default=None,
                    help="knob in (0, 1]: a group goes on while 1 - p_stop >= confidence; higher = closer to the "
                         "base model, 1.0 = one token per forward (default: the checkpoint's default)")

@@ -133,6 +133,7 @@ class Generation:
         self.eos = eos_ids(model, tokenizer)
         self.rows = [_Row(list(p), c, model.config.default_confidence) for p, c in zip(prompts, cfgs)]
         self.prefill_s = 0.0
+        self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
         self.results: list[GenerationResult] = []
         self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
         self.logits: list[list[torch.Tensor]] = [[] for _ in prompts]
@@ -171,6 +172,7 @@ class Generation:
                 for i in active:
                     rows[i].decode_s += time.perf_counter() - clock
             slot_bytes = cache.bytes_per_slot()
+            self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
             for pos, i in enumerate(active):
                 if rows[i].done:
                     rows[i].kv_slots = cache.kv_slots()[pos]

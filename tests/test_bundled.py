@@ -54,3 +54,20 @@ def test_cli_graft_then_generate_json(tmp_path):
     assert "4" in out["text"] and out["tau"] == 1.0 and out["groups"] == [1] * out["tokens"]
     for key in ("token_ids", "forwards", "kv_slots", "kv_bytes", "kv_bytes_ordinary", "decode_tok_s", "prefill_s"):
         assert key in out
+
+
+def test_batch_equals_single_runs_on_the_real_model(bundled):
+    from hamburger.generate import Generation
+
+    model, tokenizer, _ = bundled
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # an untrained graft with a stop head that keeps groups going now and then
+        for p in model.stop_head.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    ids = [encode_prompt(tokenizer, p) for p in PROMPTS]
+    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    batch = Generation(model, tokenizer, ids, cfg).run()
+    assert any(max(r.groups) > 1 for r in batch)
+    for prompt_ids, res in zip(ids, batch):
+        single = generate(model, tokenizer, prompt_ids, cfg)
+        assert (res.token_ids, res.groups) == (single.token_ids, single.groups)

@@ -1,0 +1,90 @@
+"""Batched generation: each row keeps its own group lengths, slots and positions."""
+
+import json
+
+import pytest
+import torch
+
+from hamburger.cli import main
+from hamburger.generate import Generation, generate
+from hamburger.sampling import GenerationConfig
+from tests.conftest import tiny_hamburger
+
+PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
+
+
+@pytest.fixture
+def model():
+    m = tiny_hamburger("llama", seed=5)
+    with torch.no_grad():
+        m.stop_head.net[2].bias.fill_(-2.0)
+    return m
+
+
+def test_rows_finishing_early_do_not_change_the_others(model, char_tokenizer):
+    singles = [generate(model, char_tokenizer, p, GenerationConfig(max_new_tokens=16, confidence=0.5))
+               for p in PROMPTS]
+    # Row 0 ends after its first group: give it the first token it emits as an extra EOS via max_new_tokens=1.
+    configs = [GenerationConfig(max_new_tokens=1, confidence=0.5)] + \
+              [GenerationConfig(max_new_tokens=16, confidence=0.5)] * 3
+    batch = Generation(model, char_tokenizer, PROMPTS, configs).run()
+    assert batch[0].tokens == 1 and batch[0].forwards == 1
+    for single, res in zip(singles[1:], batch[1:]):
+        assert (res.token_ids, res.groups) == (single.token_ids, single.groups)
+
+
+def test_row_with_eos_in_first_group(model, char_tokenizer):
+    first = generate(model, char_tokenizer, PROMPTS[2], GenerationConfig(max_new_tokens=16, confidence=0.5))
+    model.base.generation_config.eos_token_id = [2, 3, first.token_ids[0]]
+    try:
+        batch = Generation(model, char_tokenizer, PROMPTS, GenerationConfig(max_new_tokens=16, confidence=0.5)).run()
+        singles = [generate(model, char_tokenizer, p, GenerationConfig(max_new_tokens=16, confidence=0.5))
+                   for p in PROMPTS]
+    finally:
+        model.base.generation_config.eos_token_id = [2, 3]
+    assert batch[2].token_ids == first.token_ids[:1] and batch[2].finish_reason == "eos"
+    for single, res in zip(singles, batch):
+        assert (res.token_ids, res.groups) == (single.token_ids, single.groups)
+
+
+def test_per_row_seeds_do_not_depend_on_batch_composition(model, char_tokenizer):
+    cfgs = [GenerationConfig(max_new_tokens=14, confidence=0.6, temperature=0.9, seed=s) for s in (11, 12, 13, 14)]
+    together = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
+    for prompt, cfg, res in zip(PROMPTS, cfgs, together):
+        alone = generate(model, char_tokenizer, prompt, cfg)
+        assert (alone.token_ids, alone.groups) == (res.token_ids, res.groups)
+    reordered = Generation(model, char_tokenizer, PROMPTS[::-1], cfgs[::-1]).run()[::-1]
+    assert [r.token_ids for r in reordered] == [r.token_ids for r in together]
+
+
+def test_batch_kv_memory_is_per_row(model, char_tokenizer):
+    run = Generation(model, char_tokenizer, PROMPTS, GenerationConfig(max_new_tokens=12, confidence=0.5))
+    results = run.run()
+    for prompt, res in zip(PROMPTS, results):
+        assert res.kv_slots == len(prompt) + len(res.groups) - 1
+    assert run.peak_kv_bytes >= max(r.kv_bytes for r in results)
+
+
+def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model):
+    from hamburger.base import BaseInfo, weights_fingerprint
+    from hamburger.checkpoint import save_checkpoint
+
+    base_dir = tmp_path / "base"
+    model.base.save_pretrained(base_dir)
+    char_tokenizer.save_pretrained(base_dir)
+    ckpt = save_checkpoint(model, tmp_path / "ckpt", BaseInfo(str(base_dir), str(base_dir),
+                                                               weights_fingerprint(model.base)))
+    texts = ["abc", "hello\nworld", "xyz xyz", "q"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
+    assert main(["generate", "--model", str(ckpt), "--prompts-file", str(prompts), "--batch-size", "3", "--raw",
+                 "--max-new-tokens", "10", "--confidence", "0.5"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4
+    for text, line in zip(texts, lines):
+        ids = char_tokenizer(text)["input_ids"]
+        single = generate(model, char_tokenizer, ids, GenerationConfig(max_new_tokens=10, confidence=0.5))
+        assert line["token_ids"] == single.token_ids and line["groups"] == single.groups
+    prompts.write_text('{"text": "no prompt field"}\n')
+    assert main(["generate", "--model", str(ckpt), "--prompts-file", str(prompts)]) == 1
+    assert "prompt" in capsys.readouterr().err
