@@ -24,10 +24,7 @@ from hamburger.generate import Generation, encode_prompt
 from hamburger.model import HamburgerModel
 from hamburger.sampling import GenerationConfig
 
-try:
-    from benchmarks.env_info import machine_info
-except ImportError:  # run as a script from the repo root
-    from env_info import machine_info
+from hamburger.machine import machine_info
 
 PROMPT = "Explain in a few paragraphs how a bicycle works, part by part."
 

@@ -155,6 +155,14 @@ class Generation:
             pass
         return self.results
 
+    def cancel(self, row: int) -> None:
+        """Stop generating for `row` (e.g. its client went away): it is marked finished with
+        finish_reason "cancelled" and dropped from the batch at the next macro step, so the other rows
+        go on unchanged. Call it between events, from the thread that iterates; a row cancelled before
+        its first group still emits that group. Its result keeps what it produced (kv_bytes 0)."""
+        if not self.rows[row].done:
+            self.rows[row].reason = "cancelled"
+
     def _run(self) -> Iterator[GroupEvent]:
         model, rows = self.model, self.rows
         start = time.perf_counter()
@@ -258,7 +266,7 @@ class Generation:
         row.group.append(token)
         row.probs.append(prob)
         row.p_continue.append(p_continue)
-        if token in self.eos:
+        if token in self.eos and not row.cfg.ignore_eos:
             row.reason = "eos"
         elif len(row.tokens) >= row.cfg.max_new_tokens:
             row.reason = "length"

@@ -22,6 +22,7 @@ class GenerationConfig:
     temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
+    ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
     """
 
     max_new_tokens: int = 128
@@ -31,6 +32,7 @@ class GenerationConfig:
     top_k: int = 0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    ignore_eos: bool = False
 
     def validate(self) -> "GenerationConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:

@@ -65,15 +65,24 @@ def test_batch_kv_memory_is_per_row(model, char_tokenizer):
     assert run.peak_kv_bytes >= max(r.kv_bytes for r in results)
 
 
-def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model):
+def save_tiny_checkpoint(tmp_path, tokenizer, model=None):
+    """A tiny random HAMburger checkpoint (with its base folder) for CLI tests."""
     from hamburger.base import BaseInfo, weights_fingerprint
     from hamburger.checkpoint import save_checkpoint
 
+    if model is None:
+        model = tiny_hamburger("llama", seed=5)
+        with torch.no_grad():
+            model.stop_head.net[2].bias.fill_(-2.0)
     base_dir = tmp_path / "base"
     model.base.save_pretrained(base_dir)
-    char_tokenizer.save_pretrained(base_dir)
-    ckpt = save_checkpoint(model, tmp_path / "ckpt", BaseInfo(str(base_dir), str(base_dir),
-                                                               weights_fingerprint(model.base)))
+    tokenizer.save_pretrained(base_dir)
+    return save_checkpoint(model, tmp_path / "ckpt", BaseInfo(str(base_dir), str(base_dir),
+                                                              weights_fingerprint(model.base)))
+
+
+def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model):
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, model)
     texts = ["abc", "hello\nworld", "xyz xyz", "q"]
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))

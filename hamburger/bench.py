@@ -1,0 +1,233 @@
+"""`hamburger bench`: HAMburger against the base model and its peers, in one process and one run.
+
+All methods decode greedily with the same prompts, max_new_tokens, dtype, threads and environment;
+methods are interleaved prompt by prompt (so machine drift hits all of them), each is warmed up
+first, and each (method, prompt) is repeated; the median repetition is kept. Quality is reported
+side by side as agreement with the base model's own greedy output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .bench_methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
+from .bench_prompts import CATEGORIES, category_prompts, load_prompt_file
+from .errors import HamburgerError
+
+
+@dataclass
+class BenchSettings:
+    categories: list[str] = field(default_factory=lambda: list(CATEGORIES))
+    methods: list[str] = field(default_factory=lambda: list(METHOD_NAMES))
+    confidences: list[float] = field(default_factory=lambda: [0.5, 0.7, 0.8, 0.9])
+    n_prompts: int = 20
+    max_new_tokens: int = 128
+    repeats: int = 3
+    lengths: list[int] = field(default_factory=lambda: [64, 128, 256, 512, 1024])
+    batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16])
+    threads: int | None = None
+    dtype: str = "float32"
+
+    @classmethod
+    def quick(cls) -> "BenchSettings":
+        return cls(n_prompts=2, max_new_tokens=32, repeats=1, confidences=[0.5, 0.9], lengths=[32, 64],
+                   batch_sizes=[1, 4], methods=["hamburger", "own_loop", "hf_generate", "prompt_lookup"])
+
+
+def copy_bandwidth_gbs(mib: int = 256) -> float:
+    """Machine memory copy bandwidth (GB/s, read + write) from the best of five large tensor copies."""
+    import torch
+
+    src = torch.ones(mib * 2**18)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * src.numel() * 4 / best / 1e9
+
+
+def agreement(a: list[int], b: list[int]) -> tuple[bool, float]:
+    """(identical, fraction of the reference matched before the first difference)."""
+    same = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        same += 1
+    return a == b, same / max(1, len(b))
+
+
+def measure(methods, prompts, ids, settings: BenchSettings, progress) -> list[dict]:
+    """Every method on every prompt, interleaved; the median of `repeats` runs by decode time."""
+    for m in methods:  # warm-up
+        m.run(ids[0], min(8, settings.max_new_tokens))
+    rows = []
+    for prompt, prompt_ids in zip(prompts, ids):
+        runs: dict[str, Measurement] = {}
+        for m in methods:
+            reps = sorted((m.run(prompt_ids, settings.max_new_tokens) for _ in range(settings.repeats)),
+                          key=lambda r: r.decode_s)
+            runs[m.name] = reps[len(reps) // 2]
+            progress.update(1)
+        reference = runs.get("hf_generate") or runs.get("own_loop")
+        for name, r in runs.items():
+            identical, prefix = agreement(r.token_ids, reference.token_ids) if reference else (None, None)
+            rows.append({"category": prompt["category"], "prompt_id": prompt.get("id"), "method": name,
+                         "tokens": r.tokens, "forwards": r.forwards, "tau": r.tau, "ttft_s": r.ttft_s,
+                         "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s, "first_tokens": r.first_tokens,
+                         "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "identical_to_base": identical,
+                         "matched_prefix": prefix})
+    return rows
+
+
+def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
+    """Per (category, method): pooled decode tok/s, speedup vs HF generate, medians, KV per token."""
+    out = []
+    keys = sorted({(r["category"], r["method"]) for r in rows})
+    for category in sorted({k[0] for k in keys}) + ["all"]:
+        group = [r for r in rows if category in ("all", r["category"])]
+        for method in dict.fromkeys(r["method"] for r in rows):
+            rs = [r for r in group if r["method"] == method]
+            if not rs:
+                continue
+            decoded = sum(r["tokens"] - r["first_tokens"] for r in rs)
+            decode_s = sum(r["decode_s"] for r in rs)
+            tokens, forwards = sum(r["tokens"] for r in rs), sum(r["forwards"] for r in rs)
+            out.append({"category": category, "method": method, "prompts": len(rs),
+                        "decode_tok_s": decoded / decode_s if decode_s else 0.0,
+                        "ttft_ms": 1000 * statistics.median(r["ttft_s"] for r in rs),
+                        "tau": tokens / forwards if forwards else 0.0,
+                        "kv_bytes_per_token": sum(r["kv_bytes"] for r in rs) / max(1, tokens),
+                        "identical_to_base": _mean(r["identical_to_base"] for r in rs),
+                        "matched_prefix": _mean(r["matched_prefix"] for r in rs),
+                        "base_read_gbs": weight_bytes * (forwards - len(rs)) / decode_s / 1e9 if decode_s else 0.0})
+        hf = next((s for s in out if s["category"] == category and s["method"] == "hf_generate"), None)
+        for s in out:
+            if s["category"] == category and hf and hf["decode_tok_s"]:
+                s["speedup_vs_hf"] = s["decode_tok_s"] / hf["decode_tok_s"]
+    return out
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def length_sweep(model, tokenizer, prompt_ids, lengths) -> list[dict]:
+    """KV bytes and base forwards vs output length (EOS ignored so every run reaches its length)."""
+    out = []
+    for method in (HamburgerMethod(model, tokenizer, model.config.default_confidence),
+                   HamburgerMethod(model, tokenizer, 1.0, name="own_loop")):
+        for n in lengths:
+            r = method.run(prompt_ids, n, ignore_eos=True)
+            out.append({"method": method.name, "new_tokens": r.tokens, "forwards": r.forwards,
+                        "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "decode_tok_s": r.decode_tok_s})
+    return out
+
+
+def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens) -> list[dict]:
+    """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate."""
+    out = []
+    methods = [HamburgerMethod(model, tokenizer, model.config.default_confidence), HFMethod(model.base, tokenizer)]
+    for b in batch_sizes:
+        batch = (ids * (b // max(1, len(ids)) + 1))[:b]
+        for m in methods:
+            m.run_batch(batch[:1], 4)
+            start = time.perf_counter()
+            rows = m.run_batch(batch, max_new_tokens)
+            wall = time.perf_counter() - start
+            out.append({"method": m.name, "batch_size": b, "tokens": sum(map(len, rows)),
+                        "tok_s": sum(map(len, rows)) / wall, "wall_s": wall})
+    return out
+
+
+def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None) -> dict:
+    from tqdm import tqdm
+
+    from .generate import encode_prompt
+
+    if prompts is None:
+        prompts = [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
+    ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
+    methods = build_methods(model, tokenizer, settings.methods, settings.confidences)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
+    with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
+        rows = measure(methods, prompts, ids, settings, progress)
+    result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
+              "copy_bandwidth_gbs": copy_bandwidth_gbs(), "base_weight_bytes": weight_bytes}
+    if settings.lengths:
+        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths)
+    if settings.batch_sizes:
+        result["batch_sweep"] = batch_sweep(model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def cmd_bench(args) -> int:
+    import torch
+
+    from .bench_report import write_report
+    from .cli import load_model
+
+    settings = BenchSettings.quick() if args.quick else BenchSettings()
+    for key in ("categories", "methods", "confidences", "lengths", "batch_sizes"):
+        value = getattr(args, key)
+        if value is not None:
+            setattr(settings, key, value)
+    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype"):
+        if getattr(args, key) is not None:
+            setattr(settings, key, getattr(args, key))
+    bad = [m for m in settings.methods if m not in METHOD_NAMES]
+    if bad:
+        raise HamburgerError(f"unknown method(s) {bad}; choose from {', '.join(METHOD_NAMES)}")
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    settings.threads = torch.get_num_threads()
+    model, tokenizer, info = load_model(args.model, settings.dtype)
+    prompts = load_prompt_file(args.prompts) if args.prompts else None
+    result = run_bench(model, tokenizer, settings, prompts)
+    result["model"] = {"checkpoint": args.model or "default", "base": info.spec, "fingerprint": info.fingerprint}
+    out = write_report(result, Path(args.out))
+    print(out.read_text() if out.suffix == ".md" else out)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark HAMburger against the base model and its peers",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
+    p.add_argument("--out", default="runs/bench", help="folder for results.json, results.md and PNG plots")
+    p.add_argument("--quick", action="store_true",
+                   help="2 prompts per category, 32 new tokens, 1 repeat, small sweeps (a couple of minutes)")
+    p.add_argument("--prompts", default=None, help="jsonl with 'prompt' (and optional 'category') instead of the "
+                                                   "built-in categories")
+    p.add_argument("--categories", type=_names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
+    p.add_argument("--methods", type=_names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)}")
+    p.add_argument("--confidences", type=_floats, default=None, help="HAMburger knob values (default 0.5,0.7,0.8,0.9)")
+    p.add_argument("--n-prompts", type=int, default=None, help="prompts per category (default 20)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens per prompt (default 128)")
+    p.add_argument("--repeats", type=int, default=None, help="runs per method and prompt; the median is kept (default 3)")
+    p.add_argument("--lengths", type=_ints, default=None, help="output-length sweep (default 64,...,1024; '' skips)")
+    p.add_argument("--batch-sizes", type=_ints, default=None, help="batch sweep (default 1,4,16; '' skips)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
+    p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
+    p.set_defaults(func=cmd_bench)

@@ -1,0 +1,171 @@
+"""Decoding methods measured side by side: HAMburger and the peers a user would pick instead.
+
+Every method decodes greedily and returns a `Measurement` with the same definitions:
+  ttft_s    prompt forward until the first token is known
+  decode_s  the rest of the generation; decode tok/s = (tokens - first step's tokens) / decode_s
+  forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
+            drafts, which stop short of it, are not counted as full forwards)
+  kv_bytes  measured bytes of the base KV cache at the end
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from .generate import Generation
+from .model import HamburgerModel
+from .modules import base_decoder_stack
+from .sampling import GenerationConfig
+
+
+@dataclass
+class Measurement:
+    method: str
+    tokens: int
+    forwards: int
+    ttft_s: float
+    decode_s: float
+    kv_bytes: int
+    kv_slots: int
+    token_ids: list[int]
+    first_tokens: int = 1  # tokens known at ttft (HAMburger's first group)
+
+    @property
+    def decode_tok_s(self) -> float:
+        n = self.tokens - self.first_tokens
+        return n / self.decode_s if self.decode_s > 0 and n > 0 else 0.0
+
+    @property
+    def tau(self) -> float:
+        return self.tokens / self.forwards if self.forwards else 0.0
+
+
+class ForwardCounter:
+    """Counts full forwards of a base model (calls that reach its last decoder layer)."""
+
+    def __init__(self, base):
+        self.count = 0
+        self._handle = base_decoder_stack(base).layers[-1].register_forward_hook(self._hook)
+
+    def _hook(self, *_):
+        self.count += 1
+
+    def close(self):
+        self._handle.remove()
+
+
+def cache_bytes(cache) -> tuple[int, int]:
+    """(bytes, slots of row 0) held by a transformers cache."""
+    total, slots = 0, 0
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+                slots = t.shape[-2]
+    return total, slots
+
+
+class HamburgerMethod:
+    """The HAMburger engine at one confidence (1.0 = the base model through our own loop and cache)."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, confidence: float, name: str | None = None):
+        self.model, self.tokenizer, self.confidence = model, tokenizer, confidence
+        self.name = name or f"hamburger@{confidence:g}"
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        r = Generation(self.model, self.tokenizer, [prompt_ids], cfg).run()[0]
+        return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
+                           r.token_ids, first_tokens=r.groups[0])
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence)
+        return [r.token_ids for r in Generation(self.model, self.tokenizer, prompts, cfg).run()]
+
+
+class HFMethod:
+    """The base model through Hugging Face `generate` (plain, prompt lookup or early exit)."""
+
+    def __init__(self, base, tokenizer, name: str = "hf_generate", **generate_kwargs):
+        self.base, self.tokenizer, self.name, self.kwargs = base, tokenizer, name, generate_kwargs
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id = pad
+
+    def _generate(self, ids: torch.Tensor, mask: torch.Tensor, max_new_tokens: int, ignore_eos: bool = False):
+        extra = {"min_new_tokens": max_new_tokens} if ignore_eos else {}
+        return self.base.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                  do_sample=False, pad_token_id=self.pad_id, return_dict_in_generate=True,
+                                  **extra, **self.kwargs)
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        ids = torch.tensor([prompt_ids])
+        mask = torch.ones_like(ids)
+        with torch.inference_mode():
+            start = time.perf_counter()
+            self._generate(ids, mask, 1)
+            ttft = time.perf_counter() - start
+            counter = ForwardCounter(self.base)
+            try:
+                start = time.perf_counter()
+                out = self._generate(ids, mask, max_new_tokens, ignore_eos)
+                total = time.perf_counter() - start
+            finally:
+                counter.close()
+        tokens = out.sequences[0, len(prompt_ids):].tolist()
+        kv, slots = cache_bytes(out.past_key_values)
+        return Measurement(self.name, len(tokens), counter.count, ttft, max(total - ttft, 1e-9), kv, slots, tokens)
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+        width = max(map(len, prompts))
+        ids = torch.full((len(prompts), width), self.pad_id)
+        mask = torch.zeros_like(ids)
+        for b, p in enumerate(prompts):  # left padding, as HF expects for decoder-only batches
+            ids[b, width - len(p):] = torch.tensor(p)
+            mask[b, width - len(p):] = 1
+        with torch.inference_mode():
+            out = self._generate(ids, mask, max_new_tokens)
+        eos = set(_as_list(self.base.generation_config.eos_token_id))
+        rows = []
+        for b in range(len(prompts)):
+            row = []
+            for t in out.sequences[b, width:].tolist():
+                row.append(t)
+                if t in eos:
+                    break
+            rows.append(row)
+        return rows
+
+
+def _as_list(value) -> list[int]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, int) else list(value)
+
+
+def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
+                  prompt_lookup: int = 10, early_exit_layer: int | None = None) -> list:
+    """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
+    prompt_lookup, early_exit. Early exit defaults to a quarter of the base's depth."""
+    base = model.base
+    methods = []
+    for name in names:
+        if name == "hamburger":
+            methods += [HamburgerMethod(model, tokenizer, c) for c in confidences]
+        elif name == "own_loop":
+            methods.append(HamburgerMethod(model, tokenizer, 1.0, name="own_loop"))
+        elif name == "hf_generate":
+            methods.append(HFMethod(base, tokenizer))
+        elif name == "prompt_lookup":
+            methods.append(HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup))
+        elif name == "early_exit":
+            layer = early_exit_layer or max(1, len(base_decoder_stack(base).layers) // 4)
+            methods.append(HFMethod(base, tokenizer, f"early_exit@{layer}", assistant_early_exit=layer))
+        else:
+            raise ValueError(name)
+    return methods
+
+
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit")

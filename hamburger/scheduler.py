@@ -1,0 +1,137 @@
+"""A scheduler thread that owns the model and batches concurrent requests (used by `hamburger serve`).
+
+Requests wait in a bounded queue. The thread takes up to `max_batch_size` of them and runs them as
+one batched `Generation`; each `GroupEvent` goes to its request's asyncio queue through
+`loop.call_soon_threadsafe`. Batches run back to back: a request that arrives while a batch runs
+waits for the next batch (no rows are added to a running batch). A cancelled request (its client went
+away) is dropped from the running batch at the next macro step with `Generation.cancel`, or skipped
+if it has not started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from .generate import Generation
+from .sampling import GenerationConfig
+
+
+class QueueFull(Exception):
+    """More requests are waiting than the queue holds."""
+
+
+class ShuttingDown(Exception):
+    """The scheduler is stopping and takes no more requests."""
+
+
+@dataclass(eq=False)
+class Request:
+    """One generation request; its queue receives ("event", GroupEvent)..., then ("done", result) or
+    ("error", exception)."""
+
+    prompt_ids: list[int]
+    config: GenerationConfig
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    cancelled: bool = False
+
+    def push(self, kind: str, value) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+        except RuntimeError:  # the event loop is closed: nobody listens any more
+            pass
+
+
+class Scheduler:
+    def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64):
+        if max_batch_size < 1 or max_queue < 1:
+            raise ValueError("max_batch_size and max_queue must be >= 1")
+        self.model, self.tokenizer = model, tokenizer
+        self.max_batch_size, self.max_queue = max_batch_size, max_queue
+        self._waiting: deque[Request] = deque()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="hamburger-scheduler", daemon=True)
+        self.running = 0  # requests in the current batch
+        self.batches = 0  # batches run so far
+        self.cancelled = 0  # requests dropped because their client went away
+
+    def start(self) -> "Scheduler":
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        with self._cond:
+            self._stopping = True
+            waiting, self._waiting = list(self._waiting), deque()
+            self._cond.notify_all()
+        for req in waiting:
+            req.push("error", ShuttingDown("the server is shutting down"))
+        self._thread.join(timeout)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def submit(self, req: Request) -> None:
+        """Queue a request; raises QueueFull when `max_queue` requests already wait."""
+        with self._cond:
+            if self._stopping:
+                raise ShuttingDown("the server is shutting down")
+            if len(self._waiting) >= self.max_queue:
+                raise QueueFull(f"{len(self._waiting)} requests are waiting (--max-queue {self.max_queue})")
+            self._waiting.append(req)
+            self._cond.notify()
+
+    def cancel(self, req: Request) -> None:
+        """Mark a request cancelled: the scheduler thread drops it (thread-safe, idempotent)."""
+        req.cancelled = True
+
+    def _take(self) -> list[Request] | None:
+        with self._cond:
+            while not self._stopping:
+                batch = []
+                while self._waiting and len(batch) < self.max_batch_size:
+                    req = self._waiting.popleft()
+                    if not req.cancelled:
+                        batch.append(req)
+                    else:
+                        self.cancelled += 1
+                if batch:
+                    return batch
+                self._cond.wait()
+            return None
+
+    def _loop(self) -> None:
+        while (batch := self._take()) is not None:
+            self.running = len(batch)
+            try:
+                self._run(batch)
+            except Exception as e:  # a failure ends this batch, never the server
+                for req in batch:
+                    req.push("error", e)
+            finally:
+                self.running = 0
+                self.batches += 1
+
+    def _run(self, batch: list[Request]) -> None:
+        run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch])
+        dropped = [False] * len(batch)
+        for event in run:
+            req = batch[event.row]
+            if not dropped[event.row]:
+                req.push("event", event)
+            for row, r in enumerate(batch):  # take cancellations into account at every event
+                if r.cancelled and not dropped[row]:
+                    dropped[row] = True
+                    run.cancel(row)
+                    self.cancelled += 1
+            if self._stopping:
+                for row in range(len(batch)):
+                    run.cancel(row)
+        for req, result, gone in zip(batch, run.results, dropped):
+            if not gone:
+                req.push("done", result)

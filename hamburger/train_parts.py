@@ -1,0 +1,173 @@
+"""Pieces of the trainer that do not depend on its loop: processes, schedule, metrics, the MSD stage.
+
+* `Dist`: this process's place in a torch.distributed job (torchrun / accelerate launch set the
+  environment; a plain run is a world of one).
+* `lr_at`: linear warm-up then cosine decay to a floor.
+* `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
+  processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
+* `MsdStage`: the cheap first stage: the micro-step decoder and stop head trained on features of
+  the ordinary (unmerged) base forward, which runs without gradients.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .model import HamburgerModel, TrainBatch, TrainOutput, causal_slot_mask
+
+
+@dataclass
+class Dist:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.world > 1
+
+    def all_sum(self, t: torch.Tensor) -> torch.Tensor:
+        if self.active:
+            t = t.to(self.device)
+            torch.distributed.all_reduce(t)
+        return t.cpu()
+
+    def all_max(self, t: torch.Tensor) -> torch.Tensor:
+        if self.active:
+            t = t.to(self.device)
+            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        return t.cpu()
+
+    def barrier(self) -> None:
+        if self.active:
+            torch.distributed.barrier()
+
+
+def init_dist(device: str = "auto") -> Dist:
+    """Join the process group when launched by torchrun/accelerate (WORLD_SIZE > 1): nccl on GPU, gloo on CPU."""
+    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = torch.device(f"cuda:{local}" if use_cuda else "cpu")
+    if use_cuda:
+        torch.cuda.set_device(dev)
+    if world <= 1:
+        return Dist(device=dev)
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("nccl" if use_cuda else "gloo")
+    return Dist(torch.distributed.get_rank(), torch.distributed.get_world_size(), local, dev)
+
+
+def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
+    """Learning rate of 0-based optimizer step ``step``: linear warm-up, then cosine from peak to floor."""
+    floor = min(floor, peak)
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    span = max(1, total - warmup)
+    progress = min(1.0, (step - warmup) / span)
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# Layout of the stats vector: counts and sums that add across micro-batches and processes.
+T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, HEAD = range(8)
+
+
+def empty_stats(max_steps: int) -> torch.Tensor:
+    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64)
+
+
+def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int) -> torch.Tensor:
+    """Sums over one micro-batch: [tokens, token loss, stop loss, kl, stop correct, positions, padded
+    positions, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1]."""
+    n = out.targets.numel()
+    s = empty_stats(max_steps)
+    s[T] = n
+    s[TOKEN_LOSS] = out.token_loss.detach().double() * n
+    s[STOP_LOSS] = out.stop_loss.detach().double() * n
+    s[KL] = out.kl.detach().double() * n if out.kl is not None else 0.0
+    s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
+    s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
+    correct = (out.token_logits.detach().argmax(-1) == out.targets).double().cpu()
+    index = out.micro_index.cpu()
+    s[HEAD:HEAD + max_steps] = torch.zeros(max_steps, dtype=torch.float64).index_add_(0, index, correct)
+    s[HEAD + max_steps:] = torch.bincount(index, minlength=max_steps).double()
+    return s
+
+
+def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float) -> dict:
+    """Metrics from summed stats: mean losses per response token, accuracies, padding fraction."""
+    n = max(float(s[T]), 1.0)
+    token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
+    correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
+    out = {"tokens": int(s[T]), "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
+           "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
+           "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
+           "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}
+    if s[PADDED_POS] > 0:
+        out["padding"] = 1.0 - float(s[REAL_POS]) / float(s[PADDED_POS])
+    return out
+
+
+class MsdStage(nn.Module):
+    """Stage "msd": only the micro-step decoder and stop head learn, on unmerged base features.
+
+    The base runs once over [prompt, response] without gradients (no merging, so the embedder is
+    unused); the features for a group are those at the token before it, which is what the merged
+    model sees when every earlier group is a single token. Calling it returns a `TrainOutput` in
+    the same token order as `HamburgerModel.training_forward`.
+    """
+
+    def __init__(self, model: HamburgerModel):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: TrainBatch, teacher_logits: torch.Tensor | None = None) -> TrainOutput:
+        model, k = self.model, self.model.config.max_steps
+        device = model.device
+        seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
+        length = max(map(len, seqs))
+        ids = torch.zeros(len(seqs), length, dtype=torch.long, device=device)
+        valid = torch.zeros_like(ids, dtype=torch.bool)
+        for b, s in enumerate(seqs):
+            ids[b, :len(s)] = torch.tensor(s)
+            valid[b, :len(s)] = True
+        positions = torch.arange(length, device=device)[None].expand(len(seqs), -1)
+        with torch.no_grad():
+            final, features = model.base_forward(model.embed(ids), positions, causal_slot_mask(valid))
+        rows, cols, tokens, sizes = [], [], [], []
+        for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
+            start = 0
+            for n in g:
+                rows.append(b)
+                cols.append(len(p) - 1 + start)
+                tokens.append(r[start:start + n] + [0] * (k - n))
+                sizes.append(n)
+                start += n
+        rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
+        tokens_t, sizes_t = torch.tensor(tokens, device=device), torch.tensor(sizes, device=device)
+        hidden = final[rows_t, cols_t][:, None]
+        if k > 1:
+            hidden = torch.cat([hidden, model.micro_hidden(features[rows_t, cols_t], tokens_t[:, :k - 1])], 1)
+        j = torch.arange(k, device=device)[None, :]
+        in_group = j < sizes_t[:, None]
+        selected = hidden[in_group]
+        logits = model.lm_head(selected).float()
+        stop_logits = model.stop_head(selected).float()
+        targets = tokens_t[in_group]
+        stop_targets = (j == sizes_t[:, None] - 1)[in_group].float()
+        micro_index = j.expand_as(in_group)[in_group]
+        token_loss = F.cross_entropy(logits, targets)
+        stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
+        loss = token_loss + model.config.stop_loss_weight * stop_loss
+        return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
