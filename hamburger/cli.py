@@ -160,15 +160,22 @@ def cmd_generate(args) -> int:
         print(json.dumps(result.to_dict()))
         return 0
     color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
-    if args.stream and not color:
+    if args.stream:
+        from .render import stream_text
+
         for event in run:
-            print(event.text, end="", flush=True)
+            print(stream_text(event, color), end="", flush=True)
         print()
         result = run.results[0]
     else:
         result = run.run()[0]
         print(render_groups(tokenizer, result, color))
     print(summary_line(result), file=sys.stderr)
+    if args.html:
+        from .render import html_page
+
+        Path(args.html).write_text(html_page(tokenizer, result, prompt), encoding="utf-8")
+        print(f"wrote {args.html}", file=sys.stderr)
     return 0
 
 
@@ -199,6 +206,8 @@ def add_generate(sub) -> None:
                    help="print one JSON object: text, token_ids, groups, tokens, forwards, tau, kv_slots, kv_bytes, "
                         "kv_slots_ordinary, kv_bytes_ordinary, prefill_s, decode_s, decode_tok_s, finish_reason...")
     p.add_argument("--stream", action="store_true", help="print text as groups are produced")
+    p.add_argument("--html", default=None, metavar="FILE",
+                   help="also write the group view as a standalone HTML page")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")

@@ -26,6 +26,13 @@ def shade(p_continue: list[float]) -> str:
     return SHADES[min(len(SHADES) - 1, int(level * len(SHADES)))]
 
 
+def stream_text(event, color: bool) -> str:
+    """One streamed group: shaded on a terminal, plain otherwise."""
+    if not color or not event.text:
+        return event.text
+    return shade(event.p_continue) + event.text + RESET
+
+
 def render_groups(tokenizer, result: GenerationResult, color: bool) -> str:
     """The text with group boundaries: coloured backgrounds on a terminal, '|' separators otherwise."""
     texts = group_texts(tokenizer, result.token_ids, result.groups)
@@ -44,3 +51,30 @@ def summary_line(result: GenerationResult) -> str:
             f"KV slots {result.kv_slots} vs {result.kv_slots_ordinary} ordinary ({saved:.0%} saved) | "
             f"KV {result.kv_bytes / 2**20:.2f} MiB | TTFT {result.prefill_s * 1000:.0f} ms | "
             f"decode {result.decode_tok_s:.1f} tok/s | confidence {result.confidence:g} | {result.finish_reason}]")
+
+
+def html_page(tokenizer, result: GenerationResult, prompt: str = "") -> str:
+    """A standalone HTML page showing each group as a box, shaded by the stop head's confidence."""
+    import html
+
+    texts = group_texts(tokenizer, result.token_ids, result.groups)
+    spans, start = [], 0
+    for i, (text, size) in enumerate(zip(texts, result.groups)):
+        conf = result.p_continue[start:start + size]
+        level = sum(conf) / len(conf) if conf else 0.0
+        start += size
+        tip = f"group {i + 1}: {size} token(s), mean 1-p_stop {level:.2f}"
+        spans.append(f'<span class="g" style="background:hsl({int(120 * level)},70%,85%)" title="{tip}">'
+                     f"{html.escape(text)}</span>")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>hamburger generation</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:50em;margin:2em auto;line-height:1.7}}
+.g{{border:1px solid #999;border-radius:3px;padding:0 1px;margin:0 1px;white-space:pre-wrap}}
+.prompt{{color:#555;white-space:pre-wrap}} .summary{{font-family:monospace;color:#333;margin-top:1em}}</style>
+</head><body>
+<h3>Prompt</h3><div class="prompt">{html.escape(prompt)}</div>
+<h3>Output (one box per token group; green = the stop head was confident the group should go on)</h3>
+<div>{''.join(spans)}</div>
+<div class="summary">{html.escape(summary_line(result))}</div>
+</body></html>
+"""

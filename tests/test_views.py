@@ -1,0 +1,38 @@
+"""Terminal and HTML views, and the chat verb, on a tiny checkpoint."""
+
+import io
+import json
+
+from hamburger.cli import main
+from tests.test_batch import save_tiny_checkpoint
+
+TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+            "{% if add_generation_prompt %}assistant: {% endif %}")
+
+
+def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys):
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    page = tmp_path / "view.html"
+    assert main(["generate", "--model", str(ckpt), "--raw", "--confidence", "0.5", "--max-new-tokens", "12",
+                 "--html", str(page), "abc"]) == 0
+    captured = capsys.readouterr()
+    assert "|" in captured.out  # group boundaries visible without a terminal
+    assert "tau" in captured.err and "KV slots" in captured.err and "tok/s" in captured.err
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and 'class="g"' in text and "tau" in text
+    assert main(["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "5", "abc"]) == 0
+    streamed_ok = json.loads(capsys.readouterr().out)["tokens"] <= 5
+    assert streamed_ok
+
+
+def test_chat_multi_turn_from_a_pipe(tmp_path, char_tokenizer, capsys, monkeypatch):
+    char_tokenizer.chat_template = TEMPLATE
+    try:
+        ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    finally:
+        char_tokenizer.chat_template = None
+    monkeypatch.setattr("sys.stdin", io.StringIO("hello\nand again\n/reset\nnew start\n/exit\n"))
+    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("tau") == 3  # one summary per answered turn
+    assert "conversation reset" in captured.err
