@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import HamburgerError
 
-OPTIONAL_VERBS = ("prompts", "distill", "segment", "train", "bench", "eval", "serve", "chat")
+OPTIONAL_VERBS = ("prompts", "distill", "segment", "train", "bench", "evaluate", "serve", "chat")
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 
 

@@ -36,7 +36,7 @@ def tiny_base(family: str = "llama", seed: int = 0, vocab: int = 100):
 
     torch.manual_seed(seed)
     common = dict(vocab_size=vocab, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                  num_key_value_heads=2, intermediate_size=128, max_position_embeddings=512,
+                  num_key_value_heads=2, intermediate_size=128, max_position_embeddings=1024,
                   bos_token_id=1, eos_token_id=[2, 3], pad_token_id=0, tie_word_embeddings=True)
     if family == "llama":
         model = LlamaForCausalLM(LlamaConfig(**common))

