@@ -230,30 +230,38 @@ class Generation:
 
     # ------------------------------------------------------------------ micro steps
     def _micro_loop(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> None:
-        """Emit one group per row: token 1 from the base's own head, tokens 2.. from the MSD."""
+        """Emit one group per row: token 1 from the base's own head, tokens 2.. from the MSD.
+
+        Rows whose group has ended leave the micro batch (and its MSD cache) at once.
+        """
         model = self.model
         max_steps, m = model.config.max_steps, features.shape[1]
-        cfgs = [r.cfg for r in rows]
-        generators = [r.generator for r in rows]
-        going = [True] * len(rows)
         for r in rows:
             r.group = []
+        live = list(rows)  # rows whose group is still going, in micro-batch order
         msd_cache = DynamicCache()
         step = 0
         while True:
             logits = model.lm_head(hidden).float()
-            tokens = choose_tokens(logits, cfgs, generators, going)
+            tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
             stop_logits = model.stop_head(hidden).float()
             probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
             step += 1
-            values = zip(tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(), probs.tolist())
-            for b, (t, s, c, p) in enumerate(values):
-                if going[b] and self.trace_logits:
-                    self.logits[self.rows.index(rows[b])].append(logits[b].clone())
-                if going[b]:
-                    going[b] = self._accept(rows[b], t, s, c, p, max_steps)
-            if not any(going):
+            values = zip(live, tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(),
+                         probs.tolist())
+            keep = []
+            for b, (row, t, s, c, p) in enumerate(values):
+                if self.trace_logits:
+                    self.logits[self.rows.index(row)].append(logits[b].clone())
+                if self._accept(row, t, s, c, p, max_steps):
+                    keep.append(b)
+            if not keep:
                 return
+            if len(keep) < len(live):
+                index = torch.tensor(keep, device=tokens.device)
+                tokens, features = tokens[index], features[index]
+                msd_cache.batch_select_indices(index)
+                live = [live[b] for b in keep]
             x = model.embed(tokens)[:, None]
             if step == 1:
                 x = torch.cat([features, x], 1)

@@ -87,17 +87,14 @@ def warp_logits(logits: torch.Tensor, cfg: GenerationConfig) -> torch.Tensor:
 
 
 def choose_tokens(logits: torch.Tensor, cfgs: list[GenerationConfig],
-                  generators: list[torch.Generator | None], rows: list[bool] | None = None) -> torch.Tensor:
-    """One token per row of logits [B, V]; each row uses its own settings and generator.
-
-    Only the rows flagged in ``rows`` draw from their generators (the others get argmax), so a
-    row's random stream never depends on what else is in the batch.
-    """
+                  generators: list[torch.Generator | None]) -> torch.Tensor:
+    """One token per row of logits [B, V]; each row uses its own settings and generator, so a
+    row's random stream never depends on what else is in the batch."""
     out = logits.argmax(-1)
     if all(c.greedy for c in cfgs):
         return out
     for b, (cfg, gen) in enumerate(zip(cfgs, generators)):
-        if not cfg.greedy and (rows is None or rows[b]):
+        if not cfg.greedy:
             probs = warp_logits(logits[b], cfg).softmax(-1)
             out[b] = torch.multinomial(probs, 1, generator=gen)[0]
     return out
