@@ -2,7 +2,8 @@
 
 Requests wait in a bounded queue. The thread takes up to `max_batch_size` of them and runs them as
 one batched `Generation`; each `GroupEvent` goes to its request's asyncio queue through
-`loop.call_soon_threadsafe`. Batches run back to back: a request that arrives while a batch runs
+`loop.call_soon_threadsafe`, and a row's result as soon as its last group is out (not when the batch
+ends). Batches run back to back: a request that arrives while a batch runs
 waits for the next batch (no rows are added to a running batch). A cancelled request (its client went
 away) is dropped from the running batch at the next macro step with `Generation.cancel`, or skipped
 if it has not started.
@@ -55,7 +56,7 @@ class Scheduler:
         self._cond = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="hamburger-scheduler", daemon=True)
-        self.running = 0  # requests in the current batch
+        self.running = 0  # rows of the current batch (answered rows count until the batch ends)
         self.batches = 0  # batches run so far
         self.cancelled = 0  # requests dropped because their client went away
 
@@ -81,6 +82,10 @@ class Scheduler:
         with self._cond:
             if self._stopping:
                 raise ShuttingDown("the server is shutting down")
+            if len(self._waiting) >= self.max_queue:  # requests whose clients went away hold no place
+                live = deque(r for r in self._waiting if not r.cancelled)
+                self.cancelled += len(self._waiting) - len(live)
+                self._waiting = live
             if len(self._waiting) >= self.max_queue:
                 raise QueueFull(f"{len(self._waiting)} requests are waiting (--max-queue {self.max_queue})")
             self._waiting.append(req)
@@ -119,19 +124,23 @@ class Scheduler:
 
     def _run(self, batch: list[Request]) -> None:
         run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch])
-        dropped = [False] * len(batch)
+        closed = [False] * len(batch)  # answered, cancelled or failed: nothing more goes to it
         for event in run:
-            req = batch[event.row]
-            if not dropped[event.row]:
-                req.push("event", event)
-            for row, r in enumerate(batch):  # take cancellations into account at every event
-                if r.cancelled and not dropped[row]:
-                    dropped[row] = True
-                    run.cancel(row)
-                    self.cancelled += 1
-            if self._stopping:
-                for row in range(len(batch)):
-                    run.cancel(row)
-        for req, result, gone in zip(batch, run.results, dropped):
-            if not gone:
+            row = event.row
+            if not closed[row]:
+                batch[row].push("event", event)
+                if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
+                    closed[row] = True
+                    batch[row].push("done", run._result(run.rows[row]))
+            for i, req in enumerate(batch):  # cancellations take effect at the next macro step
+                if not closed[i] and (req.cancelled or self._stopping):
+                    closed[i] = True
+                    run.cancel(i)
+                    if req.cancelled:
+                        with self._cond:
+                            self.cancelled += 1
+                    else:
+                        req.push("error", ShuttingDown("the server is shutting down"))
+        for req, result, done in zip(batch, run.results, closed):
+            if not done:  # not reached: every row ends with an event that has a finish_reason
                 req.push("done", result)

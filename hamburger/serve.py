@@ -265,23 +265,26 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
 
     async def collect(req: Request, request: HTTPRequest) -> GenerationResult:
         """Wait for a non-streamed request's result; a client that goes away cancels it."""
-        done = False
+        async def watch():
+            while not await request.is_disconnected():
+                await asyncio.sleep(0.25)
+            scheduler.cancel(req)
+            req.queue.put_nowait(("gone", None))
+
+        watcher = asyncio.create_task(watch())
+        kind = None
         try:
             while True:
-                try:
-                    kind, value = await asyncio.wait_for(req.queue.get(), 1.0)
-                except asyncio.TimeoutError:
-                    if await request.is_disconnected():
-                        raise APIError(499, "client disconnected")
-                    continue
+                kind, value = await req.queue.get()
                 if kind == "done":
-                    done = True
                     return value
                 if kind == "error":
-                    done = True
                     raise failure(value)
+                if kind == "gone":
+                    raise APIError(499, "the client went away")
         finally:
-            if not done:
+            watcher.cancel()
+            if kind not in ("done", "error"):
                 scheduler.cancel(req)
 
     def streamer(req: Request, kind: str, rid: str, include_usage: bool):

@@ -1,0 +1,155 @@
+"""Load test of `hamburger serve`: N concurrent streaming chat clients (openai's AsyncOpenAI) against a real
+server process on this machine; reports requests/s, completion tokens/s, time to first chunk and latency,
+and (--verify) checks every greedy output against the engine's batch-1 result.
+
+    python benchmarks/load_test.py --tiny --clients 32 --max-tokens 32 --verify          # tiny random model
+    python benchmarks/load_test.py --model runs/untrained --clients 16 --max-tokens 64 --confidence 1.0
+
+Traffic goes to 127.0.0.1 only; the run is bounded by --clients and --timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clocks", "maps", "bees", "glass",
+          "salt", "trains", "ink", "wind", "honey"]
+
+
+def prompts(n: int) -> list[str]:
+    return [f"Write two sentences about {TOPICS[i % len(TOPICS)]} (request {i})." for i in range(n)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tiny_checkpoint(out: Path) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from tests import conftest
+    from tests.test_serve import save_tiny_checkpoint
+
+    make_tokenizer = getattr(conftest.char_tokenizer, "__wrapped__", conftest.char_tokenizer)
+    return save_tiny_checkpoint(out, make_tokenizer())
+
+
+async def one(client, text: str, max_tokens: int, confidence: float | None) -> dict:
+    start, first, parts, usage = time.perf_counter(), None, [], None
+    extra = {"confidence": confidence} if confidence is not None else None
+    stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}],
+                                                  max_tokens=max_tokens, stream=True, extra_body=extra,
+                                                  stream_options={"include_usage": True})
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            first = first or time.perf_counter() - start
+            parts.append(chunk.choices[0].delta.content)
+        usage = chunk.usage or usage
+    return {"text": "".join(parts), "tokens": usage.completion_tokens, "tau": usage.model_extra["hamburger"]["tau"],
+            "ttft_s": first or 0.0, "latency_s": time.perf_counter() - start}
+
+
+async def drive(url: str, texts: list[str], max_tokens: int, confidence: float | None, timeout: float):
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=timeout)
+    try:
+        return await asyncio.gather(*(one(client, t, max_tokens, confidence) for t in texts))
+    finally:
+        await client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="checkpoint folder")
+    parser.add_argument("--tiny", action="store_true", help="use a tiny random checkpoint (made in a temp folder)")
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--max-batch-size", type=int, default=8)
+    parser.add_argument("--confidence", type=float, default=None, help="per-request confidence (default: server's)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--verify", action="store_true", help="compare each output with engine batch-1 greedy")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--out", default=None, help="write the JSON record here")
+    args = parser.parse_args()
+    if not (args.model or args.tiny):
+        parser.error("give --model CKPT or --tiny")
+    tmp = tempfile.TemporaryDirectory()
+    ckpt = Path(args.model) if args.model else tiny_checkpoint(Path(tmp.name))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(Path(tmp.name) / "server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "hamburger.cli", "serve", "--model", str(ckpt), "--port",
+                               str(port), "--threads", str(args.threads), "--dtype", args.dtype, "--log-level",
+                               "warning", "--max-batch-size", str(args.max_batch_size),
+                               "--max-queue", str(max(args.clients, 1))],
+                              stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        end = time.time() + 300
+        while True:
+            if server.poll() is not None or time.time() > end:
+                sys.exit("the server did not start:\n" + (Path(tmp.name) / "server.log").read_text())
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        texts = prompts(args.clients)
+        asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
+        start = time.perf_counter()
+        outs = asyncio.run(drive(url, texts, args.max_tokens, args.confidence, args.timeout))
+        wall = time.perf_counter() - start
+        batches = httpx.get(url + "/health").json()["batches"] - 1
+    finally:
+        server.terminate()
+        server.wait(30)
+    tokens = sum(o["tokens"] for o in outs)
+    ttft = sorted(o["ttft_s"] for o in outs)
+    lat = sorted(o["latency_s"] for o in outs)
+    results = {"clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
+               "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
+               "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),
+               "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
+               "ttft_s_p50": round(ttft[len(ttft) // 2], 3), "ttft_s_max": round(ttft[-1], 3),
+               "latency_s_p50": round(lat[len(lat) // 2], 3), "latency_s_max": round(lat[-1], 3)}
+    if args.verify:
+        import torch
+
+        from hamburger.checkpoint import load_checkpoint
+        from hamburger.generate import encode_prompt, generate
+        from hamburger.sampling import GenerationConfig
+
+        torch.set_num_threads(args.threads)
+        model, tok, _ = load_checkpoint(ckpt, args.dtype)
+        cfg = GenerationConfig(max_new_tokens=args.max_tokens, confidence=args.confidence)
+        same = sum(generate(model, tok, encode_prompt(tok, [{"role": "user", "content": t}]), cfg).text == o["text"]
+                   for t, o in zip(texts, outs))
+        results["equal_to_batch_1"] = f"{same}/{len(texts)}"
+    from hamburger.machine import machine_info
+
+    record = {"benchmark": "load_test", "model": "tiny random" if args.tiny else str(ckpt),
+              "machine": machine_info(args.threads, args.dtype), "results": results}
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

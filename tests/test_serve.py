@@ -1,0 +1,380 @@
+"""`hamburger serve`: a real server process on a tiny random checkpoint, driven by the official openai client."""
+
+import asyncio
+import concurrent.futures
+import copy
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+import torch
+
+openai = pytest.importorskip("openai")
+httpx = pytest.importorskip("httpx")
+
+from hamburger.generate import Generation, encode_prompt, generate  # noqa: E402
+from hamburger.sampling import GenerationConfig  # noqa: E402
+from tests.conftest import tiny_hamburger  # noqa: E402
+
+KEY = "sk-test-key"
+TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+            "{% if add_generation_prompt %}assistant:{% endif %}")
+ROOT = Path(__file__).resolve().parents[1]
+MAX_QUEUE = 40  # the load test sends 32 requests at once: none may be refused
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The reference generations share 2 cores with the servers: several torch threads would fight."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_model():
+    m = tiny_hamburger("llama", seed=5)
+    with torch.no_grad():
+        m.stop_head.net[2].bias.fill_(-2.0)  # long groups at confidence 0.5
+    return m
+
+
+def save_tiny_checkpoint(out: Path, char_tokenizer) -> Path:
+    """A tiny random checkpoint (base in out/base) whose tokenizer has a chat template."""
+    from hamburger.base import BaseInfo, weights_fingerprint
+    from hamburger.checkpoint import save_checkpoint
+
+    model, tokenizer = tiny_model(), copy.deepcopy(char_tokenizer)
+    tokenizer.chat_template = TEMPLATE
+    model.base.save_pretrained(out / "base")
+    tokenizer.save_pretrained(out / "base")
+    return save_checkpoint(model, out / "ckpt", BaseInfo(str(out / "base"), str(out / "base"),
+                                                         weights_fingerprint(model.base)))
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory, char_tokenizer):
+    """The checkpoint folder, and (model, tokenizer) loaded from it to compute expected outputs."""
+    from hamburger.checkpoint import load_checkpoint
+
+    ckpt = save_tiny_checkpoint(tmp_path_factory.mktemp("serve"), char_tokenizer)
+    model, tok, _ = load_checkpoint(ckpt)
+    return ckpt, model, tok
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, ckpt, log: Path, *extra: str):
+        self.port, self.log = free_port(), log
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hamburger.cli", "serve", "--model", str(ckpt), "--port", str(self.port),
+             "--threads", "1", "--log-level", "warning", *extra],
+            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+
+    def wait(self, timeout: float = 120.0) -> "Server":
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the server exited ({self.proc.returncode}):\n{self.log.read_text()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"the server did not come up:\n{self.log.read_text()}")
+
+    def health(self) -> dict:
+        return httpx.get(self.url + "/health", timeout=5).json()
+
+    def client(self, key: str = KEY, **kw):
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=60, **kw)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint, tmp_path_factory):
+    log = tmp_path_factory.mktemp("logs") / "server.log"
+    srv = Server(checkpoint[0], log, "--api-key", KEY, "--confidence", "0.5", "--max-batch-size", "8",
+                 "--max-queue", str(MAX_QUEUE))
+    try:
+        yield srv.wait()
+    finally:
+        srv.stop()
+
+
+def expect(checkpoint, prompt, max_tokens, confidence=0.5, raw=False, **cfg):
+    _, model, tok = checkpoint
+    ids = encode_prompt(tok, prompt, raw=raw)
+    return generate(model, tok, ids, GenerationConfig(max_new_tokens=max_tokens, confidence=confidence, **cfg))
+
+
+def chat(text):
+    return [{"role": "user", "content": text}]
+
+
+# ------------------------------------------------------------------------------ engine hook
+def test_cancel_drops_the_row_and_keeps_the_others(char_tokenizer):
+    model = tiny_model()
+    prompts = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22], [1, 77]]
+    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    singles = [generate(model, char_tokenizer, p, cfg) for p in prompts]
+    run = Generation(model, char_tokenizer, prompts, cfg)
+    seen = [0, 0, 0]
+    for event in run:
+        seen[event.row] += 1
+        if event.row == 1 and seen[1] == 1:
+            run.cancel(1)
+    res = run.results
+    assert seen[1] == 1 and res[1].finish_reason == "cancelled"
+    assert res[1].token_ids == singles[1].token_ids[:res[1].tokens] and res[1].forwards == 1
+    for i in (0, 2):
+        assert (res[i].token_ids, res[i].groups, res[i].finish_reason) == \
+               (singles[i].token_ids, singles[i].groups, singles[i].finish_reason)
+    run.cancel(0)  # a finished row stays as it was
+    assert run.rows[0].reason == singles[0].finish_reason
+
+
+# ------------------------------------------------------------------------------ happy paths
+def test_chat_completion_equals_engine(server, checkpoint):
+    out = server.client().chat.completions.create(model="anything", messages=chat("Hi there"), max_tokens=20)
+    ref = expect(checkpoint, chat("Hi there"), 20)
+    assert out.object == "chat.completion" and out.model == "ckpt"
+    assert out.choices[0].message.role == "assistant" and out.choices[0].message.content == ref.text
+    assert out.choices[0].finish_reason == {"eos": "stop", "length": "length"}[ref.finish_reason]
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (ref.prompt_tokens, ref.tokens)
+    assert out.usage.total_tokens == ref.prompt_tokens + ref.tokens
+    ext = out.usage.model_extra["hamburger"]
+    assert ext["base_forwards"] == ref.forwards and ext["kv_slots"] == ref.kv_slots
+    assert ext["kv_slots_ordinary"] == ref.kv_slots_ordinary and ext["confidence"] == 0.5
+    assert ext["tau"] == pytest.approx(ref.tau, abs=1e-3) and ext["tau"] > 1
+
+
+def test_stream_equals_non_stream(server):
+    client = server.client()
+    kw = dict(model="ckpt", messages=chat("Tell me"), max_tokens=24)
+    whole = client.chat.completions.create(**kw)
+    chunks = list(client.chat.completions.create(**kw, stream=True, stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    content = [c for c in chunks[1:] if c.choices and c.choices[0].delta.content is not None]
+    assert "".join(c.choices[0].delta.content for c in content) == whole.choices[0].message.content
+    assert len(content) == whole.usage.model_extra["hamburger"]["groups"]  # one chunk per token group
+    final = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert len(final) == 1 and final[0].choices[0].finish_reason == whole.choices[0].finish_reason
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    # without include_usage there is no usage chunk
+    plain = list(client.chat.completions.create(**kw, stream=True))
+    assert all(c.choices and c.usage is None for c in plain)
+
+
+def test_models(server):
+    assert [m.id for m in server.client().models.list()] == ["ckpt"]
+    assert server.client().models.retrieve("ckpt").id == "ckpt"
+    with pytest.raises(openai.NotFoundError):
+        server.client().models.retrieve("gpt-4")
+
+
+def test_completions_stop_and_seed(server, checkpoint):
+    client = server.client()
+    out = client.completions.create(model="ckpt", prompt="hello world", max_tokens=20)
+    ref = expect(checkpoint, "hello world", 20, raw=True)
+    assert out.choices[0].text == ref.text and out.object == "text_completion"
+    text = ref.text
+    stop = text[6:8]
+    cut = text[:text.find(stop)]
+    for stops in (stop, [stop, "never-there"]):
+        got = client.completions.create(model="ckpt", prompt="hello world", max_tokens=20, stop=stops)
+        assert got.choices[0].text == cut and got.choices[0].finish_reason == "stop"
+    streamed = client.completions.create(model="ckpt", prompt="hello world", max_tokens=20, stop=stop, stream=True)
+    assert "".join(c.choices[0].text for c in streamed) == cut
+    chat_stop = client.chat.completions.create(model="m", messages=chat("Hi there"), max_tokens=20,
+                                               stop=[expect(checkpoint, chat("Hi there"), 20).text[5:7]])
+    assert chat_stop.choices[0].finish_reason == "stop"
+    sampled = [client.completions.create(model="ckpt", prompt="abc", max_tokens=12, temperature=0.9, top_p=0.95,
+                                         seed=7).choices[0].text for _ in range(2)]
+    assert sampled[0] == sampled[1] == expect(checkpoint, "abc", 12, raw=True, temperature=0.9, top_p=0.95,
+                                              seed=7).text
+    tau1 = client.completions.create(model="ckpt", prompt="abc", max_tokens=8, extra_body={"confidence": 1.0})
+    assert tau1.usage.model_extra["hamburger"]["tau"] == 1.0
+
+
+# ------------------------------------------------------------------------------ errors
+def error_of(exc) -> dict:
+    """The OpenAI-shaped error of a pytest.raises result, an openai exception or an httpx response."""
+    exc = getattr(exc, "value", exc)
+    body = getattr(exc, "response", exc).json()
+    assert set(body["error"]) == {"message", "type", "param", "code"}, body
+    return body["error"]
+
+
+def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoint):
+    client, too_long = server.client(), checkpoint[1].context_length + 1
+    kw = dict(model="ckpt", messages=chat("Hi"), max_tokens=4)
+    with pytest.raises(openai.AuthenticationError) as e:
+        server.client(key="sk-wrong").chat.completions.create(**kw)
+    assert error_of(e)["code"] == "invalid_api_key"
+    r = httpx.post(server.url + "/v1/chat/completions", json=kw)  # no key at all
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    r = httpx.post(server.url + "/v1/chat/completions", content=b'{"messages": [', headers={
+        "Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    assert r.json()["error"]["code"] == "invalid_json"
+    bad_requests = [
+        (dict(temperature=3.0), "temperature"), (dict(temperature=-0.5), "temperature"),
+        (dict(top_p=0.0), "top_p"), (dict(n=2), "n"), (dict(max_tokens=0), "max_tokens"),
+        (dict(logprobs=True), "logprobs"), (dict(extra_body={"confidence": 0}), "confidence"),
+        (dict(extra_body={"confidence": 1.5}), "confidence"), (dict(extra_body={"frobnicate": 1}), "frobnicate"),
+        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
+        (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
+        (dict(messages=[]), "messages"), (dict(messages=chat("x" * too_long)), None),
+    ]
+    for extra, param in bad_requests:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(**{**kw, **extra})
+        err = error_of(e)
+        assert err["param"] == param and err["type"] == "invalid_request_error", (extra, err)
+        if param is None:
+            assert err["code"] == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="ckpt", prompt="y" * too_long, max_tokens=2)
+    assert error_of(e)["code"] == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model="ckpt", prompt=["a", "b"], max_tokens=2)
+    r = httpx.get(server.url + "/v1/nope")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+    assert client.chat.completions.create(**kw).choices[0].finish_reason in ("stop", "length")
+    assert server.health()["status"] == "ok"
+
+
+def wait_idle(server, timeout: float = 30.0) -> dict:
+    end = time.time() + timeout
+    while time.time() < end:
+        health = server.health()
+        if health["running"] == 0 and health["waiting"] == 0:
+            return health
+        time.sleep(0.05)
+    pytest.fail(f"the server did not become idle: {server.health()}")
+
+
+def long_body(checkpoint, **kw) -> dict:
+    """A request that runs for seconds on the tiny model unless cancelled: one token per forward up to the context."""
+    return {"model": "ckpt", "prompt": "hello", "max_tokens": checkpoint[1].context_length - 16, "confidence": 1.0,
+            "stream": True, **kw}
+
+
+def test_full_queue_answers_429_and_gone_clients_are_dropped(server, checkpoint):
+    """Streams are opened one by one (each is queued once its headers arrive): one long request runs, the
+    queue fills up to --max-queue, the next one is refused; closing them all frees the server."""
+    before = wait_idle(server)["cancelled"]
+    body = long_body(checkpoint)
+    with httpx.Client(headers={"Authorization": f"Bearer {KEY}"}, timeout=30) as http, ExitStack() as stack:
+        accepted = 0
+        for _ in range(MAX_QUEUE + 10):
+            r = stack.enter_context(http.stream("POST", server.url + "/v1/completions", json=body))
+            if r.status_code != 200:
+                break
+            accepted += 1
+        r.read()
+        assert r.status_code == 429 and r.headers["retry-after"] == "1", r.text
+        assert error_of(r) == {"message": error_of(r)["message"], "type": "rate_limit_error", "param": None,
+                               "code": "queue_full"}
+        health = server.health()
+        assert health["waiting"] == MAX_QUEUE and health["running"] + MAX_QUEUE == accepted
+    health = wait_idle(server)  # every client went away: the running rows and the waiting requests are dropped
+    assert health["cancelled"] == before + accepted
+    assert server.client().completions.create(model="ckpt", prompt="hi", max_tokens=3).choices[0].text
+
+
+def test_client_disconnect_frees_its_row(server, checkpoint):
+    before = wait_idle(server)["cancelled"]
+    body = long_body(checkpoint)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.stream("POST", server.url + "/v1/completions", json=body, headers=headers, timeout=30) as r:
+        lines = 0
+        for line in r.iter_lines():
+            lines += bool(line.startswith("data: "))
+            if lines == 3:  # mid-stream
+                break
+    assert wait_idle(server)["cancelled"] == before + 1
+    with pytest.raises(httpx.ReadTimeout):  # a non-streamed request whose client gives up
+        httpx.post(server.url + "/v1/completions", json={**body, "stream": False}, headers=headers, timeout=0.3)
+    assert wait_idle(server)["cancelled"] == before + 2
+    assert server.client().completions.create(model="ckpt", prompt="hi", max_tokens=3).choices[0].text
+
+
+def test_a_short_request_is_answered_before_its_batch_ends(server, checkpoint):
+    """B (long) and C (short) wait together behind A, so they share a batch: C's answer comes while B runs."""
+    wait_idle(server)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(headers=headers, timeout=60) as http, ExitStack() as stack:
+        a = stack.enter_context(http.stream("POST", server.url + "/v1/completions", json=long_body(checkpoint)))
+        b = stack.enter_context(http.stream("POST", server.url + "/v1/completions", json=long_body(checkpoint)))
+        short = {"model": "ckpt", "prompt": "abc", "max_tokens": 6}
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            c = pool.submit(http.post, server.url + "/v1/completions", json=short)
+            end = time.time() + 10
+            while server.health()["waiting"] < 2 and time.time() < end:
+                time.sleep(0.02)
+            batches = server.health()["batches"]
+            a.close()  # A is cancelled: B and C start together
+            answer = c.result(60)
+        health = server.health()
+        assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 6
+        assert health["running"] == 2 and health["batches"] == batches + 1, health  # B's batch still runs
+        assert b.status_code == 200
+    wait_idle(server)
+
+
+# ------------------------------------------------------------------------------ load
+def test_32_concurrent_streaming_clients_match_batch_one(server, checkpoint):
+    prompts = [f"Question {i}: {'abcdefgh'[i % 8] * (1 + i % 5)}?" for i in range(32)]
+    max_tokens = 16
+
+    async def one(client, text):
+        start, first, parts = time.perf_counter(), None, []
+        stream = await client.chat.completions.create(model="ckpt", messages=chat(text), max_tokens=max_tokens,
+                                                      stream=True, stream_options={"include_usage": True})
+        usage = None
+        async for c in stream:
+            if c.choices and c.choices[0].delta.content:
+                first = first or time.perf_counter() - start
+                parts.append(c.choices[0].delta.content)
+            usage = c.usage or usage
+        return "".join(parts), usage.completion_tokens, first
+
+    async def main():
+        client = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=120)
+        try:
+            return await asyncio.gather(*(one(client, p) for p in prompts))
+        finally:
+            await client.close()
+
+    start = time.perf_counter()
+    outs = asyncio.run(main())
+    wall = time.perf_counter() - start
+    for text, (got, _, _) in zip(prompts, outs):
+        assert got == expect(checkpoint, chat(text), max_tokens).text
+    tokens = sum(n for _, n, _ in outs)
+    print(f"\nload: {len(prompts)} streaming clients, {wall:.2f} s, {len(prompts) / wall:.1f} req/s, "
+          f"{tokens / wall:.0f} completion tok/s, batches so far {server.health()['batches']}")
