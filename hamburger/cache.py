@@ -61,6 +61,23 @@ class SlotCache:
         mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
         return mask[:, None]
 
+    def merge(self, other: "SlotCache") -> None:
+        """Append the rows of `other` (continuous batching). Both caches are left-padded with
+        invalid slots to the same slot count, so every row keeps its own entries and positions."""
+        width = max(self.num_slots, other.num_slots)
+        for cache in (self, other):
+            pad = width - cache.num_slots
+            if pad:
+                for layer in cache.kv.layers:
+                    for name in ("keys", "values"):
+                        t = getattr(layer, name)
+                        setattr(layer, name, torch.cat([t.new_zeros(*t.shape[:2], pad, t.shape[3]), t], 2))
+                cache.valid = torch.cat([cache.valid.new_zeros(cache.batch_size, pad), cache.valid], 1)
+        for mine, theirs in zip(self.kv.layers, other.kv.layers, strict=True):
+            mine.keys = torch.cat([mine.keys, theirs.keys])
+            mine.values = torch.cat([mine.values, theirs.values])
+        self.valid = torch.cat([self.valid, other.valid])
+
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` (finished rows stop costing memory and compute)."""
         self.kv.batch_select_indices(rows)

@@ -103,6 +103,8 @@ class _Row:
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
         self.forwards = 1
+        self.started = 0.0
+        self.prefill_s: float | None = None
         self.kv_slots = 0
         self.kv_bytes = 0
         self.decode_s = 0.0
@@ -122,21 +124,39 @@ class Generation:
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
         if len(cfgs) != len(prompts):
             raise HamburgerError("one GenerationConfig per prompt is needed")
-        for p, c in zip(prompts, cfgs):
-            c.validate()
-            if not p:
-                raise HamburgerError("the prompt is empty")
-            if len(p) >= model.context_length:
-                raise HamburgerError(f"the prompt has {len(p)} tokens; the model's context is "
-                                     f"{model.context_length} tokens, leaving no room to generate")
         self.model, self.tokenizer = model, tokenizer
         self.eos = eos_ids(model, tokenizer)
-        self.rows = [_Row(list(p), c, model.config.default_confidence) for p, c in zip(prompts, cfgs)]
-        self.prefill_s = 0.0
+        self.rows: list[_Row] = []
+        self._pending: list[int] = []  # rows added but not prefilled yet
         self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
         self.results: list[GenerationResult] = []
         self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
-        self.logits: list[list[torch.Tensor]] = [[] for _ in prompts]
+        self.logits: list[list[torch.Tensor]] = []
+        for p, c in zip(prompts, cfgs):
+            self.add(p, c)
+
+    def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
+        """Add a request; returns its row index. Callable between events while iterating
+        (continuous batching): the row is prefilled at the next macro step and joins the batch."""
+        config.validate()
+        if not prompt_ids:
+            raise HamburgerError("the prompt is empty")
+        if len(prompt_ids) >= self.model.context_length:
+            raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
+                                 f"{self.model.context_length} tokens, leaving no room to generate")
+        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence))
+        self.logits.append([])
+        self._pending.append(len(self.rows) - 1)
+        return len(self.rows) - 1
+
+    @property
+    def active_rows(self) -> int:
+        """Rows admitted and not finished (pending ones included)."""
+        return sum(not r.done for r in self.rows)
+
+    def result(self, row: int) -> GenerationResult:
+        """The result of one row; final once the row's last event (with a finish_reason) is out."""
+        return self._result(self.rows[row])
 
     # ------------------------------------------------------------------ driver
     def __iter__(self) -> Iterator[GroupEvent]:
@@ -165,20 +185,31 @@ class Generation:
 
     def _run(self) -> Iterator[GroupEvent]:
         model, rows = self.model, self.rows
-        start = time.perf_counter()
-        cache, hidden, features = self._prefill()
-        active = list(range(len(rows)))  # cache row i holds request active[i]
-        first = True
+        cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
         while True:
+            if self._pending:  # admit new rows: prefill them, then join the running batch
+                new, self._pending = self._pending, []
+                started = time.perf_counter()
+                for i in new:
+                    rows[i].started = started
+                new_cache, new_hidden, new_features = self._prefill([rows[i] for i in new])
+                if cache is None:
+                    cache, hidden, features = new_cache, new_hidden, new_features
+                else:
+                    cache.merge(new_cache)
+                    hidden, features = torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
+                active += new
+            if not active:
+                return
             clock = time.perf_counter()
             self._micro_loop(hidden, features, [rows[i] for i in active])
             events = [self._close_group(rows[i], i) for i in active]
-            if first:  # the prefill ends when the first group is out (time to first token)
-                self.prefill_s = time.perf_counter() - start
-                first = False
-            else:
-                for i in active:
-                    rows[i].decode_s += time.perf_counter() - clock
+            now = time.perf_counter()
+            for i in active:
+                if rows[i].prefill_s is None:  # the prefill ends when the first group is out (TTFT)
+                    rows[i].prefill_s = now - rows[i].started
+                else:
+                    rows[i].decode_s += now - clock
             slot_bytes = cache.bytes_per_slot()
             self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
             for pos, i in enumerate(active):
@@ -188,7 +219,8 @@ class Generation:
             yield from events
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
-                return
+                cache, hidden, features, active = None, None, None, []
+                continue
             clock = time.perf_counter()
             if len(keep) < len(active):
                 index = torch.tensor(keep, device=model.device)
@@ -200,17 +232,17 @@ class Generation:
                 rows[i].decode_s += time.perf_counter() - clock
 
     # ------------------------------------------------------------------ base forwards
-    def _prefill(self):
+    def _prefill(self, rows: list[_Row]):
         model = self.model
-        lengths = [len(r.prompt_ids) for r in self.rows]
+        lengths = [len(r.prompt_ids) for r in rows]
         width = max(lengths)
-        ids = torch.zeros(len(self.rows), width, dtype=torch.long)
-        valid = torch.zeros(len(self.rows), width, dtype=torch.bool)
-        for b, r in enumerate(self.rows):  # left padding: every row's last slot is its last prompt token
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        for b, r in enumerate(rows):  # left padding: every row's last slot is its last prompt token
             ids[b, width - lengths[b]:] = torch.tensor(r.prompt_ids)
             valid[b, width - lengths[b]:] = True
         positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
-        cache = SlotCache(model.base.config, len(self.rows), model.device)
+        cache = SlotCache(model.base.config, len(rows), model.device)
         mask = cache.extend(valid.to(model.device))
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
@@ -307,7 +339,7 @@ class Generation:
             text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
             tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
             kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
-            prefill_s=self.prefill_s, decode_s=row.decode_s,
+            prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and n > row.groups[0] else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs)

@@ -3,10 +3,10 @@
 Requests wait in a bounded queue. The thread takes up to `max_batch_size` of them and runs them as
 one batched `Generation`; each `GroupEvent` goes to its request's asyncio queue through
 `loop.call_soon_threadsafe`, and a row's result as soon as its last group is out (not when the batch
-ends). Batches run back to back: a request that arrives while a batch runs
-waits for the next batch (no rows are added to a running batch). A cancelled request (its client went
-away) is dropped from the running batch at the next macro step with `Generation.cancel`, or skipped
-if it has not started.
+ends). Continuous batching: whenever a row of the running batch finishes, waiting requests are
+admitted into it (`Generation.add`) up to `max_batch_size` rows, prefilled at the next macro step.
+A cancelled request (its client went away) is dropped from the running batch at the next macro step
+with `Generation.cancel`, or skipped if it has not started.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ class Scheduler:
                 batch[row].push("event", event)
                 if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
                     closed[row] = True
-                    batch[row].push("done", run._result(run.rows[row]))
+                    batch[row].push("done", run.result(row))
             for i, req in enumerate(batch):  # cancellations take effect at the next macro step
                 if not closed[i] and (req.cancelled or self._stopping):
                     closed[i] = True
@@ -141,6 +141,24 @@ class Scheduler:
                             self.cancelled += 1
                     else:
                         req.push("error", ShuttingDown("the server is shutting down"))
+            self._admit(run, batch, closed)
         for req, result, done in zip(batch, run.results, closed):
             if not done:  # not reached: every row ends with an event that has a finish_reason
                 req.push("done", result)
+
+    def _admit(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
+        """Move waiting requests into the running batch while it has free rows."""
+        with self._cond:
+            while self._waiting and not self._stopping and run.active_rows < self.max_batch_size:
+                req = self._waiting.popleft()
+                if req.cancelled:
+                    self.cancelled += 1
+                    continue
+                try:
+                    run.add(req.prompt_ids, req.config)
+                except Exception as e:  # a request the engine refuses fails alone
+                    req.push("error", e)
+                    continue
+                batch.append(req)
+                closed.append(False)
+        self.running = run.active_rows

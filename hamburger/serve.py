@@ -1,7 +1,7 @@
 """`hamburger serve`: an OpenAI-compatible HTTP server (FastAPI + uvicorn) over a HAMburger checkpoint.
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Requests are
-batched by `scheduler.Scheduler` (batches run back to back). Every error is an OpenAI-shaped body
+batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. Extensions: the request field `confidence` (and `top_k`),
 and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, confidence).
@@ -413,8 +413,8 @@ def cmd_serve(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
                        description="Serve POST /v1/chat/completions, POST /v1/completions, GET /v1/models and "
-                                   "GET /health. Concurrent requests are batched (up to --max-batch-size per batch, "
-                                   "batches run back to back); more than --max-queue waiting requests get 429.")
+                                   "GET /health. Concurrent requests are batched (up to --max-batch-size rows; waiting "
+                                   "requests join the running batch as rows finish); more than --max-queue waiting requests get 429.")
     p.add_argument("--model", default=None, help="HAMburger checkpoint folder (default: the bundled trained model)")
     p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")

@@ -97,3 +97,30 @@ def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model
     prompts.write_text('{"text": "no prompt field"}\n')
     assert main(["generate", "--model", str(ckpt), "--prompts-file", str(prompts)]) == 1
     assert "prompt" in capsys.readouterr().err
+
+
+def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
+    """Continuous batching: requests join a running batch and still get their batch-1 output."""
+    cfg = GenerationConfig(max_new_tokens=14, confidence=0.5)
+    run = Generation(model, char_tokenizer, PROMPTS[:2], cfg)
+    added = False
+    events = 0
+    for event in run:
+        events += 1
+        if events == 3 and not added:  # after the first macro step of the initial rows
+            assert run.add(PROMPTS[2], cfg) == 2 and run.add(PROMPTS[3], cfg) == 3
+            added = True
+    assert added and len(run.results) == 4
+    for prompt, res in zip(PROMPTS, run.results):
+        single = generate(model, char_tokenizer, prompt, cfg)
+        assert (res.token_ids, res.groups, res.kv_slots) == (single.token_ids, single.groups, single.kv_slots)
+
+
+def test_row_added_after_all_others_finished(model, char_tokenizer):
+    cfg = GenerationConfig(max_new_tokens=3, confidence=1.0)
+    run = Generation(model, char_tokenizer, [PROMPTS[0]], cfg)
+    for event in run:
+        if event.finish_reason and event.row == 0:
+            run.add(PROMPTS[1], cfg)
+    assert len(run.results) == 2
+    assert run.results[1].token_ids == generate(model, char_tokenizer, PROMPTS[1], cfg).token_ids
