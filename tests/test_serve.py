@@ -323,26 +323,23 @@ def test_client_disconnect_frees_its_row(server, checkpoint):
     assert server.client().completions.create(model="ckpt", prompt="hi", max_tokens=3).choices[0].text
 
 
-def test_a_short_request_is_answered_before_its_batch_ends(server, checkpoint):
-    """B (long) and C (short) wait together behind A, so they share a batch: C's answer comes while B runs."""
+def test_a_short_request_joins_the_running_batch(server, checkpoint):
+    """A and B (long) run; C (short) joins their batch (continuous batching) and is answered while they run."""
     wait_idle(server)
     headers = {"Authorization": f"Bearer {KEY}"}
     with httpx.Client(headers=headers, timeout=60) as http, ExitStack() as stack:
+        batches = server.health()["batches"]
         a = stack.enter_context(http.stream("POST", server.url + "/v1/completions", json=long_body(checkpoint)))
         b = stack.enter_context(http.stream("POST", server.url + "/v1/completions", json=long_body(checkpoint)))
-        short = {"model": "ckpt", "prompt": "abc", "max_tokens": 6}
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            c = pool.submit(http.post, server.url + "/v1/completions", json=short)
-            end = time.time() + 10
-            while server.health()["waiting"] < 2 and time.time() < end:
-                time.sleep(0.02)
-            batches = server.health()["batches"]
-            a.close()  # A is cancelled: B and C start together
-            answer = c.result(60)
-        health = server.health()
+        answer = http.post(server.url + "/v1/completions", json={"model": "ckpt", "prompt": "abc", "max_tokens": 6})
         assert answer.status_code == 200 and answer.json()["usage"]["completion_tokens"] == 6
-        assert health["running"] == 2 and health["batches"] == batches + 1, health  # B's batch still runs
-        assert b.status_code == 200
+        end = time.time() + 5
+        while (health := server.health())["running"] != 2 and time.time() < end:
+            time.sleep(0.02)
+        assert health["running"] == 2 and health["batches"] == batches, health  # A and B's batch still runs
+        assert a.status_code == 200 and b.status_code == 200
+        a.close()
+        b.close()
     wait_idle(server)
 
 
