@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file
 from .base import BaseInfo, load_base
 from .config import HamburgerConfig
 from .errors import HamburgerError
-from .lora import LoraLinear, add_lora, load_lora_state_dict, lora_modules, lora_state_dict
+from .lora import LoraLinear, add_lora, load_lora_state_dict, lora_modules, lora_state_dict, merge_lora
 from .model import HamburgerModel
 
 FORMAT = "hamburger-checkpoint/1"
@@ -105,10 +105,13 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
-def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None):
+def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None,
+                    merge_adapters: bool = False):
     """Load (HamburgerModel, tokenizer, BaseInfo) from a checkpoint folder.
 
-    ``base`` points to the base model if it moved (the fingerprint is still checked).
+    ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
+    are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
+    inference, same function up to rounding; the result can no longer be trained as LoRA).
     """
     path = Path(path)
     meta = read_meta(path)
@@ -134,6 +137,8 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
     if meta.get("lora"):
         _load_lora(model, path, meta["lora"])
+        if merge_adapters:
+            merge_lora(model.base)
     return model.eval(), tokenizer, info
 
 

@@ -208,6 +208,8 @@ def distill(args: argparse.Namespace) -> int:
 
     from .base import load_base
 
+    if args.batch_size < 1 or args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
+        raise HamburgerError("need --batch-size >= 1, --max-new-tokens >= 1, --temperature >= 0, 0 < --top-p <= 1")
     if args.threads:
         torch.set_num_threads(args.threads)
     settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
@@ -246,7 +248,7 @@ def distill(args: argparse.Namespace) -> int:
                 pending.append(({**rec, "id": rid}, p_ids))
     print(f"distill: {len(pending)} prompts to do on rank {rank}/{world} -> {out}; skipped: "
           + ", ".join(f"{k} {v}" for k, v in skipped.items()), file=sys.stderr)
-    n_tok, n_rows, t0 = 0, 0, time.perf_counter()
+    n_tok, n_rows, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
     for batch in _batches(pending, args.batch_size):
         key = f"{args.seed}|" + "|".join(r["id"] for r, _ in batch)
@@ -254,11 +256,11 @@ def distill(args: argparse.Namespace) -> int:
         results = generate_batch(model, [p for _, p in batch], eos, pad, settings)
         rows = []
         for (rec, p_ids), (resp, reason, stop_id) in zip(batch, results):
-            extra = {k: v for k, v in rec.items() if k not in ("id", args.prompt_field)}
-            rows.append({"id": rec["id"], "prompt": rec[args.prompt_field],
-                         "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
-                         "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
-                         "base_fingerprint": info.fingerprint, **extra})
+            row = {"id": rec["id"], "prompt": rec[args.prompt_field],
+                   "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
+                   "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
+                   "base_fingerprint": info.fingerprint}
+            rows.append({**row, **{k: v for k, v in rec.items() if k not in row and k != args.prompt_field}})
             n_tok += len(resp) + (reason == "eos")
         append_jsonl(out, rows)
         n_rows += len(rows)
@@ -267,8 +269,8 @@ def distill(args: argparse.Namespace) -> int:
     bar.close()
     dt = time.perf_counter() - t0
     print(f"distill: wrote {n_rows} rows, {n_tok} generated tokens in {dt:.1f} s: "
-          f"{n_tok / max(dt, 1e-9):.1f} tok/s (batch {args.batch_size}, {torch.get_num_threads()} threads, "
-          f"{args.dtype})")
+          f"{n_tok / max(dt, 1e-9):.1f} tok/s ({n_tok / max(time.process_time() - c0, 1e-9):.1f} per CPU-second; "
+          f"batch {args.batch_size}, {torch.get_num_threads()} threads, {args.dtype})")
     return 0
 
 

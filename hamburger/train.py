@@ -27,11 +27,13 @@ from .base import BaseInfo, load_base, weights_fingerprint
 from .checkpoint import is_checkpoint, load_checkpoint, read_meta, save_checkpoint
 from .config import HamburgerConfig
 from .errors import HamburgerError
-from .lora import adapters_disabled, add_lora, has_lora, merge_lora
-from .model import HamburgerModel
+from .lora import add_lora, has_lora, merge_lora
+from .model import HamburgerModel, TrainBatch
+from .modules import base_decoder_stack
 from .train_config import TrainConfig, build_config
 from .train_data import Row, load_rows, make_plan, padding_fraction, shard, to_batch
-from .train_parts import MsdStage, batch_stats, empty_stats, init_dist, lr_at, summarize
+from .train_dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
+from .train_parts import Objective, batch_stats, empty_stats, lr_at, summarize
 
 STATE_FILE = "trainer_state.pt"
 
@@ -54,10 +56,12 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
-        self.teacher_base = self._teacher_base()
         self.model.to(self.dist.device)
-        params = self._set_trainable()
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)
+        self._set_trainable()
+        self.objective = Objective(self.model, cfg.stage, self._teacher_base())
+        layers = list(base_decoder_stack(self.model.base).layers) + list(self.model.decoder.layers)
+        self.net = wrap(self.objective, layers, self.dist, cfg.parallel)
+        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)
         vocab = self.model.base.get_input_embeddings().num_embeddings
         k = self.model.config.max_steps
         self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab)
@@ -70,8 +74,6 @@ class Trainer:
         self.step = 0
         if self.state:
             self._restore(self.state)
-        stage = MsdStage(self.model) if cfg.stage == "msd" else self.model
-        self.net = self._wrap(stage)
         self.stop_signal = 0
 
     # ------------------------------------------------------------------------------------ setup
@@ -114,56 +116,39 @@ class Trainer:
             raise HamburgerError(f"the KL teacher {self.info.spec!r} is not the base this model was made from")
         return base.to(self.dist.device).requires_grad_(False)
 
-    def _set_trainable(self) -> list[dict]:
-        """Parameter groups: grafted modules at lr_grafted, trainable base weights at lr_base."""
+    def _set_trainable(self) -> None:
+        """requires_grad: the grafted modules (decoder + stop head only in stage msd) and, by base_mode,
+        nothing, the LoRA adapters or the whole base."""
         cfg, model = self.cfg, self.model
-        model.requires_grad_(False)
-        grafted = [model.decoder, model.stop_head] + ([model.embedder] if cfg.stage == "full" else [])
         if cfg.stage == "msd" and cfg.base_mode != "frozen":
             raise HamburgerError("stage msd trains only the micro-step decoder and stop head: use base_mode frozen")
-        for module in grafted:
-            module.requires_grad_(True)
+        model.requires_grad_(False)
+        for name in ("decoder", "stop_head") + (("embedder",) if cfg.stage == "full" else ()):
+            getattr(model, name).requires_grad_(True)
         if cfg.base_mode == "full":
             model.base.requires_grad_(True)
         elif cfg.base_mode == "lora":
             for name, p in model.base.named_parameters():
                 p.requires_grad_(name.endswith(("lora_A", "lora_B")))
-        graft_ids = {id(p) for m in grafted for p in m.parameters()}
-        groups = []
+
+    def _param_groups(self) -> list[dict]:
+        """Grafted modules at lr_grafted, trainable base weights at lr_base; decay on matrices only.
+        Built after wrapping, since FSDP replaces the parameters by sharded ones."""
+        cfg, groups = self.cfg, []
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         for kind, lr in (("grafted", cfg.lr_grafted), ("base", cfg.lr_base)):
-            ps = [p for p in model.parameters() if p.requires_grad and (id(p) in graft_ids) == (kind == "grafted")]
+            ps = [p for n, p in named if n.startswith(("embedder.", "decoder.", "stop_head.")) == (kind == "grafted")]
             groups += [{"params": [p for p in ps if p.ndim >= 2], "weight_decay": cfg.weight_decay, "kind": kind,
                         "peak": lr},
                        {"params": [p for p in ps if p.ndim < 2], "weight_decay": 0.0, "kind": kind, "peak": lr}]
-        self.trainable = [p for g in groups for p in g["params"]]
+        self.trainable = [p for _, p in named]
         return [g for g in groups if g["params"]]
-
-    def _wrap(self, module):
-        if not self.dist.active:
-            return module
-        if self.cfg.parallel == "fsdp":
-            raise HamburgerError("parallel: fsdp is not supported by this version (use ddp); see docs/training.md")
-        from torch.nn.parallel import DistributedDataParallel
-
-        ids = [self.dist.device.index] if self.dist.device.type == "cuda" else None
-        return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=True)
 
     def _autocast(self):
         return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.dtype == "bf16")
 
-    def teacher(self, batch) -> torch.Tensor | None:
-        """Logits of the unmerged, unadapted base (computed only when kl_weight > 0)."""
-        if self.cfg.kl_weight <= 0:
-            return None
-        if self.teacher_base is None:
-            with adapters_disabled(self.model.base):
-                return self.model.teacher_logits(batch)
-        own = self.model.base
-        try:  # swap the frozen original in for one forward; no gradient flows into it
-            self.model.base = self.teacher_base
-            return self.model.teacher_logits(batch)
-        finally:
-            self.model.base = own
+    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+        return self.objective.teacher(batch)
 
     # ------------------------------------------------------------------------------------ loop
     def train_step(self, rows: list[int]) -> torch.Tensor:
@@ -176,11 +161,9 @@ class Trainer:
         for j, part in enumerate(micro):
             batch_rows = [self.rows[i] for i in part] or [self.rows[rows[0]]]  # an empty share still joins in
             weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
-            sync = j == len(micro) - 1 or not hasattr(self.net, "no_sync")
-            with contextlib.nullcontext() if sync else self.net.no_sync():
-                batch = to_batch(batch_rows)
+            with grad_sync(self.net, j == len(micro) - 1):
                 with self._autocast():
-                    out = self.net(batch, self.teacher(batch))
+                    out = self.net(to_batch(batch_rows))
                 (out.loss * weight).backward()
             if part:
                 stats += batch_stats(out, k, *padding_fraction([batch_rows]))
@@ -229,6 +212,7 @@ class Trainer:
                     window, t0 = None, time.perf_counter()
                 if bar is not None:
                     bar.update(1)
+                paused = time.perf_counter()  # evaluation and saving do not count against tok/s
                 if cfg.eval_every and self.eval_rows and self.step % cfg.eval_every == 0 and self.step < total:
                     self.log({"kind": "eval", "step": self.step, **self.evaluate()})
                 if on_step is not None:
@@ -236,6 +220,7 @@ class Trainer:
                 stop = int(self.dist.all_max(torch.tensor([self.stop_signal]))[0])
                 if stop or (cfg.save_every and self.step % cfg.save_every == 0) or self.step == total:
                     self.save()
+                t0 += time.perf_counter() - paused
                 if stop:
                     if main:
                         print(f"\nhamburger train: stopped by signal {stop} at step {self.step}/{total}; "
@@ -252,7 +237,7 @@ class Trainer:
                 signal.signal(s, h)
 
     def _on_signal(self, signum, frame):
-        if self.stop_signal:  # a second Ctrl-C stops at once
+        if self.stop_signal == signal.SIGINT and signum == signal.SIGINT:  # a second Ctrl-C stops at once
             raise KeyboardInterrupt
         self.stop_signal = signum
 
@@ -263,22 +248,23 @@ class Trainer:
         order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots)
         size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots for r in self.eval_rows))
         size = max(1, size // max(1, cfg.grad_accum))
-        batches = [order[i:i + size] for i in range(0, len(order), size)][self.dist.rank::self.dist.world]
+        batches = [order[i:i + size] for i in range(0, len(order), size)]
+        count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
+        mine = batches[self.dist.rank::self.dist.world]
         stats = empty_stats(k)
-        module = self.net.module if hasattr(self.net, "module") else self.net
-        module.eval()
-        for b in batches:
-            rows: list[Row] = [self.eval_rows[i] for i in b]
-            batch = to_batch(rows)
+        self.objective.eval()  # under FSDP this is the sharded module itself; under DDP the unwrapped one
+        for n in range(count):
+            rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
-                out = module(batch, self.teacher(batch))
-            stats += batch_stats(out, k, *padding_fraction([rows]))
+                out = self.objective(to_batch(rows))
+            if n < len(mine):
+                stats += batch_stats(out, k, *padding_fraction([rows]))
         return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight)
 
     def replica_diff(self) -> float:
         """Largest difference of any trainable weight between processes (0 when replicas agree)."""
-        if not self.dist.active:
-            return 0.0
+        if not self.dist.active or is_fsdp(self.net):
+            return 0.0  # FSDP: one sharded copy, nothing to compare
         flat = torch.cat([p.detach().float().flatten().cpu() for p in self.trainable])
         top, low = self.dist.all_max(flat.clone()), -self.dist.all_max(-flat)
         return float((top - low).abs().max())
@@ -291,7 +277,15 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------ state
     def save(self) -> None:
-        """Atomically replace RUN_DIR/last by a checkpoint + trainer state at the current step (rank 0)."""
+        """Atomically replace RUN_DIR/last by a checkpoint + trainer state at the current step (rank 0
+        writes; under FSDP every process helps gather the weights and optimizer state)."""
+        fsdp = is_fsdp(self.net)
+        opt_state = optimizer_state(self.net, self.optimizer)
+        with gathered(self.model) if fsdp else contextlib.nullcontext():
+            self._write(opt_state)
+        self.dist.barrier()
+
+    def _write(self, opt_state: dict) -> None:
         if self.dist.main:
             last, staging = self.run / "last", self.run / "last.saving"
             if staging.exists():
@@ -299,7 +293,7 @@ class Trainer:
             save_checkpoint(self.model, staging, self.info, self.tokenizer, save_base=self.cfg.base_mode == "full",
                             extra={"training": {"step": self.step, "run": str(self.run)}})
             epoch, index = self.plan.steps[self.step][:2] if self.step < len(self.plan.steps) else (None, None)
-            state = {"step": self.step, "epoch": epoch, "index": index, "optimizer": self.optimizer.state_dict(),
+            state = {"step": self.step, "epoch": epoch, "index": index, "optimizer": opt_state,
                      "rng_python": list(random.getstate()[1]), "rng_torch": torch.get_rng_state(),
                      "config": json.dumps(self.cfg.to_dict()), "data_rows": len(self.rows),
                      "data_lengths": torch.tensor(self.lengths)}
@@ -310,7 +304,6 @@ class Trainer:
             staging.rename(last)
             if old.exists():
                 shutil.rmtree(old)
-        self.dist.barrier()
 
     def _read_state(self, last: Path) -> dict:
         if not (last / STATE_FILE).is_file():
@@ -327,10 +320,10 @@ class Trainer:
         if state["data_rows"] != len(self.rows) or not torch.equal(state["data_lengths"], torch.tensor(self.lengths)):
             raise HamburgerError("--resume: the training data is not the data this run started with")
         self.step = int(state["step"])
-        if self.step < len(self.plan.steps) and tuple(self.plan.steps[self.step][:2]) != (state["epoch"],
-                                                                                         state["index"]):
+        at = tuple(self.plan.steps[self.step][:2]) if self.step < len(self.plan.steps) else None
+        if state["epoch"] is not None and at is not None and at != (state["epoch"], state["index"]):
             raise HamburgerError("--resume: the batch plan changed (batch settings or data order)")
-        self.optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(self.net, self.optimizer, state["optimizer"])
         random.setstate((3, tuple(int(x) for x in state["rng_python"]), None))
         torch.set_rng_state(state["rng_torch"])
 
@@ -342,8 +335,8 @@ def cmd_train(args) -> int:
         extra["init" if is_checkpoint(args.model) else "base"] = args.model
     cfg = build_config(args.config, args.set, extra)
     if args.resume and not args.config and (Path(cfg.out) / "config.json").is_file():
-        saved = json.loads((Path(cfg.out) / "config.json").read_text())
-        cfg = build_config(None, args.set, {**saved, **{k: v for k, v in extra.items() if v is not None}})
+        saved = json.loads((Path(cfg.out) / "config.json").read_text())  # the run's own settings
+        cfg = build_config(None, args.set, extra, saved=saved)
     if not cfg.data:
         raise HamburgerError("no training data: give --data DATASET.jsonl or set `data` in the config")
     trainer = Trainer(cfg, resume=args.resume)
@@ -358,7 +351,8 @@ def register(subparsers) -> None:
         "train", help="train a HAMburger model on segmented data",
         description="Train the grafted modules (and optionally the base: base_mode frozen|lora|full) on a dataset "
                     "from `hamburger segment`. Settings come from --config (YAML/TOML), then --set key=value, "
-                    "then the options below. Multi-process: torchrun --nproc_per_node N -m hamburger.cli train ...")
+                    "then the options below. Multi-process: torchrun --nproc_per_node N -m hamburger.cli train ... "
+                    "(docs/training.md lists every setting, launch lines and the run folder layout).")
     p.add_argument("--config", default=None, help="settings file (.yaml/.toml/.json); keys are TrainConfig fields")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
     p.add_argument("--model", default=None, help="HAMburger checkpoint to start from, or a base model spec to graft on")

@@ -197,9 +197,10 @@ def _looks_float(text: str) -> bool:
     return any(c.isdigit() for c in text)
 
 
-def build_config(path: str | None, overrides: list[str], extra: dict | None = None) -> TrainConfig:
-    """Config file (optional) < ``--set`` overrides < explicit CLI options in ``extra``."""
-    data = read_config_file(path) if path else {}
+def build_config(path: str | None, overrides: list[str], extra: dict | None = None,
+                 saved: dict | None = None) -> TrainConfig:
+    """A saved run config (on resume) < config file < ``--set`` overrides < explicit CLI options in ``extra``."""
+    data = {**(saved or {}), **(read_config_file(path) if path else {})}
     where = str(path) if path else "settings"
     data = {**data, **parse_overrides(overrides or []), **{k: v for k, v in (extra or {}).items() if v is not None}}
     return TrainConfig.from_dict(data, where)

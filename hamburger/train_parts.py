@@ -1,72 +1,23 @@
 """Pieces of the trainer that do not depend on its loop: processes, schedule, metrics, the MSD stage.
 
-* `Dist`: this process's place in a torch.distributed job (torchrun / accelerate launch set the
-  environment; a plain run is a world of one).
 * `lr_at`: linear warm-up then cosine decay to a floor.
 * `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
   processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
-* `MsdStage`: the cheap first stage: the micro-step decoder and stop head trained on features of
+* `Objective`: what the wrapped network computes: KL-teacher logits (if any), then the stage's forward.
+* `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
   the ordinary (unmerged) base forward, which runs without gradients.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .lora import adapters_disabled
 from .model import HamburgerModel, TrainBatch, TrainOutput, causal_slot_mask
-
-
-@dataclass
-class Dist:
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-    device: torch.device = torch.device("cpu")
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def active(self) -> bool:
-        return self.world > 1
-
-    def all_sum(self, t: torch.Tensor) -> torch.Tensor:
-        if self.active:
-            t = t.to(self.device)
-            torch.distributed.all_reduce(t)
-        return t.cpu()
-
-    def all_max(self, t: torch.Tensor) -> torch.Tensor:
-        if self.active:
-            t = t.to(self.device)
-            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        return t.cpu()
-
-    def barrier(self) -> None:
-        if self.active:
-            torch.distributed.barrier()
-
-
-def init_dist(device: str = "auto") -> Dist:
-    """Join the process group when launched by torchrun/accelerate (WORLD_SIZE > 1): nccl on GPU, gloo on CPU."""
-    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    dev = torch.device(f"cuda:{local}" if use_cuda else "cpu")
-    if use_cuda:
-        torch.cuda.set_device(dev)
-    if world <= 1:
-        return Dist(device=dev)
-    if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if use_cuda else "gloo")
-    return Dist(torch.distributed.get_rank(), torch.distributed.get_world_size(), local, dev)
 
 
 def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
@@ -119,55 +70,79 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     return out
 
 
-class MsdStage(nn.Module):
+def msd_forward(model: HamburgerModel, batch: TrainBatch) -> TrainOutput:
     """Stage "msd": only the micro-step decoder and stop head learn, on unmerged base features.
 
     The base runs once over [prompt, response] without gradients (no merging, so the embedder is
     unused); the features for a group are those at the token before it, which is what the merged
-    model sees when every earlier group is a single token. Calling it returns a `TrainOutput` in
-    the same token order as `HamburgerModel.training_forward`.
+    model sees when every earlier group is a single token. Returns a `TrainOutput` in the same
+    token order as `HamburgerModel.training_forward`.
     """
+    k = model.config.max_steps
+    device = model.device
+    seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
+    length = max(map(len, seqs))
+    ids = torch.zeros(len(seqs), length, dtype=torch.long, device=device)
+    valid = torch.zeros_like(ids, dtype=torch.bool)
+    for b, s in enumerate(seqs):
+        ids[b, :len(s)] = torch.tensor(s)
+        valid[b, :len(s)] = True
+    positions = torch.arange(length, device=device)[None].expand(len(seqs), -1)
+    with torch.no_grad():
+        final, features = model.base_forward(model.embed(ids), positions, causal_slot_mask(valid))
+    rows, cols, tokens, sizes = [], [], [], []
+    for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
+        start = 0
+        for n in g:
+            rows.append(b)
+            cols.append(len(p) - 1 + start)
+            tokens.append(r[start:start + n] + [0] * (k - n))
+            sizes.append(n)
+            start += n
+    rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
+    tokens_t, sizes_t = torch.tensor(tokens, device=device), torch.tensor(sizes, device=device)
+    hidden = final[rows_t, cols_t][:, None]
+    if k > 1:
+        hidden = torch.cat([hidden, model.micro_hidden(features[rows_t, cols_t], tokens_t[:, :k - 1])], 1)
+    j = torch.arange(k, device=device)[None, :]
+    in_group = j < sizes_t[:, None]
+    selected = hidden[in_group]
+    logits = model.lm_head(selected).float()
+    stop_logits = model.stop_head(selected).float()
+    targets = tokens_t[in_group]
+    stop_targets = (j == sizes_t[:, None] - 1)[in_group].float()
+    micro_index = j.expand_as(in_group)[in_group]
+    token_loss = F.cross_entropy(logits, targets)
+    stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
+    loss = token_loss + model.config.stop_loss_weight * stop_loss
+    return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
 
-    def __init__(self, model: HamburgerModel):
+
+class Objective(nn.Module):
+    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's logits when the KL
+    term is on (no gradient), then the training forward of the configured stage."""
+
+    def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None):
         super().__init__()
-        self.model = model
+        self.model, self.stage = model, stage
+        self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
-    def forward(self, batch: TrainBatch, teacher_logits: torch.Tensor | None = None) -> TrainOutput:
-        model, k = self.model, self.model.config.max_steps
-        device = model.device
-        seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
-        length = max(map(len, seqs))
-        ids = torch.zeros(len(seqs), length, dtype=torch.long, device=device)
-        valid = torch.zeros_like(ids, dtype=torch.bool)
-        for b, s in enumerate(seqs):
-            ids[b, :len(s)] = torch.tensor(s)
-            valid[b, :len(s)] = True
-        positions = torch.arange(length, device=device)[None].expand(len(seqs), -1)
-        with torch.no_grad():
-            final, features = model.base_forward(model.embed(ids), positions, causal_slot_mask(valid))
-        rows, cols, tokens, sizes = [], [], [], []
-        for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
-            start = 0
-            for n in g:
-                rows.append(b)
-                cols.append(len(p) - 1 + start)
-                tokens.append(r[start:start + n] + [0] * (k - n))
-                sizes.append(n)
-                start += n
-        rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
-        tokens_t, sizes_t = torch.tensor(tokens, device=device), torch.tensor(sizes, device=device)
-        hidden = final[rows_t, cols_t][:, None]
-        if k > 1:
-            hidden = torch.cat([hidden, model.micro_hidden(features[rows_t, cols_t], tokens_t[:, :k - 1])], 1)
-        j = torch.arange(k, device=device)[None, :]
-        in_group = j < sizes_t[:, None]
-        selected = hidden[in_group]
-        logits = model.lm_head(selected).float()
-        stop_logits = model.stop_head(selected).float()
-        targets = tokens_t[in_group]
-        stop_targets = (j == sizes_t[:, None] - 1)[in_group].float()
-        micro_index = j.expand_as(in_group)[in_group]
-        token_loss = F.cross_entropy(logits, targets)
-        stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
-        loss = token_loss + model.config.stop_loss_weight * stop_loss
-        return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
+    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+        """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
+        model = self.model
+        if model.config.kl_weight <= 0:
+            return None
+        if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
+            with adapters_disabled(model.base):
+                return model.teacher_logits(batch)
+        own = model.base
+        try:  # full fine-tuning: swap the frozen original in for one no-grad forward
+            model.base = self.teacher_base
+            return model.teacher_logits(batch)
+        finally:
+            model.base = own
+
+    def forward(self, batch: TrainBatch) -> TrainOutput:
+        if self.stage == "msd":
+            return msd_forward(self.model, batch)
+        return self.model(batch, self.teacher(batch))

@@ -43,7 +43,7 @@ def test_decreasing_v2_hand_cut():
 def test_decreasing_hand_cut():
     assert decreasing([2.0, 0.5, 0.01, 0.7, 3.0, 0.04, 0.03, 0.02, 0.01, 1.0], 4) == [3, 1, 4, 1, 1]
     assert decreasing([0.01, 0.02, 0.04, 1.0], 4) == [1, 1, 1, 1]
-    assert decreasing([1.0, 0.3, 0.31, 0.1], 4, ratio=0.3) == [2, 2]
+    assert decreasing([1.0, 0.3, 0.31, 0.09], 4, ratio=0.3) == [2, 2]
 
 
 def test_sliding_hand_cut():

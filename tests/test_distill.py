@@ -1,0 +1,197 @@
+"""Distillation and segmentation end to end on a tiny random Llama with the bundled (real) tokenizer."""
+
+import argparse
+import json
+import os
+
+import pytest
+import torch
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+torch.set_num_threads(1)
+
+from hamburger import distill as D  # noqa: E402
+from hamburger import segment as S  # noqa: E402
+from hamburger.errors import HamburgerError  # noqa: E402
+
+PROMPTS = ["hi", "What is 2+2? Explain.", "a b c d e f g h i j", "Tell me a story about a cat.",
+           "Translate 'good morning' to French.", "List three colours."]
+
+
+def run(register, argv):
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A tiny random Llama whose EOS logit is boosted (so rows end at different lengths) + the real tokenizer."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from hamburger.base import resolve_base
+
+    try:
+        tok = AutoTokenizer.from_pretrained(resolve_base(None)[1])
+    except HamburgerError as e:
+        pytest.skip(f"bundled tokenizer unavailable: {e}")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, intermediate_size=128, max_position_embeddings=512, bos_token_id=1,
+                      eos_token_id=2, pad_token_id=2, tie_word_embeddings=False)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        w = model.lm_head.weight
+        w[2] = w[2] / w[2].norm() * w.norm(dim=1).mean() * 3
+    path = tmp_path_factory.mktemp("tiny") / "model"
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def prompts_file(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    rows = [{"id": f"p{i}", "prompt": p, "source": "s" + str(i % 2)} for i, p in enumerate(PROMPTS)]
+    rows.append({"id": "empty", "prompt": "  ", "source": "s0"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def distill_args(tiny_dir, prompts, out, *extra):
+    return ["distill", "--base", str(tiny_dir), "--prompts", str(prompts), "--out", str(out),
+            "--max-new-tokens", "24", "--batch-size", "4", *extra]
+
+
+def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    prompts = [D.chat_prompt_ids(tok, p) for p in PROMPTS]
+    got = D.generate_batch(model, prompts, [2], 2, D.DistillSettings(max_new_tokens=24), chunk=5)
+    assert {f for _, f, _ in got} == {"eos", "length"}  # both kinds of ending occur
+    for p, (resp, reason, stop) in zip(prompts, got):
+        ref = model.generate(torch.tensor([p]), max_new_tokens=24, do_sample=False, eos_token_id=[2],
+                             pad_token_id=2)[0, len(p):].tolist()
+        assert resp == (ref[:ref.index(2)] if 2 in ref else ref)
+        assert (reason, stop) == (("eos", 2) if 2 in ref else ("length", None))
+        assert 2 not in resp and (len(resp) == 24) == (reason == "length")
+
+
+def test_distill_resumes_without_duplicates_or_losses(tiny_dir, prompts_file, tmp_path, capsys):
+    out = tmp_path / "d.jsonl"
+    assert run(D.register, distill_args(tiny_dir, prompts_file, out, "--limit", "3")) == 0
+    assert len(D.read_jsonl(out)) == 3
+    assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+    assert "empty 1" in capsys.readouterr().err
+    rows = D.read_jsonl(out)
+    assert sorted(r["id"] for r in rows) == sorted(f"p{i}" for i in range(6))
+    # a kill mid-write leaves half a line: it is cut off and that row is made again
+    data = out.read_bytes()
+    out.write_bytes(data[:-15])
+    assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+    again = D.read_jsonl(out)
+    assert sorted(r["id"] for r in again) == sorted(r["id"] for r in rows)
+    assert {r["id"]: r["response_token_ids"] for r in again} == {r["id"]: r["response_token_ids"] for r in rows}
+    for r in again:
+        assert r["finish_reason"] in ("eos", "length") and 2 not in r["response_token_ids"]
+        assert r["source"] in ("s0", "s1") and r["prompt"] in PROMPTS
+    meta = json.loads((tmp_path / "d.jsonl.meta.json").read_text())
+    assert meta["settings"]["max_new_tokens"] == 24 and meta["base_fingerprint"] == rows[0]["base_fingerprint"]
+    with pytest.raises(HamburgerError, match="other settings"):
+        run(D.register, distill_args(tiny_dir, prompts_file, out, "--temperature", "0.7"))
+
+
+def test_distill_shards_split_the_prompts(tiny_dir, prompts_file, tmp_path, monkeypatch):
+    out = tmp_path / "d.jsonl"
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+    ids = [[r["id"] for r in D.read_jsonl(f"{out}.rank{k}")] for k in (0, 1)]
+    assert sorted(ids[0]) == ["p0", "p2", "p4"] and sorted(ids[1]) == ["p1", "p3", "p5"]
+    assert not out.exists()
+
+
+def test_compute_entropies_matches_one_row_forward(tiny_dir):
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tiny_dir).eval()
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    pairs = [(D.chat_prompt_ids(tok, p), tok(p[::-1])["input_ids"] + [2]) for p in PROMPTS[:4]]
+    got = S.compute_entropies(model, tok, pairs, batch_size=3)
+    for (p, r), (ent, prob) in zip(pairs, got):
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([p + r])).logits[0, len(p) - 1:-1].double(), -1)
+        assert torch.allclose(torch.tensor(ent, dtype=torch.float64), -(logp.exp() * logp).sum(-1), atol=1e-4)
+        want = logp.gather(1, torch.tensor(r)[:, None])[:, 0].exp()
+        assert torch.allclose(torch.tensor(prob, dtype=torch.float64), want, atol=1e-5)
+
+
+def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
+    data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
+    run(D.register, distill_args(tiny_dir, prompts_file, data))
+    distilled = {r["id"]: r for r in D.read_jsonl(data)}
+    assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
+                            "--batch-size", "4", "--max-steps", "3"]) == 0
+    assert "tokens per group" in capsys.readouterr().out
+    rows, meta = S.load_dataset(out)
+    assert len(rows) == 6
+    for r in rows:
+        d = distilled[r["id"]]
+        assert sum(r["groups"]) == len(r["response_ids"]) and max(r["groups"]) <= 3
+        assert r["response_ids"] == d["response_token_ids"] + ([2] if d["finish_reason"] == "eos" else [])
+        assert r["complete"] == (d["finish_reason"] == "eos")
+        assert len(r["entropies"]) == len(r["token_probs"]) == len(r["response_ids"])
+        assert r["groups"] == S.decreasing_v2(r["entropies"], 3)
+    assert meta["max_steps"] == 3 and meta["strategy"] == "decreasing_v2" and meta["stats"]["rows"] == 6
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    S.check_dataset_compatible(meta, tok, 3)
+    with pytest.raises(HamburgerError, match="max_steps"):
+        S.check_dataset_compatible(meta, tok, 4)
+    # rerun: nothing new; missing field: a clear error
+    assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
+                            "--max-steps", "3"]) == 0
+    assert len(S.load_dataset(out)[0]) == 6
+    with pytest.raises(HamburgerError, match="no field 'answer'"):
+        run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "x"),
+                         "--response-field", "answer"])
+
+
+def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
+    data = tmp_path / "qa.jsonl"
+    rows = [{"question": "What is 1+1?", "answer": "It is 2. #### 2"},
+            {"question": "Spell cat.", "answer": ""},
+            {"question": "Count.", "answer": " ".join(str(i) for i in range(200))}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    common = ["segment", "--base", str(tiny_dir), "--data", str(data), "--prompt-field", "question",
+              "--response-field", "answer", "--max-length", "100"]
+    assert run(S.register, common + ["--out", str(tmp_path / "drop.jsonl")]) == 0
+    assert "empty 1" in capsys.readouterr().out
+    kept, _ = S.load_dataset(tmp_path / "drop.jsonl")
+    assert [r["id"] for r in kept] == ["qa:0"] and kept[0]["response_ids"][-1] == 2 and kept[0]["complete"]
+    assert run(S.register, common + ["--long", "truncate", "--out", str(tmp_path / "cut.jsonl")]) == 0
+    cut, meta = S.load_dataset(tmp_path / "cut.jsonl")
+    long_row = [r for r in cut if r["id"] == "qa:2"][0]
+    assert long_row["truncated"] and not long_row["complete"]
+    assert len(long_row["prompt_ids"]) + len(long_row["response_ids"]) == 100
+    assert meta["stats"]["last_run_skipped"]["too_long_truncated"] == 1
+
+
+@pytest.mark.slow
+def test_real_base_distil_and_segment(tmp_path):
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"id": "a", "prompt": "What is 2+2?"}) + "\n"
+                       + json.dumps({"id": "b", "prompt": "Name a colour."}) + "\n")
+    data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
+    assert run(D.register, ["distill", "--prompts", str(prompts), "--out", str(data), "--max-new-tokens", "32"]) == 0
+    rows = D.read_jsonl(data)
+    assert len(rows) == 2 and all(r["response"].strip() for r in rows)
+    assert run(S.register, ["segment", "--data", str(data), "--out", str(out)]) == 0
+    seg, meta = S.load_dataset(out)
+    assert len(seg) == 2 and all(sum(r["groups"]) == len(r["response_ids"]) for r in seg)
+    assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0

@@ -1,0 +1,297 @@
+"""Training: overfitting in every base mode, exact resume, the KL term, config/data errors, LoRA, DDP."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from hamburger.base import BaseInfo, weights_fingerprint
+from hamburger.checkpoint import LORA_FILE, load_checkpoint, save_checkpoint
+from hamburger.cli import main as cli_main
+from hamburger.errors import HamburgerError
+from hamburger.generate import generate
+from hamburger.lora import adapters_disabled, add_lora, lora_modules, merge_lora
+from hamburger.sampling import GenerationConfig
+from hamburger.segment import vocab_hash
+from hamburger.train import Trainer
+from hamburger.train_config import TrainConfig, build_config
+from hamburger.train_data import epoch_batches, make_plan, shard
+from hamburger.train_parts import lr_at
+from tests.conftest import tiny_base, tiny_hamburger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_dataset(path: Path, tokenizer, rows: int = 24, seed: int = 0, max_steps: int = 4, singleton=False,
+                  meta_overrides: dict | None = None) -> Path:
+    """A dataset in the `hamburger segment` format: jsonl rows + OUT.meta.json."""
+    g = torch.Generator().manual_seed(seed)
+    lines = []
+    for i in range(rows):
+        p = [1] + torch.randint(10, 60, (int(torch.randint(3, 8, (1,), generator=g)),), generator=g).tolist()
+        r = torch.randint(10, 60, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g).tolist()
+        groups, left = [], len(r)
+        while left:
+            n = 1 if singleton else min(left, int(torch.randint(1, max_steps + 1, (1,), generator=g)))
+            groups.append(n)
+            left -= n
+        lines.append(json.dumps({"id": f"r{i}", "prompt_ids": p, "response_ids": r, "groups": groups}))
+    path.write_text("\n".join(lines) + "\n")
+    meta = {"kind": "hamburger-dataset", "format": 1, "max_steps": max_steps, "settings": {"max_steps": max_steps},
+            "tokenizer": {"name": "chars", "vocab_size": len(tokenizer), "vocab_hash": vocab_hash(tokenizer)},
+            **(meta_overrides or {})}
+    Path(f"{path}.meta.json").write_text(json.dumps(meta))
+    return path
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, char_tokenizer):
+    root = tmp_path_factory.mktemp("train")
+    base = root / "base"
+    tiny_base("llama", seed=0).save_pretrained(base)
+    char_tokenizer.save_pretrained(base)
+    peaked = root / "peaked"  # larger logits: a base whose distributions are far from uniform (for the KL test)
+    model = tiny_base("llama", seed=0)
+    with torch.no_grad():
+        model.get_input_embeddings().weight.mul_(10.0)
+    model.save_pretrained(peaked)
+    char_tokenizer.save_pretrained(peaked)
+    return {"root": root, "base": str(base), "peaked": str(peaked),
+            "data": str(write_dataset(root / "data.jsonl", char_tokenizer)),
+            "single": str(write_dataset(root / "single.jsonl", char_tokenizer, singleton=True))}
+
+
+def config(env, out, **kw) -> TrainConfig:
+    settings = dict(base=env["base"], data=env["data"], out=str(out), batch_size=8, epochs=100.0, max_train_steps=12,
+                    lr_grafted=3e-3, lr_base=1e-3, warmup_steps=2, threads=1, progress=False, log_every=4,
+                    save_every=0, decoder_layers=1, lora_r=4)
+    settings.update(kw)
+    return TrainConfig.from_dict(settings)
+
+
+def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+
+
+@pytest.mark.parametrize("mode,stage", [("frozen", "full"), ("lora", "full"), ("full", "full"), ("frozen", "msd")])
+def test_overfit_every_base_mode(env, tmp_path, mode, stage):
+    trainer = Trainer(config(env, tmp_path / mode, base_mode=mode, stage=stage, eval_data=env["data"],
+                             max_train_steps=30))
+    embedder = {k: v.clone() for k, v in trainer.model.embedder.state_dict().items()}
+    before = trainer.evaluate()
+    assert trainer.train() == 0
+    if stage == "msd":  # the first stage leaves the embedder alone
+        assert all(torch.equal(v, trainer.model.embedder.state_dict()[k]) for k, v in embedder.items())
+    after = trainer.evaluate()
+    assert after["loss"] < before["loss"] - 0.25, (before, after)
+    assert after["token_acc"] > before["token_acc"] + 0.2, (before, after)
+    assert after["stop_acc"] > before["stop_acc"]
+    lines = [json.loads(x) for x in (tmp_path / mode / "metrics.jsonl").read_text().splitlines()]
+    assert [x["kind"] for x in lines][:2] == ["start", "train"] and lines[-1]["kind"] == "end"
+    evals = [x for x in lines if x["kind"] == "eval"]
+    assert len(evals[-1]["token_acc_micro"]) == 4 and 0.0 <= evals[-1]["padding"] < 0.5
+    assert (tmp_path / mode / "last" / "trainer_state.pt").is_file()
+    loaded, _, _ = load_checkpoint(tmp_path / mode / "last")  # `generate --model RUN/last` loads the same way
+    for name, tensor in trainer.model.grafted_state_dict().items():
+        assert torch.equal(tensor, loaded.grafted_state_dict()[name])
+
+
+def test_kill_and_resume_equals_uninterrupted(env, tmp_path):
+    kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=10, save_every=3)
+    straight = Trainer(config(env, tmp_path / "a", **kw))
+    assert straight.train() == 0
+
+    def kill_at_5(trainer):
+        if trainer.step == 5:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler saves at the end of this step
+
+    first = Trainer(config(env, tmp_path / "b", **kw))
+    assert first.train(on_step=kill_at_5) == 128 + signal.SIGTERM
+    assert first.step == 5
+    with pytest.raises(HamburgerError, match="--resume"):
+        Trainer(config(env, tmp_path / "b", **kw))  # an existing run is never overwritten silently
+    with pytest.raises(HamburgerError, match="differ"):
+        Trainer(config(env, tmp_path / "b", **{**kw, "lr_grafted": 1e-2}), resume=True)
+    resumed = Trainer(config(env, tmp_path / "b", **kw), resume=True)
+    assert resumed.step == 5
+    assert resumed.train() == 0
+    a, b = weights(straight), weights(resumed)
+    assert a.keys() == b.keys() and any("lora_A" in n for n in a)
+    for name in a:
+        assert torch.allclose(a[name], b[name], atol=1e-6, rtol=0), name
+
+
+def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path / "s", base=env["peaked"], data=env["single"], base_mode="lora",
+                             kl_weight=1.0))
+    from hamburger.train_data import to_batch
+    batch = to_batch(trainer.rows[:6])
+    with torch.no_grad():
+        out = trainer.model(batch, trainer.teacher(batch))
+    assert out.kl is not None and out.kl.item() < 1e-5  # one token per group = the unmerged base, exactly
+    skip = out.micro_index == 0
+    assert torch.allclose(out.token_logits[skip], trainer.teacher(batch)[skip], atol=1e-4)
+
+    def final_kl(weight):  # start from adapters pushed away from the base: a KL that is clearly > 0
+        t = Trainer(config(env, tmp_path / f"kl{weight}", base=env["peaked"], base_mode="lora", kl_weight=1.0,
+                           eval_data=env["data"], max_train_steps=20))
+        with torch.no_grad():
+            for _, m in lora_modules(t.model.base):
+                m.lora_B.copy_(torch.randn(m.lora_B.shape, generator=torch.Generator().manual_seed(0)) * 0.1)
+        start = t.evaluate()["kl"]
+        t.cfg.kl_weight = t.model.config.kl_weight = weight
+        t.train()
+        t.cfg.kl_weight = t.model.config.kl_weight = 1.0  # measure the KL in the final evaluation either way
+        return start, t.evaluate()["kl"]
+
+    start, with_kl = final_kl(5.0)
+    _, without_kl = final_kl(0.0)
+    assert start > 0.5  # (measured: 2.4 -> 1.2 with the KL term, 3.2 without)
+    assert with_kl < 0.7 * start and with_kl < 0.6 * without_kl, (start, with_kl, without_kl)
+
+
+def test_config_and_data_errors(env, tmp_path, char_tokenizer, capsys):
+    with pytest.raises(HamburgerError, match="unknown key.*bogus.*valid keys: base, init"):
+        TrainConfig.from_dict({"bogus": 1})
+    with pytest.raises(HamburgerError, match="base_mode must be one of"):
+        TrainConfig.from_dict({"base_mode": "half"})
+    with pytest.raises(HamburgerError, match="lr_base must be float"):
+        build_config(None, ["lr_base=fast"])
+    assert build_config(None, ["lr_base=1e-4", "lora_targets=[q_proj,v_proj]"]).lr_base == 1e-4
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text("lr_grafted: 1e-3\nbatch_sise: 4\n")
+    assert cli_main(["train", "--config", str(cfg_file), "--data", env["data"], "--out", str(tmp_path / "r")]) == 1
+    assert "unknown key(s) ['batch_sise']" in capsys.readouterr().err
+    toml = tmp_path / "c.toml"
+    toml.write_text("base_mode = 'frozen'\nepochs = 2\n")
+    assert build_config(str(toml), []).epochs == 2.0
+    with pytest.raises(HamburgerError, match="does not exist"):
+        Trainer(config(env, tmp_path / "m", data=str(tmp_path / "missing.jsonl")))
+    other = write_dataset(tmp_path / "other.jsonl", char_tokenizer, meta_overrides={
+        "tokenizer": {"name": "x", "vocab_size": 50000, "vocab_hash": "0"}})
+    with pytest.raises(HamburgerError, match="another tokenizer"):
+        Trainer(config(env, tmp_path / "o", data=str(other)))
+    wide = write_dataset(tmp_path / "wide.jsonl", char_tokenizer, max_steps=6)
+    with pytest.raises(HamburgerError, match="max_steps"):
+        Trainer(config(env, tmp_path / "w", data=str(wide)))
+
+
+def test_batches_are_bucketed_deterministic_and_sharded():
+    lengths = [int(x) for x in torch.randint(5, 200, (500,), generator=torch.Generator().manual_seed(0))]
+    a = epoch_batches(lengths, 16, 0, 8, seed=1, epoch=0)
+    assert a == epoch_batches(lengths, 16, 0, 8, seed=1, epoch=0) != epoch_batches(lengths, 16, 0, 8, 1, 1)
+    assert sorted(i for b in a for i in b) == list(range(500))
+
+    def waste(batches):
+        return sum(len(b) * max(lengths[i] for i in b) - sum(lengths[i] for i in b) for b in batches) / sum(lengths)
+
+    unbucketed = waste(epoch_batches(lengths, 16, 0, 1, seed=1, epoch=0))  # windows of one batch: no sorting
+    assert waste(a) < 0.15 < 0.5 < unbucketed and waste(epoch_batches(lengths, 16, 0, 64, 1, 0)) < 0.05
+    by_tokens = epoch_batches(lengths, 0, 1024, 8, seed=1, epoch=0)
+    assert all(len(b) * max(lengths[i] for i in b) <= 1024 for b in by_tokens if len(b) > 1)
+    plan = make_plan(lengths, 16, 0, 8, seed=1, epochs=1.5, max_train_steps=0)
+    assert len(plan.steps) == round(1.5 * len(a)) and plan.steps[len(a)][:2] == (1, 0)
+    parts = [mb for rank in range(3) for mb in shard(a[0], lengths, 3, rank, 2)]
+    assert sorted(i for mb in parts for i in mb) == sorted(a[0]) and len(parts) == 6
+    assert lr_at(0, 100, 1.0, 0.1, 10) == pytest.approx(0.1) and lr_at(99, 100, 1.0, 0.1, 10) > 0.1
+    assert lr_at(100, 100, 1.0, 0.1, 10) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_lora_zero_init_disable_and_merge(family):
+    model = tiny_hamburger(family, seed=2)
+    ids = torch.tensor([[1, 20, 30, 40, 50, 60]])
+    ref = model.base(ids).logits
+    names = add_lora(model.base, r=4, alpha=8)
+    assert len(names) == 7 * 4 and all(n.startswith("model.layers.") for n in names)
+    assert torch.equal(model.base(ids).logits, ref)  # B = 0: an untouched adapter changes nothing
+    with torch.no_grad():
+        for _, m in lora_modules(model.base):
+            m.lora_B.normal_(std=0.05)
+    changed = model.base(ids).logits
+    assert not torch.allclose(changed, ref, atol=1e-3)
+    with adapters_disabled(model.base):
+        assert torch.allclose(model.base(ids).logits, ref, atol=1e-6)
+    assert torch.equal(model.base(ids).logits, changed)
+    merge_lora(model.base)
+    assert not list(lora_modules(model.base))
+    assert torch.allclose(model.base(ids).logits, changed, atol=1e-4)
+
+
+def test_lora_checkpoint_roundtrip_generates_identically(tmp_path, char_tokenizer):
+    model = tiny_hamburger("qwen2", seed=4)
+    base_dir = tmp_path / "base"
+    model.base.save_pretrained(base_dir)
+    char_tokenizer.save_pretrained(base_dir)
+    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(model.base))
+    add_lora(model.base, r=4, alpha=8)
+    with torch.no_grad():
+        for _, m in lora_modules(model.base):
+            m.lora_B.normal_(std=0.05)
+    ckpt = save_checkpoint(model, tmp_path / "ckpt", info)
+    assert (ckpt / LORA_FILE).is_file() and len(load_file(str(ckpt / LORA_FILE))) == 2 * 7 * 4
+    loaded, tokenizer, _ = load_checkpoint(ckpt)
+    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    a = generate(model, char_tokenizer, [1, 40, 41, 42], cfg)
+    b = generate(loaded, tokenizer, [1, 40, 41, 42], cfg)
+    assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
+    merged, _, _ = load_checkpoint(ckpt, merge_adapters=True)
+    assert not list(lora_modules(merged.base))
+    ids = torch.tensor([[1, 40, 41, 42, 43]])
+    assert torch.allclose(merged.base(ids).logits, loaded.base(ids).logits, atol=1e-4)
+    with pytest.raises(HamburgerError, match="merge them first"):
+        save_checkpoint(model, tmp_path / "bad", info, save_base=True)
+
+
+def torchrun(args: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "hamburger.cli", "train", *args]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def dist_args(env, steps: int, **extra) -> list[str]:
+    settings = dict(base=env["base"], batch_size=8, epochs=100, max_train_steps=steps, lr_grafted=3e-3, lr_base=1e-3,
+                    min_lr=1.0, warmup_steps=2, threads=1, progress="false", decoder_layers=1, lora_r=4,
+                    save_every=0, kl_weight=0.5, **extra)  # min_lr >= peak: flat after warm-up
+    return [a for k, v in settings.items() for a in ("--set", f"{k}={v}")] + ["--data", env["data"]]
+
+
+def assert_same_weights(a_dir: Path, b_dir: Path, atol: float) -> None:
+    for name in ("grafted.safetensors", LORA_FILE):
+        a, b = load_file(str(a_dir / "last" / name)), load_file(str(b_dir / "last" / name))
+        assert a.keys() == b.keys()
+        for k in a:
+            assert torch.allclose(a[k], b[k], atol=atol, rtol=0), (name, k, (a[k] - b[k]).abs().max())
+
+
+@pytest.fixture(scope="module")
+def single_process_run(env, tmp_path_factory):
+    out = tmp_path_factory.mktemp("one")
+    assert cli_main(["train", "--out", str(out), *dist_args(env, 4)]) == 0
+    return out
+
+
+def test_two_ddp_processes_match_single_process(env, tmp_path, single_process_run):
+    """torchrun, 2 gloo processes: replicas agree and equal one process with the same global batch."""
+    torchrun(["--out", str(tmp_path / "ddp"), *dist_args(env, 4)])
+    lines = [json.loads(x) for x in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[0]["world"] == 2 and lines[-1]["kind"] == "end" and lines[-1]["replica_max_diff"] == 0.0
+    assert_same_weights(tmp_path / "ddp", single_process_run, atol=2e-5)
+
+
+def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, single_process_run):
+    """FSDP (fully_shard on CPU/gloo): 2 steps, stop, resume to 4: equals 4 steps in one process."""
+    torchrun(["--out", str(tmp_path / "fsdp"), *dist_args(env, 2, parallel="fsdp")])
+    torchrun(["--out", str(tmp_path / "fsdp"), "--resume", *dist_args(env, 4, parallel="fsdp")])
+    steps = [json.loads(x)["step"] for x in (tmp_path / "fsdp" / "metrics.jsonl").read_text().splitlines()]
+    assert steps[-1] == 4
+    assert_same_weights(tmp_path / "fsdp", single_process_run, atol=2e-5)
