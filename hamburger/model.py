@@ -181,11 +181,25 @@ class HamburgerModel(nn.Module):
         feat_r, feat_c = torch.tensor(feat_r, device=device), torch.tensor(feat_c, device=device)
         group_features = features[feat_r, feat_c]  # [G, m, d]
 
-        # Hidden state of every token slot of every group: skip path, then the MSD.
-        hidden = final[feat_r, feat_c][:, None]
+        out = self.group_outputs(final[feat_r, feat_c], group_features, group_tokens, group_sizes)
+        loss = out.loss
+        if teacher_logits is not None:
+            out.kl = kl_to_teacher(out.token_logits, teacher_logits)
+            out.loss = loss + cfg.kl_weight * out.kl
+        return out
+
+    def group_outputs(self, skip_hidden: torch.Tensor, features: torch.Tensor, group_tokens: torch.Tensor,
+                      group_sizes: torch.Tensor) -> TrainOutput:
+        """Token and stop predictions of every group, teacher-forced, and the loss without KL.
+
+        skip_hidden [G, d]: the final normed base state before each group (its first token);
+        features [G, m, d]: the MSD features there; group_tokens [G, max_steps] (padded); group_sizes [G].
+        """
+        k = self.config.max_steps
+        hidden = skip_hidden[:, None]
         if k > 1:
-            hidden = torch.cat([hidden, self.micro_hidden(group_features, group_tokens[:, :k - 1])], 1)
-        j = torch.arange(k, device=device)[None, :]
+            hidden = torch.cat([hidden, self.micro_hidden(features, group_tokens[:, :k - 1])], 1)
+        j = torch.arange(k, device=hidden.device)[None, :]
         in_group = j < group_sizes[:, None]
         selected = hidden[in_group]  # rows in order, groups in order, tokens in order
         logits = self.lm_head(selected).float()
@@ -193,15 +207,10 @@ class HamburgerModel(nn.Module):
         targets = group_tokens[in_group]
         stop_targets = (j == group_sizes[:, None] - 1)[in_group].float()
         micro_index = j.expand_as(in_group)[in_group]
-
         token_loss = F.cross_entropy(logits, targets)
         stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
-        loss = token_loss + cfg.stop_loss_weight * stop_loss
-        kl = None
-        if teacher_logits is not None:
-            kl = kl_to_teacher(logits, teacher_logits)
-            loss = loss + cfg.kl_weight * kl
-        return TrainOutput(loss, token_loss, stop_loss, kl, logits, stop_logits, targets, stop_targets, micro_index)
+        loss = token_loss + self.config.stop_loss_weight * stop_loss
+        return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
 
     @torch.no_grad()
     def teacher_logits(self, batch: TrainBatch) -> torch.Tensor:

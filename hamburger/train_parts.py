@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .lora import adapters_disabled
@@ -101,21 +100,7 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch) -> TrainOutput:
             start += n
     rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
     tokens_t, sizes_t = torch.tensor(tokens, device=device), torch.tensor(sizes, device=device)
-    hidden = final[rows_t, cols_t][:, None]
-    if k > 1:
-        hidden = torch.cat([hidden, model.micro_hidden(features[rows_t, cols_t], tokens_t[:, :k - 1])], 1)
-    j = torch.arange(k, device=device)[None, :]
-    in_group = j < sizes_t[:, None]
-    selected = hidden[in_group]
-    logits = model.lm_head(selected).float()
-    stop_logits = model.stop_head(selected).float()
-    targets = tokens_t[in_group]
-    stop_targets = (j == sizes_t[:, None] - 1)[in_group].float()
-    micro_index = j.expand_as(in_group)[in_group]
-    token_loss = F.cross_entropy(logits, targets)
-    stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
-    loss = token_loss + model.config.stop_loss_weight * stop_loss
-    return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
+    return model.group_outputs(final[rows_t, cols_t], features[rows_t, cols_t], tokens_t, sizes_t)
 
 
 class Objective(nn.Module):
