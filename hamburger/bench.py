@@ -82,7 +82,8 @@ def measure(methods, prompts, ids, settings: BenchSettings, progress) -> list[di
             rows.append({"category": prompt["category"], "prompt_id": prompt.get("id"), "method": name,
                          "tokens": r.tokens, "forwards": r.forwards, "tau": r.tau, "ttft_s": r.ttft_s,
                          "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s, "first_tokens": r.first_tokens,
-                         "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "identical_to_base": identical,
+                         "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "output_kv_bytes": r.output_kv_bytes,
+                         "identical_to_base": identical,
                          "matched_prefix": prefix})
     return rows
 
@@ -104,7 +105,7 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
                         "decode_tok_s": decoded / decode_s if decode_s else 0.0,
                         "ttft_ms": 1000 * statistics.median(r["ttft_s"] for r in rs),
                         "tau": tokens / forwards if forwards else 0.0,
-                        "kv_bytes_per_token": sum(r["kv_bytes"] for r in rs) / max(1, tokens),
+                        "kv_bytes_per_token": sum(r["output_kv_bytes"] for r in rs) / max(1, tokens),
                         "identical_to_base": _mean(r["identical_to_base"] for r in rs),
                         "matched_prefix": _mean(r["matched_prefix"] for r in rs),
                         "base_read_gbs": weight_bytes * (forwards - len(rs)) / decode_s / 1e9 if decode_s else 0.0})

@@ -5,7 +5,8 @@ Every method decodes greedily and returns a `Measurement` with the same definiti
   decode_s  the rest of the generation; decode tok/s = (tokens - first step's tokens) / decode_s
   forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
             drafts, which stop short of it, are not counted as full forwards)
-  kv_bytes  measured bytes of the base KV cache at the end
+  kv_bytes  measured bytes of the base KV cache at the end (prompt included); `output_kv_bytes`
+            is the part written for generated tokens (what grows with output length)
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ class Measurement:
     kv_bytes: int
     kv_slots: int
     token_ids: list[int]
+    prompt_tokens: int = 0
     first_tokens: int = 1  # tokens known at ttft (HAMburger's first group)
+
+    @property
+    def output_kv_bytes(self) -> float:
+        if not self.kv_slots:
+            return 0.0
+        return self.kv_bytes * max(0, self.kv_slots - self.prompt_tokens) / self.kv_slots
 
     @property
     def decode_tok_s(self) -> float:
@@ -79,7 +87,7 @@ class HamburgerMethod:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
         r = Generation(self.model, self.tokenizer, [prompt_ids], cfg).run()[0]
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
-                           r.token_ids, first_tokens=r.groups[0])
+                           r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence)
@@ -116,7 +124,8 @@ class HFMethod:
                 counter.close()
         tokens = out.sequences[0, len(prompt_ids):].tolist()
         kv, slots = cache_bytes(out.past_key_values)
-        return Measurement(self.name, len(tokens), counter.count, ttft, max(total - ttft, 1e-9), kv, slots, tokens)
+        return Measurement(self.name, len(tokens), counter.count, ttft, max(total - ttft, 1e-9), kv, slots, tokens,
+                           prompt_tokens=len(prompt_ids))
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
         width = max(map(len, prompts))
