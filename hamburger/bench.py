@@ -194,7 +194,8 @@ def cmd_bench(args) -> int:
     model, tokenizer, info = load_model(args.model, settings.dtype)
     prompts = load_prompt_file(args.prompts) if args.prompts else None
     result = run_bench(model, tokenizer, settings, prompts)
-    result["model"] = {"checkpoint": args.model or "default", "base": info.spec, "fingerprint": info.fingerprint}
+    result["model"] = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
+                       "base": Path(info.spec).name, "fingerprint": info.fingerprint}
     out = write_report(result, Path(args.out))
     print(out.read_text() if out.suffix == ".md" else out)
     return 0

@@ -202,7 +202,8 @@ def cmd_eval(args) -> int:
                                 args.gsm8k_file, args.timeout, args.batch_size)
     import torch as _torch
 
-    meta = {"model": args.model or "default", "base": info.spec, "fingerprint": info.fingerprint,
+    meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
+            "fingerprint": info.fingerprint,
             "limit": args.limit, "max_new_tokens": args.max_new_tokens,
             "machine": machine_info(_torch.get_num_threads(), args.dtype)}
     print(write_outputs(Path(args.out), records, summary, meta).read_text())
