@@ -6,7 +6,8 @@ Tasks
   chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
              and the held-out loss / token accuracy of those base answers under the HAMburger model
 The base model is decoded by our own loop at confidence 1.0, which is token-for-token the base's
-greedy decoding (tested). Each task also reports tau and decode tok/s.
+greedy decoding (tested). Each task also reports tau and decode tok/s. `--endpoint URL` adds an
+OpenAI-compatible server (e.g. `hamburger serve`) as one more method on the same prompts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import gzip
 import importlib.util
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,14 +100,56 @@ def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]])
     return {"heldout_loss": sum(l * n for l, n in losses) / max(1, tokens), "heldout_token_acc": correct / max(1, total)}
 
 
+@dataclass
+class Answer:
+    """One generated answer, from the local engine or an OpenAI-compatible endpoint."""
+
+    text: str
+    tokens: int
+    forwards: int
+    decode_s: float
+    first_group: int
+
+
+@dataclass
+class Endpoint:
+    """An OpenAI-compatible server evaluated next to the local methods (e.g. `hamburger serve`)."""
+
+    url: str
+    api_key: str | None = None
+    model: str = "hamburger"
+
+    def answer(self, prompts: list[str], max_new_tokens: int) -> list[Answer]:
+        try:
+            from openai import OpenAI
+        except ImportError as e:
+            raise HamburgerError("--endpoint needs the `openai` package (pip install openai)") from e
+        client = OpenAI(base_url=self.url, api_key=self.api_key or "none", max_retries=0, timeout=600)
+        out = []
+        for prompt in prompts:
+            start = time.perf_counter()
+            r = client.chat.completions.create(model=self.model, messages=[{"role": "user", "content": prompt}],
+                                               temperature=0, max_tokens=max_new_tokens)
+            latency = time.perf_counter() - start
+            extension = (r.usage.model_extra or {}).get("hamburger") or {}
+            tokens = r.usage.completion_tokens
+            out.append(Answer(r.choices[0].message.content or "", tokens, extension.get("base_forwards", tokens),
+                              latency, 0))
+        return out
+
+
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
-             gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4):
-    """Per-example records and a summary per (task, method)."""
+             gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
+             endpoint: Endpoint | None = None):
+    """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
+    (its speed figures are client-side latencies, not decode times)."""
     from tqdm import tqdm
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
                 "chat": lambda: chat_examples(limit)}
     methods = [("base", 1.0)] + [(f"hamburger@{c:g}", c) for c in confidences]
+    if endpoint is not None:
+        methods.append(("endpoint", None))
     records, summary = [], []
     for task in tasks:
         examples, ids, candidates = [], [], builders[task]()
@@ -120,17 +164,21 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         base_texts: list[str] = []
         base_ids: list[list[int]] = []
         for name, confidence in methods:
-            cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
-            results = []
-            for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
-                results += Generation(model, tokenizer, ids[start:start + batch_size], cfg).run()
-            if name == "base":
-                base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
+            if name == "endpoint":
+                answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
+            else:
+                cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
+                results = []
+                for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
+                    results += Generation(model, tokenizer, ids[start:start + batch_size], cfg).run()
+                if name == "base":
+                    base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
+                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0]) for r in results]
             rows = []
-            for e, r, base_text in zip(examples, results, base_texts):
-                row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": r.text,
-                       "tokens": r.tokens, "forwards": r.forwards, "decode_s": r.decode_s,
-                       "first_group": r.groups[0], **score(e, r.text, base_text, timeout)}
+            for e, a, base_text in zip(examples, answers, base_texts):
+                row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
+                       "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
+                       "first_group": a.first_group, **score(e, a.text, base_text, timeout)}
                 rows.append(row)
             records += rows
             entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
@@ -141,7 +189,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
             for key in ("correct", "passed", "exact", "rouge_l", "chrf"):
                 if key in rows[0]:
                     entry[key] = sum(r[key] for r in rows) / len(rows)
-            if task == "chat" and name != "base":
+            if task == "chat" and name not in ("base", "endpoint"):
                 entry.update(heldout_loss(model, ids, base_ids))
             summary.append(entry)
     return records, summary
@@ -198,8 +246,9 @@ def cmd_eval(args) -> int:
         GenerationConfig(confidence=c).validate()
     set_threads(args.threads)
     model, tokenizer, info = load_model(args.model, args.dtype)
+    endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
-                                args.gsm8k_file, args.timeout, args.batch_size)
+                                args.gsm8k_file, args.timeout, args.batch_size, endpoint)
     import torch as _torch
 
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
@@ -221,6 +270,11 @@ def register(sub) -> None:
     p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
     p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--endpoint", default=None,
+                   help="also evaluate an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1, `hamburger serve`) "
+                        "on the same prompts, greedy; its tau comes from the usage extension when present")
+    p.add_argument("--api-key", default=None, help="API key for --endpoint")
+    p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
     p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")

@@ -188,6 +188,27 @@ def test_stream_equals_non_stream(server):
     assert all(c.choices and c.usage is None for c in plain)
 
 
+def test_eval_against_the_endpoint_agrees_with_the_local_engine(server, checkpoint, tmp_path):
+    """`hamburger eval --endpoint` scores the served model next to the same checkpoint run locally."""
+    import json as _json
+
+    from hamburger.cli import main
+
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text("".join(_json.dumps({"question": q, "answer": f"x\n#### {a}"}) + "\n"
+                           for q, a in [("1+1?", 2), ("3+4?", 7), ("9-3?", 6)]))
+    out = tmp_path / "eval"
+    assert main(["eval", "--model", str(checkpoint[0]), "--tasks", "gsm8k", "--gsm8k-file", str(gsm),
+                 "--confidence", "0.5", "--max-new-tokens", "12", "--endpoint", server.url + "/v1",
+                 "--api-key", KEY, "--out", str(out)]) == 0
+    rows = [_json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    local = {r["id"]: r for r in rows if r["method"] == "hamburger@0.5"}
+    served = {r["id"]: r for r in rows if r["method"] == "endpoint"}
+    assert set(local) == set(served) and len(served) == 3
+    for key, row in served.items():  # the server runs at --confidence 0.5 too: same text, same forwards
+        assert row["text"] == local[key]["text"] and row["forwards"] == local[key]["forwards"]
+
+
 def test_models(server):
     assert [m.id for m in server.client().models.list()] == ["ckpt"]
     assert server.client().models.retrieve("ckpt").id == "ckpt"
