@@ -215,6 +215,19 @@ def add_generate(sub) -> None:
 
 
 # ---------------------------------------------------------------------------------------- main
+def add_unavailable(sub, name: str, error: Exception) -> None:
+    """A verb whose module cannot be imported (e.g. a missing optional package) fails on use only."""
+    verb = "eval" if name == "evaluate" else name
+
+    def fail(args) -> int:
+        raise HamburgerError(f"the `{verb}` verb is unavailable: {type(error).__name__}: {error}")
+
+    # No option prefixes: whatever options the user gives are taken as plain words and ignored.
+    p = sub.add_parser(verb, help=f"(unavailable: {type(error).__name__})", add_help=False, prefix_chars="\x00")
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=fail)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hamburger", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,8 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(f".{name}", __package__)
         except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{name}":
-                raise
+            if e.name == f"{__package__}.{name}":
+                continue
+            add_unavailable(sub, name, e)
+            continue
+        except Exception as e:  # one broken verb must not take the others down
+            add_unavailable(sub, name, e)
             continue
         module.register(sub)
     return parser

@@ -66,3 +66,21 @@ def test_help_lists_verbs(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "graft" in out and "generate" in out
+
+
+def test_a_broken_verb_does_not_break_the_cli(monkeypatch, capsys):
+    import importlib
+
+    real = importlib.import_module
+
+    def fake(name, package=None):
+        if name == ".serve":
+            raise ImportError("simulated missing dependency")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", fake)
+    assert main(["serve", "--port", "1"]) == 1
+    assert "unavailable" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "graft" in capsys.readouterr().out
