@@ -291,7 +291,7 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
     eos = tok.eos_token_id if tok.eos_token_id in all_eos else all_eos[0]
     meta = {"kind": "hamburger-dataset", "format": 1, "strategy": settings.strategy, "max_steps": settings.max_steps,
             "settings": asdict(settings),
-            "tokenizer": {"name": str(tok.name_or_path), "vocab_size": len(tok), "vocab_hash": vocab_hash(tok)},
+            "tokenizer": {"name": info.spec, "vocab_size": len(tok), "vocab_hash": vocab_hash(tok)},
             "entropy_vocab_size": vocab, "base": info.spec, "base_fingerprint": info.fingerprint,
             "input": {"prompt_field": args.prompt_field, "response_field": args.response_field, "system": system,
                       "eos_id": eos, "max_length": args.max_length, "long": args.long}, "data": str(args.data)}
