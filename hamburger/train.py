@@ -341,6 +341,7 @@ def cmd_train(args) -> int:
         raise HamburgerError("no training data: give --data DATASET.jsonl or set `data` in the config")
     trainer = Trainer(cfg, resume=args.resume)
     code = trainer.train()
+    trainer.dist.close()  # on an exception, the launcher tears the group down instead
     if trainer.dist.main and code == 0:
         print(f"hamburger train: {trainer.step} steps done; checkpoint {Path(cfg.out) / 'last'}", file=sys.stderr)
     return code

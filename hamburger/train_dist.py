@@ -50,6 +50,13 @@ class Dist:
         if self.active:
             torch.distributed.barrier()
 
+    def close(self) -> None:
+        """Leave the process group cleanly (every rank, after the last collective), so that no
+        communication thread is still alive when the interpreter exits."""
+        if self.active and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+
 
 def init_dist(device: str = "auto") -> Dist:
     """Join the process group when launched with WORLD_SIZE > 1: nccl on GPU, gloo on CPU."""
