@@ -212,9 +212,8 @@ class HamburgerModel(nn.Module):
         loss = token_loss + self.config.stop_loss_weight * stop_loss
         return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
 
-    @torch.no_grad()
-    def teacher_logits(self, batch: TrainBatch) -> torch.Tensor:
-        """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
+    def unmerged_inputs(self, batch: TrainBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(ids, positions, mask) of the ordinary, unmerged [prompt, response] sequences, right-padded."""
         seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
         length = max(map(len, seqs))
         ids = torch.zeros(len(seqs), length, dtype=torch.long, device=self.device)
@@ -223,9 +222,14 @@ class HamburgerModel(nn.Module):
             ids[b, :len(s)] = torch.tensor(s)
             valid[b, :len(s)] = True
         positions = torch.arange(length, device=self.device)[None].expand(len(seqs), -1)
+        return ids, positions, causal_slot_mask(valid)
+
+    @torch.no_grad()
+    def teacher_logits(self, batch: TrainBatch) -> torch.Tensor:
+        """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
+        ids, positions, mask = self.unmerged_inputs(batch)
         self._taps = None
-        out = base_decoder_stack(self.base)(input_ids=ids, position_ids=positions,
-                                            attention_mask=causal_slot_mask(valid))
+        out = base_decoder_stack(self.base)(input_ids=ids, position_ids=positions, attention_mask=mask)
         picks = [out.last_hidden_state[b, len(p) - 1:len(p) + len(r) - 1]
                  for b, (p, r) in enumerate(zip(batch.prompt_ids, batch.response_ids))]
         return self.lm_head(torch.cat(picks)).float()

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from .lora import adapters_disabled
-from .model import HamburgerModel, TrainBatch, TrainOutput, causal_slot_mask
+from .model import HamburgerModel, TrainBatch, TrainOutput
 
 
 def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
@@ -79,16 +79,9 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch) -> TrainOutput:
     """
     k = model.config.max_steps
     device = model.device
-    seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
-    length = max(map(len, seqs))
-    ids = torch.zeros(len(seqs), length, dtype=torch.long, device=device)
-    valid = torch.zeros_like(ids, dtype=torch.bool)
-    for b, s in enumerate(seqs):
-        ids[b, :len(s)] = torch.tensor(s)
-        valid[b, :len(s)] = True
-    positions = torch.arange(length, device=device)[None].expand(len(seqs), -1)
+    ids, positions, mask = model.unmerged_inputs(batch)
     with torch.no_grad():
-        final, features = model.base_forward(model.embed(ids), positions, causal_slot_mask(valid))
+        final, features = model.base_forward(model.embed(ids), positions, mask)
     rows, cols, tokens, sizes = [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
         start = 0
