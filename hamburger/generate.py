@@ -206,10 +206,11 @@ class Generation:
                     rows[i].decode_s += now - clock
             slot_bytes = cache.bytes_per_slot()
             self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
+            slots = cache.kv_slots()
             for pos, i in enumerate(active):
                 if rows[i].done:
-                    rows[i].kv_slots = cache.kv_slots()[pos]
-                    rows[i].kv_bytes = rows[i].kv_slots * slot_bytes
+                    rows[i].kv_slots = slots[pos]
+                    rows[i].kv_bytes = slots[pos] * slot_bytes
             yield from events
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
