@@ -121,11 +121,11 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def length_sweep(model, tokenizer, prompt_ids, lengths) -> list[dict]:
+def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None) -> list[dict]:
     """KV bytes and base forwards vs output length (EOS ignored so every run reaches its length)."""
     out = []
     for method in (HamburgerMethod(model, tokenizer, model.config.default_confidence),
-                   HamburgerMethod(model, tokenizer, 1.0, name="own_loop")):
+                   HamburgerMethod(reference or model, tokenizer, 1.0, name="own_loop")):
         for n in lengths:
             r = method.run(prompt_ids, n, ignore_eos=True)
             out.append({"method": method.name, "new_tokens": r.tokens, "forwards": r.forwards,
@@ -133,10 +133,11 @@ def length_sweep(model, tokenizer, prompt_ids, lengths) -> list[dict]:
     return out
 
 
-def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens) -> list[dict]:
+def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None) -> list[dict]:
     """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate."""
     out = []
-    methods = [HamburgerMethod(model, tokenizer, model.config.default_confidence), HFMethod(model.base, tokenizer)]
+    methods = [HamburgerMethod(model, tokenizer, model.config.default_confidence),
+               HFMethod((reference or model).base, tokenizer)]
     for b in batch_sizes:
         batch = (ids * (b // max(1, len(ids)) + 1))[:b]
         for m in methods:
@@ -149,7 +150,9 @@ def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens) -> list[dict
     return out
 
 
-def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None) -> dict:
+def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
+              reference=None) -> dict:
+    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``)."""
     from tqdm import tqdm
 
     from .generate import encode_prompt
@@ -157,16 +160,17 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     if prompts is None:
         prompts = [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
-    methods = build_methods(model, tokenizer, settings.methods, settings.confidences)
+    methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress)
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
               "copy_bandwidth_gbs": copy_bandwidth_gbs(), "base_weight_bytes": weight_bytes}
     if settings.lengths:
-        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths)
+        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths, reference)
     if settings.batch_sizes:
-        result["batch_sweep"] = batch_sweep(model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens)
+        result["batch_sweep"] = batch_sweep(model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens,
+                                             reference)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
@@ -191,9 +195,9 @@ def cmd_bench(args) -> int:
     if settings.threads:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
-    model, tokenizer, info = load_model(args.model, settings.dtype)
+    model, tokenizer, info, reference = load_model(args.model, settings.dtype, reference=True)
     prompts = load_prompt_file(args.prompts) if args.prompts else None
-    result = run_bench(model, tokenizer, settings, prompts)
+    result = run_bench(model, tokenizer, settings, prompts, reference)
     result["model"] = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
                        "base": Path(info.spec).name, "fingerprint": info.fingerprint}
     out = write_report(result, Path(args.out))

@@ -155,16 +155,19 @@ def _as_list(value) -> list[int]:
 
 
 def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
-                  prompt_lookup: int = 10, early_exit_layer: int | None = None) -> list:
+                  prompt_lookup: int = 10, early_exit_layer: int | None = None,
+                  reference: HamburgerModel | None = None) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
-    prompt_lookup, early_exit. Early exit defaults to a quarter of the base's depth."""
-    base = model.base
+    prompt_lookup, early_exit. Every method but hamburger runs ``reference`` (the unchanged base,
+    default ``model``). Early exit defaults to a quarter of the base's depth."""
+    reference = reference or model
+    base = reference.base
     methods = []
     for name in names:
         if name == "hamburger":
             methods += [HamburgerMethod(model, tokenizer, c) for c in confidences]
         elif name == "own_loop":
-            methods.append(HamburgerMethod(model, tokenizer, 1.0, name="own_loop"))
+            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop"))
         elif name == "hf_generate":
             methods.append(HFMethod(base, tokenizer))
         elif name == "prompt_lookup":

@@ -37,20 +37,29 @@ def is_checkpoint(path: str | Path) -> bool:
 
 
 def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo, tokenizer=None,
-                    save_base: bool = False, extra: dict | None = None) -> Path:
-    """Write a checkpoint folder atomically (a killed save leaves the previous one intact)."""
+                    save_base: bool = False, extra: dict | None = None,
+                    weights_dtype: torch.dtype | None = None) -> Path:
+    """Write a checkpoint folder atomically (a killed save leaves the previous one intact).
+
+    ``weights_dtype`` stores the grafted and LoRA weights in that dtype (e.g. bfloat16 to halve a
+    shipped checkpoint); loading casts them back to the compute dtype.
+    """
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in model.grafted_state_dict().items()}
+    def stored(v: torch.Tensor) -> torch.Tensor:
+        v = v.detach().contiguous().cpu()
+        return v.to(weights_dtype) if weights_dtype is not None and v.is_floating_point() else v
+
+    state = {k: stored(v) for k, v in model.grafted_state_dict().items()}
     save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT})
     lora = _lora_meta(model)
     if lora is not None:
         if save_base:
             raise HamburgerError("cannot save a full base that carries LoRA adapters: merge them first")
-        lora_state = {k: v.contiguous().cpu() for k, v in lora_state_dict(model.base).items()}
+        lora_state = {k: stored(v) for k, v in lora_state_dict(model.base).items()}
         save_file(lora_state, str(tmp / LORA_FILE), metadata={"format": FORMAT})
     meta = {"format": FORMAT, "config": model.config.to_dict(),
             "base": {"spec": base_info.spec, "fingerprint": base_info.fingerprint},
@@ -140,6 +149,19 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         if merge_adapters:
             merge_lora(model.base)
     return model.eval(), tokenizer, info
+
+
+def load_reference(path: str | Path, model: HamburgerModel, dtype: str | torch.dtype = "float32",
+                   base: str | None = None) -> HamburgerModel:
+    """The model to compare against: the checkpoint's *unchanged* base, as a HAMburger model that decodes
+    it exactly at confidence 1.0. ``model`` itself when training left the base untouched (frozen base);
+    a fresh load of the original base when the checkpoint carries LoRA adapters or a fine-tuned base.
+    """
+    meta = read_meta(path)
+    if not meta.get("lora") and not meta.get("base_weights"):
+        return model
+    base_model, _, _ = load_base(base or meta["base"]["spec"], dtype)
+    return HamburgerModel(base_model, HamburgerConfig.from_dict(meta["config"])).eval()
 
 
 def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:

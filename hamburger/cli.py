@@ -37,16 +37,19 @@ def set_threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
-def load_model(spec: str | None, dtype: str, base: str | None = None):
-    """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info)."""
-    from .checkpoint import is_checkpoint, load_checkpoint
+def load_model(spec: str | None, dtype: str, base: str | None = None, reference: bool = False):
+    """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info), ready for
+    inference (LoRA adapters folded into the base weights). With ``reference`` a 4th item: the unchanged
+    base to compare against (see `checkpoint.load_reference`)."""
+    from .checkpoint import is_checkpoint, load_checkpoint, load_reference
 
     path = spec or default_model()
     if not is_checkpoint(path):
         hint = " (it is a base model: run `hamburger graft --base ... --out DIR` first)" if Path(
             path, "config.json").is_file() else ""
         raise HamburgerError(f"{path!r} is not a HAMburger checkpoint{hint}")
-    return load_checkpoint(path, dtype, base=base)
+    loaded = load_checkpoint(path, dtype, base=base, merge_adapters=True)
+    return (*loaded, load_reference(path, loaded[0], dtype, base)) if reference else loaded
 
 
 # ---------------------------------------------------------------------------------------- graft
@@ -214,6 +217,35 @@ def add_generate(sub) -> None:
     p.set_defaults(func=cmd_generate)
 
 
+# ---------------------------------------------------------------------------------------- export
+def cmd_export(args) -> int:
+    import torch
+
+    from .checkpoint import load_checkpoint, read_meta, save_checkpoint
+
+    meta = read_meta(args.model)
+    model, tokenizer, info = load_checkpoint(args.model, "float32", base=args.base)
+    extra = {k: v for k, v in meta.items() if k not in ("format", "config", "base", "base_weights", "lora")}
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+    out = save_checkpoint(model, args.out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
+                          extra=extra, weights_dtype=dtype)
+    size = sum(f.stat().st_size for f in Path(out).rglob("*") if f.is_file())
+    print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
+    return 0
+
+
+def add_export(sub) -> None:
+    p = sub.add_parser("export", help="copy a checkpoint in a compact form for shipping",
+                       description="Re-save a HAMburger checkpoint (e.g. a training run's `last/`) with only what "
+                                   "inference needs: config, grafted weights, LoRA adapters if any, stored in --dtype.")
+    p.add_argument("--model", required=True, help="checkpoint folder to export")
+    p.add_argument("--out", required=True, help="folder to write (replaced atomically)")
+    p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"],
+                   help="storage dtype of the weights (default bfloat16: half the size; loading casts back)")
+    p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
+    p.set_defaults(func=cmd_export)
+
+
 # ---------------------------------------------------------------------------------------- main
 def add_unavailable(sub, name: str, error: Exception) -> None:
     """A verb whose module cannot be imported (e.g. a missing optional package) fails on use only."""
@@ -237,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     add_graft(sub)
     add_generate(sub)
+    add_export(sub)
     for name in OPTIONAL_VERBS:
         try:
             module = importlib.import_module(f".{name}", __package__)

@@ -5,8 +5,8 @@ Tasks
   humaneval  pass@1, each completion executed in a separate sandboxed process with a timeout
   chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
              and the held-out loss / token accuracy of those base answers under the HAMburger model
-The base model is decoded by our own loop at confidence 1.0, which is token-for-token the base's
-greedy decoding (tested). Each task also reports tau and decode tok/s. `--endpoint URL` adds an
+The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
+loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also reports tau and decode tok/s. `--endpoint URL` adds an
 OpenAI-compatible server (e.g. `hamburger serve`) as one more method on the same prompts.
 """
 
@@ -134,9 +134,10 @@ class Endpoint:
 
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
-             endpoint: Endpoint | None = None):
+             endpoint: Endpoint | None = None, reference=None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
-    (its speed figures are client-side latencies, not decode times)."""
+    (its speed figures are client-side latencies, not decode times). The "base" method decodes
+    ``reference`` (the unchanged base, default ``model``) at confidence 1.0."""
     from tqdm import tqdm
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
@@ -164,7 +165,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
-                    results += Generation(model, tokenizer, ids[start:start + batch_size], cfg).run()
+                    runner = (reference or model) if name == "base" else model
+                    results += Generation(runner, tokenizer, ids[start:start + batch_size], cfg).run()
                 if name == "base":
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
                 answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0]) for r in results]
@@ -239,10 +241,10 @@ def cmd_eval(args) -> int:
     for c in confidences:
         GenerationConfig(confidence=c).validate()
     set_threads(args.threads)
-    model, tokenizer, info = load_model(args.model, args.dtype)
+    model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
     endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
-                                args.gsm8k_file, args.timeout, args.batch_size, endpoint)
+                                args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference)
     import torch as _torch
 
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,

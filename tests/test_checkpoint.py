@@ -69,3 +69,60 @@ def test_bad_checkpoints_give_clear_errors(tmp_path, char_tokenizer):
     (ckpt / WEIGHTS_FILE).write_bytes(b"garbage")
     with pytest.raises(HamburgerError, match="cannot read"):
         load_checkpoint(ckpt)
+
+
+def save_tiny_lora(tmp_path, char_tokenizer):
+    """A tiny checkpoint whose base carries non-zero LoRA adapters (as after `train --set base_mode=lora`)."""
+    from hamburger.lora import add_lora, lora_modules
+
+    model, _, base_dir = save_tiny(tmp_path, char_tokenizer)
+    add_lora(model.base, r=2, alpha=4.0)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for _, module in lora_modules(model.base):
+            module.lora_B.copy_(torch.randn(module.lora_B.shape, generator=gen) * 0.5)
+    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(tiny_base("llama", seed=3)))
+    return model, save_checkpoint(model, tmp_path / "lora_ckpt", info)
+
+
+def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
+    """Baselines of bench/eval must run the original base, not the LoRA-adapted one."""
+    from hamburger.checkpoint import load_reference
+
+    model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    merged, tokenizer, _ = load_checkpoint(ckpt, merge_adapters=True)
+    reference = load_reference(ckpt, merged)
+    assert reference is not merged
+    prompt = [1, 40, 41, 42]
+    base_greedy = reference.base.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
+                                          attention_mask=torch.ones(1, len(prompt), dtype=torch.long))[0, len(prompt):]
+    pristine = tiny_hamburger("llama", seed=3).base  # the base the LoRA was put on
+    expected = pristine.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
+                                 attention_mask=torch.ones(1, len(prompt), dtype=torch.long))[0, len(prompt):]
+    assert base_greedy.tolist() == expected.tolist()
+    frozen_ckpt = save_tiny(tmp_path / "frozen", char_tokenizer)[1]
+    frozen = load_checkpoint(frozen_ckpt)[0]
+    assert load_reference(frozen_ckpt, frozen) is frozen  # nothing changed the base: share it
+
+
+def test_merged_adapters_match_unmerged(tmp_path, char_tokenizer):
+    model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    a = generate(load_checkpoint(ckpt)[0], char_tokenizer, [1, 40, 41, 42], cfg)
+    b = generate(load_checkpoint(ckpt, merge_adapters=True)[0], char_tokenizer, [1, 40, 41, 42], cfg)
+    assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
+
+
+def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
+    from hamburger.checkpoint import LORA_FILE
+    from hamburger.cli import main
+
+    model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    out = tmp_path / "shipped"
+    assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "bfloat16"]) == 0
+    for name in (WEIGHTS_FILE, LORA_FILE):
+        assert (out / name).stat().st_size < 0.6 * (ckpt / name).stat().st_size, name
+    loaded = load_checkpoint(out)[0]
+    for name, tensor in model.grafted_state_dict().items():
+        assert torch.equal(tensor.to(torch.bfloat16).float(), loaded.grafted_state_dict()[name]), name
+    assert read_meta(out)["lora"]["r"] == 2

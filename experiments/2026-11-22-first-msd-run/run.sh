@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 EXP=experiments/2026-11-22-first-msd-run
-python $EXP/split.py data/segmented/smollm2-135m-instruct.train.jsonl runs/first-msd-data
+python recipes/split_dataset.py data/segmented/smollm2-135m-instruct.train.jsonl runs/first-msd-data
 hamburger train --config configs/smollm2-msd.yaml --data runs/first-msd-data/train.jsonl \
     --eval-data runs/first-msd-data/val.jsonl --out runs/first-msd \
     --set threads=1 --set batch_size=16 --set max_train_steps=30 --set warmup_steps=5 --set save_every=10 \
