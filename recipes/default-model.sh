@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Reproduce the shipped default model (hamburger/default_model/) from the bundled base, on CPU.
+# Every step resumes where it stopped: rerun this script after an interruption.
+# Threads: set THREADS (default 2). Times in the model card were measured on a 2-core CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${THREADS:-2}
+BASE=smollm2-135m-instruct
+D=data/distilled/$BASE.train.jsonl
+S=data/segmented/$BASE.train.jsonl
+
+# 1. Training prompts: a fixed, deterministic selection from ../shared/data (dev rows excluded by hash).
+[ -s data/prompts/train.jsonl ] || hamburger prompts --sources t0_prompts,self_instruct,gsm8k --split train \
+    --limit 6000 --seed 0 --out data/prompts/train.jsonl
+# 2. Self-distillation: the base's own greedy answers (resumable). The shipped model used the first 1952
+#    prompts; DISTILL_LIMIT=6000 continues to all of them.
+hamburger distill --base $BASE --prompts data/prompts/train.jsonl --out $D --max-new-tokens 256 \
+    --batch-size 32 --threads "$THREADS" --limit "${DISTILL_LIMIT:-1952}"
+# 3. One scoring forward per response: entropies + token probabilities, cut by decreasing_v2 (stored).
+hamburger segment --data $D --out $S --strategy decreasing_v2 --max-steps 4 --batch-size 4 --threads "$THREADS"
+# 4. The cut the default model trains on: a group grows while the base's entropy is below H(0.9).
+rm -f runs/default-data/all.jsonl
+hamburger segment --from-dataset $S --out runs/default-data/all.jsonl --strategy sliding --sliding-p 0.9 --max-steps 4
+# 5. A fixed validation split (1 row in 20 by a hash of its id), never trained on.
+python recipes/split_dataset.py runs/default-data/all.jsonl runs/default-data
+# 6. Train (checkpoints every 20 steps; resume with --resume).
+if [ -f runs/default/last/trainer_state.pt ]; then
+    hamburger train --out runs/default --resume
+else
+    hamburger train --config configs/smollm2-default.yaml --data runs/default-data/train.jsonl \
+        --eval-data runs/default-data/val.jsonl --out runs/default --set threads="$THREADS"
+fi
+# 7. Ship: grafted + LoRA weights in bf16 (the base stays the bundled one).
+hamburger export --model runs/default/last --out hamburger/default_model --dtype bfloat16
