@@ -56,7 +56,12 @@ def humaneval_examples(limit: int) -> list[Example]:
             for r in humaneval_problems()[:limit]]
 
 
-def chat_examples(limit: int) -> list[Example]:
+def chat_examples(limit: int, path: str | None = None) -> list[Example]:
+    if path:
+        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+        if any(not isinstance(r.get("prompt"), str) for r in rows):
+            raise HamburgerError(f"{path}: every line needs a string field 'prompt'")
+        return [Example("chat", str(r.get("id", f"chat-file:{i}")), r["prompt"]) for i, r in enumerate(rows[:limit])]
     from .bench_prompts import category_prompts
 
     return [Example("chat", r["id"], r["prompt"]) for r in category_prompts("chat", limit, seed=1)]
@@ -134,14 +139,14 @@ class Endpoint:
 
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
-             endpoint: Endpoint | None = None, reference=None):
+             endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0."""
     from tqdm import tqdm
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
-                "chat": lambda: chat_examples(limit)}
+                "chat": lambda: chat_examples(limit, chat_file)}
     methods = [("base", 1.0)] + [(f"hamburger@{c:g}", c) for c in confidences]
     if endpoint is not None:
         methods.append(("endpoint", None))
@@ -244,7 +249,8 @@ def cmd_eval(args) -> int:
     model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
     endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
-                                args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference)
+                                args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference,
+                                args.chat_file)
     import torch as _torch
 
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
@@ -264,6 +270,8 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, default=50, help="examples per task (default 50)")
     p.add_argument("--max-new-tokens", type=int, default=256, help="new tokens per answer (default 256)")
     p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
+    p.add_argument("--chat-file", default=None,
+                   help="jsonl with a 'prompt' field per line for the chat task (default: fixed dev prompts)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
     p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
     p.add_argument("--endpoint", default=None,

@@ -269,7 +269,7 @@ class Generation:
         msd_cache = DynamicCache()
         step = 0
         while True:
-            logits = model.lm_head(hidden).float()
+            logits = model.decode_logits(hidden).float()
             tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
             stop_logits = model.stop_head(hidden).float()
             probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]

@@ -61,6 +61,7 @@ class HamburgerModel(nn.Module):
         self.decoder = MicroStepDecoder(base, self.config)
         self.stop_head = StopHead(self.config).to(self.dtype)
         self._taps: list[torch.Tensor] | None = None
+        self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
             stack.layers[i].register_forward_hook(self._record_tap)
@@ -84,6 +85,20 @@ class HamburgerModel(nn.Module):
 
     def lm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.base.get_output_embeddings()(hidden)
+
+    def decode_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The LM head for decoding, no gradients. On CPU a single row goes through a transposed, contiguous
+        copy of the head's weight (made once): MKL's fp32 product of one row with a [d, V] matrix is about
+        2x faster than with the stored [V, d] layout. Same math, another summation order."""
+        head = self.base.get_output_embeddings()
+        if hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] != 1 or torch.is_grad_enabled():
+            return head(hidden)
+        w = head.weight
+        key = (w.data_ptr(), w._version, w.dtype, tuple(w.shape))
+        if self._head_t is None or self._head_t[0] != key:
+            self._head_t = (key, w.detach().t().contiguous())
+        out = hidden.to(w.dtype) @ self._head_t[1]
+        return out + head.bias if getattr(head, "bias", None) is not None else out
 
     def grafted_parameters(self):
         for name in GRAFTED:

@@ -22,13 +22,20 @@ hamburger segment --data $D --out $S --strategy decreasing_v2 --max-steps 4 --ba
 rm -f runs/default-data/all.jsonl
 hamburger segment --from-dataset $S --out runs/default-data/all.jsonl --strategy sliding --sliding-p 0.9 --max-steps 4
 # 5. A fixed validation split (1 row in 20 by a hash of its id), never trained on.
-python recipes/split_dataset.py runs/default-data/all.jsonl runs/default-data
-# 6. Train (checkpoints every 20 steps; resume with --resume).
-if [ -f runs/default/last/trainer_state.pt ]; then
-    hamburger train --out runs/default --resume
-else
-    hamburger train --config configs/smollm2-default.yaml --data runs/default-data/train.jsonl \
-        --eval-data runs/default-data/val.jsonl --out runs/default --set threads="$THREADS"
-fi
+python recipes/split_dataset.py runs/default-data/all.jsonl runs/default-data data/prompts/train.jsonl
+# 6. Train, two passes over the data: pass 1 from the graft; pass 2 from pass 1's weights with a fresh,
+#    lower cosine schedule and another data order. Checkpoints every 20 steps; a stopped pass resumes.
+train_pass() {  # OUT, then extra settings
+    local out=$1; shift
+    if [ -f "$out/last/trainer_state.pt" ] && ! grep -q '"kind": "end"' "$out/metrics.jsonl" 2>/dev/null; then
+        hamburger train --out "$out" --resume
+    elif [ ! -f "$out/last/trainer_state.pt" ]; then
+        hamburger train --config configs/smollm2-default.yaml --data runs/default-data/train.jsonl \
+            --eval-data runs/default-data/val.jsonl --out "$out" --set threads="$THREADS" "$@"
+    fi
+}
+train_pass runs/default
+train_pass runs/default-2 --set init=runs/default/last --set lr_grafted=2.5e-4 --set lr_base=1.5e-4 \
+    --set warmup_steps=5 --set seed=1
 # 7. Ship: grafted + LoRA weights in bf16 (the base stays the bundled one).
-hamburger export --model runs/default/last --out hamburger/default_model --dtype bfloat16
+hamburger export --model runs/default-2/last --out hamburger/default_model --dtype bfloat16

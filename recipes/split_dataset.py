@@ -1,4 +1,11 @@
-"""Split a segmented dataset into train / validation rows by a hash of the row id (1 in 20 -> val)."""
+"""Split a segmented dataset into train / validation rows by a hash of the row id (1 in 20 -> val).
+
+    python recipes/split_dataset.py DATASET.jsonl OUT_DIR [PROMPTS.jsonl]
+
+With PROMPTS.jsonl (the file distill read, rows with 'id' and 'prompt'), also writes
+OUT_DIR/val_prompts.jsonl: the prompt texts of the validation rows (never trained on), for choosing
+settings such as the default confidence without touching the evaluation prompts.
+"""
 
 import hashlib
 import json
@@ -18,3 +25,12 @@ for name, part in parts.items():
     path.write_text("".join(json.dumps(r) + "\n" for r in part))
     shutil.copy(src.with_name(src.name + ".meta.json"), path.with_name(path.name + ".meta.json"))
     print(name, len(part), "rows", sum(len(r["response_ids"]) for r in part), "response tokens")
+if len(sys.argv) > 3:
+    texts = {}
+    for line in Path(sys.argv[3]).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            texts[r["id"]] = r["prompt"]
+    val = [{"id": r["id"], "prompt": texts[r["id"]]} for r in parts["val"] if r["id"] in texts]
+    (out / "val_prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in val))
+    print("val prompts", len(val))

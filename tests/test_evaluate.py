@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from hamburger.cli import main
 from tests.test_batch import save_tiny_checkpoint
 
@@ -29,3 +31,17 @@ def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
     assert "unknown task" in capsys.readouterr().err
+
+
+def test_chat_file_gives_the_prompts(tmp_path):
+    from hamburger.errors import HamburgerError
+    from hamburger.evaluate import chat_examples
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id": "a", "prompt": "Hi"}\n\n{"prompt": "Two\\nlines"}\n')
+    examples = chat_examples(5, str(path))
+    assert [(e.id, e.prompt) for e in examples] == [("a", "Hi"), ("chat-file:1", "Two\nlines")]
+    assert len(chat_examples(1, str(path))) == 1
+    path.write_text('{"text": "no prompt"}\n')
+    with pytest.raises(HamburgerError, match="prompt"):
+        chat_examples(5, str(path))

@@ -1,0 +1,63 @@
+"""The shipped default model (hamburger/default_model/): it loads offline on the bundled base and generates."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hamburger.checkpoint import read_meta
+from hamburger.cli import DEFAULT_MODEL_DIR, load_model
+from hamburger.generate import Generation, encode_prompt
+from hamburger.sampling import GenerationConfig
+
+PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea.",
+           "List the days of the week."]
+
+
+@pytest.fixture(scope="module")
+def default():
+    return load_model(None, "float32", reference=True)
+
+
+def test_shipped_files_are_small_safetensors():
+    meta = read_meta(DEFAULT_MODEL_DIR)
+    assert meta["base"]["spec"] == "smollm2-135m-instruct" and not meta.get("base_weights")
+    files = {p.name: p.stat().st_size for p in DEFAULT_MODEL_DIR.iterdir() if p.is_file()}
+    weights = [name for name in files if name.endswith(".safetensors")]
+    assert weights and sum(files[n] for n in weights) < 60 * 2**20
+    assert not [name for name in files if name.endswith((".pt", ".bin", ".pkl"))]
+    assert (DEFAULT_MODEL_DIR / "MODEL_CARD.md").is_file()
+
+
+def test_default_model_merges_groups_and_keeps_one_slot_per_group(default):
+    model, tokenizer, _, reference = default
+    assert reference is not model  # LoRA changed the base: baselines run the original one
+    ids = [encode_prompt(tokenizer, p) for p in PROMPTS]
+    results = Generation(model, tokenizer, ids, GenerationConfig(max_new_tokens=48)).run()
+    tokens, forwards = sum(r.tokens for r in results), sum(r.forwards for r in results)
+    assert tokens / forwards > 1.1, "a trained model at its default confidence merges tokens"
+    for prompt_ids, r in zip(ids, results):
+        assert r.kv_slots == len(prompt_ids) + len(r.groups) - 1
+        assert r.text.strip()
+
+
+def test_default_model_answers_like_its_base_at_high_confidence(default):
+    """At a strict knob the groups are ones the base is sure of: the answer starts like the base's."""
+    model, tokenizer, _, reference = default
+    ids = encode_prompt(tokenizer, "What is 2+2?")
+    ours = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=8, confidence=0.99)).run()[0]
+    base = Generation(reference, tokenizer, [ids], GenerationConfig(max_new_tokens=8, confidence=1.0)).run()[0]
+    ref = reference.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                  max_new_tokens=8, do_sample=False)[0, len(ids):].tolist()
+    assert base.token_ids == ref  # the reference is the untouched bundled base
+    assert "4" in ours.text
+
+
+def test_cli_generate_uses_the_default_model():
+    run = subprocess.run([sys.executable, "-m", "hamburger.cli", "generate", "--json", "--max-new-tokens", "24",
+                          "What is 2+2?"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert "4" in out["text"] and out["tokens"] <= 24 and out["kv_slots"] <= out["kv_slots_ordinary"]
