@@ -34,6 +34,7 @@ class HamburgerConfig:
     merger_heads: int = 0  # heads of the compositional embedder's cross-attention (derived)
     slot_dim: int = 0  # width of the learned per-slot vectors (derived: hidden_size // 2)
     stop_hidden: int = 0  # hidden width of the stop head MLP (derived: hidden_size // 2)
+    stop_sees_token: bool = True  # the stop head also reads the embedding of the token it judges
     stop_loss_weight: float = 0.5
     kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
     default_confidence: float = 0.9  # generation knob used when a request gives none
@@ -81,6 +82,7 @@ class HamburgerConfig:
         unknown = set(data) - known
         if unknown:
             raise HamburgerError(f"unknown HAMburger config fields: {sorted(unknown)}")
+        data = {"stop_sees_token": False, **data}  # saved before the field existed: a hidden-only stop head
         return cls(**data).validate()
 
     def to_json(self) -> str:

@@ -271,7 +271,8 @@ class Generation:
         while True:
             logits = model.decode_logits(hidden).float()
             tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
-            stop_logits = model.stop_head(hidden).float()
+            token_embeddings = model.embed(tokens)
+            stop_logits = model.stop_head(hidden, token_embeddings).float()
             probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
             step += 1
             values = zip(live, tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(),
@@ -286,10 +287,10 @@ class Generation:
                 return
             if len(keep) < len(live):
                 index = torch.tensor(keep, device=tokens.device)
-                tokens, features = tokens[index], features[index]
+                features, token_embeddings = features[index], token_embeddings[index]
                 msd_cache.batch_select_indices(index)
                 live = [live[b] for b in keep]
-            x = model.embed(tokens)[:, None]
+            x = token_embeddings[:, None]
             if step == 1:
                 x = torch.cat([features, x], 1)
             hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]

@@ -218,8 +218,8 @@ class HamburgerModel(nn.Module):
         in_group = j < group_sizes[:, None]
         selected = hidden[in_group]  # rows in order, groups in order, tokens in order
         logits = self.lm_head(selected).float()
-        stop_logits = self.stop_head(selected).float()
         targets = group_tokens[in_group]
+        stop_logits = self.stop_head(selected, self.embed(targets)).float()
         stop_targets = (j == group_sizes[:, None] - 1)[in_group].float()
         micro_index = j.expand_as(in_group)[in_group]
         token_loss = F.cross_entropy(logits, targets)

@@ -115,11 +115,19 @@ class MicroStepDecoder(nn.Module):
 
 
 class StopHead(nn.Module):
-    """A small MLP on a token's hidden state; its logit means "this token ends the group"."""
+    """A small MLP; its logit means "this token ends the group".
+
+    It reads the hidden state that predicted the token and, with ``stop_sees_token``, the token's own
+    embedding too: whether the next token is easy depends much on which token was just chosen.
+    """
 
     def __init__(self, cfg: HamburgerConfig):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(cfg.hidden_size, cfg.stop_hidden), nn.SiLU(), nn.Linear(cfg.stop_hidden, 1))
+        self.sees_token = cfg.stop_sees_token
+        width = cfg.hidden_size * (2 if self.sees_token else 1)
+        self.net = nn.Sequential(nn.Linear(width, cfg.stop_hidden), nn.SiLU(), nn.Linear(cfg.stop_hidden, 1))
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.net(hidden).squeeze(-1)
+    def forward(self, hidden: torch.Tensor, token_embedding: torch.Tensor) -> torch.Tensor:
+        """hidden [..., d] and the chosen token's embedding [..., d] -> stop logits [...]."""
+        x = torch.cat([hidden, token_embedding.to(hidden.dtype)], -1) if self.sees_token else hidden
+        return self.net(x).squeeze(-1)

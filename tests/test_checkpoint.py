@@ -126,3 +126,36 @@ def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
     for name, tensor in model.grafted_state_dict().items():
         assert torch.equal(tensor.to(torch.bfloat16).float(), loaded.grafted_state_dict()[name]), name
     assert read_meta(out)["lora"]["r"] == 2
+
+
+def test_config_saved_before_token_aware_stop_head_loads_as_hidden_only():
+    from hamburger.config import HamburgerConfig
+
+    legacy = {k: v for k, v in HamburgerConfig().to_dict().items() if k != "stop_sees_token"}
+    assert HamburgerConfig.from_dict(legacy).stop_sees_token is False
+    assert HamburgerConfig().stop_sees_token is True
+
+
+def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
+    """recipes/upgrade_stop_head.py: a hidden-only stop head becomes token-aware with the same outputs."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    base_dir = tmp_path / "base"
+    model = tiny_hamburger("llama", seed=3, stop_sees_token=False)
+    model.base.save_pretrained(base_dir)
+    char_tokenizer.save_pretrained(base_dir)
+    ckpt = save_checkpoint(model, tmp_path / "old", BaseInfo(str(base_dir), str(base_dir),
+                                                              weights_fingerprint(model.base)))
+    script = Path(__file__).parents[1] / "recipes" / "upgrade_stop_head.py"
+    run = subprocess.run([sys.executable, str(script), str(ckpt), str(tmp_path / "new")], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    new = load_checkpoint(tmp_path / "new")[0]
+    assert new.config.stop_sees_token and not load_checkpoint(ckpt)[0].config.stop_sees_token
+    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    a = generate(model, char_tokenizer, [1, 40, 41, 42], cfg)
+    b = generate(new, char_tokenizer, [1, 40, 41, 42], cfg)
+    assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
+    assert a.p_continue == pytest.approx(b.p_continue, abs=1e-6)  # a wider product: other rounding
