@@ -88,7 +88,8 @@ class Trainer:
         else:
             base, tokenizer, info = load_base(cfg.base, "float32")
             hcfg = HamburgerConfig(max_steps=cfg.max_steps, decoder_layers=cfg.decoder_layers,
-                                   decoder_init=cfg.decoder_init, num_taps=cfg.num_taps)
+                                   decoder_init=cfg.decoder_init, num_taps=cfg.num_taps,
+                                   stop_sees_token=cfg.stop_sees_token)
             model = HamburgerModel(base, hcfg)
         if has_lora(model.base) and cfg.base_mode == "full":
             merge_lora(model.base)  # the adapters become part of the fully trained base

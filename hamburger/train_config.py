@@ -33,6 +33,7 @@ class TrainConfig:
     decoder_layers: int = 2  # graft: micro-step decoder depth
     decoder_init: str = "copy_last"  # graft: "copy_last" (copy the base's last layers) or "random"
     num_taps: int = 3  # graft: intermediate base layers tapped as features
+    stop_sees_token: bool = True  # graft: the stop head also reads the chosen token's embedding
     base_mode: str = "lora"  # which base weights train: "frozen" (none), "lora" (adapters), "full" (all)
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A

@@ -34,8 +34,10 @@ train_pass() {  # OUT, then extra settings
             --eval-data runs/default-data/val.jsonl --out "$out" --set threads="$THREADS" "$@"
     fi
 }
-train_pass runs/default
-train_pass runs/default-2 --set init=runs/default/last --set lr_grafted=2.5e-4 --set lr_base=1.5e-4 \
+train_pass runs/default --set stop_sees_token=false
+# Pass 1 was trained before the stop head read the chosen token: widen it (zero weights, same function).
+[ -d runs/default-1b ] || python recipes/upgrade_stop_head.py runs/default/last runs/default-1b
+train_pass runs/default-2 --set init=runs/default-1b --set lr_grafted=2.5e-4 --set lr_base=1.5e-4 \
     --set warmup_steps=5 --set seed=1
 # 7. Ship: grafted + LoRA weights in bf16 (the base stays the bundled one).
 hamburger export --model runs/default-2/last --out hamburger/default_model --dtype bfloat16
