@@ -225,8 +225,16 @@ def cmd_export(args) -> int:
 
     meta = read_meta(args.model)
     model, tokenizer, info = load_checkpoint(args.model, "float32", base=args.base)
+    if args.drop_lora:
+        from .lora import remove_lora
+
+        if not remove_lora(model.base):
+            raise HamburgerError(f"{args.model} has no LoRA adapters to drop")
     extra = {k: v for k, v in meta.items() if k not in ("format", "config", "base", "base_weights", "lora")}
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+    if args.default_confidence is not None:
+        model.config.default_confidence = args.default_confidence
+        model.config.validate()
     out = save_checkpoint(model, args.out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
                           extra=extra, weights_dtype=dtype)
     size = sum(f.stat().st_size for f in Path(out).rglob("*") if f.is_file())
@@ -242,6 +250,11 @@ def add_export(sub) -> None:
     p.add_argument("--out", required=True, help="folder to write (replaced atomically)")
     p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"],
                    help="storage dtype of the weights (default bfloat16: half the size; loading casts back)")
+    p.add_argument("--drop-lora", action="store_true",
+                   help="ship the grafted modules only, on the unchanged base (leave out the LoRA adapters the "
+                        "training put on it): decoding at confidence 1.0 is then exactly the base model")
+    p.add_argument("--default-confidence", type=float, default=None,
+                   help="set the knob used when a request gives none (choose it on a development split)")
     p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
     p.set_defaults(func=cmd_export)
 

@@ -133,14 +133,24 @@ def load_lora_state_dict(model: nn.Module, state: dict[str, torch.Tensor]) -> No
 
 def merge_lora(model: nn.Module) -> list[str]:
     """Fold every adapter into its linear weight (W += scale * B A) and unwrap it; return the names."""
-    merged = []
+    return _unwrap(model, merge=True)
+
+
+def remove_lora(model: nn.Module) -> list[str]:
+    """Unwrap every adapter without folding it in: the base is exactly what it was before `add_lora`."""
+    return _unwrap(model, merge=False)
+
+
+def _unwrap(model: nn.Module, merge: bool) -> list[str]:
+    names = []
     for name, module in list(lora_modules(model)):
-        with torch.no_grad():
-            module.base_layer.weight += module.delta_weight().to(module.base_layer.weight.dtype)
+        if merge:
+            with torch.no_grad():
+                module.base_layer.weight += module.delta_weight().to(module.base_layer.weight.dtype)
         parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
         setattr(parent, name.rsplit(".", 1)[-1], module.base_layer)
-        merged.append(name)
-    return merged
+        names.append(name)
+    return names
 
 
 @contextmanager

@@ -119,13 +119,14 @@ def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
 
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     out = tmp_path / "shipped"
-    assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "bfloat16"]) == 0
+    assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "bfloat16",
+                 "--default-confidence", "0.6"]) == 0
     for name in (WEIGHTS_FILE, LORA_FILE):
         assert (out / name).stat().st_size < 0.6 * (ckpt / name).stat().st_size, name
     loaded = load_checkpoint(out)[0]
     for name, tensor in model.grafted_state_dict().items():
         assert torch.equal(tensor.to(torch.bfloat16).float(), loaded.grafted_state_dict()[name]), name
-    assert read_meta(out)["lora"]["r"] == 2
+    assert read_meta(out)["lora"]["r"] == 2 and loaded.config.default_confidence == 0.6
 
 
 def test_config_saved_before_token_aware_stop_head_loads_as_hidden_only():
@@ -159,3 +160,19 @@ def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
     b = generate(new, char_tokenizer, [1, 40, 41, 42], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
     assert a.p_continue == pytest.approx(b.p_continue, abs=1e-6)  # a wider product: other rounding
+
+
+def test_export_drop_lora_gives_the_unchanged_base(tmp_path, char_tokenizer):
+    from hamburger.cli import main
+
+    model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    out = tmp_path / "grafted-only"
+    assert main(["export", "--model", str(ckpt), "--out", str(out), "--drop-lora", "--dtype", "float32"]) == 0
+    assert "lora" not in read_meta(out)
+    loaded = load_checkpoint(out)[0]
+    cfg = GenerationConfig(max_new_tokens=12, confidence=1.0)
+    pristine = tiny_hamburger("llama", seed=3)
+    a = generate(loaded, char_tokenizer, [1, 40, 41, 42], cfg)
+    b = generate(pristine, char_tokenizer, [1, 40, 41, 42], cfg)
+    assert a.token_ids == b.token_ids
+    assert main(["export", "--model", str(out), "--out", str(tmp_path / "again"), "--drop-lora"]) == 1

@@ -32,27 +32,25 @@ def test_shipped_files_are_small_safetensors():
 
 
 def test_default_model_merges_groups_and_keeps_one_slot_per_group(default):
-    model, tokenizer, _, reference = default
-    assert reference is not model  # LoRA changed the base: baselines run the original one
+    model, tokenizer, _, _ = default
     ids = [encode_prompt(tokenizer, p) for p in PROMPTS]
-    results = Generation(model, tokenizer, ids, GenerationConfig(max_new_tokens=48)).run()
+    results = Generation(model, tokenizer, ids, GenerationConfig(max_new_tokens=48, confidence=0.5)).run()
     tokens, forwards = sum(r.tokens for r in results), sum(r.forwards for r in results)
-    assert tokens / forwards > 1.1, "a trained model at its default confidence merges tokens"
+    assert tokens / forwards > 1.2, "a trained model at a low knob merges tokens"
     for prompt_ids, r in zip(ids, results):
         assert r.kv_slots == len(prompt_ids) + len(r.groups) - 1
         assert r.text.strip()
 
 
-def test_default_model_answers_like_its_base_at_high_confidence(default):
-    """At a strict knob the groups are ones the base is sure of: the answer starts like the base's."""
+def test_default_model_sits_on_the_unchanged_bundled_base(default):
+    """The shipped model adds grafted modules only: at confidence 1.0 it is the base's greedy decoding."""
     model, tokenizer, _, reference = default
+    assert reference is model
     ids = encode_prompt(tokenizer, "What is 2+2?")
-    ours = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=8, confidence=0.99)).run()[0]
-    base = Generation(reference, tokenizer, [ids], GenerationConfig(max_new_tokens=8, confidence=1.0)).run()[0]
-    ref = reference.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                  max_new_tokens=8, do_sample=False)[0, len(ids):].tolist()
-    assert base.token_ids == ref  # the reference is the untouched bundled base
-    assert "4" in ours.text
+    ours = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=12, confidence=1.0)).run()[0]
+    ref = model.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                              max_new_tokens=12, do_sample=False)[0, len(ids):].tolist()
+    assert ours.token_ids == ref
 
 
 def test_cli_generate_uses_the_default_model():
@@ -61,3 +59,4 @@ def test_cli_generate_uses_the_default_model():
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert "4" in out["text"] and out["tokens"] <= 24 and out["kv_slots"] <= out["kv_slots_ordinary"]
+    assert out["confidence"] == read_meta(DEFAULT_MODEL_DIR)["config"]["default_confidence"]
