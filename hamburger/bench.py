@@ -31,6 +31,7 @@ class BenchSettings:
     repeats: int = 3
     lengths: list[int] = field(default_factory=lambda: [64, 128, 256, 512, 1024])
     batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16])
+    sweep_confidence: float | None = None  # HAMburger's knob in the length and batch sweeps (None: the model's default)
     threads: int | None = None
     dtype: str = "float32"
 
@@ -121,10 +122,10 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None) -> list[dict]:
+def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confidence=None) -> list[dict]:
     """KV bytes and base forwards vs output length (EOS ignored so every run reaches its length)."""
     out = []
-    for method in (HamburgerMethod(model, tokenizer, model.config.default_confidence),
+    for method in (HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
                    HamburgerMethod(reference or model, tokenizer, 1.0, name="own_loop")):
         for n in lengths:
             r = method.run(prompt_ids, n, ignore_eos=True)
@@ -133,10 +134,10 @@ def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None) -> list[
     return out
 
 
-def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None) -> list[dict]:
+def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None, confidence=None) -> list[dict]:
     """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate."""
     out = []
-    methods = [HamburgerMethod(model, tokenizer, model.config.default_confidence),
+    methods = [HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
                HFMethod((reference or model).base, tokenizer)]
     for b in batch_sizes:
         batch = (ids * (b // max(1, len(ids)) + 1))[:b]
@@ -167,10 +168,11 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
               "copy_bandwidth_gbs": copy_bandwidth_gbs(), "base_weight_bytes": weight_bytes}
     if settings.lengths:
-        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths, reference)
+        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths, reference,
+                                               settings.sweep_confidence)
     if settings.batch_sizes:
         result["batch_sweep"] = batch_sweep(model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens,
-                                             reference)
+                                             reference, settings.sweep_confidence)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
 
@@ -186,7 +188,7 @@ def cmd_bench(args) -> int:
         value = getattr(args, key)
         if value is not None:
             setattr(settings, key, value)
-    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype"):
+    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence"):
         if getattr(args, key) is not None:
             setattr(settings, key, getattr(args, key))
     bad = [m for m in settings.methods if m not in METHOD_NAMES]
@@ -234,6 +236,8 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=int, default=None, help="runs per method and prompt; the median is kept (default 3)")
     p.add_argument("--lengths", type=_ints, default=None, help="output-length sweep (default 64,...,1024; '' skips)")
     p.add_argument("--batch-sizes", type=_ints, default=None, help="batch sweep (default 1,4,16; '' skips)")
+    p.add_argument("--sweep-confidence", type=float, default=None,
+                   help="HAMburger's knob in the length and batch sweeps (default: the model's default confidence)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
     p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
     p.set_defaults(func=cmd_bench)
