@@ -10,7 +10,10 @@ hamburger eval --tasks chat,humaneval,gsm8k --limit 24 --max-new-tokens 128 --co
 hamburger bench --n-prompts 6 --repeats 1 --max-new-tokens 128 --confidences 0.6,0.9 \
     --methods hamburger,own_loop,hf_generate,prompt_lookup --lengths 64,256,1024 --batch-sizes 1,4,16 \
     --threads "$THREADS" --out benchmarks/results/default-model-bench
-# The length and batch sweeps at a knob that merges (the default 0.9 hardly does): KV and forwards vs length.
+# The length and batch sweeps (EOS ignored: every row makes 128 tokens) at a knob that merges and at the
+# default knob (which hardly does): KV and forwards vs length, throughput vs batch size.
 hamburger bench --categories chat --n-prompts 4 --repeats 1 --max-new-tokens 128 --methods hf_generate \
     --lengths 64,256,1024 --batch-sizes 1,4,16 --sweep-confidence 0.6 \
     --threads "$THREADS" --out benchmarks/results/default-model-sweeps-0.6
+hamburger bench --categories chat --n-prompts 4 --repeats 1 --max-new-tokens 128 --methods hf_generate \
+    --lengths '' --batch-sizes 1,4,16 --threads "$THREADS" --out benchmarks/results/default-model-sweeps-0.9

@@ -135,7 +135,10 @@ def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confiden
 
 
 def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None, confidence=None) -> list[dict]:
-    """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate."""
+    """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate.
+
+    EOS is ignored so every row of every method makes exactly ``max_new_tokens``: methods whose answers
+    differ in length (HAMburger at a low knob) are compared on the same amount of work."""
     out = []
     methods = [HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
                HFMethod((reference or model).base, tokenizer)]
@@ -144,7 +147,7 @@ def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=No
         for m in methods:
             m.run_batch(batch[:1], 4)
             start = time.perf_counter()
-            rows = m.run_batch(batch, max_new_tokens)
+            rows = m.run_batch(batch, max_new_tokens, ignore_eos=True)
             wall = time.perf_counter() - start
             out.append({"method": m.name, "batch_size": b, "tokens": sum(map(len, rows)),
                         "tok_s": sum(map(len, rows)) / wall, "wall_s": wall})

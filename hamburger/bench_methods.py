@@ -89,8 +89,8 @@ class HamburgerMethod:
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
-    def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence)
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
         return [r.token_ids for r in Generation(self.model, self.tokenizer, prompts, cfg).run()]
 
 
@@ -127,7 +127,7 @@ class HFMethod:
         return Measurement(self.name, len(tokens), counter.count, ttft, max(total - ttft, 1e-9), kv, slots, tokens,
                            prompt_tokens=len(prompt_ids))
 
-    def run_batch(self, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
         width = max(map(len, prompts))
         ids = torch.full((len(prompts), width), self.pad_id)
         mask = torch.zeros_like(ids)
@@ -135,8 +135,8 @@ class HFMethod:
             ids[b, width - len(p):] = torch.tensor(p)
             mask[b, width - len(p):] = 1
         with torch.inference_mode():
-            out = self._generate(ids, mask, max_new_tokens)
-        eos = set(_as_list(self.base.generation_config.eos_token_id))
+            out = self._generate(ids, mask, max_new_tokens, ignore_eos)
+        eos = set() if ignore_eos else set(_as_list(self.base.generation_config.eos_token_id))
         rows = []
         for b in range(len(prompts)):
             row = []

@@ -32,6 +32,8 @@ def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
     assert by[("all", "hf_generate")]["speedup_vs_hf"] == 1.0
     sweep = [r for r in result["length_sweep"] if r["method"] == "own_loop"]
     assert [r["new_tokens"] for r in sweep] == [8, 16] and sweep[1]["kv_bytes"] > sweep[0]["kv_bytes"]
+    # The batch sweep ignores EOS: every method makes the same number of tokens per row.
+    assert {r["tokens"] for r in result["batch_sweep"]} == {12, 24}
     for name in ("results.md", "tok_s.png", "length_sweep.png", "batch_sweep.png", "confidence_sweep.png"):
         assert (out / name).is_file(), name
     assert "| method |" in capsys.readouterr().out
