@@ -12,12 +12,17 @@ S=data/segmented/$BASE.train.jsonl
 # 1. Training prompts: a fixed, deterministic selection from ../shared/data (dev rows excluded by hash).
 [ -s data/prompts/train.jsonl ] || hamburger prompts --sources t0_prompts,self_instruct,gsm8k --split train \
     --limit 6000 --seed 0 --out data/prompts/train.jsonl
-# 2. Self-distillation: the base's own greedy answers (resumable). The shipped model used the first 1952
-#    prompts; DISTILL_LIMIT=6000 continues to all of them.
-hamburger distill --base $BASE --prompts data/prompts/train.jsonl --out $D --max-new-tokens 256 \
-    --batch-size 32 --threads "$THREADS" --limit "${DISTILL_LIMIT:-1952}"
+# 2. Self-distillation: the base's own greedy answers (resumable, hours on a CPU; the committed file
+#    already holds its rows in the order they were made, so this is a no-op or a continuation here).
+#    Rows are appended in batches sorted by length inside windows, so which prompts come first depends on
+#    where earlier runs stopped: the shipped model used the first 1952 rows of the committed file (their
+#    ids are the 1951 rows of the committed data/segmented file, one row was too long).
+[ -n "${SKIP_DISTILL:-}" ] || hamburger distill --base $BASE --prompts data/prompts/train.jsonl --out $D \
+    --max-new-tokens 256 --batch-size 32 --threads "$THREADS"
 # 3. One scoring forward per response: entropies + token probabilities, cut by decreasing_v2 (stored).
-hamburger segment --data $D --out $S --strategy decreasing_v2 --max-steps 4 --batch-size 4 --threads "$THREADS"
+#    ROWS=all uses every distilled row; the shipped model used 1952.
+hamburger segment --data $D --out $S --strategy decreasing_v2 --max-steps 4 --batch-size 4 --threads "$THREADS" \
+    $([ "${ROWS:-1952}" = all ] || echo --limit "${ROWS:-1952}")
 # 4. The cut the default model trains on: a group grows while the base's entropy is below H(0.9).
 rm -f runs/default-data/all.jsonl
 hamburger segment --from-dataset $S --out runs/default-data/all.jsonl --strategy sliding --sliding-p 0.9 --max-steps 4
