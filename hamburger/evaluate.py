@@ -6,8 +6,9 @@ Tasks
   chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
              and the held-out loss / token accuracy of those base answers under the HAMburger model
 The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
-loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also reports tau and decode tok/s. `--endpoint URL` adds an
-OpenAI-compatible server (e.g. `hamburger serve`) as one more method on the same prompts.
+loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also
+reports tau and decode tok/s. `--endpoint URL` adds an OpenAI-compatible server (e.g. `hamburger
+serve`) as one more method on the same prompts.
 """
 
 from __future__ import annotations
@@ -168,9 +169,9 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
             else:
                 cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
+                runner = (reference or model) if name == "base" else model
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
-                    runner = (reference or model) if name == "base" else model
                     results += Generation(runner, tokenizer, ids[start:start + batch_size], cfg).run()
                 if name == "base":
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
