@@ -143,6 +143,15 @@ def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[i
     return encode_prompt(tokenizer, prompt, system=system)
 
 
+def pick_device(name: str) -> torch.device:
+    """`--device` of the data verbs: cpu, cuda or auto (cuda when present)."""
+    if name not in ("cpu", "cuda", "auto"):
+        raise HamburgerError(f"--device must be cpu, cuda or auto, got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise HamburgerError("--device cuda: no CUDA device is available")
+    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+
+
 def eos_ids(model, tokenizer) -> list[int]:
     """Every end-of-sequence id of the model; an error if it has none."""
     from .base import eos_token_ids
@@ -159,8 +168,8 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
     from transformers import DynamicCache, GenerationConfig
 
     width = max(map(len, prompts))
-    ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts])
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=model.device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=model.device)
     sample = settings.temperature > 0
     cfg = dict(do_sample=sample, temperature=settings.temperature if sample else None,
                top_p=settings.top_p if sample else None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
@@ -188,7 +197,7 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
             ids, cache = res.sequences, res.past_key_values
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], new.shape[1])], dim=1)
             if len(keep) < len(active):
-                sel = torch.tensor(keep, dtype=torch.long)
+                sel = torch.tensor(keep, dtype=torch.long, device=ids.device)
                 ids, mask, active = ids[sel], mask[sel], [active[j] for j in keep]
                 if keep:
                     cache.batch_select_indices(sel)
@@ -225,6 +234,7 @@ def distill(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r["id"] for r in read_jsonl(out, repair=True)}
     model, tok, info = load_base(args.base, args.dtype)
+    model.to(pick_device(args.device))
     meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
             "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(args.prompts)}
     check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
@@ -270,7 +280,7 @@ def distill(args: argparse.Namespace) -> int:
     dt = time.perf_counter() - t0
     print(f"distill: wrote {n_rows} rows, {n_tok} generated tokens in {dt:.1f} s: "
           f"{n_tok / max(dt, 1e-9):.1f} tok/s ({n_tok / max(time.process_time() - c0, 1e-9):.1f} per CPU-second; "
-          f"batch {args.batch_size}, {torch.get_num_threads()} threads, {args.dtype})")
+          f"batch {args.batch_size}, {torch.get_num_threads()} threads, {args.dtype}, {model.device})")
     return 0
 
 
@@ -292,6 +302,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); not part of the "
+                   "resume settings, so a run may continue on another device")
     p.set_defaults(func=distill)
     return p
 

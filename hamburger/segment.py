@@ -41,8 +41,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from .distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, read_jsonl, row_ids,
-                      shard_info, shard_path)
+from .distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, pick_device, read_jsonl,
+                      row_ids, shard_info, shard_path)
 from .errors import HamburgerError
 
 Entropies = Sequence[float] | torch.Tensor
@@ -138,15 +138,17 @@ def compute_entropies(model, tokenizer, pairs: list[tuple[list[int], list[int]]]
                 ids[b, :len(p) + len(r)] = torch.tensor(p + r)
                 mask[b, :len(p) + len(r)] = 1
                 keep[b, len(p) - 1:len(p) + len(r) - 1] = True
+            ids, mask, keep = ids.to(model.device), mask.to(model.device), keep.to(model.device)
             logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep, use_cache=False).logits
             logits = logits[keep] if logits.dim() == 3 else logits  # (sum of response lengths, V)
-            targets = torch.tensor([t for i in idx for t in pairs[i][1]])
-            ent, prob = torch.empty(len(targets), dtype=torch.float64), torch.empty(len(targets), dtype=torch.float64)
+            targets = torch.tensor([t for i in idx for t in pairs[i][1]], device=model.device)
+            ent = torch.empty(len(targets), dtype=torch.float64, device=model.device)
+            prob = torch.empty_like(ent)
             for c in range(0, len(targets), 64):  # cache-sized chunks: ~5x faster than one big log_softmax
                 logp = torch.log_softmax(logits[c:c + 64].float(), dim=-1)
                 ent[c:c + 64] = -torch.linalg.vecdot(logp.exp(), logp).clamp_max(0).double()
                 prob[c:c + 64] = logp.gather(1, targets[c:c + 64, None])[:, 0].double().exp()
-            start = 0
+            ent, prob, start = ent.cpu(), prob.cpu(), 0
             for i in idx:
                 n = len(pairs[i][1])
                 out[i] = (ent[start:start + n].tolist(), prob[start:start + n].tolist())
@@ -284,6 +286,7 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
                 raise HamburgerError(f"{args.data}: row {n} has no field {field!r} (fields: {sorted(rec)})")
     ids = row_ids(records, args.id_field, Path(args.data).stem)
     model, tok, info = load_base(args.base, args.dtype)
+    model.to(pick_device(args.device))
     vocab = model.get_output_embeddings().weight.shape[0]
     src_meta = json.loads(meta_path(args.data).read_text()) if meta_path(args.data).is_file() else {}
     system = args.system if args.system is not None else src_meta.get("settings", {}).get("system")
@@ -364,6 +367,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="use the first N rows of --data")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); for --data")
     p.set_defaults(func=segment)
     return p
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
-rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
+rows = [json.loads(line) for line in src.read_text(encoding="utf-8").split("\n") if line.strip()]
 parts = {"train": [], "val": []}
 for row in rows:
     h = int(hashlib.sha256(row["id"].encode()).hexdigest()[:8], 16)
@@ -27,7 +27,7 @@ for name, part in parts.items():
     print(name, len(part), "rows", sum(len(r["response_ids"]) for r in part), "response tokens")
 if len(sys.argv) > 3:
     texts = {}
-    for line in Path(sys.argv[3]).read_text(encoding="utf-8").splitlines():
+    for line in Path(sys.argv[3]).read_text(encoding="utf-8").split("\n"):
         if line.strip():
             r = json.loads(line)
             texts[r["id"]] = r["prompt"]

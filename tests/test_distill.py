@@ -195,3 +195,14 @@ def test_real_base_distil_and_segment(tmp_path):
     seg, meta = S.load_dataset(out)
     assert len(seg) == 2 and all(sum(r["groups"]) == len(r["response_ids"]) for r in seg)
     assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0
+
+
+def test_pick_device_names_and_errors():
+    pick_device = D.pick_device
+    assert pick_device("cpu").type == "cpu"
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(HamburgerError, match="cpu, cuda or auto"):
+        pick_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(HamburgerError, match="no CUDA device"):
+            pick_device("cuda")

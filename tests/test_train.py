@@ -99,7 +99,7 @@ def test_overfit_every_base_mode(env, tmp_path, mode, stage):
     assert (tmp_path / mode / "last" / "trainer_state.pt").is_file()
     loaded, _, _ = load_checkpoint(tmp_path / mode / "last")  # `generate --model RUN/last` loads the same way
     for name, tensor in trainer.model.grafted_state_dict().items():
-        assert torch.equal(tensor, loaded.grafted_state_dict()[name])
+        assert torch.equal(tensor.cpu(), loaded.grafted_state_dict()[name])
 
 
 def test_kill_and_resume_equals_uninterrupted(env, tmp_path):

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The default model's data and training on one CUDA GPU: the steps of recipes/default-model.sh, sized for a
+# GPU (every training prompt instead of 6000, big batches, several epochs, two training runs side by side).
+# On an H100 the whole script takes ~20 minutes; on a CPU it is days (use recipes/default-model.sh there).
+# Every step resumes: rerun after an interruption. Environment knobs (defaults in brackets):
+#   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
+#   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
+#   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
+#   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+HB=${HB:-hamburger}
+DEVICE=${DEVICE:-cuda}
+W=${WORK:-runs/gpu}
+BASE=smollm2-135m-instruct
+P=data/prompts/train-all.jsonl
+D=${DISTILLED:-data/distilled/$BASE.train.jsonl}
+mkdir -p "$W"
+stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+# 1. Every training prompt of ../shared/data (the 6000 of the CPU recipe are its first 6000 rows).
+[ -s $P ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train --seed 0 --out $P
+# 2. Self-distillation, greedy, fp32 (continues the committed file: rows already there are skipped).
+stamp distill
+${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts $P --out "$D" \
+    --max-new-tokens 256 --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
+    [ -n "${DISTILL_SECONDS:-}" ]
+python3 -c "from hamburger.distill import read_jsonl; import sys; read_jsonl(sys.argv[1], repair=True)" "$D" 
+# 3. Entropies of every response token (one base forward per row), stored with a decreasing_v2 cut.
+stamp segment
+$HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --max-steps 4 \
+    --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
+# 4. The training cut (a group grows while the base's entropy is below H(0.9)) and the fixed 1-in-20 val split.
+[ -s "$W/all.jsonl" ] || $HB segment --from-dataset "$W/segmented.jsonl" --out "$W/all.jsonl" --strategy sliding \
+    --sliding-p 0.9 --max-steps 4
+[ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
+# 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
+#    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.
+if [ ! -s "$W/train-mixed.jsonl" ]; then
+    rm -f "$W/train-single.jsonl"
+    $HB segment --from-dataset "$W/train.jsonl" --out "$W/train-single.jsonl" --strategy sliding --max-steps 1
+    cat "$W/train.jsonl" "$W/train-single.jsonl" > "$W/train-mixed.jsonl.tmp"
+    cp "$W/train.jsonl.meta.json" "$W/train-mixed.jsonl.meta.json"
+    mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
+fi
+# 6. Two runs side by side on the one GPU: the grafted modules on the frozen base, and LoRA + KL.
+stamp train
+train() {  # NAME CONFIG DATA
+    local out=$W/$1
+    if [ -f "$out/last/trainer_state.pt" ]; then
+        grep -q '"kind": "end"' "$out/metrics.jsonl" 2>/dev/null || $HB train --out "$out" --resume
+    else
+        $HB train --config "$2" --data "$3" --eval-data "$W/val.jsonl" --out "$out" ${TRAIN_SET:-}
+    fi
+    [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
+}
+train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 &
+train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 &
+wait
+stamp done
