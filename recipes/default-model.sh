@@ -12,6 +12,8 @@ S=data/segmented/$BASE.train.jsonl
 # 1. Training prompts: a fixed, deterministic selection from ../shared/data (dev rows excluded by hash).
 [ -s data/prompts/train.jsonl ] || hamburger prompts --sources t0_prompts,self_instruct,gsm8k --split train \
     --limit 6000 --seed 0 --out data/prompts/train.jsonl
+# The committed distilled rows ship gzipped (16135 rows: the first 2976 made on the CPU, the rest on a GPU).
+[ -s "$D" ] || [ ! -s "$D.gz" ] || zcat "$D.gz" > "$D"
 # 2. Self-distillation: the base's own greedy answers (resumable, hours on a CPU; the committed file
 #    already holds its rows in the order they were made, so this is a no-op or a continuation here).
 #    Rows are appended in batches sorted by length inside windows, so which prompts come first depends on
