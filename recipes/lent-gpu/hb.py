@@ -1,0 +1,3 @@
+import sys
+from hamburger.cli import main
+sys.exit(main())

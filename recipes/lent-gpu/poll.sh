@@ -1,0 +1,27 @@
+# poll.sh SECONDS [final]: follow the pipeline, copy what is new to $OUT; with "final", export unfinished runs.
+. .gpu/env.sh
+end=$((SECONDS + $1))
+ship() {  # NAME DIR: tar + split a finished export into $OUT
+    [ -f /tmp/work/.sent-$1 ] && return
+    tar -C "$(dirname $2)" -cf /tmp/work/$1.tar "$(basename $2)" && split -b 15m -d /tmp/work/$1.tar $OUT/$1.tar.part
+    touch /tmp/work/.sent-$1
+}
+while [ $SECONDS -lt $end ]; do
+    if grep -q "== .* segment" /tmp/work/pipeline.log 2>/dev/null && [ ! -f /tmp/work/.sent-distilled ]; then
+        gzip -1 -c $DISTILLED > $OUT/distilled.jsonl.gz && cp $DISTILLED.meta.json $OUT/ && touch /tmp/work/.sent-distilled
+    fi
+    for r in frozen lora; do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
+    pgrep -f running-pipeline >/dev/null || break
+    sleep 15
+done
+if [ "$2" = final ]; then
+    for r in frozen lora; do
+        if [ ! -f /tmp/work/.sent-$r ] && [ -d /tmp/work/$r/last ]; then
+            $HB export --model /tmp/work/$r/last --out /tmp/work/$r-partial --dtype bfloat16 && ship $r-partial /tmp/work/$r-partial
+        fi
+    done
+fi
+tar -czf $OUT/logs.tgz -C /tmp/work --exclude='*.tar' $(cd /tmp/work && ls -d *.log */metrics.jsonl */config.json val_prompts.jsonl *.meta.json 2>/dev/null)
+tail -c 3000 /tmp/work/pipeline.log | tr '\r' '\n' | tail -25
+for r in frozen lora; do echo "-- $r"; tail -c 1500 /tmp/work/$r.log 2>/dev/null | tr '\r' '\n' | tail -4; tail -2 /tmp/work/$r/metrics.jsonl 2>/dev/null; done
+nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv

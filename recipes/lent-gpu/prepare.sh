@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Build the payloads for a lent GPU machine (the workplace's `device` tool): two calls of < 64 MiB each,
+# because the bundled GGUF (98 MB) and the transformers wheel do not fit in one. Run from anywhere; writes the
+# git-ignored folders .gpu (these scripts), .gpu1 (GGUF half 1 + wheels) and .gpu2 (GGUF half 2 + data).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+G=$($PY -c "from hamburger.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
+mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
+for d in .gpu .gpu1 .gpu2; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,poll.sh} .gpu/
+$PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 -d .gpu1 transformers==5.23.0 gguf==0.19.0
+head -c 49000000 "$G" > .gpu1/gguf.part1
+tail -c +49000001 "$G" > .gpu2/gguf.part2
+[ -s data/prompts/train-all.jsonl ] || .venv/bin/hamburger prompts --sources t0_prompts,self_instruct,gsm8k \
+    --split train --seed 0 --out data/prompts/train-all.jsonl
+gzip -9 -c data/prompts/train-all.jsonl > .gpu2/prompts.jsonl.gz
+cp data/distilled/smollm2-135m-instruct.train.jsonl.gz .gpu2/distilled.jsonl.gz
+du -sh .gpu1 .gpu2
