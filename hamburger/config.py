@@ -21,6 +21,12 @@ def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
     return [t - 1 for t in taps if t < num_layers]
 
 
+# Stop-head training labels. "group_end": stop at the last token of each data group. "accepted": also stop
+# before a token the micro-step decoder gets wrong (teacher-forced), so that "continue" means "the next token
+# will be the base's", the acceptance notion of speculative decoding; the confidence knob thresholds that.
+STOP_TARGETS = ("group_end", "accepted")
+
+
 @dataclass
 class HamburgerConfig:
     """Sizes and knobs of the grafted modules. Derived fields are filled by `for_base`."""
@@ -37,6 +43,7 @@ class HamburgerConfig:
     stop_sees_token: bool = True  # the stop head also reads the embedding of the token it judges
     stop_loss_weight: float = 0.5
     kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
+    stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
     default_confidence: float = 0.9  # generation knob used when a request gives none
 
     @property
@@ -50,6 +57,8 @@ class HamburgerConfig:
             raise HamburgerError("decoder_layers must be >= 1")
         if self.decoder_init not in ("copy_last", "random"):
             raise HamburgerError("decoder_init must be 'copy_last' or 'random'")
+        if self.stop_target not in STOP_TARGETS:
+            raise HamburgerError(f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         if not 0.0 < self.default_confidence <= 1.0:
             raise HamburgerError("default_confidence must be in (0, 1]")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

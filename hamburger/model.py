@@ -221,6 +221,11 @@ class HamburgerModel(nn.Module):
         targets = group_tokens[in_group]
         stop_logits = self.stop_head(selected, self.embed(targets)).float()
         stop_targets = (j == group_sizes[:, None] - 1)[in_group].float()
+        if self.config.stop_target == "accepted":
+            # Entry i + 1 is the next token of the same group wherever entry i is not its group's last.
+            wrong_next = torch.zeros_like(stop_targets)
+            wrong_next[:-1] = (logits[1:].detach().argmax(-1) != targets[1:]).float()
+            stop_targets = torch.maximum(stop_targets, wrong_next)
         micro_index = j.expand_as(in_group)[in_group]
         token_loss = F.cross_entropy(logits, targets)
         stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from .errors import HamburgerError
+from .config import STOP_TARGETS
 from .lora import DEFAULT_TARGETS
 
 BASE_MODES = ("frozen", "lora", "full")
@@ -62,6 +63,8 @@ class TrainConfig:
     # --- loss
     kl_weight: float = 0.0  # weight of KL(unmerged base || model) per response token; 0 = off (no teacher pass)
     stop_loss_weight: float = 0.5  # weight of the stop head's binary cross-entropy
+    stop_target: str = "group_end"  # stop-head label: "group_end" (data groups) or "accepted" (also stop
+    #                                 before a token the micro-step decoder gets wrong; see config.STOP_TARGETS)
     # --- bookkeeping
     seed: int = 0  # model init, data order
     threads: int = 0  # torch CPU threads per process (0 = torch's choice)
@@ -98,6 +101,7 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         need(self.stage != "msd" or self.kl_weight == 0, "stage msd has no KL term (set kl_weight: 0)")
         return self
 

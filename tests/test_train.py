@@ -295,3 +295,25 @@ def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, 
     steps = [json.loads(x)["step"] for x in (tmp_path / "fsdp" / "metrics.jsonl").read_text().splitlines()]
     assert steps[-1] == 4
     assert_same_weights(tmp_path / "fsdp", single_process_run, atol=2e-5)
+
+
+def test_accepted_stop_target_also_stops_before_wrong_micro_tokens():
+    from hamburger.model import TrainBatch
+    from tests.conftest import tiny_hamburger
+
+    batch = TrainBatch([[1, 40, 41], [1, 50, 60, 70]], [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14, 15, 16]],
+                       [[3, 4], [1, 4]])
+    model = tiny_hamburger("llama")
+    with torch.no_grad():
+        plain = model.training_forward(batch)
+        model.config.stop_target = "accepted"
+        accepted = model.training_forward(batch)
+    # tokens in order: group ends at 2, 6 (row 0) and 7, 11 (row 1)
+    assert plain.stop_targets.tolist() == [0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1]
+    right = (plain.token_logits.argmax(-1) == plain.targets).tolist()
+    want = [1.0 if end or not right[i + 1] else 0.0 for i, end in enumerate(plain.stop_targets.tolist())]
+    assert accepted.stop_targets.tolist() == want
+    assert not all(right)  # a random model gets some wrong, so the two labels really differ
+    assert accepted.token_loss == plain.token_loss  # only the stop label changes
+    with pytest.raises(HamburgerError, match="stop_target"):
+        TrainConfig(stop_target="maybe").validate()
