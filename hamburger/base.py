@@ -70,6 +70,15 @@ def parse_dtype(name: str | torch.dtype) -> torch.dtype:
     return DTYPES[name]
 
 
+def pick_device(name: str) -> torch.device:
+    """A device name: cpu, cuda or auto (cuda when present); an error for cuda without a GPU."""
+    if name not in ("cpu", "cuda", "auto"):
+        raise HamburgerError(f"device must be cpu, cuda or auto, got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise HamburgerError("device cuda: no CUDA device is available")
+    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
+
+
 def weights_fingerprint(model: torch.nn.Module) -> str:
     """A short, dtype-independent fingerprint of a model's weights.
 

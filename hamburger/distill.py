@@ -143,15 +143,6 @@ def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[i
     return encode_prompt(tokenizer, prompt, system=system)
 
 
-def pick_device(name: str) -> torch.device:
-    """`--device` of the data verbs: cpu, cuda or auto (cuda when present)."""
-    if name not in ("cpu", "cuda", "auto"):
-        raise HamburgerError(f"--device must be cpu, cuda or auto, got {name!r}")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise HamburgerError("--device cuda: no CUDA device is available")
-    return torch.device("cuda" if name == "cuda" or (name == "auto" and torch.cuda.is_available()) else "cpu")
-
-
 def eos_ids(model, tokenizer) -> list[int]:
     """Every end-of-sequence id of the model; an error if it has none."""
     from .base import eos_token_ids
@@ -215,7 +206,7 @@ def distill(args: argparse.Namespace) -> int:
     """Handler of ``hamburger distill``."""
     from tqdm import tqdm
 
-    from .base import load_base
+    from .base import load_base, pick_device
 
     if args.batch_size < 1 or args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
         raise HamburgerError("need --batch-size >= 1, --max-new-tokens >= 1, --temperature >= 0, 0 < --top-p <= 1")

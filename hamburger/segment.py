@@ -41,8 +41,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from .distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, pick_device, read_jsonl,
-                      row_ids, shard_info, shard_path)
+from .distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, read_jsonl, row_ids,
+                      shard_info, shard_path)
 from .errors import HamburgerError
 
 Entropies = Sequence[float] | torch.Tensor
@@ -273,7 +273,7 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
     """--data: one base forward per row for the entropies, then the groups."""
     from tqdm import tqdm
 
-    from .base import load_base
+    from .base import load_base, pick_device
 
     if not args.data:
         raise HamburgerError("give --data FILE.jsonl (or --from-dataset DATASET.jsonl)")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .base import pick_device
+
 
 @dataclass
 class Dist:
@@ -60,7 +62,7 @@ class Dist:
 
 def init_dist(device: str = "auto") -> Dist:
     """Join the process group when launched with WORLD_SIZE > 1: nccl on GPU, gloo on CPU."""
-    use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    use_cuda = pick_device(device).type == "cuda"
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
     dev = torch.device(f"cuda:{local}" if use_cuda else "cpu")

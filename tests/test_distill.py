@@ -198,7 +198,8 @@ def test_real_base_distil_and_segment(tmp_path):
 
 
 def test_pick_device_names_and_errors():
-    pick_device = D.pick_device
+    from hamburger.base import pick_device
+
     assert pick_device("cpu").type == "cpu"
     assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(HamburgerError, match="cpu, cuda or auto"):
