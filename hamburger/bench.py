@@ -1,9 +1,11 @@
 """`hamburger bench`: HAMburger against the base model and its peers, in one process and one run.
 
 All methods decode greedily with the same prompts, max_new_tokens, dtype, threads and environment;
-methods are interleaved prompt by prompt (so machine drift hits all of them), each is warmed up
-first, and each (method, prompt) is repeated; the median repetition is kept. Quality is reported
-side by side as agreement with the base model's own greedy output.
+methods are interleaved prompt by prompt and repetitions go round the methods (so machine drift hits
+all of them alike), each is warmed up first, and each (method, prompt) is repeated; the median
+repetition is kept and the spread of the repetitions is reported. Quality is reported side by side as
+agreement with the base model's own greedy output. A run records every prompt as it is measured and
+resumes where it stopped (`--restart` starts over).
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import argparse
 import json
 import resource
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .bench_log import LOG_NAME, BenchLog, prompts_digest
 from .bench_methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
 from .bench_prompts import CATEGORIES, category_prompts, load_prompt_file
 from .errors import HamburgerError
+from .machine import machine_info
 
 
 @dataclass
@@ -65,27 +70,44 @@ def agreement(a: list[int], b: list[int]) -> tuple[bool, float]:
     return a == b, same / max(1, len(b))
 
 
-def measure(methods, prompts, ids, settings: BenchSettings, progress) -> list[dict]:
-    """Every method on every prompt, interleaved; the median of `repeats` runs by decode time."""
-    for m in methods:  # warm-up
-        m.run(ids[0], min(8, settings.max_new_tokens))
+def measure(methods, prompts, ids, settings: BenchSettings, progress, log: BenchLog | None = None) -> list[dict]:
+    """Every method on every prompt, interleaved; the median of `repeats` runs by decode time.
+
+    Repetitions go round the methods (A B C A B C ...), so a passing disturbance hits them alike.
+    Prompts already in ``log`` are skipped; each newly measured prompt is written to it at once."""
+    todo = [i for i in range(len(prompts)) if log is None or i not in log.prompts]
+    progress.update((len(prompts) - len(todo)) * len(methods))
+    if todo:
+        for m in methods:  # warm-up
+            m.run(ids[todo[0]], min(8, settings.max_new_tokens))
+    for i in todo:
+        runs: dict[str, list[Measurement]] = {m.name: [] for m in methods}
+        for _ in range(settings.repeats):
+            for m in methods:
+                runs[m.name].append(m.run(ids[i], settings.max_new_tokens))
+        progress.update(len(methods))
+        rows = _prompt_rows(prompts[i], runs)
+        if log is not None:
+            log.add_prompt(i, rows)
+        else:
+            prompts[i]["_rows"] = rows
+    if log is not None:
+        return [row for i in sorted(log.prompts) for row in log.prompts[i]]
+    return [row for p in prompts for row in p.pop("_rows")]
+
+
+def _prompt_rows(prompt: dict, runs: dict[str, list[Measurement]]) -> list[dict]:
+    median = {name: sorted(reps, key=lambda r: r.decode_s)[len(reps) // 2] for name, reps in runs.items()}
+    reference = median.get("hf_generate") or median.get("own_loop")
     rows = []
-    for prompt, prompt_ids in zip(prompts, ids):
-        runs: dict[str, Measurement] = {}
-        for m in methods:
-            reps = sorted((m.run(prompt_ids, settings.max_new_tokens) for _ in range(settings.repeats)),
-                          key=lambda r: r.decode_s)
-            runs[m.name] = reps[len(reps) // 2]
-            progress.update(1)
-        reference = runs.get("hf_generate") or runs.get("own_loop")
-        for name, r in runs.items():
-            identical, prefix = agreement(r.token_ids, reference.token_ids) if reference else (None, None)
-            rows.append({"category": prompt["category"], "prompt_id": prompt.get("id"), "method": name,
-                         "tokens": r.tokens, "forwards": r.forwards, "tau": r.tau, "ttft_s": r.ttft_s,
-                         "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s, "first_tokens": r.first_tokens,
-                         "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "output_kv_bytes": r.output_kv_bytes,
-                         "identical_to_base": identical,
-                         "matched_prefix": prefix})
+    for name, r in median.items():
+        identical, prefix = agreement(r.token_ids, reference.token_ids) if reference else (None, None)
+        rows.append({"category": prompt["category"], "prompt_id": prompt.get("id"), "method": name,
+                     "tokens": r.tokens, "forwards": r.forwards, "tau": r.tau, "ttft_s": r.ttft_s,
+                     "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s, "first_tokens": r.first_tokens,
+                     "decode_s_runs": [x.decode_s for x in runs[name]],
+                     "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "output_kv_bytes": r.output_kv_bytes,
+                     "identical_to_base": identical, "matched_prefix": prefix})
     return rows
 
 
@@ -102,8 +124,10 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
             decoded = sum(r["tokens"] - r["first_tokens"] for r in rs)
             decode_s = sum(r["decode_s"] for r in rs)
             tokens, forwards = sum(r["tokens"] for r in rs), sum(r["forwards"] for r in rs)
+            per_run = _per_repetition_tok_s(rs)
             out.append({"category": category, "method": method, "prompts": len(rs),
                         "decode_tok_s": decoded / decode_s if decode_s else 0.0,
+                        "tok_s_min": min(per_run) if per_run else None, "tok_s_max": max(per_run) if per_run else None,
                         "ttft_ms": 1000 * statistics.median(r["ttft_s"] for r in rs),
                         "tau": tokens / forwards if forwards else 0.0,
                         "kv_bytes_per_token": sum(r["output_kv_bytes"] for r in rs) / max(1, tokens),
@@ -115,6 +139,13 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
             if s["category"] == category and hf and hf["decode_tok_s"]:
                 s["speedup_vs_hf"] = s["decode_tok_s"] / hf["decode_tok_s"]
     return out
+
+
+def _per_repetition_tok_s(rows: list[dict]) -> list[float]:
+    """Pooled decode tok/s of each repetition (1st runs of every prompt, 2nd runs, ...): the run-to-run spread."""
+    runs = [r.get("decode_s_runs") or [r["decode_s"]] for r in rows]
+    decoded = sum(r["tokens"] - r["first_tokens"] for r in rows)
+    return [decoded / t for t in (sum(x[k] for x in runs) for k in range(min(map(len, runs)))) if t > 0]
 
 
 def _mean(values) -> float | None:
@@ -155,29 +186,44 @@ def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=No
 
 
 def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
-              reference=None) -> dict:
-    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``)."""
+              reference=None, log: BenchLog | None = None) -> dict:
+    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``).
+    With a ``log`` the run resumes from and records into it."""
     from tqdm import tqdm
 
     from .generate import encode_prompt
 
     if prompts is None:
-        prompts = [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
+        prompts = bench_prompts(settings)
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
-        rows = measure(methods, prompts, ids, settings, progress)
+        rows = measure(methods, prompts, ids, settings, progress, log)
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
               "copy_bandwidth_gbs": copy_bandwidth_gbs(), "base_weight_bytes": weight_bytes}
-    if settings.lengths:
-        result["length_sweep"] = length_sweep(model, tokenizer, ids[0], settings.lengths, reference,
-                                               settings.sweep_confidence)
-    if settings.batch_sizes:
-        result["batch_sweep"] = batch_sweep(model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens,
-                                             reference, settings.sweep_confidence)
+    sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
+                  model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence)),
+              "batch_sweep": (settings.batch_sizes, lambda: batch_sweep(
+                  model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens, reference,
+                  settings.sweep_confidence))}
+    for name, (wanted, run) in sweeps.items():
+        if not wanted:
+            continue
+        if log is not None and name in log.sweeps:
+            result[name] = log.sweeps[name]
+            continue
+        result[name] = run()
+        if log is not None:
+            log.add_sweep(name, result[name])
+    if log is not None:
+        result["sessions"] = log.sessions
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return result
+
+
+def bench_prompts(settings: BenchSettings) -> list[dict]:
+    return [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
 
 
 def cmd_bench(args) -> int:
@@ -201,10 +247,17 @@ def cmd_bench(args) -> int:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
     model, tokenizer, info, reference = load_model(args.model, settings.dtype, reference=True)
-    prompts = load_prompt_file(args.prompts) if args.prompts else None
-    result = run_bench(model, tokenizer, settings, prompts, reference)
-    result["model"] = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
-                       "base": Path(info.spec).name, "fingerprint": info.fingerprint}
+    prompts = load_prompt_file(args.prompts) if args.prompts else bench_prompts(settings)
+    model_facts = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
+                   "base": Path(info.spec).name, "fingerprint": info.fingerprint}
+    header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
+              "prompts_sha256": prompts_digest(prompts)}
+    log = BenchLog(Path(args.out), header, restart=args.restart)
+    if log.prompts:
+        print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
+    log.start_session(machine_info(settings.threads, settings.dtype))
+    result = run_bench(model, tokenizer, settings, prompts, reference, log)
+    result["model"] = model_facts
     out = write_report(result, Path(args.out))
     print(out.read_text() if out.suffix == ".md" else out)
     return 0
@@ -243,4 +296,7 @@ def register(sub) -> None:
                    help="HAMburger's knob in the length and batch sweeps (default: the model's default confidence)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
     p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
+    p.add_argument("--restart", action="store_true",
+                   help=f"discard the {LOG_NAME} of an earlier run in --out and measure from scratch (by default a "
+                        "run with the same settings resumes where it stopped)")
     p.set_defaults(func=cmd_bench)

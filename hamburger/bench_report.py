@@ -8,12 +8,16 @@ from pathlib import Path
 from .machine import machine_info
 
 COLUMNS = [("method", "method", "{}"), ("decode_tok_s", "decode tok/s", "{:.1f}"),
+           ("tok_s_min", "tok/s range over repetitions", None),
            ("speedup_vs_hf", "speedup vs HF", "{:.2f}x"), ("tau", "tau", "{:.2f}"), ("ttft_ms", "TTFT ms", "{:.0f}"),
            ("kv_bytes_per_token", "output KV bytes/token", "{:,.0f}"), ("identical_to_base", "same as base", "{:.0%}"),
            ("matched_prefix", "matched prefix", "{:.0%}"), ("base_read_gbs", "base read GB/s", "{:.1f}")]
 
 
-def _cell(row: dict, key: str, fmt: str) -> str:
+def _cell(row: dict, key: str, fmt: str | None) -> str:
+    if key == "tok_s_min":
+        low, high = row.get("tok_s_min"), row.get("tok_s_max")
+        return "-" if low is None else f"{low:.1f}-{high:.1f}"
     value = row.get(key)
     return "-" if value is None else fmt.format(value)
 
@@ -25,6 +29,9 @@ def markdown(result: dict) -> str:
              f"transformers {m['transformers']}, env {m['env']}; copy bandwidth "
              f"{result['copy_bandwidth_gbs']:.1f} GB/s; greedy, {result['settings']['max_new_tokens']} new tokens, "
              f"median of {result['settings']['repeats']} runs; peak RSS {result['peak_rss_mib']:.0f} MiB.", ""]
+    if len(result.get("sessions", [])) > 1:
+        lines += [f"Measured over {len(result['sessions'])} sessions (resumed; each prompt's methods ran in the same "
+                  "session; machine facts of each in results.json).", ""]
     for category in dict.fromkeys(s["category"] for s in result["summary"]):
         rows = [s for s in result["summary"] if s["category"] == category]
         lines += [f"## {category} ({rows[0]['prompts']} prompts)", "",

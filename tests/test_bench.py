@@ -37,3 +37,40 @@ def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
     for name in ("results.md", "tok_s.png", "length_sweep.png", "batch_sweep.png", "confidence_sweep.png"):
         assert (out / name).is_file(), name
     assert "| method |" in capsys.readouterr().out
+
+
+def test_bench_resumes_from_its_log(tmp_path, char_tokenizer, capsys):
+    """A killed run keeps what it measured: a rerun with the same settings measures only what is missing."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p, "category": "chat"}) + "\n" for p in ["abc", "xyz", "hi"]))
+    out = tmp_path / "bench"
+    args = ["bench", "--model", str(ckpt), "--quick", "--prompts", str(prompts), "--out", str(out),
+            "--methods", "hamburger,hf_generate", "--confidences", "0.5", "--lengths", "", "--batch-sizes", "",
+            "--max-new-tokens", "6", "--repeats", "3"]
+    assert main(args) == 0
+    log = out / "bench_log.jsonl"
+    lines = log.read_text().splitlines()
+    assert [sorted(json.loads(x))[0] for x in lines] == ["header", "session", "prompt_index", "prompt_index",
+                                                        "prompt_index"]
+    first = json.loads(lines[2])["rows"]
+    assert all(len(r["decode_s_runs"]) == 3 for r in first)
+    log.write_text("\n".join(lines[:3]) + "\n")  # as if killed after the first prompt
+    assert main(args) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert len(result["sessions"]) == 2 and result["sessions"][1]["prompts_already_measured"] == 1
+    assert result["rows"][:2] == first  # kept, not re-measured
+    assert len(result["rows"]) == 6
+    summary = {(s["category"], s["method"]): s for s in result["summary"]}
+    hf = summary[("all", "hf_generate")]
+    runs = [r["decode_s_runs"] for r in result["rows"] if r["method"] == "hf_generate"]
+    decoded = sum(r["tokens"] - r["first_tokens"] for r in result["rows"] if r["method"] == "hf_generate")
+    per_repetition = [decoded / sum(x[k] for x in runs) for k in range(3)]
+    assert (hf["tok_s_min"], hf["tok_s_max"]) == (min(per_repetition), max(per_repetition))
+    assert "over 2 sessions" in (out / "results.md").read_text()
+    # Other settings do not mix into the same log; --restart starts over.
+    capsys.readouterr()
+    assert main(args[:-4] + ["--max-new-tokens", "7", "--repeats", "3"]) != 0
+    assert "settings.max_new_tokens" in capsys.readouterr().err
+    assert main(args + ["--restart"]) == 0
+    assert len(json.loads((out / "results.json").read_text())["sessions"]) == 1
