@@ -120,7 +120,8 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
 
     ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
     are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
-    inference, same function up to rounding; the result can no longer be trained as LoRA).
+    inference, same function up to rounding; the result can no longer be trained as LoRA) unless they
+    apply at merged slots only (``lora_scope: merged``), which needs them kept apart.
     """
     path = Path(path)
     meta = read_meta(path)
@@ -146,7 +147,7 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
     if meta.get("lora"):
         _load_lora(model, path, meta["lora"])
-        if merge_adapters:
+        if merge_adapters and config.lora_scope == "all":
             merge_lora(model.base)
     return model.eval(), tokenizer, info
 

@@ -25,6 +25,10 @@ def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
 # before a token the micro-step decoder gets wrong (teacher-forced), so that "continue" means "the next token
 # will be the base's", the acceptance notion of speculative decoding; the confidence knob thresholds that.
 STOP_TARGETS = ("group_end", "accepted")
+# Where LoRA adapters of the base apply: "all" positions (folded into the weights for inference), or only the
+# "merged" slots (a slot holding a group of 2+ tokens). With "merged" the base is untouched wherever nothing was
+# merged (the prompt, single-token groups), so confidence 1.0 is the base model exactly, adapters and all.
+LORA_SCOPES = ("all", "merged")
 
 
 @dataclass
@@ -44,6 +48,7 @@ class HamburgerConfig:
     stop_loss_weight: float = 0.5
     kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
     stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
+    lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
 
     @property
@@ -59,6 +64,8 @@ class HamburgerConfig:
             raise HamburgerError("decoder_init must be 'copy_last' or 'random'")
         if self.stop_target not in STOP_TARGETS:
             raise HamburgerError(f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
+        if self.lora_scope not in LORA_SCOPES:
+            raise HamburgerError(f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         if not 0.0 < self.default_confidence <= 1.0:
             raise HamburgerError("default_confidence must be in (0, 1]")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

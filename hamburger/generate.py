@@ -252,7 +252,7 @@ class Generation:
         merged = model.embedder(model.embed(group_ids), sizes)[:, None]
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
-        final, features = model.base_forward(merged, positions, mask, cache.kv)
+        final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None])
         return final[:, -1], features[:, -1]
 
     # ------------------------------------------------------------------ micro steps

@@ -4,6 +4,8 @@
 random and B zero, so an untouched adapter changes nothing. The wrapped layer keeps its weights
 under ``base_layer``. Adapters can be switched off in place (`adapters_disabled`), which gives the
 unadapted base model (the KL teacher) without a second copy of the weights, or merged into W.
+`adapters_gated` scales every adapter's update per position (gate 0 = the base exactly, gate 1 = the
+adapter): HAMburger uses it to adapt the base at merged slots only (`lora_scope: merged`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class LoraLinear(nn.Module):
         self.lora_B = nn.Parameter(torch.zeros(base_layer.out_features, r, dtype=w.dtype, device=w.device))
         nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
         self.enabled = True
+        self.gate: torch.Tensor | None = None  # per-position scale of the update, set by `adapters_gated`
 
     @property
     def weight(self) -> torch.Tensor:  # code that inspects `.weight` (dtype, device) keeps working
@@ -73,7 +76,10 @@ class LoraLinear(nn.Module):
         if not self.enabled:
             return y
         a, b = self.lora_A.to(x.dtype), self.lora_B.to(x.dtype)
-        return y + nn.functional.linear(nn.functional.linear(x, a), b) * self.scaling
+        delta = nn.functional.linear(nn.functional.linear(x, a), b) * self.scaling
+        if self.gate is not None:  # 0 * finite = 0 exactly: gated-off positions are the base's own
+            delta = delta * self.gate.to(delta.dtype)
+        return y + delta
 
     def extra_repr(self) -> str:
         return f"r={self.r}, alpha={self.alpha}"
@@ -165,3 +171,18 @@ def adapters_disabled(model: nn.Module):
     finally:
         for m, s in zip(modules, states):
             m.enabled = s
+
+
+@contextmanager
+def adapters_gated(model: nn.Module, gate: torch.Tensor):
+    """Within the block, every adapter's update at position (b, s) is scaled by ``gate[b, s]`` (a [B, S]
+    tensor of 0/1 or any weights). Where the gate is 0 the output is exactly the unadapted base's."""
+    modules = [m for _, m in lora_modules(model)]
+    g = gate[..., None]
+    for m in modules:
+        m.gate = g
+    try:
+        yield model
+    finally:
+        for m in modules:
+            m.gate = None

@@ -7,6 +7,7 @@ training forward with its loss (method.md, "Training objective").
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import HamburgerConfig
+from .lora import adapters_gated
 from .modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 
 GRAFTED = ("embedder", "decoder", "stop_head")
@@ -117,17 +119,24 @@ class HamburgerModel(nn.Module):
         if self._taps is not None:
             self._taps.append(output[0] if isinstance(output, tuple) else output)
 
-    def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None):
+    def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None, merged_slots=None):
         """One base forward -> (final normed hidden [B, S, d], features [B, S, m, d]).
 
         ``attention_mask`` is an explicit [B, 1, S, slots] boolean mask: positions jump after merges,
-        so nothing may be inferred from them.
+        so nothing may be inferred from them. ``merged_slots`` [B, S] marks inputs that merge 2+ tokens
+        (None: none do); with ``lora_scope: merged`` the base's adapters apply there only.
         """
         self._taps = []
+        gated = contextlib.nullcontext()
+        if self.config.lora_scope == "merged":
+            if merged_slots is None:
+                merged_slots = torch.zeros(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
+            gated = adapters_gated(self.base, merged_slots)
         try:
-            out = base_decoder_stack(self.base)(inputs_embeds=inputs_embeds, position_ids=position_ids,
-                                                attention_mask=attention_mask, past_key_values=cache,
-                                                use_cache=cache is not None)
+            with gated:
+                out = base_decoder_stack(self.base)(inputs_embeds=inputs_embeds, position_ids=position_ids,
+                                                    attention_mask=attention_mask, past_key_values=cache,
+                                                    use_cache=cache is not None)
             taps = self._taps
         finally:
             self._taps = None
@@ -169,6 +178,7 @@ class HamburgerModel(nn.Module):
         prompt_r, prompt_c, prompt_tok, merge_r, merge_c, merge_g = [], [], [], [], [], []
         positions = torch.zeros(rows, slots, dtype=torch.long, device=device)
         valid = torch.zeros(rows, slots, dtype=torch.bool, device=device)
+        merged_slots = torch.zeros(rows, slots, dtype=torch.bool, device=device)
         feat_r, feat_c = [], []
         gi = 0
         for b, ((length, starts), p, g) in enumerate(zip(spans, batch.prompt_ids, batch.groups)):
@@ -181,6 +191,7 @@ class HamburgerModel(nn.Module):
                 merge_c.append(length + j)
                 merge_g.append(gi + j)
                 positions[b, length + j] = length + starts[j] + g[j] - 1  # the group's last token
+                merged_slots[b, length + j] = g[j] > 1
             valid[b, :length + len(starts) - 1] = True
             feat_r += [b] * len(starts)
             feat_c += list(range(length - 1, length - 1 + len(starts)))  # the slot before each group
@@ -192,7 +203,7 @@ class HamburgerModel(nn.Module):
             embeds = embeds.index_put((torch.tensor(merge_r, device=device), torch.tensor(merge_c, device=device)),
                                       merged[torch.tensor(merge_g, device=device)])
         mask = causal_slot_mask(valid)
-        final, features = self.base_forward(embeds, positions, mask)
+        final, features = self.base_forward(embeds, positions, mask, merged_slots=merged_slots)
         feat_r, feat_c = torch.tensor(feat_r, device=device), torch.tensor(feat_c, device=device)
         group_features = features[feat_r, feat_c]  # [G, m, d]
 

@@ -56,7 +56,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
-        self.model.config.stop_target = cfg.stop_target
+        self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.to(self.dist.device)
         self._set_trainable()
         self.objective = Objective(self.model, cfg.stage, self._teacher_base())

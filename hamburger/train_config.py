@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from .errors import HamburgerError
-from .config import STOP_TARGETS
+from .config import LORA_SCOPES, STOP_TARGETS
 from .lora import DEFAULT_TARGETS
 
 BASE_MODES = ("frozen", "lora", "full")
@@ -39,6 +39,8 @@ class TrainConfig:
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
     lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
+    lora_scope: str = "all"  # where the adapters apply: "all" positions, or "merged" slots only (the base stays
+    #                          exactly itself where nothing merges; see config.LORA_SCOPES)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
     # --- data
     data: str = ""  # training dataset (segment jsonl: prompt_ids, response_ids, groups)
@@ -101,6 +103,8 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
+        need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         need(self.stage != "msd" or self.kl_weight == 0, "stage msd has no KL term (set kl_weight: 0)")
         return self

@@ -8,7 +8,7 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora frozen]  training runs, in order
+#   RUNS [lora-merged lora frozen]  training runs, in order
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +48,9 @@ if [ ! -s "$W/train-mixed.jsonl" ]; then
     cp "$W/train.jsonl.meta.json" "$W/train-mixed.jsonl.meta.json"
     mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
 fi
-# 6. Two runs, one after the other (side by side on one 80 GB GPU the LoRA run ran out of memory): LoRA + KL
-#    first, then the grafted modules alone on the frozen base. RUNS picks which and in what order.
+# 6. Training runs, one after the other (side by side on one 80 GB GPU the LoRA run ran out of memory): LoRA +
+#    KL at merged slots only, LoRA + KL everywhere (with unmerged copies of the rows), then the grafted modules
+#    alone on the frozen base. RUNS picks which and in what order.
 stamp train
 train() {  # NAME CONFIG DATA
     local out=$W/$1
@@ -60,11 +61,12 @@ train() {  # NAME CONFIG DATA
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora frozen}; do
+for run in ${RUNS:-lora-merged lora frozen}; do
     case $run in
+        lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
-        *) echo "unknown run $run (lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (lora-merged | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

@@ -1,0 +1,72 @@
+"""Where the skip path fails: teacher-forced accuracy of each group's first token, split by what the base
+reads at the slot it predicts from.
+
+The first token of a group is the base's own next-token prediction (no micro-step decoder). It is made at
+  * `prompt`  the last prompt token (the response's first group: nothing merged yet),
+  * `merged`  a slot that merges the previous group of 2+ tokens,
+  * `single`  a slot holding one token, with merged slots earlier in the history.
+The micro-step decoder's tokens (2..k) are reported beside them. On the base's own greedy answers an
+unmerged base is right 100% of the time at `prompt`, so the gaps measure what merging costs.
+
+    python benchmarks/skip_path_split.py --model CKPT --data VAL.jsonl --out RESULT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from hamburger.checkpoint import load_checkpoint
+from hamburger.machine import machine_info
+from hamburger.train_data import load_rows, to_batch
+
+
+def skip_sources(groups: list[int]) -> list[str]:
+    """For each group of a response: what the slot its first token is predicted from holds."""
+    return ["prompt" if i == 0 else "merged" if groups[i - 1] > 1 else "single" for i in range(len(groups))]
+
+
+def split_accuracy(model, rows, batch_size: int = 8) -> dict:
+    correct, count = Counter(), Counter()
+    for start in range(0, len(rows), batch_size):
+        part = rows[start:start + batch_size]
+        with torch.no_grad():
+            out = model.training_forward(to_batch(part))
+        right = (out.token_logits.argmax(-1) == out.targets).tolist()
+        index = out.micro_index.tolist()
+        sources = iter(s for r in part for s in skip_sources(r.groups))
+        for ok, j in zip(right, index):
+            key = next(sources) if j == 0 else f"micro_{j + 1}"
+            correct[key] += ok
+            count[key] += 1
+    return {k: {"tokens": count[k], "accuracy": correct[k] / count[k]} for k in sorted(count)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="HAMburger checkpoint folder")
+    parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows)")
+    parser.add_argument("--rows", type=int, default=0, help="use the first N rows (0: all)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=None, help="write the result JSON here")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model, tokenizer, info = load_checkpoint(args.model)
+    vocab = model.base.get_input_embeddings().num_embeddings
+    rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, vocab)
+    rows = rows[:args.rows] if args.rows else rows
+    result = {"model": Path(args.model).name, "data": Path(args.data).name, "rows": len(rows),
+              "response_tokens": sum(len(r.response_ids) for r in rows),
+              "lora_scope": model.config.lora_scope, "split": split_accuracy(model, rows),
+              "machine": machine_info(args.threads, "fp32")}
+    print(json.dumps(result["split"], indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

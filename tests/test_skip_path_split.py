@@ -1,0 +1,28 @@
+"""benchmarks/skip_path_split.py: the skip path's accuracy split by the slot it predicts from."""
+
+import torch
+
+from benchmarks.skip_path_split import skip_sources, split_accuracy
+from hamburger.train_data import Row, to_batch
+from hamburger.train_parts import HEAD, batch_stats
+from tests.conftest import tiny_hamburger
+
+
+def test_skip_sources():
+    assert skip_sources([2, 1, 3, 1]) == ["prompt", "merged", "single", "merged"]
+    assert skip_sources([1]) == ["prompt"]
+
+
+def test_split_adds_up_to_the_trainers_skip_path_accuracy():
+    model = tiny_hamburger("llama", seed=5)
+    rows = [Row([1, 40, 41], [50, 51, 52, 53, 54, 55, 56], [2, 1, 3, 1]),
+            Row([1, 60], [61, 62, 63, 64], [1, 1, 2]),
+            Row([1, 70, 71, 72], [73, 74, 75], [3])]
+    split = split_accuracy(model, rows, batch_size=2)
+    assert {k: v["tokens"] for k, v in split.items()} == {"prompt": 3, "merged": 2, "single": 3, "micro_2": 4,
+                                                           "micro_3": 2}
+    with torch.no_grad():
+        s = batch_stats(model.training_forward(to_batch(rows)), 4, 0, 0)
+    skip = sum(split[k]["accuracy"] * split[k]["tokens"] for k in ("prompt", "merged", "single"))
+    assert skip == s[HEAD].item()
+    assert split["micro_2"]["accuracy"] * 4 == s[HEAD + 1].item()
