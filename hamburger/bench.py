@@ -23,6 +23,7 @@ from .bench_log import LOG_NAME, BenchLog, prompts_digest
 from .bench_methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
 from .bench_prompts import CATEGORIES, category_prompts, load_prompt_file
 from .errors import HamburgerError
+from .base import pick_device
 from .machine import machine_info
 
 
@@ -39,6 +40,8 @@ class BenchSettings:
     sweep_confidence: float | None = None  # HAMburger's knob in the length and batch sweeps (None: the model's default)
     threads: int | None = None
     dtype: str = "float32"
+    device: str = "cpu"
+    compile: str | None = None  # GPU mode: static caches and this torch.compile backend for the per-step forwards
 
     @classmethod
     def quick(cls) -> "BenchSettings":
@@ -46,16 +49,18 @@ class BenchSettings:
                    batch_sizes=[1, 4], methods=["hamburger", "own_loop", "hf_generate", "prompt_lookup"])
 
 
-def copy_bandwidth_gbs(mib: int = 256) -> float:
-    """Machine memory copy bandwidth (GB/s, read + write) from the best of five large tensor copies."""
+def copy_bandwidth_gbs(mib: int = 256, device: str = "cpu") -> float:
+    """Memory copy bandwidth of the device (GB/s, read + write) from the best of five large tensor copies."""
     import torch
 
-    src = torch.ones(mib * 2**18)
+    src = torch.ones(mib * 2**18, device=device)
     dst = torch.empty_like(src)
     best = float("inf")
     for _ in range(5):
         start = time.perf_counter()
         dst.copy_(src)
+        if src.device.type == "cuda":
+            torch.cuda.synchronize()
         best = min(best, time.perf_counter() - start)
     return 2 * src.numel() * 4 / best / 1e9
 
@@ -196,12 +201,13 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     if prompts is None:
         prompts = bench_prompts(settings)
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
-    methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference)
+    methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
+                            compile_backend=settings.compile)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
-              "copy_bandwidth_gbs": copy_bandwidth_gbs(), "base_weight_bytes": weight_bytes}
+              "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device)), "base_weight_bytes": weight_bytes}
     sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
                   model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence)),
               "batch_sweep": (settings.batch_sizes, lambda: batch_sweep(
@@ -237,7 +243,7 @@ def cmd_bench(args) -> int:
         value = getattr(args, key)
         if value is not None:
             setattr(settings, key, value)
-    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence"):
+    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence", "device", "compile"):
         if getattr(args, key) is not None:
             setattr(settings, key, getattr(args, key))
     bad = [m for m in settings.methods if m not in METHOD_NAMES]
@@ -246,16 +252,21 @@ def cmd_bench(args) -> int:
     if settings.threads:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
+    device = pick_device(settings.device)
+    settings.device = device.type
     model, tokenizer, info, reference = load_model(args.model, settings.dtype, reference=True)
+    model.to(device)
+    reference.to(device)
     prompts = load_prompt_file(args.prompts) if args.prompts else bench_prompts(settings)
     model_facts = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
                    "base": Path(info.spec).name, "fingerprint": info.fingerprint}
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
-    log = BenchLog(Path(args.out), header, restart=args.restart)
+    log = BenchLog(Path(args.out), header, restart=args.restart,
+                   implied={"settings.device": "cpu", "settings.compile": None})  # logs older than these options
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
-    log.start_session(machine_info(settings.threads, settings.dtype))
+    log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
     result = run_bench(model, tokenizer, settings, prompts, reference, log)
     result["model"] = model_facts
     out = write_report(result, Path(args.out))
@@ -296,6 +307,11 @@ def register(sub) -> None:
                    help="HAMburger's knob in the length and batch sweeps (default: the model's default confidence)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
     p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
+    p.add_argument("--device", default=None, choices=["cpu", "cuda", "auto"], help="where every method runs (default cpu)")
+    p.add_argument("--compile", default=None, metavar="BACKEND", nargs="?", const="inductor",
+                   help="GPU mode: HAMburger, our own loop and HF generate decode on static KV caches with their "
+                        "per-step forward compiled by this torch.compile backend (default inductor; CUDA graphs on a "
+                        "GPU); prompt lookup and early exit stay eager")
     p.add_argument("--restart", action="store_true",
                    help=f"discard the {LOG_NAME} of an earlier run in --out and measure from scratch (by default a "
                         "run with the same settings resumes where it stopped)")

@@ -79,19 +79,22 @@ def cache_bytes(cache) -> tuple[int, int]:
 class HamburgerMethod:
     """The HAMburger engine at one confidence (1.0 = the base model through our own loop and cache)."""
 
-    def __init__(self, model: HamburgerModel, tokenizer, confidence: float, name: str | None = None):
+    def __init__(self, model: HamburgerModel, tokenizer, confidence: float, name: str | None = None,
+                 static_cache: bool = False):
         self.model, self.tokenizer, self.confidence = model, tokenizer, confidence
         self.name = name or f"hamburger@{confidence:g}"
+        self.static_cache = static_cache
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
-        r = Generation(self.model, self.tokenizer, [prompt_ids], cfg).run()[0]
+        r = Generation(self.model, self.tokenizer, [prompt_ids], cfg, static_cache=self.static_cache).run()[0]
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
-        return [r.token_ids for r in Generation(self.model, self.tokenizer, prompts, cfg).run()]
+        run = Generation(self.model, self.tokenizer, prompts, cfg, static_cache=self.static_cache)
+        return [r.token_ids for r in run.run()]
 
 
 class HFMethod:
@@ -109,16 +112,18 @@ class HFMethod:
                                   **extra, **self.kwargs)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
-        ids = torch.tensor([prompt_ids])
+        ids = torch.tensor([prompt_ids], device=self.base.device)
         mask = torch.ones_like(ids)
         with torch.inference_mode():
             start = time.perf_counter()
             self._generate(ids, mask, 1)
+            _sync(ids.device)
             ttft = time.perf_counter() - start
             counter = ForwardCounter(self.base)
             try:
                 start = time.perf_counter()
                 out = self._generate(ids, mask, max_new_tokens, ignore_eos)
+                _sync(ids.device)
                 total = time.perf_counter() - start
             finally:
                 counter.close()
@@ -129,10 +134,10 @@ class HFMethod:
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
         width = max(map(len, prompts))
-        ids = torch.full((len(prompts), width), self.pad_id)
+        ids = torch.full((len(prompts), width), self.pad_id, device=self.base.device)
         mask = torch.zeros_like(ids)
         for b, p in enumerate(prompts):  # left padding, as HF expects for decoder-only batches
-            ids[b, width - len(p):] = torch.tensor(p)
+            ids[b, width - len(p):] = torch.tensor(p, device=ids.device)
             mask[b, width - len(p):] = 1
         with torch.inference_mode():
             out = self._generate(ids, mask, max_new_tokens, ignore_eos)
@@ -148,6 +153,21 @@ class HFMethod:
         return rows
 
 
+def _sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so that wall-clock time covers it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def compiled_hf_kwargs(device: torch.device, backend: str = "inductor") -> dict:
+    """`generate` arguments for HF's compiled decoding: a static cache, the forward compiled (also on a CPU)."""
+    from transformers import CompileConfig
+
+    config = CompileConfig(backend=backend, mode="reduce-overhead" if device.type == "cuda" else "default")
+    config._compile_all_devices = True  # HF compiles on GPUs only unless told (transformers' own test switch)
+    return {"cache_implementation": "static", "compile_config": config}
+
+
 def _as_list(value) -> list[int]:
     if value is None:
         return []
@@ -156,20 +176,30 @@ def _as_list(value) -> list[int]:
 
 def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
-                  reference: HamburgerModel | None = None) -> list:
+                  reference: HamburgerModel | None = None, compile_backend: str | None = None) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
     prompt_lookup, early_exit. Every method but hamburger runs ``reference`` (the unchanged base,
-    default ``model``). Early exit defaults to a quarter of the base's depth."""
+    default ``model``). Early exit defaults to a quarter of the base's depth.
+
+    With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
+    cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU);
+    prompt lookup and early exit stay as HF runs them (assisted generation has no static-cache path)."""
     reference = reference or model
     base = reference.base
+    static = compile_backend is not None
+    if static:
+        mode = "reduce-overhead" if model.device.type == "cuda" else None
+        for m in dict.fromkeys([model, reference]):
+            m.compile_decoding(mode=mode, backend=compile_backend)
+    hf_extra = compiled_hf_kwargs(base.device, compile_backend) if static else {}
     methods = []
     for name in names:
         if name == "hamburger":
-            methods += [HamburgerMethod(model, tokenizer, c) for c in confidences]
+            methods += [HamburgerMethod(model, tokenizer, c, static_cache=static) for c in confidences]
         elif name == "own_loop":
-            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop"))
+            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop", static_cache=static))
         elif name == "hf_generate":
-            methods.append(HFMethod(base, tokenizer))
+            methods.append(HFMethod(base, tokenizer, **hf_extra))
         elif name == "prompt_lookup":
             methods.append(HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup))
         elif name == "early_exit":

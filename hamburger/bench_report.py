@@ -23,12 +23,17 @@ def _cell(row: dict, key: str, fmt: str | None) -> str:
 
 
 def markdown(result: dict) -> str:
-    m = result["machine"]
+    m, settings = result["machine"], result["settings"]
     lines = [f"# Benchmark: {result['model']['checkpoint']} on {result['model']['base']}", "",
              f"{m['cpu']} ({m['cores']} cores), {m['threads']} threads, {m['dtype']}, torch {m['torch']}, "
              f"transformers {m['transformers']}, env {m['env']}; copy bandwidth "
              f"{result['copy_bandwidth_gbs']:.1f} GB/s; greedy, {result['settings']['max_new_tokens']} new tokens, "
              f"median of {result['settings']['repeats']} runs; peak RSS {result['peak_rss_mib']:.0f} MiB.", ""]
+    if settings.get("device", "cpu") != "cpu" or settings.get("compile"):
+        lines += [f"Device {m.get('gpu') or settings.get('device')}; "
+                  + (f"GPU mode: static KV caches, per-step forwards compiled (torch.compile backend "
+                     f"{settings['compile']}) for HAMburger, our own loop and HF generate; prompt lookup and early "
+                     "exit eager." if settings.get("compile") else "eager."), ""]
     if len(result.get("sessions", [])) > 1:
         lines += [f"Measured over {len(result['sessions'])} sessions (resumed; each prompt's methods ran in the same "
                   "session; machine facts of each in results.json).", ""]
@@ -115,7 +120,7 @@ def write_report(result: dict, out: Path) -> Path:
     """Write results.json, results.md and plots into `out`; return the markdown path."""
     out.mkdir(parents=True, exist_ok=True)
     settings = result["settings"]
-    result["machine"] = machine_info(settings["threads"], settings["dtype"])
+    result["machine"] = machine_info(settings["threads"], settings["dtype"], settings.get("device", "cpu"))
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "results.md").write_text(markdown(result) + "\n")
     result["plots"] = [p.name for p in plots(result, out)]

@@ -5,18 +5,35 @@ slot is the original index of its (last) token, so slot != position after the fi
 cache only ever holds the entries that were fed to the base model, so its bytes shrink with tau.
 Rows of a batch are left-padded to a common slot count; ``valid`` marks which slots hold real
 entries, and each macro step adds one slot to every row whatever its group length.
+
+With ``capacity`` the cache is static: every layer's keys and values are allocated once for that
+many slots (transformers' `StaticCache`) and written in place, so every macro step has the same
+shapes (what `torch.compile` with CUDA graphs needs); the attention mask spans all of them and
+hides the slots not written yet. Otherwise the cache grows by one slot per step (`DynamicCache`).
 """
 
 from __future__ import annotations
 
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, StaticCache
+
+from .errors import HamburgerError
 
 
 class SlotCache:
-    def __init__(self, base_config, batch_size: int, device=None):
-        self.kv = DynamicCache(config=base_config)
-        self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+    def __init__(self, base_config, batch_size: int, device=None, capacity: int | None = None):
+        self.capacity = capacity
+        if capacity:
+            self.kv = StaticCache(config=base_config, max_cache_len=capacity)
+            self.valid = torch.zeros(batch_size, capacity, dtype=torch.bool, device=device)
+        else:
+            self.kv = DynamicCache(config=base_config)
+            self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+        self.filled = 0  # slots written per row, padding included
+
+    @property
+    def static(self) -> bool:
+        return bool(self.capacity)
 
     @property
     def batch_size(self) -> int:
@@ -24,8 +41,8 @@ class SlotCache:
 
     @property
     def num_slots(self) -> int:
-        """Slots allocated per row, padding included."""
-        return self.valid.shape[1]
+        """Slots written per row, padding included."""
+        return self.filled
 
     def kv_slots(self) -> list[int]:
         """Real (non-padding) entries each row holds."""
@@ -42,7 +59,7 @@ class SlotCache:
 
     def bytes_per_slot(self) -> int:
         """Bytes one slot of one row takes across all layers."""
-        slots = self.batch_size * self.num_slots
+        slots = self.batch_size * (self.capacity or self.num_slots)
         return self.kv_bytes() // slots if slots else 0
 
     def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
@@ -52,10 +69,16 @@ class SlotCache:
         attends only to itself, so it stays finite and is never read).
         """
         q = new_valid.shape[1]
-        self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
-        total = self.num_slots
+        if self.static:
+            if self.filled + q > self.capacity:
+                raise HamburgerError(f"the static KV cache holds {self.capacity} slots; {self.filled + q} needed")
+            self.valid[:, self.filled:self.filled + q] = new_valid.to(self.valid.device)
+        else:
+            self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
+        self.filled += q
+        total = self.filled
         query_slot = torch.arange(total - q, total, device=self.valid.device)
-        key_slot = torch.arange(total, device=self.valid.device)
+        key_slot = torch.arange(self.valid.shape[1], device=self.valid.device)
         causal = key_slot[None, :] <= query_slot[:, None]
         mask = causal[None] & self.valid[:, None, :]
         mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
@@ -64,6 +87,8 @@ class SlotCache:
     def merge(self, other: "SlotCache") -> None:
         """Append the rows of `other` (continuous batching). Both caches are left-padded with
         invalid slots to the same slot count, so every row keeps its own entries and positions."""
+        if self.static or other.static:
+            raise HamburgerError("rows cannot join a batch with a static KV cache (use the dynamic cache)")
         width = max(self.num_slots, other.num_slots)
         for cache in (self, other):
             pad = width - cache.num_slots
@@ -73,6 +98,7 @@ class SlotCache:
                         t = getattr(layer, name)
                         setattr(layer, name, torch.cat([t.new_zeros(*t.shape[:2], pad, t.shape[3]), t], 2))
                 cache.valid = torch.cat([cache.valid.new_zeros(cache.batch_size, pad), cache.valid], 1)
+                cache.filled = width
         for mine, theirs in zip(self.kv.layers, other.kv.layers, strict=True):
             mine.keys = torch.cat([mine.keys, theirs.keys])
             mine.values = torch.cat([mine.values, theirs.values])
@@ -80,5 +106,11 @@ class SlotCache:
 
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` (finished rows stop costing memory and compute)."""
-        self.kv.batch_select_indices(rows)
+        if self.static:
+            for layer in self.kv.layers:
+                if getattr(layer, "is_initialized", False):
+                    layer.keys, layer.values = layer.keys[rows], layer.values[rows]
+                    layer.batch_size = layer.keys.shape[0]
+        else:
+            self.kv.batch_select_indices(rows)
         self.valid = self.valid[rows]

@@ -112,7 +112,8 @@ class Generation:
     """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
-                 configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False):
+                 configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False,
+                 static_cache: bool = False):
         if not prompts:
             raise HamburgerError("no prompts given")
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
@@ -125,6 +126,9 @@ class Generation:
         self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
         self.results: list[GenerationResult] = []
         self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
+        # Preallocate the base's KV cache for the longest possible answer (fixed shapes for compiled decoding);
+        # rows cannot join a running batch then.
+        self.static_cache = static_cache
         self.logits: list[list[torch.Tensor]] = []
         for p, c in zip(prompts, cfgs):
             self.add(p, c)
@@ -237,7 +241,10 @@ class Generation:
             ids[b, width - lengths[b]:] = torch.tensor(r.prompt_ids)
             valid[b, width - lengths[b]:] = True
         positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
-        cache = SlotCache(model.base.config, len(rows), model.device)
+        capacity = None
+        if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots
+            capacity = min(model.context_length, width + max(r.cfg.max_new_tokens for r in rows))
+        cache = SlotCache(model.base.config, len(rows), model.device, capacity)
         mask = cache.extend(valid.to(model.device))
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)

@@ -7,7 +7,7 @@ import platform
 import subprocess
 
 
-def machine_info(threads: int, dtype: str) -> dict:
+def machine_info(threads: int, dtype: str, device: str = "cpu") -> dict:
     import torch
     import transformers
 
@@ -27,4 +27,6 @@ def machine_info(threads: int, dtype: str) -> dict:
         "torch": torch.__version__, "transformers": transformers.__version__, "dtype": dtype, "threads": threads,
         "env": {k: os.environ.get(k) for k in ("MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         "load_average": os.getloadavg(), "git_commit": commit,
+        **({"device": device, "gpu": torch.cuda.get_device_name(), "cuda": torch.version.cuda}
+           if device == "cuda" else {}),
     }

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from transformers import StaticCache
 
 from .config import HamburgerConfig
 from .lora import adapters_gated
@@ -64,6 +65,7 @@ class HamburgerModel(nn.Module):
         self.stop_head = StopHead(self.config).to(self.dtype)
         self._taps: list[torch.Tensor] | None = None
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
+        self._compiled_stack = None  # set by `compile_decoding`
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
             stack.layers[i].register_forward_hook(self._record_tap)
@@ -132,16 +134,28 @@ class HamburgerModel(nn.Module):
             if merged_slots is None:
                 merged_slots = torch.zeros(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
             gated = adapters_gated(self.base, merged_slots)
+        stack = base_decoder_stack(self.base)
+        if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
+            stack = self._compiled_stack
         try:
             with gated:
-                out = base_decoder_stack(self.base)(inputs_embeds=inputs_embeds, position_ids=position_ids,
-                                                    attention_mask=attention_mask, past_key_values=cache,
-                                                    use_cache=cache is not None)
+                out = stack(inputs_embeds=inputs_embeds, position_ids=position_ids, attention_mask=attention_mask,
+                            past_key_values=cache, use_cache=cache is not None)
             taps = self._taps
         finally:
             self._taps = None
         final = out.last_hidden_state
-        return final, torch.stack(taps + [final], dim=2)
+        features = torch.stack(taps + [final], dim=2)
+        if stack is self._compiled_stack:  # CUDA-graph outputs are overwritten by the next replay: own them
+            final, features = final.clone(), features.clone()
+        return final, features
+
+    def compile_decoding(self, mode: str | None = "reduce-overhead", backend: str = "inductor") -> None:
+        """Compile the base's decoder stack for macro steps: one input per row on a static slot cache
+        (`Generation(static_cache=True)`), so every step has the same shapes; "reduce-overhead" adds CUDA
+        graphs on a GPU. The prefill (variable length) and the micro-step decoder stay eager."""
+        stack = base_decoder_stack(self.base)
+        self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
 
     def micro_hidden(self, features: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
         """Teacher-forced MSD: features [N, m, d], tokens t_1..t_j [N, j] -> hiddens for t_2..t_{j+1} [N, j, d]."""

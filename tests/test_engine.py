@@ -138,3 +138,37 @@ def test_batch_equals_single_runs(char_tokenizer):
         single = generate(model, char_tokenizer, prompt, cfg)
         assert res.token_ids == single.token_ids and res.groups == single.groups
         assert res.kv_slots == single.kv_slots
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_static_cache_decodes_like_the_dynamic_one(family, char_tokenizer):
+    """The preallocated (static) slot cache gives the same tokens and groups as the growing one, in a batch
+    whose rows finish at different times, and holds its full capacity in memory."""
+    model = tiny_hamburger(family, seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
+    cfgs = [GenerationConfig(max_new_tokens=n, confidence=0.5) for n in (20, 7, 13)]
+    dynamic_run = Generation(model, char_tokenizer, PROMPTS, cfgs)
+    static_run = Generation(model, char_tokenizer, PROMPTS, cfgs, static_cache=True)
+    dynamic, static = dynamic_run.run(), static_run.run()
+    assert max(g for r in dynamic for g in r.groups) > 1
+    assert static_run.peak_kv_bytes > dynamic_run.peak_kv_bytes  # allocated for the longest possible answer
+    for d, s in zip(dynamic, static):
+        assert (s.token_ids, s.groups, s.kv_slots) == (d.token_ids, d.groups, d.kv_slots)
+    one = generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=20, confidence=1.0))
+    assert Generation(model, char_tokenizer, [PROMPTS[0]], GenerationConfig(max_new_tokens=20, confidence=1.0),
+                      static_cache=True).run()[0].token_ids == one.token_ids == hf_greedy(model.base, PROMPTS[0], 20)
+
+
+def test_compiled_macro_steps_decode_like_eager(char_tokenizer):
+    """`compile_decoding` traces the macro step (taps included) on a static cache; same tokens and groups.
+    The eager backend checks the traced graph here; inductor and CUDA graphs are for a GPU."""
+    model = tiny_hamburger("llama", seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)
+    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    eager = generate(model, char_tokenizer, PROMPTS[1], cfg)
+    model.compile_decoding(mode=None, backend="eager")
+    compiled = Generation(model, char_tokenizer, [PROMPTS[1]], cfg, static_cache=True).run()[0]
+    assert max(eager.groups) > 1
+    assert (compiled.token_ids, compiled.groups) == (eager.token_ids, eager.groups)
