@@ -1,0 +1,12 @@
+# bench.sh [MODEL]: the GPU mode of `hamburger bench` on a lent GPU, eager and then compiled, side by side with
+# HF generate (same prompts, fp32). Needs the machine set up by setup1.sh + start2.sh and the model's weights in
+# the working tree (the default model: re-track hamburger/default_model/grafted.safetensors for this call).
+# Results (results.json/.md, plots) land in $OUT/bench-eager and $OUT/bench-compiled.
+. .gpu/env.sh
+MODEL=${1:+--model $1}
+for mode in eager compiled; do
+    extra=""; [ $mode = compiled ] && extra="--compile"
+    $HB bench $MODEL --device cuda $extra --categories chat,code,math --n-prompts 5 --repeats 3 \
+        --max-new-tokens 128 --methods hamburger,own_loop,hf_generate,prompt_lookup --confidences 0.6,0.9 \
+        --lengths '' --batch-sizes 1,4,16 --out $OUT/bench-$mode 2>&1 | tail -25
+done
