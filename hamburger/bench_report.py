@@ -65,8 +65,13 @@ def plots(result: dict, out: Path) -> list[Path]:
     written = []
     overall = [s for s in result["summary"] if s["category"] == "all"]
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.barh([s["method"] for s in overall], [s["decode_tok_s"] for s in overall], color="#c77d2e")
-    ax.set_xlabel("decode tok/s (all categories)")
+    values = [s["decode_tok_s"] for s in overall]
+    spread = None
+    if all(s.get("tok_s_min") is not None for s in overall):  # the repetitions' range as an error bar
+        spread = [[max(0.0, v - s["tok_s_min"]) for v, s in zip(values, overall)],
+                  [max(0.0, s["tok_s_max"] - v) for v, s in zip(values, overall)]]
+    ax.barh([s["method"] for s in overall], values, xerr=spread, color="#c77d2e", ecolor="#444")
+    ax.set_xlabel("decode tok/s (all categories; bars: range over repetitions)")
     fig.tight_layout()
     fig.savefig(out / "tok_s.png", dpi=120)
     written.append(out / "tok_s.png")

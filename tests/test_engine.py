@@ -27,13 +27,13 @@ def test_confidence_one_equals_base_greedy(family, char_tokenizer):
         assert res.tau == 1.0
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_incremental_logits_equal_training_forward(family, char_tokenizer):
-    model = tiny_hamburger(family, seed=3)
+def assert_engine_matches_training_forward(model, tokenizer):
+    """Decode each prompt with merges; the teacher-forced training forward on the result gives the same
+    logits token by token (the engine and training compute one function)."""
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
     for prompt in PROMPTS:
-        run = Generation(model, char_tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
+        run = Generation(model, tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
                          trace_logits=True)
         res = run.run()[0]
         assert max(res.groups) > 1, "the test needs merged groups"
@@ -41,6 +41,11 @@ def test_incremental_logits_equal_training_forward(family, char_tokenizer):
             out = model.training_forward(TrainBatch([prompt], [res.token_ids], [res.groups]))
         torch.testing.assert_close(out.token_logits, torch.stack(run.logits[0]), rtol=1e-4, atol=1e-4)
         assert out.targets.tolist() == res.token_ids
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_incremental_logits_equal_training_forward(family, char_tokenizer):
+    assert_engine_matches_training_forward(tiny_hamburger(family, seed=3), char_tokenizer)
 
 
 def test_kv_slots_and_bytes_follow_groups(char_tokenizer):

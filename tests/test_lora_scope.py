@@ -8,11 +8,10 @@ from hamburger.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.generate import Generation, generate
 from hamburger.lora import adapters_gated, add_lora, lora_modules
-from hamburger.model import TrainBatch
 from hamburger.sampling import GenerationConfig
 from hamburger.train_config import TrainConfig
 from tests.conftest import tiny_base, tiny_hamburger
-from tests.test_engine import PROMPTS, hf_greedy
+from tests.test_engine import PROMPTS, assert_engine_matches_training_forward, hf_greedy
 
 
 def adapted(model, seed=0, std=0.5):
@@ -64,16 +63,7 @@ def test_merged_scope_at_confidence_one_is_the_base(family, char_tokenizer):
 def test_merged_scope_engine_matches_training_forward(family, char_tokenizer):
     """The engine adapts exactly the slots the training forward adapts: same logits token by token."""
     model = adapted(tiny_hamburger(family, seed=3, lora_scope="merged"), std=0.2)
-    with torch.no_grad():
-        model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
-    for prompt in PROMPTS:
-        run = Generation(model, char_tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
-                         trace_logits=True)
-        res = run.run()[0]
-        assert max(res.groups) > 1, "the test needs merged groups"
-        with torch.no_grad():
-            out = model.training_forward(TrainBatch([prompt], [res.token_ids], [res.groups]))
-        torch.testing.assert_close(out.token_logits, torch.stack(run.logits[0]), rtol=1e-4, atol=1e-4)
+    assert_engine_matches_training_forward(model, char_tokenizer)
     # A batch in which one row merges and the other does not: the unmerged row is the base's own.
     prompts = [PROMPTS[0], PROMPTS[1]]
     plain = [hf_greedy(tiny_base(family, seed=3), p, 12) for p in prompts]
