@@ -1,7 +1,8 @@
 """Cost of one HAMburger macro step emitting k = 1..max tokens vs one plain base decode step.
 
 A macro step = merge the previous group (embedder) + one base forward on one new KV slot + the micro
-loop (LM head and stop head per token, the micro-step decoder per extra token). The grafted modules'
+loop (LM head and stop head per token, the micro-step decoder per extra token). The pieces of the micro
+loop are also timed one by one (`micro_step_components_ms`), which says what one more token costs. The grafted modules'
 weights do not change the cost, so an untrained graft on the real base is timed, with the stop head
 forced to continue so that every group has exactly k tokens.
 
@@ -96,6 +97,51 @@ def plain_step_times(base, ids, context: int, reps: int) -> list[float]:
     return times
 
 
+def component_times(model, reps: int = 60) -> dict[str, float]:
+    """Median ms of each piece of the micro loop for one row: what one more token in a group costs."""
+    from transformers import DynamicCache
+
+    from hamburger.sampling import choose_tokens
+
+    d, m, device = model.config.hidden_size, model.config.num_features, model.device
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(1, d, generator=g).to(device=device, dtype=model.dtype)
+    features = torch.randn(1, m, d, generator=g).to(device=device, dtype=model.dtype)
+    group = torch.randint(3, 1000, (1, model.config.max_steps), generator=g).to(device)
+    cfg = GenerationConfig()
+
+    def timed(fn) -> float:
+        times = []
+        for _ in range(reps):
+            sync(device)
+            start = time.perf_counter()
+            fn()
+            sync(device)
+            times.append(time.perf_counter() - start)
+        return 1000 * statistics.median(times)
+
+    with torch.inference_mode():
+        logits = model.decode_logits(hidden).float()
+        token = logits.argmax(-1)
+        emb = model.embed(token)
+        cache = DynamicCache()
+        model.decoder(torch.cat([features, emb[:, None]], 1), cache, 0)
+
+        def msd_step():
+            model.decoder(emb[:, None], cache, m + 1)
+            cache.crop(-1)
+
+        return {
+            "lm_head": timed(lambda: model.decode_logits(hidden)),
+            "choose_token_and_prob": timed(lambda: (choose_tokens(logits, [cfg], [None]),
+                                                    logits.softmax(-1).gather(1, token[:, None]).tolist())),
+            "stop_head": timed(lambda: model.stop_head(hidden, emb).float().tolist()),
+            "msd_step": timed(msd_step),
+            "embedder_group": timed(lambda: model.embedder(model.embed(group), torch.tensor([group.shape[1]],
+                                                                                          device=device))),
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
@@ -138,6 +184,8 @@ def main() -> None:
         results["macro_step_ms"][k] = {"median": med, "p10": 1000 * sorted(gaps)[len(gaps) // 10],
                                        "p90": 1000 * sorted(gaps)[9 * len(gaps) // 10], "n": len(gaps),
                                        "ms_per_token": med / k}
+    model.config.max_steps = 4
+    results["micro_step_components_ms"] = component_times(model)
     machine = machine_info(args.threads, args.dtype)
     if torch.device(args.device).type == "cuda":
         machine["gpu"] = torch.cuda.get_device_name()
