@@ -131,7 +131,7 @@ def component_times(model, reps: int = 60) -> dict[str, float]:
             model.decoder(emb[:, None], cache, m + 1)
             cache.crop(-1)
 
-        return {
+        times = {
             "lm_head": timed(lambda: model.decode_logits(hidden)),
             "choose_token_and_prob": timed(lambda: (choose_tokens(logits, [cfg], [None]),
                                                     logits.softmax(-1).gather(1, token[:, None]).tolist())),
@@ -140,6 +140,14 @@ def component_times(model, reps: int = 60) -> dict[str, float]:
             "embedder_group": timed(lambda: model.embedder(model.embed(group), torch.tensor([group.shape[1]],
                                                                                           device=device))),
         }
+        if device.type == "cpu":  # what an int8 copy of the LM head would cost (not used by the engine yet)
+            head = model.base.get_output_embeddings()
+            linear = torch.nn.Linear(head.in_features, head.out_features, bias=False)
+            linear.weight.data = head.weight.detach().float().clone()
+            int8 = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear},
+                                                          dtype=torch.qint8)
+            times["lm_head_int8_dynamic"] = timed(lambda: int8(hidden.float()))
+        return times
 
 
 def main() -> None:
