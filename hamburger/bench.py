@@ -80,7 +80,8 @@ def measure(methods, prompts, ids, settings: BenchSettings, progress, log: Bench
 
     Repetitions go round the methods (A B C A B C ...), so a passing disturbance hits them alike.
     Prompts already in ``log`` are skipped; each newly measured prompt is written to it at once."""
-    todo = [i for i in range(len(prompts)) if log is None or i not in log.prompts]
+    measured = dict(log.prompts) if log is not None else {}
+    todo = [i for i in range(len(prompts)) if i not in measured]
     progress.update((len(prompts) - len(todo)) * len(methods))
     if todo:
         for m in methods:  # warm-up
@@ -91,14 +92,10 @@ def measure(methods, prompts, ids, settings: BenchSettings, progress, log: Bench
             for m in methods:
                 runs[m.name].append(m.run(ids[i], settings.max_new_tokens))
         progress.update(len(methods))
-        rows = _prompt_rows(prompts[i], runs)
+        measured[i] = _prompt_rows(prompts[i], runs)
         if log is not None:
-            log.add_prompt(i, rows)
-        else:
-            prompts[i]["_rows"] = rows
-    if log is not None:
-        return [row for i in sorted(log.prompts) for row in log.prompts[i]]
-    return [row for p in prompts for row in p.pop("_rows")]
+            log.add_prompt(i, measured[i])
+    return [row for i in sorted(measured) for row in measured[i]]
 
 
 def _prompt_rows(prompt: dict, runs: dict[str, list[Measurement]]) -> list[dict]:
@@ -262,8 +259,7 @@ def cmd_bench(args) -> int:
                    "base": Path(info.spec).name, "fingerprint": info.fingerprint}
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
-    log = BenchLog(Path(args.out), header, restart=args.restart,
-                   implied={"settings.device": "cpu", "settings.compile": None})  # logs older than these options
+    log = BenchLog(Path(args.out), header, restart=args.restart)
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
     log.start_session(machine_info(settings.threads, settings.dtype, settings.device))

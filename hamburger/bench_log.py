@@ -35,10 +35,7 @@ def _flat(header: dict) -> dict:
 
 
 class BenchLog:
-    def __init__(self, out: Path, header: dict, restart: bool = False, implied: dict | None = None):
-        """``implied``: flat header keys added after logs were first written, with the value those older
-        logs ran with (so they still resume)."""
-        self.implied = implied or {}
+    def __init__(self, out: Path, header: dict, restart: bool = False):
         self.path = Path(out) / LOG_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.prompts: dict[int, list[dict]] = {}
@@ -56,7 +53,6 @@ class BenchLog:
         if not lines or "header" not in lines[0]:
             raise HamburgerError(f"{self.path} is not a benchmark log; delete it or pass --restart")
         old, new = _flat(lines[0]["header"]), _flat(json.loads(json.dumps(header)))
-        old = {**{k: v for k, v in self.implied.items() if k not in old}, **old}
         if old != new:
             diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise HamburgerError(f"{self.path} holds a run with other settings ({', '.join(diff)} differ); "

@@ -39,8 +39,8 @@ def set_threads(n: int | None) -> None:
 
 def load_model(spec: str | None, dtype: str, base: str | None = None, reference: bool = False):
     """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info), ready for
-    inference (LoRA adapters folded into the base weights, unless they act at merged slots only). With ``reference`` a 4th item: the unchanged
-    base to compare against (see `checkpoint.load_reference`)."""
+    inference (LoRA adapters folded into the base weights, unless they act at merged slots only). With
+    ``reference`` a 4th item: the unchanged base to compare against (see `checkpoint.load_reference`)."""
     from .checkpoint import is_checkpoint, load_checkpoint, load_reference
 
     path = spec or default_model()

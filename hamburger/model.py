@@ -192,7 +192,6 @@ class HamburgerModel(nn.Module):
         prompt_r, prompt_c, prompt_tok, merge_r, merge_c, merge_g = [], [], [], [], [], []
         positions = torch.zeros(rows, slots, dtype=torch.long, device=device)
         valid = torch.zeros(rows, slots, dtype=torch.bool, device=device)
-        merged_slots = torch.zeros(rows, slots, dtype=torch.bool, device=device)
         feat_r, feat_c = [], []
         gi = 0
         for b, ((length, starts), p, g) in enumerate(zip(spans, batch.prompt_ids, batch.groups)):
@@ -205,7 +204,6 @@ class HamburgerModel(nn.Module):
                 merge_c.append(length + j)
                 merge_g.append(gi + j)
                 positions[b, length + j] = length + starts[j] + g[j] - 1  # the group's last token
-                merged_slots[b, length + j] = g[j] > 1
             valid[b, :length + len(starts) - 1] = True
             feat_r += [b] * len(starts)
             feat_c += list(range(length - 1, length - 1 + len(starts)))  # the slot before each group
@@ -213,9 +211,12 @@ class HamburgerModel(nn.Module):
         embeds = torch.zeros(rows, slots, cfg.hidden_size, dtype=self.dtype, device=device)
         embeds = embeds.index_put((torch.tensor(prompt_r, device=device), torch.tensor(prompt_c, device=device)),
                                   self.embed(torch.tensor(prompt_tok, device=device)))
+        merged_slots = torch.zeros(rows, slots, dtype=torch.bool, device=device)  # inputs of 2+ tokens
         if merge_r:
-            embeds = embeds.index_put((torch.tensor(merge_r, device=device), torch.tensor(merge_c, device=device)),
-                                      merged[torch.tensor(merge_g, device=device)])
+            where = (torch.tensor(merge_r, device=device), torch.tensor(merge_c, device=device))
+            merge_g = torch.tensor(merge_g, device=device)
+            embeds = embeds.index_put(where, merged[merge_g])
+            merged_slots = merged_slots.index_put(where, group_sizes[merge_g] > 1)
         mask = causal_slot_mask(valid)
         final, features = self.base_forward(embeds, positions, mask, merged_slots=merged_slots)
         feat_r, feat_c = torch.tensor(feat_r, device=device), torch.tensor(feat_c, device=device)
