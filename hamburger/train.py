@@ -59,7 +59,8 @@ class Trainer:
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.to(self.dist.device)
         self._set_trainable()
-        self.objective = Objective(self.model, cfg.stage, self._teacher_base())
+        self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
+                                   cfg.msd_stride)
         layers = list(base_decoder_stack(self.model.base).layers) + list(self.model.decoder.layers)
         self.net = wrap(self.objective, layers, self.dist, cfg.parallel)
         self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)

@@ -18,6 +18,7 @@ import yaml
 from .errors import HamburgerError
 from .config import LORA_SCOPES, STOP_TARGETS
 from .lora import DEFAULT_TARGETS
+from .train_parts import MSD_CHAINS
 
 BASE_MODES = ("frozen", "lora", "full")
 STAGES = ("full", "msd")
@@ -42,6 +43,9 @@ class TrainConfig:
     lora_scope: str = "all"  # where the adapters apply: "all" positions, or "merged" slots only (the base stays
     #                          exactly itself where nothing merges; see config.LORA_SCOPES)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
+    msd_chains: str = "groups"  # stage msd: teacher-force the data's "groups", or "all": a group of max_steps
+    #                             tokens from every response token (needs stop_target accepted)
+    msd_stride: int = 1  # msd_chains all: start a group at every msd_stride-th response token only (cheaper steps)
     # --- data
     data: str = ""  # training dataset (segment jsonl: prompt_ids, response_ids, groups)
     eval_data: str | None = None  # held-out dataset in the same format
@@ -92,7 +96,7 @@ class TrainConfig:
         need(self.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, got {self.device!r}")
         need(self.parallel in ("ddp", "fsdp"), f"parallel must be 'ddp' or 'fsdp', got {self.parallel!r}")
         need(self.decoder_init in ("copy_last", "random"), "decoder_init must be 'copy_last' or 'random'")
-        for name in ("max_steps", "decoder_layers", "lora_r", "grad_accum", "bucket_size"):
+        for name in ("max_steps", "decoder_layers", "lora_r", "grad_accum", "bucket_size", "msd_stride"):
             need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("num_taps", "max_tokens", "warmup_steps", "max_train_steps", "threads", "log_every",
                      "eval_every", "save_every", "eval_max_rows", "batch_size"):
@@ -106,7 +110,10 @@ class TrainConfig:
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
-        need(self.stage != "msd" or self.kl_weight == 0, "stage msd has no KL term (set kl_weight: 0)")
+        need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
+        need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")
+        need(self.msd_chains == "groups" or self.stop_target == "accepted",
+             "msd_chains 'all' has no group ends to learn: use stop_target accepted")
         return self
 
     def to_dict(self) -> dict:

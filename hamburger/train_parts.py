@@ -5,7 +5,8 @@
   processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
 * `Objective`: what the wrapped network computes: KL-teacher logits (if any), then the stage's forward.
 * `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
-  the ordinary (unmerged) base forward, which runs without gradients.
+  the ordinary (unmerged) base forward, which runs without gradients, on the data's groups or on a
+  group starting at every response token (`chain_starts`), with the base's soft targets (KL) if asked.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from .lora import adapters_disabled
-from .model import HamburgerModel, TrainBatch, TrainOutput
+from .model import HamburgerModel, TrainBatch, TrainOutput, kl_to_teacher
 
 
 def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
@@ -69,46 +70,76 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     return out
 
 
-def msd_forward(model: HamburgerModel, batch: TrainBatch) -> TrainOutput:
+MSD_CHAINS = ("groups", "all")  # where stage msd starts its teacher-forced groups (see `chain_starts`)
+
+
+def chain_starts(batch: TrainBatch, max_steps: int, chains: str, stride: int = 1
+                 ) -> tuple[list[int], list[int], list[list[int]], list[int]]:
+    """The groups stage msd teacher-forces: (row, column of the feature position, padded tokens, size) each.
+
+    ``groups``: the data's own groups. ``all``: a group of up to max_steps tokens starts at every
+    ``stride``-th response token (from an offset that varies between rows), so the micro positions learn
+    from (nearly) every context of the row: the MSD is trained like a multi-token-prediction head, for
+    the cost of one more LM-head row per micro position.
+    """
+    rows, cols, tokens, sizes = [], [], [], []
+    for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
+        starts = [sum(g[:i]) for i in range(len(g))] if chains == "groups" else range(sum(r) % stride, len(r), stride)
+        ends = [s + n for s, n in zip(starts, g)] if chains == "groups" else [min(len(r), s + max_steps)
+                                                                               for s in starts]
+        for start, end in zip(starts, ends):
+            rows.append(b)
+            cols.append(len(p) - 1 + start)
+            tokens.append(r[start:end] + [0] * (max_steps - (end - start)))
+            sizes.append(end - start)
+    return rows, cols, tokens, sizes
+
+
+def msd_forward(model: HamburgerModel, batch: TrainBatch, chains: str = "groups", stride: int = 1) -> TrainOutput:
     """Stage "msd": only the micro-step decoder and stop head learn, on unmerged base features.
 
     The base runs once over [prompt, response] without gradients (no merging, so the embedder is
     unused); the features for a group are those at the token before it, which is what the merged
-    model sees when every earlier group is a single token. Returns a `TrainOutput` in the same
-    token order as `HamburgerModel.training_forward`.
+    model sees when every earlier group is a single token. ``chains`` picks the groups
+    (`chain_starts`). With ``kl_weight`` > 0 the micro tokens also learn the base's own distribution
+    at their position (soft targets, read from the same no-grad forward). Returns a `TrainOutput` in
+    the same token order as `HamburgerModel.training_forward`.
     """
     k = model.config.max_steps
     device = model.device
     ids, positions, mask = model.unmerged_inputs(batch)
     with torch.no_grad():
         final, features = model.base_forward(model.embed(ids), positions, mask)
-    rows, cols, tokens, sizes = [], [], [], []
-    for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
-        start = 0
-        for n in g:
-            rows.append(b)
-            cols.append(len(p) - 1 + start)
-            tokens.append(r[start:start + n] + [0] * (k - n))
-            sizes.append(n)
-            start += n
-    rows_t, cols_t = torch.tensor(rows, device=device), torch.tensor(cols, device=device)
-    tokens_t, sizes_t = torch.tensor(tokens, device=device), torch.tensor(sizes, device=device)
-    return model.group_outputs(final[rows_t, cols_t], features[rows_t, cols_t], tokens_t, sizes_t)
+    rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chain_starts(batch, k, chains, stride))
+    out = model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes)
+    if model.config.kl_weight > 0:
+        j = torch.arange(k, device=device)[None, :]
+        in_group = j < sizes[:, None]
+        micro = out.micro_index > 0
+        # The base's prediction of a micro token is at the position right before it: (row, col + j).
+        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group][micro]
+        unique, inverse = torch.unique(where, return_inverse=True)
+        with torch.no_grad():
+            teacher = model.lm_head(final.flatten(0, 1)[unique]).float()[inverse]
+        out.kl = kl_to_teacher(out.token_logits[micro], teacher) if micro.any() else out.loss.new_zeros(())
+        out.loss = out.loss + model.config.kl_weight * out.kl
+    return out
 
 
 class Objective(nn.Module):
     """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's logits when the KL
     term is on (no gradient), then the training forward of the configured stage."""
 
-    def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None):
+    def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None,
+                 msd_chains: str = "groups", msd_stride: int = 1):
         super().__init__()
-        self.model, self.stage = model, stage
+        self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
     def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
         """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
         model = self.model
-        if model.config.kl_weight <= 0:
+        if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
             return None
         if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
             with adapters_disabled(model.base):
@@ -122,5 +153,5 @@ class Objective(nn.Module):
 
     def forward(self, batch: TrainBatch) -> TrainOutput:
         if self.stage == "msd":
-            return msd_forward(self.model, batch)
+            return msd_forward(self.model, batch, self.msd_chains, self.msd_stride)
         return self.model(batch, self.teacher(batch))

@@ -22,7 +22,7 @@ from hamburger.segment import vocab_hash
 from hamburger.train import Trainer
 from hamburger.train_config import TrainConfig, build_config
 from hamburger.train_data import epoch_batches, make_plan, shard
-from hamburger.train_parts import lr_at
+from hamburger.train_parts import chain_starts, lr_at
 from tests.conftest import tiny_base, tiny_hamburger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def env(tmp_path_factory, char_tokenizer):
     peaked = root / "peaked"  # larger logits: a base whose distributions are far from uniform (for the KL test)
     model = tiny_base("llama", seed=0)
     with torch.no_grad():
-        model.get_input_embeddings().weight.mul_(10.0)
+        model.get_input_embeddings().weight.mul_(2.0)
     model.save_pretrained(peaked)
     char_tokenizer.save_pretrained(peaked)
     return {"root": root, "base": str(base), "peaked": str(peaked),
@@ -154,6 +154,53 @@ def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
     _, without_kl = final_kl(0.0)
     assert start > 0.5  # (measured: 2.4 -> 1.2 with the KL term, 3.2 without)
     assert with_kl < 0.7 * start and with_kl < 0.6 * without_kl, (start, with_kl, without_kl)
+
+
+def test_msd_chains_start_at_every_response_token():
+    from hamburger.model import TrainBatch
+    batch = TrainBatch([[1, 2, 3], [4, 5]], [[10, 11, 12, 13, 14], [20, 21]], [[2, 3], [1, 1]])
+    rows, cols, tokens, sizes = chain_starts(batch, 3, "groups")
+    assert (rows, cols, sizes) == ([0, 0, 1, 1], [2, 4, 1, 2], [2, 3, 1, 1])
+    assert tokens == [[10, 11, 0], [12, 13, 14], [20, 0, 0], [21, 0, 0]]
+    rows, cols, tokens, sizes = chain_starts(batch, 3, "all")
+    assert rows == [0] * 5 + [1] * 2 and cols == [2, 3, 4, 5, 6, 1, 2] and sizes == [3, 3, 3, 2, 1, 2, 1]
+    assert tokens[1] == [11, 12, 13] and tokens[3] == [13, 14, 0] and tokens[5] == [20, 21, 0]
+    rows, cols, tokens, sizes = chain_starts(batch, 3, "all", stride=2)  # offsets: 60 % 2 = 0, 41 % 2 = 1
+    assert rows == [0, 0, 0, 1] and cols == [2, 4, 6, 2] and tokens[1] == [12, 13, 14] and tokens[3] == [21, 0, 0]
+
+
+def test_msd_soft_targets_are_the_base_distribution_of_each_micro_token(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path / "msd", base=env["peaked"], stage="msd", base_mode="frozen",
+                             msd_chains="all", stop_target="accepted", kl_weight=1.0, decoder_init="random",
+                             eval_data=env["data"], max_train_steps=40))
+    from hamburger.train_data import to_batch
+    batch = to_batch(trainer.rows[:5])
+    with torch.no_grad():  # a sharper shared LM head: distributions far from uniform, a KL clearly > 0
+        trainer.model.base.get_output_embeddings().weight.mul_(2.0)
+        out = trainer.net(batch)
+        teacher = trainer.model.teacher_logits(batch)  # the unmerged base's logits for every response token
+    # Direct computation: a chain from response token s holds tokens s..s+k-1, whose teacher rows are s..s+k-1.
+    index, offset = [], 0
+    for r in batch.response_ids:
+        for s in range(len(r)):
+            index += [offset + s + j for j in range(min(4, len(r) - s))]
+        offset += len(r)
+    assert out.targets.tolist() == [sum(batch.response_ids, [])[i] for i in index]
+    micro = out.micro_index > 0
+    assert torch.allclose(out.token_logits[~micro], teacher[torch.tensor(index)][~micro], atol=1e-4)
+    expected = torch.nn.functional.kl_div(out.token_logits[micro].log_softmax(-1),
+                                          teacher[torch.tensor(index)][micro].log_softmax(-1), log_target=True,
+                                          reduction="batchmean")
+    assert out.kl.item() > 0.01 and torch.allclose(out.kl, expected, rtol=1e-4)
+    assert torch.allclose(out.loss, out.token_loss + 0.5 * out.stop_loss + out.kl, rtol=1e-5)
+    before = trainer.evaluate()
+    assert trainer.train() == 0
+    after = trainer.evaluate()
+    assert after["token_acc_micro"][1] > before["token_acc_micro"][1] and after["stop_acc"] > before["stop_acc"]
+    with pytest.raises(HamburgerError, match="stop_target accepted"):
+        config(env, tmp_path / "x", stage="msd", base_mode="frozen", msd_chains="all")
+    with pytest.raises(HamburgerError, match="needs stage msd"):
+        config(env, tmp_path / "x", msd_chains="all", stop_target="accepted")
 
 
 def test_config_and_data_errors(env, tmp_path, char_tokenizer, capsys):
