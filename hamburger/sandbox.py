@@ -3,9 +3,9 @@
 Every program runs in a fresh bubblewrap sandbox (``bwrap``, Debian package ``bubblewrap``):
   * new user, PID, network, IPC and UTS namespaces: no network at all (not even the host's loopback
     or abstract sockets); it sees only its own processes and cannot make further user namespaces;
-  * a new root that holds only /usr (with the /bin and /lib links), the loader cache and the Python
-    interpreter's prefix, all read-only, plus a private, size-capped /tmp as its working folder
-    that vanishes with it: no write access anywhere else, no host sockets (/run is absent);
+  * a new, read-only root that holds only /usr (with the /bin and /lib links), the loader cache, the
+    Python interpreter's prefix and a minimal /dev, plus a private, size-capped /tmp as its working
+    folder that vanishes with it: no write access anywhere else, no host sockets (/run is absent);
   * not as root: when hamburger runs as root it first becomes the unprivileged user ``nobody``
     (util-linux ``setpriv``); any other user stays itself (never root);
   * kernel limits on address space, CPU seconds, file size, open files and processes (util-linux
@@ -13,8 +13,8 @@ Every program runs in a fresh bubblewrap sandbox (``bwrap``, Debian package ``bu
     is killed; the PID namespace and ``--die-with-parent`` take every child with it, even one that
     left the session, and no child outlives the program (the namespace ends when it exits).
 No isolation, no execution: ``require()`` (called by ``run_python``) raises HamburgerError with one
-line when bwrap, setpriv or prlimit is missing or cannot build the sandbox here. There is no weaker
-fallback.
+line when bwrap (0.8 or newer), setpriv or prlimit is missing or cannot build the sandbox here. There
+is no weaker fallback.
 
 Environment: ``HAMBURGER_BWRAP`` names the bwrap binary (default ``bwrap`` on PATH);
 ``HAMBURGER_SANDBOX_PYTHON`` the interpreter run inside (default: this one, or /usr/bin/python3 when
@@ -121,7 +121,8 @@ def command(limits: Limits) -> list[str]:
     if prefix != "/usr" and not prefix.startswith("/usr/"):
         cmd += ["--ro-bind", prefix, prefix]
     cmd += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--proc", "/proc", "--dev", "/dev",
-            "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv",
+            "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/",
+            "--chdir", "/tmp", "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "PYTHONHASHSEED", "0", "--",
             prlimit, f"--as={limits.memory_mb << 20}", f"--cpu={int(limits.timeout) + 1}",
             f"--fsize={limits.file_mb << 20}", f"--nofile={limits.open_files}", f"--nproc={limits.processes}",

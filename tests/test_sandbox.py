@@ -98,6 +98,15 @@ def test_honest_program_passes_and_may_write_its_own_folder():
     assert run_sandboxed(humaneval_program(PROBLEM, "    return a + b\n") + program) == (True, "passed")
 
 
+def test_only_its_private_tmp_is_writable():
+    """Not even the sandbox's own root, /etc or /dev (unbounded memory-backed folders) take writes."""
+    program = ("import os\nfor d in ['/', '/etc', '/dev', '/dev/shm', '/usr', '/proc', '/bin']:\n"
+               "    try:\n        open(os.path.join(d, 'probe'), 'w')\n    except OSError:\n        continue\n"
+               "    raise SystemExit('wrote to ' + d)\n"
+               "open('/tmp/probe', 'w').write('x')\nopen('/dev/null', 'w').write('x')\n")
+    assert run_sandboxed(program) == (True, "passed")
+
+
 def find_process(marker: str) -> int | None:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
