@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import shutil
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,25 +132,45 @@ def command(limits: Limits) -> list[str]:
     return cmd
 
 
+def _feed(pipe, data: bytes) -> None:
+    """Write the program to the sandbox's stdin (a thread: a stuck reader cannot stall the timeout)."""
+    try:
+        pipe.write(data)
+        pipe.close()
+    except BrokenPipeError:
+        pass
+
+
 def _run(cmd: list[str], program: str, timeout: float) -> Result:
-    """Run ``cmd`` in a new session with ``program`` on stdin; kill its process group on timeout."""
+    """Run ``cmd`` in a new session with ``program`` on stdin; kill its process group on timeout.
+
+    The exit is awaited on a pidfd (exact, where Popen.wait(timeout) polls in steps of up to 50 ms).
+    """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
                                 env={"PATH": "/usr/bin:/bin"}, cwd="/", start_new_session=True)
+        writer = threading.Thread(target=_feed, args=(proc.stdin, program.encode()), daemon=True)
+        writer.start()
+        exited: list = []
         try:
-            proc.communicate(program.encode(), timeout=timeout)
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = None
+            pidfd = os.pidfd_open(proc.pid)
+            try:
+                exited = select.select([pidfd], [], [], timeout)[0]
+            finally:
+                os.close(pidfd)
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)  # bwrap's namespace (and every child in it) dies with it
-                proc.wait()
+            if not exited:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # bwrap's namespace (every child in it) dies with it
+                except ProcessLookupError:
+                    pass
+            proc.wait()
+            writer.join()
         size = err.seek(0, os.SEEK_END)
         err.seek(max(0, size - STDERR_TAIL))
         tail = err.read().decode("utf-8", "replace")
-    return Result(code, tail, time.perf_counter() - start)
+    return Result(proc.returncode if exited else None, tail, time.perf_counter() - start)
 
 
 @functools.lru_cache(maxsize=None)

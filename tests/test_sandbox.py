@@ -98,6 +98,10 @@ def test_honest_program_passes_and_may_write_its_own_folder():
     assert run_sandboxed(humaneval_program(PROBLEM, "    return a + b\n") + program) == (True, "passed")
 
 
+def test_a_program_larger_than_a_pipe_buffer_runs():
+    assert run_sandboxed(("#" * 79 + "\n") * 30_000 + "assert 1 + 1 == 2\n") == (True, "passed")
+
+
 def test_only_its_private_tmp_is_writable():
     """Not even the sandbox's own root, /etc or /dev (unbounded memory-backed folders) take writes."""
     program = ("import os\nfor d in ['/', '/etc', '/dev', '/dev/shm', '/usr', '/proc', '/bin']:\n"
