@@ -25,8 +25,8 @@ import torch
 
 from .errors import HamburgerError
 from .generate import Generation, encode_prompt
-from .sandbox import Limits, require
 from .sampling import GenerationConfig
+from .sandbox import Limits, require
 from .scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
 
 TASKS = ("gsm8k", "humaneval", "chat")
