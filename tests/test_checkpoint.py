@@ -176,3 +176,81 @@ def test_export_drop_lora_gives_the_unchanged_base(tmp_path, char_tokenizer):
     b = generate(pristine, char_tokenizer, [1, 40, 41, 42], cfg)
     assert a.token_ids == b.token_ids
     assert main(["export", "--model", str(out), "--out", str(tmp_path / "again"), "--drop-lora"]) == 1
+
+
+def edit_meta(ckpt, change) -> None:
+    meta = json.loads((ckpt / CONFIG_FILE).read_text())
+    change(meta)
+    (ckpt / CONFIG_FILE).write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["base"].pop("fingerprint"), "'base' must be an object"),
+    (lambda m: m.update(base="x"), "'base' must be an object"),
+    (lambda m: m["base"].update(spec=5), "'base' must be an object"),
+    (lambda m: m.update(config="x"), "'config' must be an object"),
+    (lambda m: m.update(lora="x"), "'lora' must be an object"),
+    (lambda m: m.update(base_weights=7), "base_weights"),
+])
+def test_malformed_config_entries_are_one_line_errors(tmp_path, char_tokenizer, change, message):
+    _, ckpt, _ = save_tiny(tmp_path, char_tokenizer)
+    edit_meta(ckpt, change)
+    with pytest.raises(HamburgerError, match=message):
+        load_checkpoint(ckpt)
+
+
+def test_files_a_checkpoint_names_stay_in_its_folder(tmp_path, char_tokenizer):
+    """base_weights and lora.file may not point outside the folder: not absolute, not ../, not via a symlink."""
+    model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    outside_base = tmp_path / "base"  # a perfectly loadable base folder, but not the checkpoint's
+    for name in (str(outside_base), "../base"):
+        edit_meta(ckpt, lambda m: m.update(base_weights=name))
+        with pytest.raises(HamburgerError, match="outside the checkpoint folder"):
+            load_checkpoint(ckpt)
+    edit_meta(ckpt, lambda m: m.update(base_weights=None))
+    (tmp_path / "elsewhere").mkdir()
+    (ckpt / "lora.safetensors").rename(tmp_path / "elsewhere" / "lora.safetensors")
+    for name in (str(tmp_path / "elsewhere" / "lora.safetensors"), "../elsewhere/lora.safetensors"):
+        edit_meta(ckpt, lambda m: m["lora"].update(file=name))
+        with pytest.raises(HamburgerError, match="outside the checkpoint folder"):
+            load_checkpoint(ckpt)
+    (ckpt / "link.safetensors").symlink_to(tmp_path / "elsewhere" / "lora.safetensors")
+    edit_meta(ckpt, lambda m: m["lora"].update(file="link.safetensors"))
+    with pytest.raises(HamburgerError, match="outside the checkpoint folder"):
+        load_checkpoint(ckpt)
+    (ckpt / "link.safetensors").unlink()
+    (tmp_path / "elsewhere" / "lora.safetensors").rename(ckpt / "inside.safetensors")
+    edit_meta(ckpt, lambda m: m["lora"].update(file="./inside.safetensors"))
+    load_checkpoint(ckpt)  # a file inside the folder, under any name, is fine
+
+
+class Payload:
+    """A pickle that runs a command when unpickled without weights_only."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.parametrize("content", ["state_dict", "payload"])
+def test_pickled_base_weights_are_refused(tmp_path, char_tokenizer, content):
+    import pickle
+
+    model = tiny_hamburger("llama", seed=3)
+    info = BaseInfo("tiny", "tiny", weights_fingerprint(model.base))
+    ckpt = save_checkpoint(model, tmp_path / "ckpt", info, tokenizer=char_tokenizer, save_base=True)
+    load_checkpoint(ckpt)  # the saved (safetensors) base loads
+    for f in (ckpt / "base").glob("*.safetensors"):
+        f.unlink()
+    marker = tmp_path / "pwned"
+    if content == "state_dict":
+        torch.save(model.base.state_dict(), ckpt / "base" / "pytorch_model.bin")
+    else:
+        (ckpt / "base" / "pytorch_model.bin").write_bytes(pickle.dumps(Payload(marker)))
+    with pytest.raises(HamburgerError, match="safetensors"):
+        load_checkpoint(ckpt)
+    assert not marker.exists()

@@ -182,6 +182,24 @@ def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
     assert meta["stats"]["last_run_skipped"]["too_long_truncated"] == 1
 
 
+@pytest.mark.parametrize("bad, problem", [
+    ({"prompt": 5, "response": ["x"]}, "field 'prompt' must be a string"),
+    ({"prompt": "Hi", "response": ["x"]}, "field 'response' must be a string"),
+    ({"prompt": "Hi", "response": None}, "field 'response' must be a string"),
+    ({"prompt": "Hi", "response": "Yo", "response_token_ids": ["a"]}, "'response_token_ids' must be a list"),
+    ({"prompt": "Hi", "response": "Yo", "stop_token_id": "2"}, "'stop_token_id' must be an integer"),
+    (["Hi", "Yo"], "must be a JSON object"),
+])
+def test_segment_wrong_field_types_name_file_line_and_field(tiny_dir, tmp_path, bad, problem):
+    """A wrong type is an error naming the file, its line (blank lines count) and the field, never "empty"."""
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"prompt": "Fine", "response": "Yes."}) + "\n\n" + json.dumps(bad) + "\n")
+    with pytest.raises(HamburgerError) as info:
+        run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "s.jsonl")])
+    assert str(info.value).startswith(f"{data}: line 3: ") and problem in str(info.value), info.value
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 @pytest.mark.slow
 def test_real_base_distil_and_segment(tmp_path):
     prompts = tmp_path / "p.jsonl"

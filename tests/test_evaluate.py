@@ -6,6 +6,7 @@ import pytest
 
 from hamburger.cli import main
 from tests.test_batch import save_tiny_checkpoint
+from tests.test_sandbox import outside  # noqa: F401  (fixture)
 
 
 def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
@@ -45,3 +46,77 @@ def test_chat_file_gives_the_prompts(tmp_path):
     path.write_text('{"text": "no prompt"}\n')
     with pytest.raises(HamburgerError, match="prompt"):
         chat_examples(5, str(path))
+
+
+class HostileServer:
+    """An OpenAI-compatible chat endpoint that answers with the given completions, in order, then with
+    the canonical solution of the problem it was asked about."""
+
+    def __init__(self, completions: list[str]):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from hamburger.bench_prompts import humaneval_problems
+
+        solutions = {p["prompt"]: p["canonical_solution"] for p in humaneval_problems()}
+        queue = list(completions)
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                asked = body["messages"][-1]["content"]
+                text = queue.pop(0) if queue else next(s for p, s in solutions.items() if p in asked)
+                reply = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                                    "choices": [{"index": 0, "finish_reason": "stop",
+                                                 "message": {"role": "assistant", "content": text}}],
+                                    "usage": {"prompt_tokens": 1, "completion_tokens": 4, "total_tokens": 5}})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply.encode())
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_eval_of_a_hostile_endpoint_leaves_no_trace(tmp_path, char_tokenizer, outside):
+    """`eval --endpoint` executes whatever a server writes: every known escape stays inside the sandbox."""
+    from tests.test_sandbox import ESCAPE_ACTIONS, escape_code
+
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    hostile = ["```python\n" + escape_code(a, outside) + "```\n" for a in ESCAPE_ACTIONS.values()]
+    server = HostileServer(hostile)
+    out = tmp_path / "eval"
+    try:
+        assert main(["eval", "--model", str(ckpt), "--tasks", "humaneval", "--limit", str(len(hostile) + 2),
+                     "--confidence", "1.0", "--max-new-tokens", "2", "--timeout", "5", "--endpoint", server.url,
+                     "--out", str(out)]) == 0
+    finally:
+        server.close()
+    rows = [json.loads(x) for x in (out / "examples.jsonl").read_text().splitlines()]
+    served = [r for r in rows if r["method"] == "endpoint"]
+    assert len(served) == len(hostile) + 2
+    for row in served[:len(hostile)]:
+        assert row["passed"] == 0.0 and row["reason"].startswith("tried"), row["reason"]
+    assert [r["passed"] for r in served[len(hostile):]] == [1.0, 1.0]  # honest answers still pass
+    assert outside.traces() == []
+
+
+def test_eval_refuses_humaneval_without_isolation(tmp_path, char_tokenizer, monkeypatch, capsys):
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    monkeypatch.setenv("HAMBURGER_BWRAP", str(tmp_path / "no-bwrap"))
+    capsys.readouterr()
+    assert main(["eval", "--model", str(ckpt), "--tasks", "humaneval", "--limit", "1", "--confidence", "1.0",
+                 "--out", str(tmp_path / "eval")]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to execute generated code" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "eval").exists()

@@ -1,4 +1,4 @@
-"""Scorers on hand-made examples, including a looping and a malicious HumanEval completion."""
+"""Scorers on hand-made examples, including a looping HumanEval completion (escapes: test_sandbox.py)."""
 
 import pytest
 
@@ -53,18 +53,3 @@ def test_humaneval_wrong_answer_fails():
 def test_infinite_loop_is_killed_by_the_timeout():
     ok, reason = run_sandboxed(humaneval_program(PROBLEM, "    while True:\n        pass\n"), timeout=2)
     assert not ok and reason == "timeout"
-
-
-def test_network_and_file_access_fail_safely(tmp_path):
-    victim = tmp_path / "keep.txt"
-    victim.write_text("precious")
-    attempts = [
-        "    import socket\n    socket.create_connection(('example.com', 80))\n    return a + b\n",
-        f"    import os\n    os.remove({str(victim)!r})\n    return a + b\n",
-        f"    open({str(victim)!r}, 'w').write('gone')\n    return a + b\n",
-        "    import subprocess\n    subprocess.run(['ls'])\n    return a + b\n",
-    ]
-    for body in attempts:
-        ok, reason = run_sandboxed(humaneval_program(PROBLEM, body))
-        assert not ok and "disabled" in reason, reason
-    assert victim.read_text() == "precious"

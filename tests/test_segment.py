@@ -139,7 +139,18 @@ def test_load_dataset_validates_and_checks_compatibility(tmp_path):
         check_dataset_compatible(meta, FakeTokenizer(101), 4)
     rows[2]["groups"] = rows[2]["groups"][:-1]
     _write_dataset(path, rows)
-    with pytest.raises(HamburgerError, match="row 3"):
+    with pytest.raises(HamburgerError, match="line 3"):
         load_dataset(path)
     with pytest.raises(HamburgerError, match="missing"):
         load_dataset(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("key, value", [("groups", "3"), ("response_ids", [7, "7"]), ("prompt_ids", None),
+                                        ("entropies", ["x"])])
+def test_load_dataset_rejects_wrong_field_types(tmp_path, key, value):
+    path = tmp_path / "d.jsonl"
+    rows = _rows()
+    rows[1][key] = value
+    _write_dataset(path, rows)
+    with pytest.raises(HamburgerError, match=f"line 2.*'{key}' must be a list"):
+        load_dataset(path)
