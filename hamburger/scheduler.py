@@ -7,12 +7,17 @@ ends). Continuous batching: whenever a row of the running batch finishes, waitin
 admitted into it (`Generation.add`) up to `max_batch_size` rows, prefilled at the next macro step.
 A cancelled request (its client went away) is dropped from the running batch at the next macro step
 with `Generation.cancel`, or skipped if it has not started.
+
+`drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
+refused; the running rows go on until they finish or the time is up, then each is cut and answered with
+what it has (finish_reason "cancelled"). `idle` tells when nothing runs any more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -55,6 +60,7 @@ class Scheduler:
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
         self._stopping = False
+        self._drain_deadline: float | None = None  # time.monotonic() when running rows are cut
         self._thread = threading.Thread(target=self._loop, name="hamburger-scheduler", daemon=True)
         self.running = 0  # rows of the current batch (answered rows count until the batch ends)
         self.batches = 0  # batches run so far
@@ -73,6 +79,23 @@ class Scheduler:
             req.push("error", ShuttingDown("the server is shutting down"))
         self._thread.join(timeout)
 
+    def drain(self, timeout: float) -> None:
+        """Take no more requests; running rows are cut after `timeout` seconds (see the module doc)."""
+        with self._cond:
+            self._drain_deadline = time.monotonic() + max(timeout, 0.0)
+            waiting, self._waiting = list(self._waiting), deque()
+        for req in waiting:
+            req.push("error", ShuttingDown("the server is shutting down"))
+
+    @property
+    def draining(self) -> bool:
+        return self._drain_deadline is not None
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return self.running == 0 and not self._waiting
+
     @property
     def waiting(self) -> int:
         return len(self._waiting)
@@ -80,7 +103,7 @@ class Scheduler:
     def submit(self, req: Request) -> None:
         """Queue a request; raises QueueFull when `max_queue` requests already wait."""
         with self._cond:
-            if self._stopping:
+            if self._stopping or self.draining:
                 raise ShuttingDown("the server is shutting down")
             if len(self._waiting) >= self.max_queue:  # requests whose clients went away hold no place
                 live = deque(r for r in self._waiting if not r.cancelled)
@@ -106,13 +129,13 @@ class Scheduler:
                     else:
                         self.cancelled += 1
                 if batch:
+                    self.running = len(batch)
                     return batch
                 self._cond.wait()
             return None
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:
-            self.running = len(batch)
             try:
                 self._run(batch)
             except Exception as e:  # a failure ends this batch, never the server
@@ -132,13 +155,16 @@ class Scheduler:
                 if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
                     closed[row] = True
                     batch[row].push("done", run.result(row))
+            cut = self.draining and time.monotonic() >= self._drain_deadline
             for i, req in enumerate(batch):  # cancellations take effect at the next macro step
-                if not closed[i] and (req.cancelled or self._stopping):
+                if not closed[i] and (req.cancelled or self._stopping or cut):
                     closed[i] = True
                     run.cancel(i)
                     if req.cancelled:
                         with self._cond:
                             self.cancelled += 1
+                    elif cut:  # the drain time is up: answer with what the row has
+                        req.push("done", run.result(i))
                     else:
                         req.push("error", ShuttingDown("the server is shutting down"))
             self._admit(run, batch, closed)
@@ -149,7 +175,7 @@ class Scheduler:
     def _admit(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
         """Move waiting requests into the running batch while it has free rows."""
         with self._cond:
-            while self._waiting and not self._stopping and run.active_rows < self.max_batch_size:
+            while self._waiting and not (self._stopping or self.draining) and run.active_rows < self.max_batch_size:
                 req = self._waiting.popleft()
                 if req.cancelled:
                     self.cancelled += 1
