@@ -6,7 +6,9 @@ one batched `Generation`; each `GroupEvent` goes to its request's asyncio queue 
 ends). Continuous batching: whenever a row of the running batch finishes, waiting requests are
 admitted into it (`Generation.add`) up to `max_batch_size` rows, prefilled at the next macro step.
 A cancelled request (its client went away) is dropped from the running batch at the next macro step
-with `Generation.cancel`, or skipped if it has not started.
+with `Generation.cancel`, or skipped if it has not started. Both happen in `Generation`'s `poll` hook,
+once per macro step and between the chunks of a long prompt's prefill (`prefill_chunk`), so a short
+request joins while a long prompt is still being read.
 
 `drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
 refused; the running rows go on until they finish or the time is up, then each is cut and answered with
@@ -52,10 +54,11 @@ class Request:
 
 
 class Scheduler:
-    def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64):
+    def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
+                 prefill_chunk: int | None = None):
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
-        self.model, self.tokenizer = model, tokenizer
+        self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -146,8 +149,9 @@ class Scheduler:
                 self.batches += 1
 
     def _run(self, batch: list[Request]) -> None:
-        run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch])
         closed = [False] * len(batch)  # answered, cancelled or failed: nothing more goes to it
+        run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
+                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, batch, closed))
         for event in run:
             row = event.row
             if not closed[row]:
@@ -155,22 +159,25 @@ class Scheduler:
                 if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
                     closed[row] = True
                     batch[row].push("done", run.result(row))
-            cut = self.draining and time.monotonic() >= self._drain_deadline
-            for i, req in enumerate(batch):  # cancellations take effect at the next macro step
-                if not closed[i] and (req.cancelled or self._stopping or cut):
-                    closed[i] = True
-                    run.cancel(i)
-                    if req.cancelled:
-                        with self._cond:
-                            self.cancelled += 1
-                    elif cut:  # the drain time is up: answer with what the row has
-                        req.push("done", run.result(i))
-                    else:
-                        req.push("error", ShuttingDown("the server is shutting down"))
-            self._admit(run, batch, closed)
         for req, result, done in zip(batch, run.results, closed):
             if not done:  # not reached: every row ends with an event that has a finish_reason
                 req.push("done", result)
+
+    def _between_steps(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
+        """Cancellations (and the drain's cut) take effect at the next macro step; then waiting requests join."""
+        cut = self.draining and time.monotonic() >= self._drain_deadline
+        for i, req in enumerate(batch):
+            if not closed[i] and (req.cancelled or self._stopping or cut):
+                closed[i] = True
+                run.cancel(i)
+                if req.cancelled:
+                    with self._cond:
+                        self.cancelled += 1
+                elif cut:  # the drain time is up: answer with what the row has
+                    req.push("done", run.result(i))
+                else:
+                    req.push("error", ShuttingDown("the server is shutting down"))
+        self._admit(run, batch, closed)
 
     def _admit(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
         """Move waiting requests into the running batch while it has free rows."""

@@ -30,6 +30,7 @@ from .serve_request import APIError, bad, check_content_type, prepare
 log = logging.getLogger("hamburger.serve")
 MAX_REQUEST_BYTES = 1 << 20  # a full 8k-token context is ~40 KB of text: 1 MiB leaves room for any real request
 DRAIN_TIMEOUT = 30.0
+PREFILL_CHUNK = 256  # prompt tokens per prefill chunk: longer prompts are read between the running rows' steps
 
 # "cancelled": a row cut when the drain time ran out (a client that went away is never answered)
 FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "length"}
@@ -50,7 +51,8 @@ def sse(data) -> str:
 
 def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | None = None,
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
-               default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES):
+               default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
+               prefill_chunk: int | None = PREFILL_CHUNK):
     """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
     `app.state.draining` (see `serve_drain`) and new requests get 503 while the running ones finish."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
@@ -58,7 +60,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     from fastapi.responses import JSONResponse, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue)
+    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None)
     created = int(time.time())
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
@@ -262,6 +264,8 @@ def cmd_serve(args) -> int:
     for name in ("max_batch_size", "max_queue", "max_tokens", "max_request_bytes"):
         if getattr(args, name) < 1:
             raise HamburgerError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.prefill_chunk < 0:
+        raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
     if args.drain_timeout < 0:
         raise HamburgerError("--drain-timeout must be >= 0")
     api_key = args.api_key or os.environ.get("HAMBURGER_API_KEY") or None
@@ -269,7 +273,7 @@ def cmd_serve(args) -> int:
     model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
     name = args.served_model_name or Path(args.model or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, args.max_batch_size, args.max_queue, args.confidence,
-                     args.max_tokens, args.max_request_bytes)
+                     args.max_tokens, args.max_request_bytes, args.prefill_chunk)
     if api_key is None and args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {args.host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{args.host}:{args.port}/v1 (batches of up to {args.max_batch_size}, "
@@ -301,6 +305,9 @@ def register(sub) -> None:
                    help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
     p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
                    help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
+    p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,
+                   help="prefill longer prompts this many tokens at a time, between the running requests' steps, "
+                        "so one long prompt does not stall them (0: whole prompts at once; default %(default)s)")
     p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
                    help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
                         "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")
