@@ -12,7 +12,7 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 
-from tests.test_serve import KEY, Server, chat, checkpoint, error_of, long_body, one_thread, server  # noqa: E402,F401
+from tests.test_serve import KEY, Server, checkpoint, error_of, long_body, one_thread, server  # noqa: E402,F401
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 JSON = {**AUTH, "Content-Type": "application/json"}
