@@ -127,6 +127,7 @@ class Generation:
         self.eos = eos_ids(model, tokenizer)
         self.rows: list[_Row] = []
         self._pending: list[int] = []  # rows added but not prefilled yet
+        self._kept: set[int] = set()  # rows not released
         self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
         self.results: list[GenerationResult] = []
         self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
@@ -155,12 +156,23 @@ class Generation:
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence))
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
+        self._kept.add(len(self.rows) - 1)
         return len(self.rows) - 1
 
     @property
     def active_rows(self) -> int:
         """Rows admitted and not finished (pending ones included)."""
-        return sum(not r.done for r in self.rows)
+        return sum(not self.rows[i].done for i in self._kept)
+
+    def release(self, row: int) -> None:
+        """Free a finished (or cancelled) row's per-token state once its result has been read: a batch that
+        long-running serving keeps open holds no history. Its later `result` is empty."""
+        r = self.rows[row]
+        if r.done and row in self._kept:
+            self._kept.discard(row)
+            r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
+            r.generator = None
+            self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:
         """The result of one row; final once the row's last event (with a finish_reason) is out."""
@@ -246,7 +258,7 @@ class Generation:
         """Prefill what is due this step: every new prompt up to `prefill_chunk` tokens (together), and one
         chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first).
         Returns (rows, cache, hidden, features) for the rows now complete."""
-        new, self._pending = self._pending, []
+        new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
         chunk = self.prefill_chunk
         short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
         self._chunking += [[i, None, 0] for i in new if i not in short]
@@ -387,7 +399,8 @@ class Generation:
             tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
             kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
-            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and n > row.groups[0] else 0.0,
+            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
+            else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs)
 

@@ -141,45 +141,53 @@ class Scheduler:
         while (batch := self._take()) is not None:
             try:
                 self._run(batch)
-            except Exception as e:  # a failure ends this batch, never the server
-                for req in batch:
-                    req.push("error", e)
             finally:
                 self.running = 0
                 self.batches += 1
 
     def _run(self, batch: list[Request]) -> None:
-        closed = [False] * len(batch)  # answered, cancelled or failed: nothing more goes to it
-        run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
-                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, batch, closed))
-        for event in run:
-            row = event.row
-            if not closed[row]:
-                batch[row].push("event", event)
-                if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
-                    closed[row] = True
-                    batch[row].push("done", run.result(row))
-        for req, result, done in zip(batch, run.results, closed):
-            if not done:  # not reached: every row ends with an event that has a finish_reason
-                req.push("done", result)
+        rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
+        run = None
+        try:
+            run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
+                             prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows))
+            for event in run:
+                req = rows.get(event.row)
+                if req is not None:
+                    req.push("event", event)
+                    if event.finish_reason is not None:  # the row is final: answer now, not at the batch's end
+                        self._close(run, rows, event.row, "done")
+        except Exception as e:  # a failure ends this batch, never the server
+            for req in rows.values():
+                req.push("error", e)
+            return
+        for row in list(rows):  # not reached: every row ends with an event that has a finish_reason
+            self._close(run, rows, row, "done")
 
-    def _between_steps(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
+    @staticmethod
+    def _close(run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:
+        """Answer a row ("done": its result; None: nothing) and forget it: a batch that runs for hours
+        under continuous traffic keeps no per-request state of the rows it finished."""
+        req = rows.pop(row)
+        if answer == "done":
+            req.push("done", run.result(row))
+        run.release(row)
+
+    def _between_steps(self, run: Generation, rows: dict[int, Request]) -> None:
         """Cancellations (and the drain's cut) take effect at the next macro step; then waiting requests join."""
         cut = self.draining and time.monotonic() >= self._drain_deadline
-        for i, req in enumerate(batch):
-            if not closed[i] and (req.cancelled or self._stopping or cut):
-                closed[i] = True
-                run.cancel(i)
+        for row, req in list(rows.items()):
+            if req.cancelled or self._stopping or cut:
+                run.cancel(row)
                 if req.cancelled:
                     with self._cond:
                         self.cancelled += 1
-                elif cut:  # the drain time is up: answer with what the row has
-                    req.push("done", run.result(i))
-                else:
+                elif not cut:
                     req.push("error", ShuttingDown("the server is shutting down"))
-        self._admit(run, batch, closed)
+                self._close(run, rows, row, "done" if cut and not req.cancelled else None)  # cut: what it has
+        self._admit(run, rows)
 
-    def _admit(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
+    def _admit(self, run: Generation, rows: dict[int, Request]) -> None:
         """Move waiting requests into the running batch while it has free rows."""
         with self._cond:
             while self._waiting and not (self._stopping or self.draining) and run.active_rows < self.max_batch_size:
@@ -188,10 +196,7 @@ class Scheduler:
                     self.cancelled += 1
                     continue
                 try:
-                    run.add(req.prompt_ids, req.config)
+                    rows[run.add(req.prompt_ids, req.config)] = req
                 except Exception as e:  # a request the engine refuses fails alone
                     req.push("error", e)
-                    continue
-                batch.append(req)
-                closed.append(False)
         self.running = run.active_rows
