@@ -5,6 +5,10 @@ batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. Extensions: the request field `confidence` (and `top_k`),
 and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, confidence).
+
+Around the routes: `serve_request` parses a body (pure functions, run in a worker pool off the event loop),
+`serve_guard` refuses oversized bodies (413) and turns unexpected faults into a 500 that keeps the
+connection, `serve_drain` drains the running requests on SIGTERM before uvicorn stops.
 """
 
 
