@@ -13,10 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,28 +22,14 @@ from pathlib import Path
 import httpx
 import openai
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.serve_process import serving, tiny_checkpoint  # noqa: E402
 TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clocks", "maps", "bees", "glass",
           "salt", "trains", "ink", "wind", "honey"]
 
 
 def prompts(n: int) -> list[str]:
     return [f"Write two sentences about {TOPICS[i % len(TOPICS)]} (request {i})." for i in range(n)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tiny_checkpoint(out: Path) -> Path:
-    sys.path.insert(0, str(ROOT))
-    from tests import conftest
-    from tests.test_serve import save_tiny_checkpoint
-
-    make_tokenizer = getattr(conftest.char_tokenizer, "__wrapped__", conftest.char_tokenizer)
-    return save_tiny_checkpoint(out, make_tokenizer())
 
 
 async def one(client, text: str, max_tokens: int, confidence: float | None) -> dict:
@@ -90,34 +73,15 @@ def main() -> None:
         parser.error("give --model CKPT or --tiny")
     tmp = tempfile.TemporaryDirectory()
     ckpt = Path(args.model) if args.model else tiny_checkpoint(Path(tmp.name))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = open(Path(tmp.name) / "server.log", "w")
-    server = subprocess.Popen([sys.executable, "-m", "hamburger.cli", "serve", "--model", str(ckpt), "--port",
-                               str(port), "--threads", str(args.threads), "--dtype", args.dtype, "--log-level",
-                               "warning", "--max-batch-size", str(args.max_batch_size),
-                               "--max-queue", str(max(args.clients, 1))],
-                              stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    try:
-        end = time.time() + 300
-        while True:
-            if server.poll() is not None or time.time() > end:
-                sys.exit("the server did not start:\n" + (Path(tmp.name) / "server.log").read_text())
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    args_ = ["--threads", str(args.threads), "--dtype", args.dtype, "--max-batch-size", str(args.max_batch_size),
+             "--max-queue", str(max(args.clients, 1))]
+    with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, _):
         texts = prompts(args.clients)
         asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
         start = time.perf_counter()
         outs = asyncio.run(drive(url, texts, args.max_tokens, args.confidence, args.timeout))
         wall = time.perf_counter() - start
         batches = httpx.get(url + "/health").json()["batches"] - 1
-    finally:
-        server.terminate()
-        server.wait(30)
     tokens = sum(o["tokens"] for o in outs)
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)

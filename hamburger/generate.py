@@ -4,13 +4,16 @@
 row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
 step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
 whatever its group length; finished rows are dropped from the batch.
+
+With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
+rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from transformers import DynamicCache
@@ -113,7 +116,8 @@ class Generation:
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False,
-                 static_cache: bool = False):
+                 static_cache: bool = False, prefill_chunk: int | None = None,
+                 poll: Callable[[], None] | None = None):
         if not prompts:
             raise HamburgerError("no prompts given")
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
@@ -123,12 +127,19 @@ class Generation:
         self.eos = eos_ids(model, tokenizer)
         self.rows: list[_Row] = []
         self._pending: list[int] = []  # rows added but not prefilled yet
+        self._kept: set[int] = set()  # rows not released
         self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
         self.results: list[GenerationResult] = []
         self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
         # Preallocate the base's KV cache for the longest possible answer (fixed shapes for compiled decoding);
         # rows cannot join a running batch then.
         self.static_cache = static_cache
+        if prefill_chunk is not None and (prefill_chunk < 1 or static_cache):
+            raise HamburgerError("prefill_chunk must be >= 1, and needs the dynamic cache")
+        self.prefill_chunk = prefill_chunk
+        self._chunking: list[list] = []  # [row, SlotCache or None, tokens prefilled] of long prompts
+        # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
+        self.poll = poll
         self.logits: list[list[torch.Tensor]] = []
         for p, c in zip(prompts, cfgs):
             self.add(p, c)
@@ -145,12 +156,23 @@ class Generation:
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence))
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
+        self._kept.add(len(self.rows) - 1)
         return len(self.rows) - 1
 
     @property
     def active_rows(self) -> int:
         """Rows admitted and not finished (pending ones included)."""
-        return sum(not r.done for r in self.rows)
+        return sum(not self.rows[i].done for i in self._kept)
+
+    def release(self, row: int) -> None:
+        """Free a finished (or cancelled) row's per-token state once its result has been read: a batch that
+        long-running serving keeps open holds no history. Its later `result` is empty."""
+        r = self.rows[row]
+        if r.done and row in self._kept:
+            self._kept.discard(row)
+            r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
+            r.generator = None
+            self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:
         """The result of one row; final once the row's last event (with a finish_reason) is out."""
@@ -185,12 +207,7 @@ class Generation:
         model, rows = self.model, self.rows
         cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
         while True:
-            if self._pending:  # admit new rows: prefill them, then join the running batch
-                new, self._pending = self._pending, []
-                started = time.perf_counter()
-                for i in new:
-                    rows[i].started = started
-                new_cache, new_hidden, new_features = self._prefill([rows[i] for i in new])
+            for new, new_cache, new_hidden, new_features in self._prefill_step():  # rows that join the batch
                 if cache is None:
                     cache, hidden, features = new_cache, new_hidden, new_features
                 else:
@@ -198,7 +215,11 @@ class Generation:
                     hidden, features = torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
                 active += new
             if not active:
-                return
+                if not (self._pending or self._chunking):
+                    return
+                if self.poll:  # a long prompt is still being prefilled: let the caller act between chunks
+                    self.poll()
+                continue
             clock = time.perf_counter()
             self._micro_loop(hidden, features, [rows[i] for i in active])
             events = [self._close_group(rows[i], i) for i in active]
@@ -216,6 +237,8 @@ class Generation:
                     rows[i].kv_slots = slots[pos]
                     rows[i].kv_bytes = slots[pos] * slot_bytes
             yield from events
+            if self.poll:
+                self.poll()
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
                 cache, hidden, features, active = None, None, None, []
@@ -231,6 +254,39 @@ class Generation:
                 rows[i].decode_s += time.perf_counter() - clock
 
     # ------------------------------------------------------------------ base forwards
+    def _prefill_step(self) -> list[tuple]:
+        """Prefill what is due this step: every new prompt up to `prefill_chunk` tokens (together), and one
+        chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first).
+        Returns (rows, cache, hidden, features) for the rows now complete."""
+        new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
+        chunk = self.prefill_chunk
+        short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
+        self._chunking += [[i, None, 0] for i in new if i not in short]
+        started = time.perf_counter()
+        for i in new:
+            self.rows[i].started = started
+        ready = [(short, *self._prefill([self.rows[i] for i in short]))] if short else []
+        self._chunking = [c for c in self._chunking if not self.rows[c[0]].done]  # cancelled while waiting
+        if self._chunking:
+            entry = min(self._chunking, key=lambda c: len(self.rows[c[0]].prompt_ids) - c[2])
+            i, cache, done = entry
+            cache, hidden, features = self._prefill_chunk(self.rows[i].prompt_ids, done, done + chunk, cache)
+            entry[1:] = cache, done + chunk
+            if done + chunk >= len(self.rows[i].prompt_ids):
+                self._chunking.remove(entry)
+                ready.append(([i], cache, hidden, features))
+        return ready
+
+    def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None):
+        """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk)."""
+        model = self.model
+        ids = torch.tensor([prompt_ids[start:end]], device=model.device)
+        positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
+        cache = cache or SlotCache(model.base.config, 1, model.device)
+        mask = cache.extend(torch.ones_like(ids, dtype=torch.bool))
+        final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
+        return cache, final[:, -1], features[:, -1]
+
     def _prefill(self, rows: list[_Row]):
         model = self.model
         lengths = [len(r.prompt_ids) for r in rows]
@@ -343,7 +399,8 @@ class Generation:
             tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
             kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
-            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and n > row.groups[0] else 0.0,
+            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
+            else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs)
 

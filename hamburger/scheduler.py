@@ -6,13 +6,20 @@ one batched `Generation`; each `GroupEvent` goes to its request's asyncio queue 
 ends). Continuous batching: whenever a row of the running batch finishes, waiting requests are
 admitted into it (`Generation.add`) up to `max_batch_size` rows, prefilled at the next macro step.
 A cancelled request (its client went away) is dropped from the running batch at the next macro step
-with `Generation.cancel`, or skipped if it has not started.
+with `Generation.cancel`, or skipped if it has not started. Both happen in `Generation`'s `poll` hook,
+once per macro step and between the chunks of a long prompt's prefill (`prefill_chunk`), so a short
+request joins while a long prompt is still being read.
+
+`drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
+refused; the running rows go on until they finish or the time is up, then each is cut and answered with
+what it has (finish_reason "cancelled"). `idle` tells when nothing runs any more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -47,14 +54,16 @@ class Request:
 
 
 class Scheduler:
-    def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64):
+    def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
+                 prefill_chunk: int | None = None):
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
-        self.model, self.tokenizer = model, tokenizer
+        self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
         self._stopping = False
+        self._drain_deadline: float | None = None  # time.monotonic() when running rows are cut
         self._thread = threading.Thread(target=self._loop, name="hamburger-scheduler", daemon=True)
         self.running = 0  # rows of the current batch (answered rows count until the batch ends)
         self.batches = 0  # batches run so far
@@ -73,6 +82,23 @@ class Scheduler:
             req.push("error", ShuttingDown("the server is shutting down"))
         self._thread.join(timeout)
 
+    def drain(self, timeout: float) -> None:
+        """Take no more requests; running rows are cut after `timeout` seconds (see the module doc)."""
+        with self._cond:
+            self._drain_deadline = time.monotonic() + max(timeout, 0.0)
+            waiting, self._waiting = list(self._waiting), deque()
+        for req in waiting:
+            req.push("error", ShuttingDown("the server is shutting down"))
+
+    @property
+    def draining(self) -> bool:
+        return self._drain_deadline is not None
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return self.running == 0 and not self._waiting
+
     @property
     def waiting(self) -> int:
         return len(self._waiting)
@@ -80,7 +106,7 @@ class Scheduler:
     def submit(self, req: Request) -> None:
         """Queue a request; raises QueueFull when `max_queue` requests already wait."""
         with self._cond:
-            if self._stopping:
+            if self._stopping or self.draining:
                 raise ShuttingDown("the server is shutting down")
             if len(self._waiting) >= self.max_queue:  # requests whose clients went away hold no place
                 live = deque(r for r in self._waiting if not r.cancelled)
@@ -106,59 +132,71 @@ class Scheduler:
                     else:
                         self.cancelled += 1
                 if batch:
+                    self.running = len(batch)
                     return batch
                 self._cond.wait()
             return None
 
     def _loop(self) -> None:
         while (batch := self._take()) is not None:
-            self.running = len(batch)
             try:
                 self._run(batch)
-            except Exception as e:  # a failure ends this batch, never the server
-                for req in batch:
-                    req.push("error", e)
             finally:
                 self.running = 0
                 self.batches += 1
 
     def _run(self, batch: list[Request]) -> None:
-        run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch])
-        closed = [False] * len(batch)  # answered, cancelled or failed: nothing more goes to it
-        for event in run:
-            row = event.row
-            if not closed[row]:
-                batch[row].push("event", event)
-                if event.finish_reason is not None:  # the row's state is final: answer now, not at the batch's end
-                    closed[row] = True
-                    batch[row].push("done", run.result(row))
-            for i, req in enumerate(batch):  # cancellations take effect at the next macro step
-                if not closed[i] and (req.cancelled or self._stopping):
-                    closed[i] = True
-                    run.cancel(i)
-                    if req.cancelled:
-                        with self._cond:
-                            self.cancelled += 1
-                    else:
-                        req.push("error", ShuttingDown("the server is shutting down"))
-            self._admit(run, batch, closed)
-        for req, result, done in zip(batch, run.results, closed):
-            if not done:  # not reached: every row ends with an event that has a finish_reason
-                req.push("done", result)
+        rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
+        run = None
+        try:
+            run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
+                             prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows))
+            for event in run:
+                req = rows.get(event.row)
+                if req is not None:
+                    req.push("event", event)
+                    if event.finish_reason is not None:  # the row is final: answer now, not at the batch's end
+                        self._close(run, rows, event.row, "done")
+        except Exception as e:  # a failure ends this batch, never the server
+            for req in rows.values():
+                req.push("error", e)
+            return
+        for row in list(rows):  # not reached: every row ends with an event that has a finish_reason
+            self._close(run, rows, row, "done")
 
-    def _admit(self, run: Generation, batch: list[Request], closed: list[bool]) -> None:
+    @staticmethod
+    def _close(run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:
+        """Answer a row ("done": its result; None: nothing) and forget it: a batch that runs for hours
+        under continuous traffic keeps no per-request state of the rows it finished."""
+        req = rows.pop(row)
+        if answer == "done":
+            req.push("done", run.result(row))
+        run.release(row)
+
+    def _between_steps(self, run: Generation, rows: dict[int, Request]) -> None:
+        """Cancellations (and the drain's cut) take effect at the next macro step; then waiting requests join."""
+        cut = self.draining and time.monotonic() >= self._drain_deadline
+        for row, req in list(rows.items()):
+            if req.cancelled or self._stopping or cut:
+                run.cancel(row)
+                if req.cancelled:
+                    with self._cond:
+                        self.cancelled += 1
+                elif not cut:
+                    req.push("error", ShuttingDown("the server is shutting down"))
+                self._close(run, rows, row, "done" if cut and not req.cancelled else None)  # cut: what it has
+        self._admit(run, rows)
+
+    def _admit(self, run: Generation, rows: dict[int, Request]) -> None:
         """Move waiting requests into the running batch while it has free rows."""
         with self._cond:
-            while self._waiting and not self._stopping and run.active_rows < self.max_batch_size:
+            while self._waiting and not (self._stopping or self.draining) and run.active_rows < self.max_batch_size:
                 req = self._waiting.popleft()
                 if req.cancelled:
                     self.cancelled += 1
                     continue
                 try:
-                    run.add(req.prompt_ids, req.config)
+                    rows[run.add(req.prompt_ids, req.config)] = req
                 except Exception as e:  # a request the engine refuses fails alone
                     req.push("error", e)
-                    continue
-                batch.append(req)
-                closed.append(False)
         self.running = run.active_rows

@@ -5,172 +5,39 @@ batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. Extensions: the request field `confidence` (and `top_k`),
 and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, confidence).
+
+Around the routes: `serve_request` parses a body (pure functions, run in a worker pool off the event loop),
+`serve_guard` refuses oversized bodies (413) and turns unexpected faults into a 500 that keeps the
+connection, `serve_drain` drains the running requests on SIGTERM before uvicorn stops.
 """
 
 
 import asyncio
 import hmac
 import json
-import math
+import logging
 import os
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from .errors import HamburgerError
-from .generate import GenerationResult, encode_prompt
+from .generate import GenerationResult
 from .sampling import GenerationConfig
 from .scheduler import QueueFull, Request, Scheduler, ShuttingDown
+from .serve_guard import Guard
+from .serve_request import APIError, bad, check_content_type, prepare
 
-FINISH = {"eos": "stop", "stop": "stop", "length": "length"}
-ROLES = {"system", "developer", "user", "assistant"}
-HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-            "n", "confidence"}
-IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
+log = logging.getLogger("hamburger.serve")
+MAX_REQUEST_BYTES = 1 << 20  # a full 8k-token context is ~40 KB of text: 1 MiB leaves room for any real request
+DRAIN_TIMEOUT = 30.0
+PREFILL_CHUNK = 256  # prompt tokens per prefill chunk: longer prompts are read between the running rows' steps
 
-
-def _off(*neutral):
-    return lambda v: v is None or v in neutral
-
-
-# Fields accepted only at their neutral value: anything else would change what the client expects.
-NEUTRAL = {
-    "chat": {"logprobs": _off(False), "top_logprobs": _off(0), "presence_penalty": _off(0),
-             "frequency_penalty": _off(0), "logit_bias": _off({}), "tools": _off([]), "functions": _off([]),
-             "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
-             "response_format": _off({"type": "text"})},
-    "completion": {"logprobs": _off(0), "presence_penalty": _off(0), "frequency_penalty": _off(0),
-                   "logit_bias": _off({}), "echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
-}
-EXTRA = {"chat": {"messages", "max_completion_tokens"}, "completion": {"prompt"}}
-
-
-class APIError(Exception):
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
-        self.headers = headers
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
-
-
-def bad(message: str, param: str | None = None, code: str | None = None) -> APIError:
-    return APIError(400, message, param=param, code=code)
-
-
-# ------------------------------------------------------------------------------------ request parsing
-def _number(body: dict, key: str, default, lo: float, hi: float, lo_open: bool = False, integer: bool = False):
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)) or not math.isfinite(value):
-        raise bad(f"'{key}' must be {'an integer' if integer else 'a number'}, got {value!r}", key)
-    if value < lo or (lo_open and value == lo) or value > hi:
-        span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
-        raise bad(f"'{key}' must be in {span}, got {value!r}", key, "invalid_value")
-    return value
-
-
-def _check_fields(body: dict, kind: str) -> None:
-    for key, value in body.items():
-        if key in HONOURED or key in IGNORED or key in EXTRA[kind]:
-            continue
-        if key in NEUTRAL[kind]:
-            if not NEUTRAL[kind][key](value):
-                raise bad(f"'{key}' is not supported by this server (got {value!r})", key, "unsupported_parameter")
-            continue
-        raise bad(f"unrecognized request argument supplied: {key}", key, "unsupported_parameter")
-
-
-def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
-                 ) -> tuple[GenerationConfig, bool, bool]:
-    """The GenerationConfig, `stream` and `include_usage` of a request body (400 on anything wrong)."""
-    _check_fields(body, kind)
-    if body.get("model") is not None and not isinstance(body["model"], str):
-        raise bad("'model' must be a string", "model")
-    if _number(body, "n", 1, 1, 1 << 30, integer=True) != 1:
-        raise bad("only n=1 is supported", "n", "unsupported_value")
-    key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
-    max_tokens = _number(body, key, default_max_tokens, 1, 1 << 30, integer=True)
-    stop = body.get("stop")
-    stop = [] if stop is None else [stop] if isinstance(stop, str) else stop
-    if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-        raise bad("'stop' must be a non-empty string or a list of non-empty strings", "stop")
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        raise bad("'stream' must be a boolean", "stream")
-    options = body.get("stream_options")
-    if options is not None and not stream:
-        raise bad("'stream_options' is only allowed when 'stream' is true", "stream_options")
-    options = options or {}
-    if not isinstance(options, dict) or set(options) - {"include_usage", "include_obfuscation"} or \
-            not isinstance(options.get("include_usage", False), bool):
-        raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
-    config = GenerationConfig(
-        max_new_tokens=max_tokens,
-        confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
-        temperature=float(_number(body, "temperature", 0.0, 0.0, 2.0)),
-        top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
-        top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
-        seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop))
-    try:
-        config.validate()
-    except HamburgerError as e:
-        raise bad(str(e)) from e
-    return config, bool(stream), bool(options.get("include_usage", False))
-
-
-def _text_content(content, i: int) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" and
-                                         isinstance(p.get("text"), str) for p in content):
-        return "".join(p["text"] for p in content)
-    raise bad(f"messages[{i}].content must be a string or a list of text parts", f"messages[{i}].content")
-
-
-def chat_prompt(body: dict, tokenizer) -> list[int]:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise bad("'messages' must be a non-empty list", "messages")
-    out = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise bad(f"messages[{i}] needs a role among {sorted(ROLES)} (tools are not supported)",
-                      f"messages[{i}].role")
-        if set(m) - {"role", "content", "name"}:
-            raise bad(f"messages[{i}] has unsupported fields {sorted(set(m) - {'role', 'content', 'name'})}",
-                      f"messages[{i}]")
-        role = "system" if m["role"] == "developer" else m["role"]
-        out.append({"role": role, "content": _text_content(m.get("content"), i)})
-    try:
-        return encode_prompt(tokenizer, out)
-    except HamburgerError as e:
-        raise bad(str(e), "messages") from e
-    except Exception as e:  # the chat template itself may refuse a conversation
-        raise bad(f"the chat template failed on these messages: {e}", "messages") from e
-
-
-def completion_prompt(body: dict, tokenizer) -> list[int]:
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-        prompt = prompt[0]  # a batch of one
-    if isinstance(prompt, str):
-        try:
-            return encode_prompt(tokenizer, prompt, raw=True)
-        except HamburgerError as e:
-            raise bad(str(e), "prompt") from e
-    vocab = len(tokenizer)
-    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool)
-                                                   and 0 <= t < vocab for t in prompt):
-        return list(prompt)
-    raise bad("'prompt' must be one non-empty string or one list of token ids (several prompts are not "
-              "supported: send one request per prompt)", "prompt")
+# "cancelled": a row cut when the drain time ran out (a client that went away is never answered)
+FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "length"}
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -188,24 +55,29 @@ def sse(data) -> str:
 
 def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | None = None,
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
-               default_max_tokens: int = 512):
-    """The FastAPI app; its scheduler thread starts and stops with the app's lifespan."""
+               default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
+               prefill_chunk: int | None = PREFILL_CHUNK):
+    """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
+    `app.state.draining` (see `serve_drain`) and new requests get 503 while the running ones finish."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
     from fastapi.responses import JSONResponse, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue)
+    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None)
     created = int(time.time())
+    workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
     @asynccontextmanager
     async def lifespan(app):
         scheduler.start()
         yield
         scheduler.stop()
+        workers.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="hamburger", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.scheduler = scheduler
+    app.state.scheduler, app.state.draining = scheduler, False
+    app.add_middleware(Guard, max_bytes=max_request_bytes)
 
     @app.exception_handler(APIError)
     async def api_error(request, exc: APIError):
@@ -216,10 +88,6 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         return JSONResponse(APIError(exc.status_code, str(exc.detail), code=code).body(), status_code=exc.status_code)
 
-    @app.exception_handler(Exception)
-    async def server_error(request, exc):
-        return JSONResponse(APIError(500, f"internal error: {exc}", "server_error").body(), status_code=500)
-
     def authorize(request: HTTPRequest) -> None:
         if api_key is None:
             return
@@ -229,15 +97,9 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             raise APIError(401, "Incorrect API key provided" if given else
                            "Missing API key: send 'Authorization: Bearer KEY'", code="invalid_api_key")
 
-    async def read_body(request: HTTPRequest) -> dict:
-        raw = await request.body()
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise bad(f"the request body is not valid JSON: {e}", code="invalid_json") from e
-        if not isinstance(body, dict):
-            raise bad("the request body must be a JSON object", code="invalid_json")
-        return body
+    def refuse_if_draining() -> None:
+        if app.state.draining:
+            raise failure(ShuttingDown("the server is shutting down and takes no new requests"))
 
     def submit(ids: list[int], config: GenerationConfig) -> Request:
         if len(ids) >= model.context_length:
@@ -259,8 +121,6 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         return APIError(500, f"generation failed: {value}", "server_error")
 
     def finished(result: GenerationResult) -> str:
-        if result.finish_reason == "cancelled":
-            raise failure(ShuttingDown("the server is shutting down"))
         return FINISH[result.finish_reason]
 
     async def collect(req: Request, request: HTTPRequest) -> GenerationResult:
@@ -304,13 +164,14 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             return out
 
         async def events():
-            done = False
+            done, shown = False, 0
             try:
                 if kind == "chat":
                     yield sse(chunk(None, None, role=True))
                 while True:
                     what, value = await req.queue.get()
                     if what == "event":
+                        shown += len(value.text)
                         yield sse(chunk(value.text, None))
                         continue
                     done = True
@@ -321,12 +182,17 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
                     except APIError as e:
                         yield sse(e.body())
                         return
-                    yield sse(chunk(None if kind == "chat" else "", reason))
+                    rest = value.text[shown:]  # text held back (a possible stop string) when a row is cut
+                    yield sse(chunk(rest or (None if kind == "chat" else ""), reason))
                     if include_usage:
                         yield sse({"id": rid, "object": obj, "created": int(time.time()), "model": model_name,
                                    "choices": [], "usage": usage(value)})
                     yield sse("[DONE]")
                     return
+            except Exception as e:  # noqa: BLE001 - the headers are out: end the stream with an error event
+                log.exception("stream %s failed", rid)
+                yield sse(APIError(500, f"internal error: {type(e).__name__}: {e}", "server_error",
+                                   code="internal_error").body())
             finally:
                 if not done:  # the client went away: free its row
                     scheduler.cancel(req)
@@ -335,10 +201,13 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     async def handle(request: HTTPRequest, kind: str):
+        refuse_if_draining()
         authorize(request)
-        body = await read_body(request)
-        config, stream, include_usage = parse_config(body, kind, default_max_tokens, confidence)
-        ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
+        check_content_type(request.headers.get("content-type"))
+        raw = await request.body()  # `Guard` refuses it past --max-request-bytes
+        config, stream, include_usage, ids = await asyncio.get_running_loop().run_in_executor(
+            workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence)
+        refuse_if_draining()
         req = submit(ids, config)
         rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
         if stream:
@@ -379,8 +248,10 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "model": model_name, "running": scheduler.running, "waiting": scheduler.waiting,
-                "batches": scheduler.batches, "cancelled": scheduler.cancelled}
+        state = {"status": "draining" if app.state.draining else "ok", "model": model_name,
+                 "running": scheduler.running, "waiting": scheduler.waiting, "batches": scheduler.batches,
+                 "cancelled": scheduler.cancelled}
+        return JSONResponse(state, status_code=503 if app.state.draining else 200)
 
     return app
 
@@ -390,23 +261,30 @@ def cmd_serve(args) -> int:
     import uvicorn
 
     from .cli import load_model, set_threads
+    from .serve_drain import GRACE_S, DrainingServer
 
     if args.confidence is not None and not 0.0 < args.confidence <= 1.0:
         raise HamburgerError(f"--confidence must be in (0, 1], got {args.confidence}")
-    for name in ("max_batch_size", "max_queue", "max_tokens"):
+    for name in ("max_batch_size", "max_queue", "max_tokens", "max_request_bytes"):
         if getattr(args, name) < 1:
             raise HamburgerError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.prefill_chunk < 0:
+        raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
+    if args.drain_timeout < 0:
+        raise HamburgerError("--drain-timeout must be >= 0")
     api_key = args.api_key or os.environ.get("HAMBURGER_API_KEY") or None
     set_threads(args.threads)
     model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
     name = args.served_model_name or Path(args.model or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, args.max_batch_size, args.max_queue, args.confidence,
-                     args.max_tokens)
+                     args.max_tokens, args.max_request_bytes, args.prefill_chunk)
     if api_key is None and args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {args.host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{args.host}:{args.port}/v1 (batches of up to {args.max_batch_size}, "
           f"queue {args.max_queue})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                            timeout_graceful_shutdown=int(GRACE_S))
+    DrainingServer(config, app, args.drain_timeout).run()
     return 0
 
 
@@ -429,6 +307,14 @@ def register(sub) -> None:
                    help="completion tokens when a request sets no max_tokens (default 512)")
     p.add_argument("--confidence", type=float, default=None,
                    help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
+    p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
+                   help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
+    p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,
+                   help="prefill longer prompts this many tokens at a time, between the running requests' steps, "
+                        "so one long prompt does not stall them (0: whole prompts at once; default %(default)s)")
+    p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
+                   help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
+                        "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],

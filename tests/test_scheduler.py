@@ -40,3 +40,25 @@ def test_request_joins_the_running_batch(char_tokenizer):
         scheduler.stop()
     assert short_result.token_ids == generate(model, char_tokenizer, [1, 50, 51, 52], short_cfg).token_ids
     assert long_result.token_ids == generate(model, char_tokenizer, [1, 40, 41], long_cfg).token_ids
+
+
+def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
+    """The scheduler releases each row once answered: a batch kept open by continuous traffic holds no history."""
+    from hamburger.generate import Generation
+
+    model = tiny_hamburger("llama", seed=5)
+    model.base.generation_config.eos_token_id = [99]
+    cfg = GenerationConfig(max_new_tokens=3)
+    run = Generation(model, char_tokenizer, [[1, 40, 41]], cfg)
+    answered = []
+    for event in run:
+        if event.finish_reason:
+            answered.append(run.result(event.row))
+            run.release(event.row)
+            assert run.rows[event.row].tokens == [] and run.rows[event.row].prompt_ids == []
+            if len(run.rows) < 5:
+                run.add([1, 50 + len(run.rows), 51], cfg)
+    assert run.active_rows == 0 and not run._kept and len(answered) == 5
+    for i, result in enumerate(answered):
+        prompt = [1, 40, 41] if i == 0 else [1, 50 + i, 51]
+        assert result.token_ids == generate(model, char_tokenizer, prompt, cfg).token_ids

@@ -1,0 +1,64 @@
+"""A `hamburger serve` process on 127.0.0.1 for the serving benchmarks (load, TTFT, soak)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tiny_checkpoint(out: Path) -> Path:
+    """The test suite's tiny random checkpoint (with a chat template), written under `out`."""
+    sys.path.insert(0, str(ROOT))
+    from tests import conftest
+    from tests.test_serve import save_tiny_checkpoint
+
+    make_tokenizer = getattr(conftest.char_tokenizer, "__wrapped__", conftest.char_tokenizer)
+    return save_tiny_checkpoint(out, make_tokenizer())
+
+
+@contextmanager
+def serving(model: Path | None, log: Path, *args: str, start_timeout: float = 300.0):
+    """Start `hamburger serve` (the bundled model when `model` is None), wait for /health, yield
+    (base URL, process); terminate it on exit."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "hamburger.cli", "serve", "--port", str(port), "--log-level", "warning", *args]
+    if model is not None:
+        cmd += ["--model", str(model)]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        end = time.time() + start_timeout
+        while True:
+            if proc.poll() is not None or time.time() > end:
+                sys.exit("the server did not start:\n" + log.read_text())
+            try:
+                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
