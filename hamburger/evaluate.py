@@ -315,6 +315,7 @@ def cmd_eval(args) -> int:
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint,
             "limit": args.limit, "max_new_tokens": args.max_new_tokens,
+            "gsm8k_file": args.gsm8k_file, "chat_file": args.chat_file,
             "machine": machine_info(_torch.get_num_threads(), args.dtype)}
     print(write_outputs(Path(args.out), records, summary, meta, bands).read_text())
     return 0
