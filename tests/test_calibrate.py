@@ -80,3 +80,16 @@ def test_calibrate_cli_from_eval_results(tmp_path, capsys):
                  "--bands", "nll_per_token:base-sampled:lower:0"]) == 0
     assert json.loads((ckpt / "hamburger_config.json").read_text())["config"]["default_confidence"] == 0.9
     assert "chosen default knob 0.9" in capsys.readouterr().out
+
+
+def test_calibrate_end_to_end_on_a_tiny_model(tmp_path, char_tokenizer):
+    from tests.test_batch import save_tiny_checkpoint
+
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    assert main(["calibrate", "--model", str(ckpt), "--tasks", "chat", "--limit", "1", "--max-new-tokens", "4",
+                 "--confidence", "0.5,1.0", "--out", str(tmp_path / "sweep")]) == 0
+    meta = json.loads((ckpt / "hamburger_config.json").read_text())
+    record = meta["calibration"]
+    assert meta["config"]["default_confidence"] == record["knob"] and record["knobs"]["1"] is True
+    assert record["tasks"] == ["chat"] and record["examples"] == {"chat": 1}
+    assert (tmp_path / "sweep" / "summary.md").is_file()
