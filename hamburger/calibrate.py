@@ -30,7 +30,8 @@ def check_dev(tasks: list[str], meta: dict | None = None) -> None:
     """Refuse anything but the fixed dev split."""
     test = [t for t in tasks if t in TEST_TASKS]
     if test:
-        raise HamburgerError(f"{', '.join(test)} is a test set: never calibrate on it (dev tasks: {', '.join(DEV_TASKS)})")
+        raise HamburgerError(f"{', '.join(test)} is a test set: never calibrate on it "
+                             f"(dev tasks: {', '.join(DEV_TASKS)})")
     unknown = [t for t in tasks if t not in DEV_TASKS]
     if unknown:
         raise HamburgerError(f"cannot calibrate on {unknown}; dev tasks: {', '.join(DEV_TASKS)}")

@@ -165,15 +165,17 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
     samples it (`plausibility.SAMPLED`, seed = the prompt's position)."""
+    from tqdm import tqdm
+
     from .generate import eos_ids
     from .plausibility import SAMPLED, plausibility
-    from tqdm import tqdm
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
                 "chat": lambda: chat_examples(limit, chat_file), "ifeval": lambda: ifeval_examples(limit)}
     judge = reference or model
     eos = eos_ids(judge, tokenizer)
-    methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else []) + [(f"hamburger@{c:g}", c) for c in confidences]
+    methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
+    methods += [(f"hamburger@{c:g}", c) for c in confidences]
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -227,7 +229,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 from .ifeval import aggregate
 
                 entry.update(aggregate(rows))
-            if task == "chat" and name not in ("base", "endpoint"):
+            if task == "chat" and name.startswith("hamburger@"):
                 entry.update(heldout_loss(model, ids, base_ids))
             summary.append(entry)
     return records, summary
@@ -249,7 +251,8 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
     (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary, "comparisons": comparisons,
                                                   "ifeval_types": types}, indent=2) + "\n")
     lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
-             "| task | method | examples | score | tau | decode tok/s | delta vs base | NLL/token | worst-token NLL | rep4 |",
+             "| task | method | examples | score | tau | decode tok/s | delta vs base | NLL/token | worst-token NLL "
+             "| rep4 |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
@@ -259,8 +262,8 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
     ifeval = [s for s in summary if s["task"] == "ifeval"]
     if ifeval:
-        lines += ["", "## IFEval accuracy (%)", "", "| method | prompt strict | prompt loose | inst strict | inst loose |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "## IFEval accuracy (%)", "",
+                  "| method | prompt strict | prompt loose | inst strict | inst loose |", "|---|---|---|---|---|"]
         lines += [f"| {s['method']} | " + " | ".join(f"{100 * s[k]:.1f}" for k in IFEVAL_KEYS) + " |" for s in ifeval]
     lines += ["", "## Differences from the base, paired bootstrap 95% intervals over prompts", "",
               "Bands: " + "; ".join(b.describe() for b in bands) + ". Verdict: inside = the whole interval is in the "

@@ -80,7 +80,8 @@ def _registry() -> dict:
     try:
         from if_verifiable.ifeval.instructions_registry import INSTRUCTION_DICT
     except ImportError as e:
-        raise HamburgerError("IFEval scoring needs the `if-verifiable` package: pip install if-verifiable==0.1.2") from e
+        raise HamburgerError("IFEval scoring needs the `if-verifiable` package: "
+                             "pip install if-verifiable==0.1.2") from e
     return INSTRUCTION_DICT
 
 

@@ -168,5 +168,6 @@ def type_lines(rows: list[dict]) -> list[str]:
     lines = ["| method | instruction type | n | accuracy | base | diff | 95% CI |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['method']} | {r['type']} | {r['instructions']} | {100 * r['acc']:.1f} | "
-                     f"{100 * r['ref_acc']:.1f} | {100 * r['diff']:+.1f} | [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] |")
+                     f"{100 * r['ref_acc']:.1f} | {100 * r['diff']:+.1f} | "
+                     f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] |")
     return lines
