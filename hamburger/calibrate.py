@@ -117,7 +117,8 @@ def cmd_calibrate(args) -> int:
         write_outputs(Path(args.out), records, summary, meta, bands)
     knob, record = calibrate_from(records, meta, knobs, bands, args.rule)
     for k, ok in record["knobs"].items():
-        print(f"knob {k}: {'inside the bands' if ok else 'outside'}")
+        print(f"knob {k}: {'every difference inside its band' if ok else 'a difference outside its band'} "
+              f"(rule: {args.rule})")
     if args.dry_run:
         print(f"chosen default knob {knob:g} (dry run: {args.model} left unchanged)")
     else:
