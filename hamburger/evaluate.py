@@ -7,6 +7,12 @@ Tasks
              run the task where that isolation is unavailable
   chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
              and the held-out loss / token accuracy of those base answers under the HAMburger model
+  ifeval     IFEval (a test set) prompt- and instruction-level accuracy, strict and loose (see `ifeval`)
+Every answer of every task is also scored by its plausibility under the unchanged base (NLL per token,
+worst-token NLL, repeated-4-gram rate; see `plausibility`), and the base's own sampled answers
+(temperature 0.7, top-p 0.9, seed = the prompt's position) are one more method, "base-sampled", the
+reference for "as good as the base". Every difference from the base gets a paired bootstrap 95% interval
+over prompts and a verdict against its target band (see `paired`), in summary.md.
 The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
 loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also
 reports tau and decode tok/s. `--endpoint URL` adds an OpenAI-compatible server (e.g. `hamburger
@@ -18,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -29,7 +35,8 @@ from .sampling import GenerationConfig
 from .sandbox import Limits, require
 from .scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
 
-TASKS = ("gsm8k", "humaneval", "chat")
+TASKS = ("gsm8k", "humaneval", "chat", "ifeval")
+IFEVAL_KEYS = ("prompt_strict", "prompt_loose", "inst_strict", "inst_loose")
 
 
 @dataclass
@@ -71,9 +78,20 @@ def chat_examples(limit: int, path: str | None = None) -> list[Example]:
     return [Example("chat", r["id"], r["prompt"]) for r in category_prompts("chat", limit, seed=1)]
 
 
+def ifeval_examples(limit: int) -> list[Example]:
+    from .ifeval import load_ifeval, require_punkt
+
+    require_punkt()  # before any generation: a missing tokenizer must not cost a whole run
+    return [Example("ifeval", f"ifeval:{r['key']}", r["prompt"], r) for r in load_ifeval(limit=limit)]
+
+
 def score(example: Example, text: str, base_text: str | None, timeout: float) -> dict:
     if example.task == "gsm8k":
         return {"correct": float(extract_final_number(text) == example.gold)}
+    if example.task == "ifeval":
+        from .ifeval import score_ifeval
+
+        return score_ifeval(example.gold, text)
     if example.task == "humaneval":
         passed, reason = run_sandboxed(humaneval_program(example.gold, text), timeout)
         return {"passed": float(passed), "reason": reason}
@@ -112,6 +130,7 @@ class Answer:
     forwards: int
     decode_s: float
     first_group: int
+    token_ids: list[int] | None = None  # None from an endpoint: the text is tokenized for plausibility
 
 
 @dataclass
@@ -143,17 +162,25 @@ class Endpoint:
 
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
-             endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None):
+             endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
+             sampled: bool = True):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
-    ``reference`` (the unchanged base, default ``model``) at confidence 1.0."""
+    ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
+    samples it (`plausibility.SAMPLED`, seed = the prompt's position)."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
+    from .generate import eos_ids
+    from .plausibility import SAMPLED, plausibility
+
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
-                "chat": lambda: chat_examples(limit, chat_file)}
-    methods = [("base", 1.0)] + [(f"hamburger@{c:g}", c) for c in confidences]
+                "chat": lambda: chat_examples(limit, chat_file), "ifeval": lambda: ifeval_examples(limit)}
+    judge = reference or model
+    eos = eos_ids(judge, tokenizer)
+    methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
+    methods += [(f"hamburger@{c:g}", c) for c in confidences]
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -173,19 +200,26 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
             if name == "endpoint":
                 answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
             else:
-                cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence)
-                runner = (reference or model) if name == "base" else model
+                extra = SAMPLED if name == "base-sampled" else {}
+                cfgs = [GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence,
+                                         seed=i if extra else None, **extra) for i in range(len(ids))]
+                runner = judge if name.startswith("base") else model
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
-                    results += Generation(runner, tokenizer, ids[start:start + batch_size], cfg).run()
+                    chunk = slice(start, start + batch_size)
+                    results += Generation(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
                 if name == "base":
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
-                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0]) for r in results]
+                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids)
+                           for r in results]
             rows = []
-            for e, a, base_text in zip(examples, answers, base_texts):
+            for e, p, a, base_text in zip(examples, ids, answers, base_texts):
+                answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
+                    a.text, add_special_tokens=False)["input_ids"]
                 row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
                        "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
-                       "first_group": a.first_group, **score(e, a.text, base_text, timeout)}
+                       "first_group": a.first_group, **score(e, a.text, base_text, timeout),
+                       **plausibility(judge.base, p, answer_ids, eos)}
                 rows.append(row)
             records += rows
             entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
@@ -193,31 +227,55 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                      "tau": sum(r["tokens"] for r in rows) / max(1, sum(r["forwards"] for r in rows)),
                      "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
                      / max(1e-9, sum(r["decode_s"] for r in rows))}
-            for key in ("correct", "passed", "exact", "rouge_l", "chrf"):
+            for key in ("correct", "passed", "exact", "rouge_l", "chrf", "nll_per_token", "worst_token_nll", "rep4"):
                 if key in rows[0]:
                     entry[key] = sum(r[key] for r in rows) / len(rows)
-            if task == "chat" and name not in ("base", "endpoint"):
+            if task == "ifeval":
+                from .ifeval import aggregate
+
+                entry.update(aggregate(rows))
+            if task == "chat" and name.startswith("hamburger@"):
                 entry.update(heldout_loss(model, ids, base_ids))
             summary.append(entry)
     return records, summary
 
 
-QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l"}
+QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l", "ifeval": "inst_strict"}
 
 
-def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict) -> Path:
+def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict, bands=None) -> Path:
+    from .paired import DEFAULT_BANDS, band_lines, compare, per_type, type_lines
+
+    bands = bands or DEFAULT_BANDS
+    comparisons, types = compare(records, bands), per_type(records)
+    meta = dict(meta, bands=[asdict(b) for b in bands])
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "examples.jsonl", "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
-    (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary}, indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary, "comparisons": comparisons,
+                                                  "ifeval_types": types}, indent=2) + "\n")
     lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
-             "| task | method | examples | score | tau | decode tok/s | delta vs base |", "|---|---|---|---|---|---|---|"]
+             "| task | method | examples | score | tau | decode tok/s | delta vs base | NLL/token | worst-token NLL "
+             "| rep4 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
         base = next(b for b in summary if b["task"] == s["task"] and b["method"] == "base")
         lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
-                     f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} |")
+                     f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
+                     f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
+    ifeval = [s for s in summary if s["task"] == "ifeval"]
+    if ifeval:
+        lines += ["", "## IFEval accuracy (%)", "",
+                  "| method | prompt strict | prompt loose | inst strict | inst loose |", "|---|---|---|---|---|"]
+        lines += [f"| {s['method']} | " + " | ".join(f"{100 * s[k]:.1f}" for k in IFEVAL_KEYS) + " |" for s in ifeval]
+    lines += ["", "## Differences from the base, paired bootstrap 95% intervals over prompts", "",
+              "Bands: " + "; ".join(b.describe() for b in bands) + ". Verdict: inside = the whole interval is in the "
+              "band, outside = none of it, undecided = it straddles the band's edge.", ""] + band_lines(comparisons)
+    if types:
+        lines += ["", "## IFEval instruction-level strict accuracy per instruction type, vs base greedy", ""]
+        lines += type_lines(types)
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot(out, summary)
     return out / "summary.md"
@@ -253,19 +311,23 @@ def cmd_eval(args) -> int:
         GenerationConfig(confidence=c).validate()
     if "humaneval" in tasks:
         require(Limits(timeout=args.timeout))
+    from .paired import parse_bands
+
+    bands = parse_bands(args.bands)
     set_threads(args.threads)
     model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
     endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
                                 args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference,
-                                args.chat_file)
+                                args.chat_file, not args.no_base_sampled)
     import torch as _torch
 
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint,
             "limit": args.limit, "max_new_tokens": args.max_new_tokens,
+            "gsm8k_file": args.gsm8k_file, "chat_file": args.chat_file,
             "machine": machine_info(_torch.get_num_threads(), args.dtype)}
-    print(write_outputs(Path(args.out), records, summary, meta).read_text())
+    print(write_outputs(Path(args.out), records, summary, meta, bands).read_text())
     return 0
 
 
@@ -287,6 +349,12 @@ def register(sub) -> None:
                         "on the same prompts, greedy; its tau comes from the usage extension when present")
     p.add_argument("--api-key", default=None, help="API key for --endpoint")
     p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
+    p.add_argument("--no-base-sampled", action="store_true",
+                   help="leave out the base's sampled answers (the reference of the NLL bands)")
+    p.add_argument("--bands", default=None,
+                   help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
+                        "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "
+                        "rep4 <= base; see hamburger/paired.py)")
     p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")

@@ -1,6 +1,7 @@
 """Prompt files for distillation and evaluation, with fixed train/dev splits of the shipped data.
 
-Sources (read from the data root, see `data_root`):
+Sources (read from the data root, see `data_root`: by default the copies shipped in the package,
+``hamburger/data/``, gzipped; a folder of the uncompressed upstream files works the same):
   * ``t0_prompts``: ``self_instruct/t0_prompts.jsonl`` (field ``prompt``; ``reference`` kept, with the
     literal ``<|endoftext|>`` marker stripped). Ids ``t0:<line>``.
   * ``self_instruct``: ``self_instruct/seed_tasks.jsonl``; prompt = instruction, plus ``"\\n\\n" + input``
@@ -23,6 +24,7 @@ lasts), so any prefix of the file is a balanced mix; ``limit`` then keeps the fi
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -49,27 +51,30 @@ def gsm8k_split(index: int, n_rows: int) -> Split:
     return "dev" if index >= n_rows - GSM8K_DEV_ROWS else "train"
 
 
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+
+
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    """The shipped data folder: `root`, else env ``HAMBURGER_DATA``, else ``<repo>/../shared/data``."""
-    if root is None:
-        root = os.environ.get("HAMBURGER_DATA") or Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-    path = Path(root)
+    """The data folder: `root`, else env ``HAMBURGER_DATA``, else the package's own ``hamburger/data``."""
+    path = Path(root or os.environ.get("HAMBURGER_DATA") or PACKAGE_DATA)
     if not path.is_dir():
         raise HamburgerError(f"data folder {path} not found; set HAMBURGER_DATA to the folder holding "
                              "gsm8k/ and self_instruct/")
     return path
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise HamburgerError(f"data file {path} is missing")
-    with open(path, encoding="utf-8") as f:
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of ``path`` (a ``.jsonl``), or of its gzipped copy ``path.gz`` when only that exists."""
+    gz = path.with_name(path.name + ".gz")
+    if not path.is_file() and not gz.is_file():
+        raise HamburgerError(f"data file {path} (or {gz.name}) is missing")
+    with (open(path, encoding="utf-8") if path.is_file() else gzip.open(gz, "rt", encoding="utf-8")) as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
 def _t0(root: Path) -> list[dict]:
     out = []
-    for i, r in enumerate(_read_jsonl(root / "self_instruct" / "t0_prompts.jsonl")):
+    for i, r in enumerate(read_jsonl(root / "self_instruct" / "t0_prompts.jsonl")):
         row = {"id": f"t0:{i}", "prompt": r["prompt"], "source": "t0_prompts"}
         if r.get("reference") is not None:
             row["reference"] = r["reference"].replace("<|endoftext|>", "").strip()
@@ -80,7 +85,7 @@ def _t0(root: Path) -> list[dict]:
 
 def _self_instruct(root: Path) -> list[dict]:
     out = []
-    for i, r in enumerate(_read_jsonl(root / "self_instruct" / "seed_tasks.jsonl")):
+    for i, r in enumerate(read_jsonl(root / "self_instruct" / "seed_tasks.jsonl")):
         for j, inst in enumerate(r.get("instances") or [{"input": "", "output": None}]):
             inp = (inst.get("input") or "").strip()
             prompt = r["instruction"].strip() + (f"\n\n{inp}" if inp else "")
@@ -93,7 +98,7 @@ def _self_instruct(root: Path) -> list[dict]:
 
 
 def _gsm8k(root: Path) -> list[dict]:
-    rows = _read_jsonl(root / "gsm8k" / "train.jsonl")
+    rows = read_jsonl(root / "gsm8k" / "train.jsonl")
     return [{"id": f"gsm8k:{i}", "prompt": r["question"], "source": "gsm8k", "answer": r["answer"],
              "split": gsm8k_split(i, len(rows))} for i, r in enumerate(rows)]
 
@@ -160,7 +165,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--split", default="train", choices=["train", "dev", "all"])
     p.add_argument("--limit", type=int, default=None, help="keep the first N prompts after interleaving")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed")
-    p.add_argument("--data", default=None, help="data root (default: $HAMBURGER_DATA or ../shared/data)")
+    p.add_argument("--data", default=None, help="data root (default: $HAMBURGER_DATA or the package's hamburger/data)")
     p.add_argument("--out", required=True, help="output .jsonl")
     p.set_defaults(func=prompts)
     return p

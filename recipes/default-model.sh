@@ -9,7 +9,7 @@ BASE=smollm2-135m-instruct
 D=data/distilled/$BASE.train.jsonl
 S=data/segmented/$BASE.train.jsonl
 
-# 1. Training prompts: a fixed, deterministic selection from ../shared/data (dev rows excluded by hash).
+# 1. Training prompts: a fixed, deterministic selection from the data shipped in hamburger/data (dev rows excluded by hash).
 [ -s data/prompts/train.jsonl ] || hamburger prompts --sources t0_prompts,self_instruct,gsm8k --split train \
     --limit 6000 --seed 0 --out data/prompts/train.jsonl
 # The committed distilled rows ship gzipped (16135 rows: the first 2976 made on the CPU, the rest on a GPU).

@@ -21,7 +21,7 @@ D=${DISTILLED:-data/distilled/$BASE.train.jsonl}
 mkdir -p "$W"
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 
-# 1. Every training prompt of ../shared/data (the 6000 of the CPU recipe are its first 6000 rows).
+# 1. Every training prompt of the shipped data (hamburger/data) (the 6000 of the CPU recipe are its first 6000 rows).
 [ -s $P ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train --seed 0 --out $P
 # The committed distilled rows ship gzipped (16135 rows: the first 2976 made on the CPU, the rest on a GPU).
 [ -s "$D" ] || [ ! -s "$D.gz" ] || zcat "$D.gz" > "$D"

@@ -20,12 +20,17 @@ def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
                  "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())["summary"]
     by = {(s["task"], s["method"]): s for s in summary}
-    assert set(by) == {(t, m) for t in ("gsm8k", "humaneval", "chat") for m in ("base", "hamburger@0.5", "hamburger@1")}
+    methods = ("base", "base-sampled", "hamburger@0.5", "hamburger@1")
+    assert set(by) == {(t, m) for t in ("gsm8k", "humaneval", "chat") for m in methods}
     # Confidence 1.0 is the base model's greedy decoding: perfect agreement with the base.
     assert by[("chat", "hamburger@1")]["exact"] == 1.0 and by[("chat", "hamburger@1")]["tau"] == 1.0
     assert "heldout_loss" in by[("chat", "hamburger@0.5")]
     lines = (out / "examples.jsonl").read_text().splitlines()
-    assert len(lines) == 3 * 3 * 2
+    assert len(lines) == 3 * 4 * 2
+    # every answer is scored by the unchanged base; confidence 1.0 has the base's own plausibility
+    assert by[("chat", "hamburger@1")]["nll_per_token"] == pytest.approx(by[("chat", "base")]["nll_per_token"])
+    assert by[("chat", "base-sampled")]["nll_per_token"] != by[("chat", "base")]["nll_per_token"]
+    assert "95% CI" in (out / "summary.md").read_text()
     assert (out / "quality_vs_tau.png").is_file() and "| task |" in capsys.readouterr().out
 
 
@@ -120,3 +125,19 @@ def test_eval_refuses_humaneval_without_isolation(tmp_path, char_tokenizer, monk
     err = capsys.readouterr().err
     assert "refusing to execute generated code" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "eval").exists()
+def test_ifeval_end_to_end(tmp_path, char_tokenizer):
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    out = tmp_path / "eval"
+    assert main(["eval", "--model", str(ckpt), "--tasks", "ifeval", "--limit", "3", "--confidence", "0.5",
+                 "--max-new-tokens", "6", "--out", str(out)]) == 0
+    data = json.loads((out / "summary.json").read_text())
+    by = {s["method"]: s for s in data["summary"]}
+    assert set(by) == {"base", "base-sampled", "hamburger@0.5"}
+    for s in by.values():
+        assert {"prompt_strict", "prompt_loose", "inst_strict", "inst_loose", "nll_per_token", "rep4"} <= set(s)
+        assert 0.0 <= s["inst_loose"] <= 1.0 and s["inst_strict"] <= s["inst_loose"]
+    metrics = {(c["method"], c["band"]["metric"]) for c in data["comparisons"]}
+    assert ("hamburger@0.5", "inst_strict") in metrics and ("hamburger@0.5", "worst_token_nll") in metrics
+    assert {t["method"] for t in data["ifeval_types"]} == {"base-sampled", "hamburger@0.5"}
+    text = (out / "summary.md").read_text()
+    assert "IFEval accuracy" in text and "per instruction type" in text

@@ -7,17 +7,29 @@ import os
 import pytest
 
 from hamburger.errors import HamburgerError
-from hamburger.prompts import build_prompts, data_root, gsm8k_split, register, split_of
+from hamburger.prompts import PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_jsonl, register, split_of
 
 ALL = ["t0_prompts", "self_instruct", "gsm8k"]
 
 
+SHARED = PACKAGE_DATA.parent.parent.parent / "shared" / "data"  # the upstream files, beside the repo here
+
+
 @pytest.fixture(scope="module")
 def root():
-    try:
-        return data_root()
-    except HamburgerError:
-        pytest.skip("shipped data not found (set HAMBURGER_DATA)")
+    return data_root()
+
+
+def test_package_ships_the_data(monkeypatch):
+    monkeypatch.delenv("HAMBURGER_DATA", raising=False)
+    assert data_root() == PACKAGE_DATA
+    for name in ("gsm8k/train.jsonl", "self_instruct/t0_prompts.jsonl", "self_instruct/seed_tasks.jsonl",
+                 "ifeval/input_data.jsonl"):
+        assert (PACKAGE_DATA / f"{name}.gz").is_file() and (PACKAGE_DATA / name).parent.joinpath("LICENSE").is_file()
+    if not SHARED.is_dir():
+        pytest.skip("the upstream data folder is not beside the repo")
+    for name in ("gsm8k/train.jsonl", "self_instruct/t0_prompts.jsonl", "self_instruct/seed_tasks.jsonl"):
+        assert read_jsonl(PACKAGE_DATA / name) == read_jsonl(SHARED / name), name
 
 
 def test_split_is_pinned():
@@ -38,7 +50,7 @@ def test_split_counts_are_pinned(root):
 
 
 def test_gsm8k_last_500_rows_are_dev(root):
-    n = sum(1 for _ in open(root / "gsm8k" / "train.jsonl"))
+    n = len(read_jsonl(root / "gsm8k" / "train.jsonl"))
     dev = build_prompts(["gsm8k"], "dev", root=root)
     train = build_prompts(["gsm8k"], "train", root=root)
     assert {r["id"] for r in dev} == {f"gsm8k:{i}" for i in range(n - 500, n)}

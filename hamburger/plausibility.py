@@ -1,0 +1,43 @@
+"""How plausible an answer is to the unchanged base model: a quality measure that does not punish a
+harmless change of wording the way agreement with the base's greedy answer does.
+
+Per answer (its token ids as generated, end-of-sequence included when it was emitted):
+  nll_per_token    mean negative log-likelihood per answer token under the base, teacher-forced after the
+                   chat-templated prompt (nats)
+  worst_token_nll  the answer's largest single-token NLL (a wrong token shows as a spike)
+  rep4             repeated-4-gram rate: share of the answer's token 4-grams that already occurred earlier
+                   in it (0 = no repetition), end-of-sequence left out
+The reference for "as good as the base" is the base's own sampled answers (temperature 0.7, top-p 0.9,
+fixed seeds), scored the same way; see `evaluate`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+KEYS = ("nll_per_token", "worst_token_nll", "rep4")
+SAMPLED = {"temperature": 0.7, "top_p": 0.9}  # the base-sampled reference method
+
+
+@torch.no_grad()
+def token_nll(lm, prompt_ids: list[int], answer_ids: list[int]) -> list[float]:
+    """NLL of each answer token under the causal LM `lm` (a Hugging Face model), given the prompt."""
+    if not answer_ids:
+        return []
+    ids = torch.tensor([prompt_ids + answer_ids], device=lm.device)
+    logits = lm(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float()
+    logp = torch.log_softmax(logits, -1)
+    return (-logp.gather(-1, ids[0, len(prompt_ids):, None])[:, 0]).tolist()
+
+
+def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
+    grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+    return 1.0 - len(set(grams)) / len(grams) if grams else 0.0
+
+
+def plausibility(lm, prompt_ids: list[int], answer_ids: list[int], eos: set[int] = frozenset()) -> dict:
+    """The three measures of one answer (an empty answer: NLL 0, no repetition)."""
+    nll = token_nll(lm, prompt_ids, answer_ids)
+    body = [t for t in answer_ids if t not in eos]
+    return {"nll_per_token": sum(nll) / len(nll) if nll else 0.0, "worst_token_nll": max(nll, default=0.0),
+            "rep4": repeated_ngram_rate(body)}

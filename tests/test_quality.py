@@ -1,0 +1,82 @@
+"""Plausibility under the base (against a direct computation) and the paired bootstrap (known answers)."""
+
+import math
+
+import pytest
+import torch
+
+from hamburger.paired import Band, compare, paired_bootstrap, parse_bands, per_type, verdict
+from hamburger.plausibility import plausibility, repeated_ngram_rate, token_nll
+from tests.conftest import tiny_base
+
+
+def test_nll_equals_direct_computation():
+    lm = tiny_base("llama", seed=3)
+    prompt, answer = [1, 40, 41, 42], [50, 51, 52, 2]
+    got = token_nll(lm, prompt, answer)
+    ids = prompt + answer
+    with torch.no_grad():
+        logits = lm(torch.tensor([ids])).logits[0]
+    direct = []
+    for k, tok in enumerate(answer):  # token at position len(prompt)+k is predicted from the logits before it
+        logp = torch.log_softmax(logits[len(prompt) + k - 1].double(), -1)
+        direct.append(-logp[tok].item())
+    assert got == pytest.approx(direct, abs=1e-5)
+    p = plausibility(lm, prompt, answer, eos={2})
+    assert p["nll_per_token"] == pytest.approx(sum(direct) / 4, abs=1e-5)
+    assert p["worst_token_nll"] == pytest.approx(max(direct), abs=1e-5) and p["rep4"] == 0.0
+    assert token_nll(lm, prompt, []) == []
+
+
+def test_repeated_ngram_rate():
+    assert repeated_ngram_rate([1, 2, 3, 4, 1, 2, 3, 4]) == pytest.approx(1 - 4 / 5)  # 5 grams, 4 distinct
+    assert repeated_ngram_rate([1, 2, 3]) == 0.0 and repeated_ngram_rate([7] * 10) == pytest.approx(6 / 7)
+
+
+def test_bootstrap_known_answers():
+    # a constant difference has a zero-width interval
+    assert paired_bootstrap([3.0, 4.0, 5.0], [1.0, 2.0, 3.0]) == (2.0, 2.0, 2.0)
+    # differences 1 and 0 in equal shares, n = 400: mean 0.5, standard error 0.5 / 20 = 0.025
+    a, b = [1.0, 0.0] * 200, [0.0] * 400
+    diff, lo, hi = paired_bootstrap(a, b, n_boot=4000, seed=1)
+    assert diff == 0.5 and lo == pytest.approx(0.5 - 1.96 * 0.025, abs=0.008) and hi == pytest.approx(0.549, abs=0.008)
+    # pairing matters: a shared per-prompt offset cancels out
+    base = [float(i * 10) for i in range(50)]
+    assert paired_bootstrap([x + 1 for x in base], base)[1:] == (1.0, 1.0)
+    # weights make it a micro average: (1*3 + 0*1) / 4
+    assert paired_bootstrap([1.0, 0.0], [0.0, 0.0], weights=[3, 1])[0] == 0.75
+
+
+def test_bands_and_verdicts():
+    acc = Band("inst_strict", "base", True, 0.01)
+    assert verdict(acc, -0.005, 0.02) == "inside" and verdict(acc, -0.05, 0.0) == "undecided"
+    assert verdict(acc, -0.05, -0.02) == "outside"
+    nll = Band("nll_per_token", "base-sampled", False, 0.0)
+    assert nll.contains(-0.1) and not nll.contains(0.01)
+    assert parse_bands("rep4:base:lower:0.02,inst_strict:base:higher:0.01:instructions") == (
+        Band("rep4", "base", False, 0.02), Band("inst_strict", "base", True, 0.01, "instructions"))
+
+
+def _rec(method, i, **values):
+    return {"task": "chat", "method": method, "id": f"p{i}", "confidence": 0.5, **values}
+
+
+def test_compare_pairs_by_prompt():
+    records = [_rec("base", i, rep4=0.1, nll_per_token=0.5) for i in range(20)]
+    records += [_rec("base-sampled", i, rep4=0.0, nll_per_token=1.0) for i in range(20)]
+    records += [_rec("hamburger@0.5", i, rep4=0.1, nll_per_token=0.8) for i in range(20)]
+    bands = (Band("rep4", "base", False, 0.0), Band("nll_per_token", "base-sampled", False, 0.0))
+    out = {c["band"]["metric"]: c for c in compare(records, bands)}
+    assert out["rep4"]["diff"] == 0 and out["rep4"]["verdict"] == "inside"
+    assert out["nll_per_token"]["diff"] == pytest.approx(-0.2) and out["nll_per_token"]["verdict"] == "inside"
+    assert {c["method"] for c in compare(records, bands)} == {"hamburger@0.5"}
+
+
+def test_per_type():
+    def rec(method, i, strict):
+        return {"task": "ifeval", "method": method, "id": i, "followed": [{"id": "a", "strict": strict}]}
+
+    records = [rec("base", i, i % 2 == 0) for i in range(10)] + [rec("h", i, True) for i in range(10)]
+    (row,) = per_type(records)
+    assert (row["type"], row["acc"], row["ref_acc"], row["instructions"]) == ("a", 1.0, 0.5, 10)
+    assert math.isclose(row["diff"], 0.5)
