@@ -20,14 +20,36 @@ SAMPLED = {"temperature": 0.7, "top_p": 0.9}  # the base-sampled reference metho
 
 
 @torch.no_grad()
-def token_nll(lm, prompt_ids: list[int], answer_ids: list[int]) -> list[float]:
-    """NLL of each answer token under the causal LM `lm` (a Hugging Face model), given the prompt."""
+def base_reading(lm, prompt_ids: list[int], answer_ids: list[int]) -> tuple[list[float], list[int]]:
+    """Teacher-forced under the causal LM `lm` (a Hugging Face model), given the prompt: the NLL of each
+    answer token, and the model's own greedy choice at each answer position."""
     if not answer_ids:
-        return []
+        return [], []
     ids = torch.tensor([prompt_ids + answer_ids], device=lm.device)
     logits = lm(input_ids=ids).logits[0, len(prompt_ids) - 1:-1].float()
     logp = torch.log_softmax(logits, -1)
-    return (-logp.gather(-1, ids[0, len(prompt_ids):, None])[:, 0]).tolist()
+    return (-logp.gather(-1, ids[0, len(prompt_ids):, None])[:, 0]).tolist(), logits.argmax(-1).tolist()
+
+
+def token_nll(lm, prompt_ids: list[int], answer_ids: list[int]) -> list[float]:
+    """NLL of each answer token under the causal LM `lm`, given the prompt."""
+    return base_reading(lm, prompt_ids, answer_ids)[0]
+
+
+def micro_agreement(answer_ids: list[int], groups: list[int], greedy: list[int]) -> tuple[int, int]:
+    """(micro tokens, how many equal the base's greedy choice there): the tokens 2..k of every group,
+    which the micro-step decoder wrote, against `greedy` from `base_reading` of the same answer."""
+    micro = [i for start, n in zip(_starts(groups), groups) for i in range(start + 1, start + n)
+             if i < len(answer_ids)]
+    return len(micro), sum(answer_ids[i] == greedy[i] for i in micro)
+
+
+def _starts(groups: list[int]) -> list[int]:
+    out, at = [], 0
+    for n in groups:
+        out.append(at)
+        at += n
+    return out
 
 
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
@@ -35,9 +57,11 @@ def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
     return 1.0 - len(set(grams)) / len(grams) if grams else 0.0
 
 
-def plausibility(lm, prompt_ids: list[int], answer_ids: list[int], eos: set[int] = frozenset()) -> dict:
-    """The three measures of one answer (an empty answer: NLL 0, no repetition)."""
-    nll = token_nll(lm, prompt_ids, answer_ids)
+def plausibility(lm, prompt_ids: list[int], answer_ids: list[int], eos: set[int] = frozenset(),
+                 reading: list[float] | None = None) -> dict:
+    """The three measures of one answer (an empty answer: NLL 0, no repetition); ``reading``: its token
+    NLLs when already computed (`base_reading`)."""
+    nll = token_nll(lm, prompt_ids, answer_ids) if reading is None else reading
     body = [t for t in answer_ids if t not in eos]
     return {"nll_per_token": sum(nll) / len(nll) if nll else 0.0, "worst_token_nll": max(nll, default=0.0),
             "rep4": repeated_ngram_rate(body)}

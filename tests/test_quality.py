@@ -80,3 +80,13 @@ def test_per_type():
     (row,) = per_type(records)
     assert (row["type"], row["acc"], row["ref_acc"], row["instructions"]) == ("a", 1.0, 0.5, 10)
     assert math.isclose(row["diff"], 0.5)
+
+
+def test_micro_agreement_counts_tokens_2_to_k_of_each_group():
+    from hamburger.plausibility import micro_agreement
+
+    answer = [5, 6, 7, 8, 9, 10]
+    greedy = [5, 6, 0, 8, 0, 10]  # the base disagrees at positions 2 and 4
+    assert micro_agreement(answer, [1, 3, 2], greedy) == (3, 2)  # micro tokens at 2, 3 and 5
+    assert micro_agreement(answer, [1] * 6, greedy) == (0, 0)
+    assert micro_agreement(answer[:4], [4, 2], greedy) == (3, 2)  # an answer cut inside its last group

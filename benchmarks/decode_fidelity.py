@@ -1,0 +1,106 @@
+"""The decode curve of one or more HAMburger checkpoints: tau against what the unchanged base thinks of the answers.
+
+Every model decodes the same held-out dev prompts (never trained on) at each knob, batched, greedy. The
+unchanged base then reads every answer teacher-forced (chat-templated prompt + answer) and gives:
+  * nll_per_token, worst_token_nll, rep4: `hamburger.plausibility` (averaged over answers);
+  * micro_ok   over all micro tokens (token 2..k of a group): how often the token is the base's own greedy
+               choice at that point of the answer (the issue's fidelity target: >= 95% at the default knob);
+  * tau        tokens per base forward.
+References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
+sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
+
+    python benchmarks/decode_fidelity.py --models hamburger/default_model RUN/last --out RESULT.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from hamburger.base import load_base
+from hamburger.bench_prompts import category_prompts
+from hamburger.checkpoint import load_checkpoint
+from hamburger.generate import Generation, encode_prompt, eos_ids
+from hamburger.machine import machine_info
+from hamburger.plausibility import base_reading, micro_agreement, plausibility
+from hamburger.sampling import GenerationConfig
+
+
+def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos: set[int]) -> dict:
+    nll, greedy = base_reading(base, prompt_ids, answer)
+    micro, micro_ok = micro_agreement(answer, groups, greedy)
+    return {"tokens": len(answer), **plausibility(base, prompt_ids, answer, eos, reading=nll), "micro": micro,
+            "micro_ok": micro_ok}
+
+
+def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[GenerationConfig], batch_size: int) -> list:
+    out = []
+    for i in range(0, len(prompts), batch_size):
+        out += Generation(model, tokenizer, prompts[i:i + batch_size], cfgs[i:i + batch_size]).run()
+    return out
+
+
+def summarise(rows: list[dict]) -> dict:
+    n = len(rows)
+    micro = sum(r["micro"] for r in rows)
+    tokens, forwards = sum(r["tokens"] for r in rows), sum(r["forwards"] for r in rows)
+    return {"answers": n, "tokens": tokens, "tau": tokens / max(1, forwards),
+            **{k: sum(r[k] for r in rows) / n for k in ("nll_per_token", "worst_token_nll", "rep4")},
+            "micro_tokens": micro,
+            "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", required=True, help="HAMburger checkpoint folders")
+    parser.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knobs")
+    parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
+    parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", required=True, help="result JSON (per-answer rows and summaries)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    knobs = [float(c) for c in args.confidence.split(",")]
+    texts = [p for c in args.categories.split(",") for p in category_prompts(c, args.per_category, seed=1)]
+    base, tokenizer, info = load_base(None, "float32")
+    base.eval()
+    prompts = [encode_prompt(tokenizer, p["prompt"]) for p in texts]
+    result = {"settings": vars(args), "prompts": [p["id"] for p in texts], "base": info.spec,
+              "machine": machine_info(args.threads, "float32"), "runs": []}
+
+    def record(label: str, knob: float | None, cfgs: list[GenerationConfig], model) -> None:
+        t0 = time.perf_counter()
+        outs = decode(model, tokenizer, prompts, cfgs, args.batch_size)
+        eos = eos_ids(model, tokenizer)
+        rows = [{"id": p["id"], "forwards": o.forwards, **score(base, ids, o.token_ids, o.groups, eos)}
+                for p, ids, o in zip(texts, prompts, outs)]
+        run = {"model": label, "confidence": knob, "temperature": cfgs[0].temperature,
+               "seconds": time.perf_counter() - t0, "summary": summarise(rows), "rows": rows}
+        result["runs"].append(run)
+        s = run["summary"]
+        print(f"{label} @{knob} T{cfgs[0].temperature}: tau {s['tau']:.2f} nll {s['nll_per_token']:.3f} "
+              f"worst {s['worst_token_nll']:.2f} "
+              f"rep4 {s['rep4']:.3f} micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens)", flush=True)
+        Path(args.out).write_text(json.dumps(result, indent=1))
+
+    for i, path in enumerate(args.models):
+        model, _, minfo = load_checkpoint(path)
+        if minfo.fingerprint != info.fingerprint:
+            raise SystemExit(f"{path} was made on another base than {info.spec}")
+        model.eval()
+        if i == 0:  # the references: knob 1.0 is the base's greedy decoding exactly; then the base sampled
+            record("base greedy", 1.0, [GenerationConfig(args.max_new_tokens, confidence=1.0)] * len(prompts), model)
+            record("base sampled", 1.0, [GenerationConfig(args.max_new_tokens, confidence=1.0, temperature=0.7,
+                                                          top_p=0.9, seed=s) for s in range(len(prompts))], model)
+        for knob in knobs:
+            record(path, knob, [GenerationConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
+
+
+if __name__ == "__main__":
+    main()
