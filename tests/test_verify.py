@@ -249,3 +249,23 @@ def test_bundled_model_verify_equals_base_greedy():
     for res, ref, n in zip(batch, refs, (24, 24, 16)):
         assert res.token_ids == ref[:n]
     assert sum(sum(r.accepted) for r in batch) > 0, "the trained MSD drafts some tokens the base keeps"
+
+
+def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokenizer, capsys):
+    """`hamburger generate --mode verify` on a checkpoint whose base carries LoRA adapters gives the greedy
+    output of the unchanged base (the adapters are left out), through the one-line entry point."""
+    import json
+
+    from hamburger.cli import main
+    from tests.test_checkpoint import save_tiny_lora
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    text = "hello there"
+    assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--draft", "2", "--json", "--raw",
+                 "--max-new-tokens", "16", text]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ids = char_tokenizer(text, add_special_tokens=True)["input_ids"]
+    assert out["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids, 16)[:out["tokens"]]
+    assert out["tokens"] == 16 or out["finish_reason"] == "eos"
+    assert sum(out["drafts"]) > 0
+    assert main(["generate", "--model", str(ckpt), "--draft", "2", "--raw", text]) == 1  # --draft needs verify
