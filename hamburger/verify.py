@@ -96,17 +96,25 @@ class VerifyGeneration(Generation):
 
     ``draft``: None drafts by the stop head at each request's confidence (default `VERIFY_CONFIDENCE`),
     an int drafts exactly that many tokens per step (0 is plain decoding). ``max_draft`` caps the drafts
-    per step (default max_steps - 1, the group length the MSD was trained for).
+    per step (default max_steps - 1, the group length the MSD was trained for). ``draft_vocab``: token ids
+    the drafts are restricted to (e.g. `draft_vocabulary`): the draft's LM head multiplies only those rows,
+    a fraction of the full head's cost; the output stays the base's (the base verifies every token).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: GenerationConfig | list[GenerationConfig], draft: int | None = None,
-                 max_draft: int | None = None):
+                 max_draft: int | None = None, draft_vocab: torch.Tensor | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
+        self._draft_head = None
+        if draft_vocab is not None:  # [d, n] rows of the LM head for the draft vocabulary, made contiguous once
+            head = model.base.get_output_embeddings()
+            vocab = draft_vocab.to(model.device)
+            bias = head.bias[vocab] if getattr(head, "bias", None) is not None else None
+            self._draft_head = (vocab, head.weight[vocab].detach().t().contiguous(), bias)
         self.max_draft = max_draft if max_draft is not None else (
             draft if draft is not None else model.config.max_steps - 1)
         super().__init__(model, tokenizer, prompts, configs)
@@ -226,7 +234,7 @@ class VerifyGeneration(Generation):
         while live:
             h = model.decoder(x, msd_cache, start)[:, -1]
             start += x.shape[1]
-            logits = model.decode_logits(h).float()
+            logits = self._draft_logits(h)
             cfgs = [rows[b].cfg for b in live]
             tokens = choose_tokens(logits, cfgs, [rows[b].generator for b in live])
             for j, (b, t) in enumerate(zip(live, tokens.tolist())):
@@ -243,6 +251,18 @@ class VerifyGeneration(Generation):
                 embeddings = embeddings[keep]
             x, live = embeddings[:, None], going
         return out
+
+    def _draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The draft's logits [N, V]: the full LM head, or only the draft vocabulary's rows (-inf elsewhere)."""
+        if self._draft_head is None:
+            return self.model.decode_logits(hidden).float()
+        vocab, weight, bias = self._draft_head
+        sub = hidden.to(weight.dtype) @ weight
+        if bias is not None:
+            sub = sub + bias
+        logits = torch.full((hidden.shape[0], self.model.base.get_output_embeddings().weight.shape[0]),
+                            float("-inf"), device=hidden.device)
+        return logits.index_copy_(1, vocab, sub.float())
 
     def _still_drafting(self, hidden: torch.Tensor, embeddings: torch.Tensor, rows: list[_Row],
                         out: list[_Drafts], budget: list[int], live: list[int]) -> list[int]:
@@ -305,9 +325,27 @@ class VerifyGeneration(Generation):
 
 
 def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None,
-                    draft: int | None = None) -> VerifyResult:
+                    draft: int | None = None, draft_vocab: torch.Tensor | None = None) -> VerifyResult:
     """Lossless generation for one tokenized prompt (see `VerifyGeneration`)."""
-    return VerifyGeneration(model, tokenizer, [prompt_ids], config or GenerationConfig(), draft=draft).run()[0]
+    return VerifyGeneration(model, tokenizer, [prompt_ids], config or GenerationConfig(), draft=draft,
+                            draft_vocab=draft_vocab).run()[0]
+
+
+def draft_vocabulary(path: str, size: int) -> torch.Tensor:
+    """The ``size`` most frequent response tokens of a training data file (jsonl rows with `response_ids`,
+    e.g. the segmented or distilled data; gzip allowed), sorted: a draft vocabulary for `VerifyGeneration`."""
+    import gzip
+    import json
+    from collections import Counter
+
+    counts: Counter = Counter()
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        for line in f:
+            if line.strip():
+                counts.update(json.loads(line)["response_ids"])
+    if not counts:
+        raise HamburgerError(f"{path}: no response_ids to count")
+    return torch.tensor(sorted(t for t, _ in counts.most_common(size)))
 
 
 def on_base(model: HamburgerModel, base_model: HamburgerModel) -> HamburgerModel:

@@ -39,6 +39,33 @@ def test_greedy_verify_equals_base_greedy(family, init, draft, char_tokenizer):
         assert sum(res.drafts) > 0
 
 
+def test_draft_vocabulary_keeps_greedy_exact(tmp_path, char_tokenizer):
+    """Drafts restricted to the most frequent tokens of a data file: only those are drafted; output unchanged."""
+    import json
+
+    model = drafting_model("llama", "copy_last")
+    free = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+    data = tmp_path / "data.jsonl"
+    common = free.token_ids[:3]
+    data.write_text("\n".join(json.dumps({"response_ids": common * 5 + [7, 8, 9]}) for _ in range(3)) + "\n")
+    vocab = verify.draft_vocabulary(str(data), 3)
+    assert vocab.tolist() == sorted(set(common)) or len(set(common)) < 3
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], GenerationConfig(max_new_tokens=30), draft=3,
+                           draft_vocab=vocab)
+    drafted = []
+    original = run._draft
+
+    def spy(*args):
+        out = original(*args)
+        drafted.extend(t for d in out for t in d.tokens)
+        return out
+
+    run._draft = spy
+    res = run.run()[0]
+    assert res.token_ids == free.token_ids == hf_greedy(model.base, PROMPTS[1], 30)
+    assert drafted and set(drafted) <= set(vocab.tolist())
+
+
 def run_steps(run: VerifyGeneration, steps: int):
     """Drive the engine by hand: prefill, first tokens, then ``steps`` verify steps; return the cache."""
     rows = run.rows
@@ -183,9 +210,11 @@ def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int]:
     return float(((obs[used] - exp[used]) ** 2 / exp[used]).sum()), int(used.sum()) - 1
 
 
-def test_speculative_sampling_follows_the_base_distribution(char_tokenizer):
+@pytest.mark.parametrize("draft_vocab", [None, [0, 1, 4, 5]])
+def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_tokenizer):
     """Tokens 2 and 3 come out of the acceptance test (draft accepted, or redrawn from the residual); their
-    joint frequency over many seeds matches the base's exact distribution, and not the drafts' own."""
+    joint frequency over many seeds matches the base's exact distribution, and not the drafts' own; also
+    when the drafts are restricted to a few tokens (q is 0 elsewhere)."""
     torch.manual_seed(0)
     base = tiny_base("llama", seed=5, vocab=6)
     model = HamburgerModel(base, HamburgerConfig(max_steps=3, decoder_init="random")).eval()
@@ -207,7 +236,8 @@ def test_speculative_sampling_follows_the_base_distribution(char_tokenizer):
     drafted = accepted = 0
     for start in range(0, samples, 500):
         cfgs = [GenerationConfig(**cfg, seed=start + i) for i in range(500)]
-        for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2).run():
+        vocab_ids = torch.tensor(draft_vocab) if draft_vocab else None
+        for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2, draft_vocab=vocab_ids).run():
             counts[res.token_ids[1] * vocab + res.token_ids[2]] += 1
             drafted += sum(res.drafts)
             accepted += sum(res.accepted)
@@ -223,6 +253,11 @@ def test_speculative_sampling_follows_the_base_distribution(char_tokenizer):
                                      torch.ones(1, 1, 3, 3, dtype=torch.bool).tril())[1][:, -1]
         h = model.micro_hidden(prefill.expand(vocab, -1, -1), torch.arange(vocab)[:, None])[:, 0]
         q = torch.stack([warp_logits(x, GenerationConfig(**cfg)).softmax(-1) for x in model.lm_head(h).float()])
+        if draft_vocab:  # the drafts' own distribution, restricted to the draft vocabulary
+            outside = torch.ones(vocab, dtype=torch.bool)
+            outside[draft_vocab] = False
+            q = q.masked_fill(outside, 0.0)
+            q = q / q.sum(-1, keepdim=True)
     naive_t2 = (p[0, 0, 0][:, None] * q).sum(0)
     stat, df = chi_square(marginal, naive_t2)
     assert stat > chi_square_critical(df), "draft and base distributions are too close for this test"
