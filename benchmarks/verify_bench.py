@@ -22,6 +22,9 @@ from itertools import zip_longest
 from pathlib import Path
 
 
+DRAFT_DATA = "data/segmented/smollm2-135m-instruct.train.jsonl"  # training responses: token frequencies
+
+
 def reexec_with_env() -> None:
     if os.environ.get("MKL_CBWR") != "AVX2":
         os.environ["MKL_CBWR"] = "AVX2"
@@ -30,16 +33,17 @@ def reexec_with_env() -> None:
 
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int):
     from hamburger.bench_methods import HFMethod, VerifyMethod
-    from hamburger.verify import on_base
+    from hamburger.verify import draft_vocabulary, on_base
 
     verify_model = on_base(model, reference_model)
     base = reference_model.base
-    methods = [HFMethod(base, tokenizer), HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup)]
-    for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": exactly 2 drafts per step
-        if p.startswith("k"):
-            methods.append(VerifyMethod(verify_model, tokenizer, draft=int(p[1:])))
-        else:
-            methods.append(VerifyMethod(verify_model, tokenizer, confidence=float(p[1:])))
+    methods = [HFMethod(base, tokenizer),
+               HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup)]
+    for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": 2 drafts per step; ":v4096": draft vocabulary
+        policy, _, vocab = p.partition(":v")
+        draft_vocab = draft_vocabulary(DRAFT_DATA, int(vocab)) if vocab else None
+        kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
+        methods.append(VerifyMethod(verify_model, tokenizer, name=f"verify@{p}", draft_vocab=draft_vocab, **kind))
     return verify_model, methods
 
 
@@ -143,8 +147,9 @@ def main() -> int:
     parser.add_argument("--n-math", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--policies", default="c0.5,c0.3,k1",
-                        help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step")
+    parser.add_argument("--policies", default="c0.5,c0.5:v4096,k1:v4096",
+                        help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step; a suffix "
+                             ":vN restricts drafts to the N most frequent training-response tokens")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cost-reps", type=int, default=15)
