@@ -87,12 +87,13 @@ def median_ms(fn, reps: int) -> float:
 
 def step_costs(model, prompt_ids: list[int], reps: int, max_k: int = 4) -> dict:
     """Median ms of the parts of a verify step, on the cache of a prompt: the base forward with 1..max_k+1
-    positions (taps included), the LM head on as many rows, one MSD draft step (first: taps + the pending
+    positions (taps included), the LM head on as many rows (default and fast layout), one MSD draft step (first: taps + the pending
     token; later: one token), the stop head."""
     import torch
     from transformers import DynamicCache
 
     from hamburger.cache import SlotCache
+    from hamburger.verify import SMALL_HEAD_ROWS
 
     costs = {"cache_slots": len(prompt_ids)}
     with torch.inference_mode():
@@ -115,6 +116,8 @@ def step_costs(model, prompt_ids: list[int], reps: int, max_k: int = 4) -> dict:
             costs[f"base_forward_{k}_positions_ms"] = median_ms(forward, reps)
             rows = torch.randn(k, d)
             costs[f"lm_head_{k}_rows_ms"] = median_ms(lambda: model.decode_logits(rows), reps)
+            costs[f"lm_head_{k}_rows_fast_layout_ms"] = median_ms(  # what a verify step uses
+                lambda: model.decode_logits(rows, max_rows=SMALL_HEAD_ROWS), reps)
         token = torch.tensor([prompt_ids[-1]])
         emb = model.embed(token)
 
