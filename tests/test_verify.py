@@ -304,3 +304,14 @@ def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokeni
     assert out["tokens"] == 16 or out["finish_reason"] == "eos"
     assert sum(out["drafts"]) > 0
     assert main(["generate", "--model", str(ckpt), "--draft", "2", "--raw", text]) == 1  # --draft needs verify
+
+
+def test_bench_method_verify_matches_hf_generate(char_tokenizer):
+    from hamburger.bench_methods import METHOD_NAMES, build_methods
+
+    model = drafting_model("llama")
+    assert "verify" in METHOD_NAMES
+    verify_method, hf = build_methods(model, char_tokenizer, ["verify", "hf_generate"], [])
+    a, b = verify_method.run(PROMPTS[1], 20), hf.run(PROMPTS[1], 20)
+    assert a.token_ids == b.token_ids and a.forwards <= b.forwards
+    assert verify_method.run_batch(PROMPTS, 12) == [hf_greedy(model.base, p, 12) for p in PROMPTS]
