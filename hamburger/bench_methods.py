@@ -97,6 +97,37 @@ class HamburgerMethod:
         return [r.token_ids for r in run.run()]
 
 
+class VerifyMethod:
+    """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
+                 name: str | None = None, draft_vocab=None):
+        self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
+        self.draft_vocab = draft_vocab
+        self.last = None
+        self.name = name or ("verify" if draft is None and confidence is None else
+                             f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
+
+    def _config(self, max_new_tokens: int, ignore_eos: bool) -> GenerationConfig:
+        return GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        from .verify import VerifyGeneration
+
+        r = VerifyGeneration(self.model, self.tokenizer, [prompt_ids], self._config(max_new_tokens, ignore_eos),
+                             draft=self.draft, draft_vocab=self.draft_vocab).run()[0]
+        self.last = r  # draft statistics of the latest run (acceptance by position)
+        return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
+                           r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+        from .verify import VerifyGeneration
+
+        run = VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
+                               draft=self.draft, draft_vocab=self.draft_vocab)
+        return [r.token_ids for r in run.run()]
+
+
 class HFMethod:
     """The base model through Hugging Face `generate` (plain, prompt lookup or early exit)."""
 
@@ -178,8 +209,9 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
                   reference: HamburgerModel | None = None, compile_backend: str | None = None) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
-    prompt_lookup, early_exit. Every method but hamburger runs ``reference`` (the unchanged base,
-    default ``model``). Early exit defaults to a quarter of the base's depth.
+    prompt_lookup, early_exit, verify. Every method but hamburger runs ``reference`` (the unchanged base,
+    default ``model``; verify puts ``model``'s grafted modules on it). Early exit defaults to a quarter of
+    the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
     cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU);
@@ -205,9 +237,13 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
         elif name == "early_exit":
             layer = early_exit_layer or max(1, len(base_decoder_stack(base).layers) // 4)
             methods.append(HFMethod(base, tokenizer, f"early_exit@{layer}", assistant_early_exit=layer))
+        elif name == "verify":
+            from .verify import on_base
+
+            methods.append(VerifyMethod(on_base(model, reference), tokenizer))
         else:
             raise ValueError(name)
     return methods
 
 
-METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit")
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify")

@@ -114,3 +114,30 @@ class SlotCache:
         else:
             self.kv.batch_select_indices(rows)
         self.valid = self.valid[rows]
+
+    def drop_last(self, n: int) -> None:
+        """Remove the last ``n`` slots of every row (rejected speculative positions); dynamic cache only."""
+        if n <= 0:
+            return
+        if self.static or n > self.filled:
+            raise HamburgerError(f"cannot drop {n} of {self.filled} slots from this cache")
+        self.kv.crop(-n)
+        self.valid = self.valid[:, :-n]
+        self.filled -= n
+
+    def compact(self) -> None:
+        """Squeeze out invalid slots: each row keeps its valid entries in order, left-padded to the longest row.
+        Keys and values are gathered, so a row's attention sees exactly what it saw before."""
+        if self.static:
+            raise HamburgerError("a static KV cache cannot be compacted")
+        width = int(self.valid.sum(1).max()) if self.batch_size else 0
+        if width == self.filled:
+            return
+        # A stable sort puts each row's invalid slots first and its valid ones after, both in slot order.
+        index = torch.sort(self.valid.to(torch.int8), dim=1, stable=True).indices[:, self.filled - width:]
+        for layer in self.kv.layers:
+            for name in ("keys", "values"):
+                t = getattr(layer, name)
+                setattr(layer, name, t.gather(2, index[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
+        self.valid = self.valid.gather(1, index)
+        self.filled = width

@@ -123,11 +123,33 @@ def read_prompts_file(path: str) -> list[dict]:
     return rows
 
 
+def generation_model(args):
+    """(model, tokenizer) for `generate`: in verify mode the grafted modules sit on the checkpoint's unchanged
+    base (its LoRA adapters or fine-tuned base left out), so the output is that base's own."""
+    if args.mode != "verify":
+        return load_model(args.model, args.dtype, args.base)[:2]
+    from .verify import on_base
+
+    model, tokenizer, _, reference = load_model(args.model, args.dtype, args.base, reference=True)
+    return on_base(model, reference), tokenizer
+
+
+def make_generation(args, model, tokenizer, ids, configs):
+    """The engine run for `generate`: HAMburger (lossy, one KV slot per group) or verify (lossless)."""
+    from .generate import Generation
+
+    if args.mode == "verify":
+        from .verify import VerifyGeneration
+
+        return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft)
+    return Generation(model, tokenizer, ids, configs)
+
+
 def generate_file(args, config) -> int:
     """Batched generation over a prompts file; one JSON object per prompt, in input order."""
     from dataclasses import replace
 
-    from .generate import Generation, encode_prompt
+    from .generate import encode_prompt
 
     rows = read_prompts_file(args.prompts_file)
     if args.batch_size < 1:
@@ -135,20 +157,22 @@ def generate_file(args, config) -> int:
     configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
                        seed=r.get("seed", config.seed)).validate() for r in rows]
     set_threads(args.threads)
-    model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
+    model, tokenizer = generation_model(args)
     ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system) for r in rows]
     for start in range(0, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
-        for result in Generation(model, tokenizer, ids[chunk], configs[chunk]).run():
+        for result in make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run():
             print(json.dumps(result.to_dict()), flush=True)
     return 0
 
 
 def cmd_generate(args) -> int:
-    from .generate import Generation, encode_prompt
+    from .generate import encode_prompt
     from .render import render_groups, summary_line
     from .sampling import GenerationConfig
 
+    if args.draft is not None and args.mode != "verify":
+        raise HamburgerError("--draft applies to --mode verify only")
     config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
                               temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                               stop=args.stop or []).validate()
@@ -156,9 +180,9 @@ def cmd_generate(args) -> int:
         return generate_file(args, config)
     prompt = read_prompt(args)
     set_threads(args.threads)
-    model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
+    model, tokenizer = generation_model(args)
     ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system)
-    run = Generation(model, tokenizer, [ids], config)
+    run = make_generation(args, model, tokenizer, [ids], config)
     if args.json:
         result = run.run()[0]
         print(json.dumps(result.to_dict()))
@@ -195,9 +219,17 @@ def add_generate(sub) -> None:
                    help="jsonl with a 'prompt' field per line (optional 'max_new_tokens', 'seed'): generate them in "
                         "batches and print one JSON object per prompt, in input order")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
+    p.add_argument("--mode", choices=["hamburger", "verify"], default="hamburger",
+                   help="hamburger (default): token groups share one KV slot, the output may differ from the base "
+                        "model's; verify: lossless, the micro-step decoder drafts and the base model checks every "
+                        "token (its greedy output exactly, or its distribution when sampling)")
     p.add_argument("--confidence", type=float, default=None,
                    help="knob in (0, 1]: a group goes on while 1 - p_stop >= confidence; higher = closer to the "
-                        "base model, 1.0 = one token per forward (default: the checkpoint's default)")
+                        "base model, 1.0 = one token per forward (default: the checkpoint's default). With --mode "
+                        "verify: draft while 1 - p_stop >= confidence (default 0.5)")
+    p.add_argument("--draft", type=int, default=None,
+                   help="with --mode verify: draft exactly this many tokens per base forward instead of asking "
+                        "the stop head")
     p.add_argument("--max-new-tokens", type=int, default=256, help="most tokens to generate (default 256)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")

@@ -90,12 +90,12 @@ class HamburgerModel(nn.Module):
     def lm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.base.get_output_embeddings()(hidden)
 
-    def decode_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The LM head for decoding, no gradients. On CPU a single row goes through a transposed, contiguous
-        copy of the head's weight (made once): MKL's fp32 product of one row with a [d, V] matrix is faster
-        than with the stored [V, d] layout on the CPUs we tried. Same math, another summation order."""
+    def decode_logits(self, hidden: torch.Tensor, max_rows: int = 1) -> torch.Tensor:
+        """The LM head for decoding, no gradients. On CPU up to ``max_rows`` rows go through a transposed,
+        contiguous copy of the head's weight (made once): MKL's fp32 product of a few rows with a [d, V] matrix
+        is faster than with the stored [V, d] layout on the CPUs we tried. Same math, another summation order."""
         head = self.base.get_output_embeddings()
-        if hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] != 1 or torch.is_grad_enabled():
+        if hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] > max_rows or torch.is_grad_enabled():
             return head(hidden)
         w = head.weight
         key = (w.data_ptr(), w._version, w.dtype, tuple(w.shape))

@@ -1,0 +1,317 @@
+"""Verify mode (the MSD drafts, the base verifies): lossless against the base model, exactly or in distribution."""
+
+import math
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from hamburger import verify
+from hamburger.config import HamburgerConfig
+from hamburger.model import HamburgerModel
+from hamburger.modules import base_decoder_stack
+from hamburger.sampling import GenerationConfig, warp_logits
+from hamburger.verify import VerifyGeneration, verify_generate
+from tests.conftest import tiny_base, tiny_hamburger
+from tests.test_engine import PROMPTS, hf_greedy
+
+
+def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> HamburgerModel:
+    """A tiny model whose stop head says "go on" (drafts happen); ``random`` init makes many drafts wrong."""
+    model = tiny_hamburger(family, seed=seed, decoder_init=init)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-3.0)
+    return model
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+@pytest.mark.parametrize("init", ["copy_last", "random"])
+@pytest.mark.parametrize("draft", [None, 1, 3, 6])
+def test_greedy_verify_equals_base_greedy(family, init, draft, char_tokenizer):
+    model = drafting_model(family, init)
+    for prompt in PROMPTS:
+        res = verify_generate(model, char_tokenizer, prompt, GenerationConfig(max_new_tokens=30, confidence=0.2),
+                              draft=draft)
+        assert res.token_ids == hf_greedy(model.base, prompt, 30)
+        assert sum(res.groups) == res.tokens and res.forwards == len(res.groups)
+        assert res.groups[1:] == [a + 1 for a in res.accepted][:len(res.groups) - 1]
+        assert res.kv_slots == res.kv_slots_ordinary == len(prompt) + res.tokens - 1
+        assert sum(res.drafts) > 0
+
+
+def test_draft_vocabulary_keeps_greedy_exact(tmp_path, char_tokenizer):
+    """Drafts restricted to the most frequent tokens of a data file: only those are drafted; output unchanged."""
+    import json
+
+    model = drafting_model("llama", "copy_last")
+    free = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+    data = tmp_path / "data.jsonl"
+    common = free.token_ids[:3]
+    data.write_text("\n".join(json.dumps({"response_ids": common * 5 + [7, 8, 9]}) for _ in range(3)) + "\n")
+    vocab = verify.draft_vocabulary(str(data), 3)
+    assert vocab.tolist() == sorted(set(common)) or len(set(common)) < 3
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], GenerationConfig(max_new_tokens=30), draft=3,
+                           draft_vocab=vocab)
+    drafted = []
+    original = run._draft
+
+    def spy(*args):
+        out = original(*args)
+        drafted.extend(t for d in out for t in d.tokens)
+        return out
+
+    run._draft = spy
+    res = run.run()[0]
+    assert res.token_ids == free.token_ids == hf_greedy(model.base, PROMPTS[1], 30)
+    assert drafted and set(drafted) <= set(vocab.tolist())
+
+
+def run_steps(run: VerifyGeneration, steps: int):
+    """Drive the engine by hand: prefill, first tokens, then ``steps`` verify steps; return the cache."""
+    rows = run.rows
+    cache, hidden, features = run._prefill(rows)
+    run._first_tokens(hidden, rows)
+    for r in rows:
+        r.fed = len(r.prompt_ids)
+    for _ in range(steps):
+        drafts = run._draft(hidden, features, rows)
+        hidden, features = run._verify(cache, rows, drafts)
+    return cache
+
+
+def plain_decode_cache(base, ids: list[int]) -> DynamicCache:
+    """The cache of an ordinary decode: the first token, then one token per forward."""
+    cache = DynamicCache(config=base.config)
+    stack = base_decoder_stack(base)
+    for i, t in enumerate(ids):
+        stack(input_ids=torch.tensor([[t]]), position_ids=torch.tensor([[i]]), past_key_values=cache, use_cache=True)
+    return cache
+
+
+@pytest.mark.parametrize("compact_at", [0.0, 0.25, 2.0])
+def test_rollback_leaves_the_cache_of_an_ordinary_decode(compact_at, char_tokenizer, monkeypatch):
+    """After verify steps with rejected drafts, each row's valid cache entries are exactly the keys and values
+    an ordinary token-by-token decode of the same tokens holds (batch 1, and a ragged batch with holes,
+    compacted always / when holes pile up / never)."""
+    monkeypatch.setattr(verify, "COMPACT_AT", compact_at)
+    model = drafting_model("llama", "random")
+    with torch.inference_mode():
+        for prompts in ([PROMPTS[1]], PROMPTS):
+            run = VerifyGeneration(model, char_tokenizer, prompts, GenerationConfig(max_new_tokens=60), draft=3)
+            cache = run_steps(run, 6)
+            rows = run.rows
+            assert any(a < d for r in rows for a, d in zip(r.accepted, r.drafts)), "the test needs rejections"
+            for b, r in enumerate(rows):
+                seq = r.prompt_ids + r.tokens[:-1]  # the last token is pending: not fed yet
+                ref = plain_decode_cache(model.base, seq)
+                keep = cache.valid[b]
+                assert int(keep.sum()) == len(seq) == r.fed
+                for mine, theirs in zip(cache.kv.layers, ref.layers, strict=True):
+                    torch.testing.assert_close(mine.keys[b][:, keep], theirs.keys[0], rtol=1e-5, atol=1e-5)
+                    torch.testing.assert_close(mine.values[b][:, keep], theirs.values[0], rtol=1e-5, atol=1e-5)
+            if len(prompts) == 1:
+                assert bool(cache.valid.all()), "at batch 1 rejected positions are cropped, never masked"
+            else:
+                steps = list(zip(*(r.accepted for r in rows)))
+                assert any(len(set(s)) > 1 for s in steps), "the test needs rows keeping different counts"
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_ragged_batch_equals_base_greedy_per_row(family, char_tokenizer):
+    model = drafting_model(family, "random")
+    cfgs = [GenerationConfig(max_new_tokens=n, confidence=0.2) for n in (30, 9, 21)]
+    results = VerifyGeneration(model, char_tokenizer, PROMPTS, cfgs).run()
+    for prompt, cfg, res in zip(PROMPTS, cfgs, results):
+        assert res.token_ids == hf_greedy(model.base, prompt, cfg.max_new_tokens)
+        assert res.tokens == cfg.max_new_tokens and res.finish_reason == "length"
+    steps = list(zip(*(r.accepted for r in results)))
+    assert any(len(set(s)) > 1 for s in steps)
+
+
+def test_rows_join_a_running_batch(char_tokenizer):
+    model = drafting_model("llama", "random")
+    cfg = GenerationConfig(max_new_tokens=20, confidence=0.2)
+    run = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg)
+    added = False
+    for event in run:
+        if not added and len(run.rows[0].tokens) > 5:
+            run.add(PROMPTS[1], cfg)
+            run.add(PROMPTS[2], cfg)
+            added = True
+    assert added
+    for prompt, res in zip(PROMPTS, run.results):
+        assert res.token_ids == hf_greedy(model.base, prompt, 20)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 13])
+def test_max_new_tokens_exact(n, char_tokenizer):
+    model = drafting_model("llama")
+    model.base.generation_config.eos_token_id = [3]
+    try:
+        res = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=n), draft=3)
+    finally:
+        model.base.generation_config.eos_token_id = [2, 3]
+    if res.finish_reason == "length":
+        assert res.tokens == n
+    assert res.tokens <= n
+
+
+def test_every_eos_id_ends_the_output(char_tokenizer):
+    model = drafting_model("llama")
+    free = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+    target = free.token_ids[4]  # declared an end-of-sequence id (inside an accepted draft run)
+    for eos in ([2, target], [target, 3]):
+        model.base.generation_config.eos_token_id = eos
+        try:
+            res = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+        finally:
+            model.base.generation_config.eos_token_id = [2, 3]
+        first = free.token_ids.index(target)
+        assert res.token_ids == free.token_ids[:first + 1] and res.finish_reason == "eos"
+
+
+def test_stop_strings_and_streaming(char_tokenizer):
+    model = drafting_model("llama")
+    full = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=30), draft=3)
+    stop = full.text[5:7]
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], GenerationConfig(max_new_tokens=30, stop=[stop]),
+                           draft=3)
+    events = list(run)
+    res = run.results[0]
+    assert res.finish_reason == "stop" and res.text == full.text[:full.text.find(stop)]
+    assert "".join(e.text for e in events) == res.text
+    assert [len(e.token_ids) for e in events] == res.groups  # one event per base forward
+    assert sum((e.token_ids for e in events), []) == res.token_ids
+
+
+def test_sampling_is_reproducible_with_a_seed(char_tokenizer):
+    model = drafting_model("llama", "random")
+    cfg = GenerationConfig(max_new_tokens=25, temperature=1.0, top_p=0.95, top_k=30, seed=11, confidence=0.2)
+    a = verify_generate(model, char_tokenizer, PROMPTS[0], cfg)
+    b = verify_generate(model, char_tokenizer, PROMPTS[0], cfg)
+    assert a.token_ids == b.token_ids and a.groups == b.groups
+    other = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(
+        max_new_tokens=25, temperature=1.0, top_p=0.95, top_k=30, seed=12, confidence=0.2))
+    assert other.token_ids != a.token_ids
+
+
+def chi_square_critical(df: int, z: float = 3.09) -> float:
+    """Upper critical value of chi-square (Wilson-Hilferty); z = 3.09 is the 0.001 tail."""
+    return df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+
+
+def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int]:
+    """Pearson's statistic over cells with an expected count >= 5 (the rest pooled into one cell)."""
+    expected = probs * counts.sum()
+    big = expected >= 5
+    obs = torch.cat([counts[big], counts[~big].sum()[None]])
+    exp = torch.cat([expected[big], expected[~big].sum()[None]])
+    used = exp > 0
+    return float(((obs[used] - exp[used]) ** 2 / exp[used]).sum()), int(used.sum()) - 1
+
+
+@pytest.mark.parametrize("draft_vocab", [None, [0, 1, 4, 5]])
+def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_tokenizer):
+    """Tokens 2 and 3 come out of the acceptance test (draft accepted, or redrawn from the residual); their
+    joint frequency over many seeds matches the base's exact distribution, and not the drafts' own; also
+    when the drafts are restricted to a few tokens (q is 0 elsewhere)."""
+    torch.manual_seed(0)
+    base = tiny_base("llama", seed=5, vocab=6)
+    model = HamburgerModel(base, HamburgerConfig(max_steps=3, decoder_init="random")).eval()
+    with torch.no_grad():
+        base_decoder_stack(base).norm.weight.mul_(2.0)  # sharpen the base's distribution (not the MSD's)
+    # 2 drafts after t1: t2 and t3 pass the acceptance test
+    cfg = dict(max_new_tokens=4, temperature=0.9, top_k=5, ignore_eos=True)
+    prompt = [1, 4, 5]
+    vocab = 6
+    with torch.inference_mode():  # exact joint of the first three tokens under the warped base
+        seqs = torch.tensor([prompt + [a, b] for a in range(vocab) for b in range(vocab)])
+        logits = base(seqs).logits[:, -3:].float()
+        p = torch.stack([torch.stack([warp_logits(x, GenerationConfig(**cfg)).softmax(-1) for x in row])
+                         for row in logits]).view(vocab, vocab, 3, vocab)
+        joint = p[0, 0, 0][:, None, None] * p[:, 0, 1][:, :, None] * p[:, :, 2]  # P(t1, t2, t3)
+    exact = joint.sum(0).flatten()  # P(t2, t3)
+    samples = 4000
+    counts = torch.zeros(vocab * vocab)
+    drafted = accepted = 0
+    for start in range(0, samples, 500):
+        cfgs = [GenerationConfig(**cfg, seed=start + i) for i in range(500)]
+        vocab_ids = torch.tensor(draft_vocab) if draft_vocab else None
+        for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2, draft_vocab=vocab_ids).run():
+            counts[res.token_ids[1] * vocab + res.token_ids[2]] += 1
+            drafted += sum(res.drafts)
+            accepted += sum(res.accepted)
+    assert 0.1 < accepted / drafted < 0.9, "the test needs both accepted and rejected drafts"
+    stat, df = chi_square(counts, exact)
+    assert stat < chi_square_critical(df), (stat, df)
+    marginal = counts.view(vocab, vocab).sum(1)
+    stat, df = chi_square(marginal, exact.view(vocab, vocab).sum(1))
+    assert stat < chi_square_critical(df), (stat, df)
+    # The same counts are far from what keeping every draft would give: the test can tell them apart.
+    with torch.inference_mode():
+        prefill = model.base_forward(model.embed(torch.tensor([prompt])), torch.arange(3)[None],
+                                     torch.ones(1, 1, 3, 3, dtype=torch.bool).tril())[1][:, -1]
+        h = model.micro_hidden(prefill.expand(vocab, -1, -1), torch.arange(vocab)[:, None])[:, 0]
+        q = torch.stack([warp_logits(x, GenerationConfig(**cfg)).softmax(-1) for x in model.lm_head(h).float()])
+        if draft_vocab:  # the drafts' own distribution, restricted to the draft vocabulary
+            outside = torch.ones(vocab, dtype=torch.bool)
+            outside[draft_vocab] = False
+            q = q.masked_fill(outside, 0.0)
+            q = q / q.sum(-1, keepdim=True)
+    naive_t2 = (p[0, 0, 0][:, None] * q).sum(0)
+    stat, df = chi_square(marginal, naive_t2)
+    assert stat > chi_square_critical(df), "draft and base distributions are too close for this test"
+
+
+@pytest.mark.slow
+def test_bundled_model_verify_equals_base_greedy():
+    """The shipped model in verify mode: the base's greedy output at batch 1 and in a ragged batch."""
+    from hamburger.cli import load_model
+    from hamburger.generate import encode_prompt
+
+    model, tokenizer, _ = load_model(None, "float32")
+    prompts = ["What is 2+2?", "Write one sentence about the sea.", "List the days of the week."]
+    ids = [encode_prompt(tokenizer, p) for p in prompts]
+    refs = []
+    for x in ids:
+        out = model.base.generate(torch.tensor([x]), attention_mask=torch.ones(1, len(x), dtype=torch.long),
+                                  max_new_tokens=24, do_sample=False)
+        refs.append(out[0, len(x):].tolist())
+    single = verify_generate(model, tokenizer, ids[1], GenerationConfig(max_new_tokens=24))
+    assert single.token_ids == refs[1]
+    batch = VerifyGeneration(model, tokenizer, ids, [GenerationConfig(max_new_tokens=n) for n in (24, 24, 16)],
+                             draft=3).run()
+    for res, ref, n in zip(batch, refs, (24, 24, 16)):
+        assert res.token_ids == ref[:n]
+    assert sum(sum(r.accepted) for r in batch) > 0, "the trained MSD drafts some tokens the base keeps"
+
+
+def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokenizer, capsys):
+    """`hamburger generate --mode verify` on a checkpoint whose base carries LoRA adapters gives the greedy
+    output of the unchanged base (the adapters are left out), through the one-line entry point."""
+    import json
+
+    from hamburger.cli import main
+    from tests.test_checkpoint import save_tiny_lora
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    text = "hello there"
+    assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--draft", "2", "--json", "--raw",
+                 "--max-new-tokens", "16", text]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ids = char_tokenizer(text, add_special_tokens=True)["input_ids"]
+    assert out["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids, 16)[:out["tokens"]]
+    assert out["tokens"] == 16 or out["finish_reason"] == "eos"
+    assert sum(out["drafts"]) > 0
+    assert main(["generate", "--model", str(ckpt), "--draft", "2", "--raw", text]) == 1  # --draft needs verify
+
+
+def test_bench_method_verify_matches_hf_generate(char_tokenizer):
+    from hamburger.bench_methods import METHOD_NAMES, build_methods
+
+    model = drafting_model("llama")
+    assert "verify" in METHOD_NAMES
+    verify_method, hf = build_methods(model, char_tokenizer, ["verify", "hf_generate"], [])
+    a, b = verify_method.run(PROMPTS[1], 20), hf.run(PROMPTS[1], 20)
+    assert a.token_ids == b.token_ids and a.forwards <= b.forwards
+    assert verify_method.run_batch(PROMPTS, 12) == [hf_greedy(model.base, p, 12) for p in PROMPTS]
