@@ -59,7 +59,7 @@ def env(tmp_path_factory, char_tokenizer):
     peaked = root / "peaked"  # larger logits: a base whose distributions are far from uniform (for the KL test)
     model = tiny_base("llama", seed=0)
     with torch.no_grad():
-        model.get_input_embeddings().weight.mul_(2.0)
+        model.get_input_embeddings().weight.mul_(10.0)
     model.save_pretrained(peaked)
     char_tokenizer.save_pretrained(peaked)
     return {"root": root, "base": str(base), "peaked": str(peaked),
@@ -170,13 +170,13 @@ def test_msd_chains_start_at_every_response_token():
 
 
 def test_msd_soft_targets_are_the_base_distribution_of_each_micro_token(env, tmp_path):
-    trainer = Trainer(config(env, tmp_path / "msd", base=env["peaked"], stage="msd", base_mode="frozen",
+    trainer = Trainer(config(env, tmp_path / "msd", stage="msd", base_mode="frozen",
                              msd_chains="all", stop_target="accepted", kl_weight=1.0, decoder_init="random",
                              eval_data=env["data"], max_train_steps=40))
     from hamburger.train_data import to_batch
     batch = to_batch(trainer.rows[:5])
     with torch.no_grad():  # a sharper shared LM head: distributions far from uniform, a KL clearly > 0
-        trainer.model.base.get_output_embeddings().weight.mul_(2.0)
+        trainer.model.base.get_output_embeddings().weight.mul_(4.0)
         out = trainer.net(batch)
         teacher = trainer.model.teacher_logits(batch)  # the unmerged base's logits for every response token
     # Direct computation: a chain from response token s holds tokens s..s+k-1, whose teacher rows are s..s+k-1.
