@@ -146,6 +146,7 @@ def main() -> int:
     reexec_with_env()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="benchmarks/results/verify/verify_bench.json")
+    parser.add_argument("--model", default=None, help="HAMburger checkpoint whose MSD drafts (default: the shipped one)")
     parser.add_argument("--n-chat", type=int, default=5)
     parser.add_argument("--n-math", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=128)
@@ -167,13 +168,13 @@ def main() -> int:
     from hamburger.machine import machine_info
 
     torch.set_num_threads(args.threads)
-    model, tokenizer, info, reference = load_model(None, "float32", reference=True)
+    model, tokenizer, info, reference = load_model(args.model, "float32", reference=True)
     chat, math = category_prompts("chat", args.n_chat), category_prompts("math", args.n_math)
     prompts = [p for pair in zip_longest(chat, math) for p in pair if p]  # alternate: a cut run covers both
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     verify_model, methods = build(model, reference, tokenizer, args.policies.split(","), args.prompt_lookup)
     result = {"what": "verify mode vs HF generate and prompt lookup, greedy, batch 1",
-              "settings": vars(args), "model": {"checkpoint": "default", "base": Path(info.spec).name,
+              "settings": vars(args), "model": {"checkpoint": args.model or "default", "base": Path(info.spec).name,
                                                 "fingerprint": info.fingerprint},
               "machine": machine_info(torch.get_num_threads(), "float32"),
               "note": "shared 2-core machine (a training job and other engineers' runs beside it): timings are noisy",
