@@ -19,7 +19,7 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.serve_process import serving  # noqa: E402
+from benchmarks.serve_process import serving, write_record  # noqa: E402
 
 LIMIT = 1 << 20
 
@@ -70,10 +70,7 @@ def main() -> None:
 
     record = {"benchmark": "big_bodies", "model": "bundled default", "max_request_bytes": LIMIT,
               "machine": machine_info(args.threads, "float32"), "results": results}
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_record(args.out, record)
     tmp.cleanup()
 
 

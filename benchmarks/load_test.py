@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import httpx
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.serve_process import serving, tiny_checkpoint  # noqa: E402
+from benchmarks.serve_process import serving, tiny_checkpoint, write_record  # noqa: E402
 TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clocks", "maps", "bees", "glass",
           "salt", "trains", "ink", "wind", "honey"]
 
@@ -108,10 +107,7 @@ def main() -> None:
 
     record = {"benchmark": "load_test", "model": "tiny random" if args.tiny else str(ckpt),
               "machine": machine_info(args.threads, args.dtype), "results": results}
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    write_record(args.out, record)
     tmp.cleanup()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -13,6 +14,15 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_record(out: str | None, record: dict) -> None:
+    """Write a benchmark's raw record (settings, machine facts, results) as JSON, if `out` is given, and
+    print its results."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(record["results"], indent=2))
 
 
 def free_port() -> int:

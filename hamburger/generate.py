@@ -207,12 +207,8 @@ class Generation:
         model, rows = self.model, self.rows
         cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
         while True:
-            for new, new_cache, new_hidden, new_features in self._prefill_step():  # rows that join the batch
-                if cache is None:
-                    cache, hidden, features = new_cache, new_hidden, new_features
-                else:
-                    cache.merge(new_cache)
-                    hidden, features = torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
+            for new, *joining in self._prefill_step():  # rows that join the batch
+                cache, hidden, features = join_batch((cache, hidden, features), joining)
                 active += new
             if not active:
                 if not (self._pending or self._chunking):
@@ -403,6 +399,17 @@ class Generation:
             else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs)
+
+
+def join_batch(running: tuple, joining: tuple) -> tuple:
+    """(cache, hidden, features) of the running batch with the rows of a newly prefilled one appended
+    (the running batch may be empty: all None)."""
+    cache, hidden, features = running
+    new_cache, new_hidden, new_features = joining
+    if cache is None:
+        return joining
+    cache.merge(new_cache)
+    return cache, torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
 
 
 def _safe_prefix(text: str, stops: list[str]) -> int:

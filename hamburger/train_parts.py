@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 
 import torch
 from torch import nn
@@ -84,9 +85,12 @@ def chain_starts(batch: TrainBatch, max_steps: int, chains: str, stride: int = 1
     """
     rows, cols, tokens, sizes = [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
-        starts = [sum(g[:i]) for i in range(len(g))] if chains == "groups" else range(sum(r) % stride, len(r), stride)
-        ends = [s + n for s, n in zip(starts, g)] if chains == "groups" else [min(len(r), s + max_steps)
-                                                                               for s in starts]
+        if chains == "groups":
+            ends = list(accumulate(g))
+            starts = [e - n for e, n in zip(ends, g)]
+        else:
+            starts = list(range(sum(r) % stride, len(r), stride))
+            ends = [min(len(r), s + max_steps) for s in starts]
         for start, end in zip(starts, ends):
             rows.append(b)
             cols.append(len(p) - 1 + start)

@@ -28,7 +28,7 @@ from transformers import DynamicCache
 
 from .cache import SlotCache
 from .errors import HamburgerError
-from .generate import Generation, GenerationResult, GroupEvent, _Row
+from .generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from .model import HamburgerModel
 from .sampling import GenerationConfig, choose_tokens, warp_logits
 
@@ -141,11 +141,8 @@ class VerifyGeneration(Generation):
                 now = time.perf_counter()
                 for i in new:
                     rows[i].started, rows[i].prefill_s, rows[i].fed = started, now - started, len(rows[i].prompt_ids)
-                if cache is None:
-                    cache, hidden, features = new_cache, new_hidden, new_features
-                else:
-                    cache.merge(new_cache)
-                    hidden, features = torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
+                joining = (new_cache, new_hidden, new_features)
+                cache, hidden, features = join_batch((cache, hidden, features), joining)
                 active += new
                 yield from self._events(cache, active, new)
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
