@@ -163,11 +163,12 @@ class Endpoint:
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
-             sampled: bool = True):
+             sampled: bool = True, verify: bool = False):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
-    samples it (`plausibility.SAMPLED`, seed = the prompt's position)."""
+    samples it (`plausibility.SAMPLED`, seed = the prompt's position). With ``verify``, "verify" is lossless verify
+    mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's)."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -181,6 +182,11 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     eos = eos_ids(judge, tokenizer)
     methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
+    if verify:
+        from .verify import VerifyGeneration, on_base
+
+        methods.append(("verify", None))
+        drafter = on_base(model, judge)
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -203,11 +209,12 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 extra = SAMPLED if name == "base-sampled" else {}
                 cfgs = [GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                          seed=i if extra else None, **extra) for i in range(len(ids))]
-                runner = judge if name.startswith("base") else model
+                runner = judge if name.startswith("base") else drafter if name == "verify" else model
+                engine = VerifyGeneration if name == "verify" else Generation
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
                     chunk = slice(start, start + batch_size)
-                    results += Generation(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
+                    results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
                 if name == "base":
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
                 answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids)
@@ -319,7 +326,7 @@ def cmd_eval(args) -> int:
     endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
                                 args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference,
-                                args.chat_file, not args.no_base_sampled)
+                                args.chat_file, not args.no_base_sampled, args.verify)
     import torch as _torch
 
     meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
@@ -349,6 +356,9 @@ def register(sub) -> None:
                         "on the same prompts, greedy; its tau comes from the usage extension when present")
     p.add_argument("--api-key", default=None, help="API key for --endpoint")
     p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
+    p.add_argument("--verify", action="store_true",
+                   help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
+                        "the base's own answers, with tau = tokens per base forward)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--bands", default=None,

@@ -10,6 +10,10 @@ with `Generation.cancel`, or skipped if it has not started. Both happen in `Gene
 once per macro step and between the chunks of a long prompt's prefill (`prefill_chunk`), so a short
 request joins while a long prompt is still being read.
 
+Each request names its mode: "hamburger" (merged groups) or "verify" (lossless verify mode, run on
+``verify_model``). A batch runs one engine, so it takes requests of one mode; a waiting request of the
+other mode stops admission into the running batch, which then drains, and the next batch starts with it.
+
 `drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
 refused; the running rows go on until they finish or the time is up, then each is cut and answered with
 what it has (finish_reason "cancelled"). `idle` tells when nothing runs any more.
@@ -24,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .generate import Generation
+from .verify import VerifyGeneration
 from .sampling import GenerationConfig
 
 
@@ -45,6 +50,7 @@ class Request:
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     cancelled: bool = False
+    mode: str = "hamburger"  # "verify": lossless verify mode (`verify.VerifyGeneration`)
 
     def push(self, kind: str, value) -> None:
         try:
@@ -55,10 +61,13 @@ class Request:
 
 class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
-                 prefill_chunk: int | None = None):
+                 prefill_chunk: int | None = None, verify_model=None):
+        """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
+        (`verify.on_base`); default ``model`` (right when its base was not adapted)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
+        self.verify_model = verify_model if verify_model is not None else model
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -122,15 +131,19 @@ class Scheduler:
         req.cancelled = True
 
     def _take(self) -> list[Request] | None:
+        """The next batch: the oldest waiting request and those after it in the same mode (one engine per batch)."""
         with self._cond:
             while not self._stopping:
-                batch = []
+                batch, others = [], deque()
                 while self._waiting and len(batch) < self.max_batch_size:
                     req = self._waiting.popleft()
-                    if not req.cancelled:
-                        batch.append(req)
-                    else:
+                    if req.cancelled:
                         self.cancelled += 1
+                    elif batch and req.mode != batch[0].mode:
+                        others.append(req)
+                    else:
+                        batch.append(req)
+                self._waiting.extendleft(reversed(others))
                 if batch:
                     self.running = len(batch)
                     return batch
@@ -149,8 +162,10 @@ class Scheduler:
         rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
         run = None
         try:
-            run = Generation(self.model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
-                             prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows))
+            engine, model = (VerifyGeneration, self.verify_model) if batch[0].mode == "verify" else \
+                (Generation, self.model)
+            run = engine(model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
+                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows))
             for event in run:
                 req = rows.get(event.row)
                 if req is not None:
@@ -188,10 +203,15 @@ class Scheduler:
         self._admit(run, rows)
 
     def _admit(self, run: Generation, rows: dict[int, Request]) -> None:
-        """Move waiting requests into the running batch while it has free rows."""
+        """Move waiting requests into the running batch while it has free rows. A waiting request of the other
+        mode stops admission: the batch drains, and the next one starts with it (no mode waits forever)."""
+        mode = "verify" if isinstance(run, VerifyGeneration) else "hamburger"
         with self._cond:
             while self._waiting and not (self._stopping or self.draining) and run.active_rows < self.max_batch_size:
-                req = self._waiting.popleft()
+                req = self._waiting[0]
+                if not req.cancelled and req.mode != mode:
+                    break
+                self._waiting.popleft()
                 if req.cancelled:
                     self.cancelled += 1
                     continue

@@ -3,8 +3,9 @@
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Requests are
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
-served); responses name the served model. Extensions: the request field `confidence` (and `top_k`),
-and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, confidence).
+served); responses name the served model. Extensions: the request fields `confidence`, `mode`
+("hamburger" or "verify", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau, groups,
+kv_slots, kv_slots_ordinary, kv_bytes, confidence, mode).
 
 Around the routes: `serve_request` parses a body (pure functions, run in a worker pool off the event loop),
 `serve_guard` refuses oversized bodies (413) and turns unexpected faults into a 500 that keeps the
@@ -29,7 +30,8 @@ from .generate import GenerationResult
 from .sampling import GenerationConfig
 from .scheduler import QueueFull, Request, Scheduler, ShuttingDown
 from .serve_guard import Guard
-from .serve_request import APIError, bad, check_content_type, prepare
+from .verify import VerifyResult
+from .serve_request import MODES, APIError, bad, check_content_type, prepare
 
 log = logging.getLogger("hamburger.serve")
 MAX_REQUEST_BYTES = 1 << 20  # a full 8k-token context is ~40 KB of text: 1 MiB leaves room for any real request
@@ -46,7 +48,7 @@ def usage(r: GenerationResult) -> dict:
             "total_tokens": r.prompt_tokens + r.tokens,
             "hamburger": {"base_forwards": r.forwards, "tau": round(r.tau, 4), "groups": len(r.groups),
                           "kv_slots": r.kv_slots, "kv_slots_ordinary": r.kv_slots_ordinary, "kv_bytes": r.kv_bytes,
-                          "confidence": r.confidence}}
+                          "confidence": r.confidence, "mode": "verify" if isinstance(r, VerifyResult) else "hamburger"}}
 
 
 def sse(data) -> str:
@@ -56,15 +58,19 @@ def sse(data) -> str:
 def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | None = None,
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
                default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
-               prefill_chunk: int | None = PREFILL_CHUNK):
+               prefill_chunk: int | None = PREFILL_CHUNK, mode: str = "hamburger", verify_model=None):
     """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
-    `app.state.draining` (see `serve_drain`) and new requests get 503 while the running ones finish."""
+    `app.state.draining` (see `serve_drain`) and new requests get 503 while the running ones finish.
+    ``mode``: the decoding mode of requests without a `mode` field; ``verify_model``: what verify mode runs
+    (see `scheduler.Scheduler`)."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
     from fastapi.responses import JSONResponse, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
-    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None)
+    if mode not in MODES:
+        raise HamburgerError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model)
     created = int(time.time())
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
@@ -101,11 +107,11 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         if app.state.draining:
             raise failure(ShuttingDown("the server is shutting down and takes no new requests"))
 
-    def submit(ids: list[int], config: GenerationConfig) -> Request:
+    def submit(ids: list[int], config: GenerationConfig, mode: str) -> Request:
         if len(ids) >= model.context_length:
             raise bad(f"this model's maximum context length is {model.context_length} tokens; the prompt has "
                       f"{len(ids)} tokens, leaving no room to generate", code="context_length_exceeded")
-        req = Request(ids, config, asyncio.get_running_loop())
+        req = Request(ids, config, asyncio.get_running_loop(), mode=mode)
         try:
             scheduler.submit(req)
         except QueueFull as e:
@@ -205,13 +211,13 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         authorize(request)
         check_content_type(request.headers.get("content-type"))
         raw = await request.body()  # `Guard` refuses it past --max-request-bytes
-        config, stream, include_usage, ids = await asyncio.get_running_loop().run_in_executor(
-            workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence)
+        parsed = await asyncio.get_running_loop().run_in_executor(
+            workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
         refuse_if_draining()
-        req = submit(ids, config)
+        req = submit(parsed.prompt_ids, parsed.config, parsed.mode)
         rid = f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
-        if stream:
-            return streamer(req, kind, rid, include_usage)
+        if parsed.stream:
+            return streamer(req, kind, rid, parsed.include_usage)
         result = await collect(req, request)
         reason = finished(result)
         if kind == "chat":
@@ -274,10 +280,12 @@ def cmd_serve(args) -> int:
         raise HamburgerError("--drain-timeout must be >= 0")
     api_key = args.api_key or os.environ.get("HAMBURGER_API_KEY") or None
     set_threads(args.threads)
-    model, tokenizer, _ = load_model(args.model, args.dtype, args.base)
+    from .verify import on_base
+
+    model, tokenizer, _, reference = load_model(args.model, args.dtype, args.base, reference=True)
     name = args.served_model_name or Path(args.model or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, args.max_batch_size, args.max_queue, args.confidence,
-                     args.max_tokens, args.max_request_bytes, args.prefill_chunk)
+                     args.max_tokens, args.max_request_bytes, args.prefill_chunk, args.mode, on_base(model, reference))
     if api_key is None and args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {args.host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{args.host}:{args.port}/v1 (batches of up to {args.max_batch_size}, "
@@ -307,6 +315,10 @@ def register(sub) -> None:
                    help="completion tokens when a request sets no max_tokens (default 512)")
     p.add_argument("--confidence", type=float, default=None,
                    help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
+    p.add_argument("--mode", default="hamburger", choices=MODES,
+                   help="decoding mode of requests without a 'mode' field: hamburger (merged groups, the confidence "
+                        "knob; one KV slot per group) or verify (lossless: the micro-step decoder drafts, the "
+                        "unchanged base verifies; the base's own output) (default hamburger)")
     p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
                    help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
     p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,

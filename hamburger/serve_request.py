@@ -7,6 +7,7 @@ live in `serve.py`; these functions run off the event loop (tokenizing a long pr
 
 import json
 import math
+from dataclasses import dataclass
 
 from .errors import HamburgerError
 from .generate import encode_prompt
@@ -14,7 +15,8 @@ from .sampling import GenerationConfig
 
 ROLES = {"system", "developer", "user", "assistant"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-            "n", "confidence"}
+            "n", "confidence", "mode"}
+MODES = ("hamburger", "verify")  # the request field `mode`: lossy merged decoding, or lossless verify mode
 IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
 
 
@@ -193,10 +195,32 @@ def completion_prompt(body: dict, tokenizer) -> list[int]:
               "supported: send one request per prompt)", "prompt")
 
 
-def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_confidence: float | None
-            ) -> tuple[GenerationConfig, bool, bool, list[int]]:
-    """A request body -> (config, stream, include_usage, prompt ids); `kind` is "chat" or "completion"."""
+def parse_mode(body: dict, default: str) -> str:
+    """The decoding mode of a request: "hamburger" (merged groups, the knob) or "verify" (lossless)."""
+    mode = body.get("mode")
+    if mode is None:
+        return default
+    if mode not in MODES:
+        raise bad(f"'mode' must be one of {', '.join(MODES)}, got {mode!r}", "mode", "invalid_value")
+    return mode
+
+
+@dataclass
+class Parsed:
+    """What a request asks for: its generation config, decoding mode, prompt ids and streaming options."""
+
+    config: GenerationConfig
+    mode: str
+    prompt_ids: list[int]
+    stream: bool
+    include_usage: bool
+
+
+def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_confidence: float | None,
+            default_mode: str = "hamburger") -> Parsed:
+    """A request body -> `Parsed`; `kind` is "chat" or "completion"."""
     body = parse_body(raw)
     config, stream, include_usage = parse_config(body, kind, default_max_tokens, default_confidence)
+    mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
-    return config, stream, include_usage, ids
+    return Parsed(config, mode, ids, stream, include_usage)

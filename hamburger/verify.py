@@ -100,11 +100,14 @@ class VerifyGeneration(Generation):
     per step (default max_steps - 1, the group length the MSD was trained for). ``draft_vocab``: token ids
     the drafts are restricted to (e.g. `draft_vocabulary`): the draft's LM head multiplies only those rows,
     a fraction of the full head's cost; the output stays the base's (the base verifies every token).
+    ``prefill_chunk`` and ``poll`` work as in `Generation` (poll runs once per base forward), so the server's
+    scheduler runs verify batches like any other.
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: GenerationConfig | list[GenerationConfig], draft: int | None = None,
-                 max_draft: int | None = None, draft_vocab: torch.Tensor | None = None):
+                 max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
+                 prefill_chunk: int | None = None, poll=None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if model.config.max_steps < 2 and draft:
@@ -118,7 +121,7 @@ class VerifyGeneration(Generation):
             self._draft_head = (vocab, head.weight[vocab].detach().t().contiguous(), bias)
         self.max_draft = max_draft if max_draft is not None else (
             draft if draft is not None else model.config.max_steps - 1)
-        super().__init__(model, tokenizer, prompts, configs)
+        super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll)
 
     def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
         if config.confidence is None:
@@ -133,21 +136,19 @@ class VerifyGeneration(Generation):
         rows = self.rows
         cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
         while True:
-            if self._pending:  # admit new rows: prefill, emit their first token, join the running batch
-                new, self._pending = self._pending, []
-                started = time.perf_counter()
-                new_cache, new_hidden, new_features = self._prefill([rows[i] for i in new])
-                self._first_tokens(new_hidden, [rows[i] for i in new])
+            for new, *joining in self._prefill_step():  # rows that join: emit their first token (the base's)
+                self._first_tokens(joining[1], [rows[i] for i in new])
                 now = time.perf_counter()
                 for i in new:
-                    rows[i].started, rows[i].prefill_s, rows[i].fed = started, now - started, len(rows[i].prompt_ids)
-                joining = (new_cache, new_hidden, new_features)
+                    rows[i].prefill_s, rows[i].fed = now - rows[i].started, len(rows[i].prompt_ids)
                 cache, hidden, features = join_batch((cache, hidden, features), joining)
                 active += new
                 yield from self._events(cache, active, new)
+            if self.poll:  # once per base forward (and between prefill chunks): the caller adds and cancels rows
+                self.poll()
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
-                if not self._pending:
+                if not (self._pending or self._chunking):
                     return
                 cache, hidden, features, active = None, None, None, []
                 continue

@@ -34,6 +34,20 @@ def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
     assert (out / "quality_vs_tau.png").is_file() and "| task |" in capsys.readouterr().out
 
 
+def test_eval_verify_method_gives_the_base_answers(tmp_path, char_tokenizer):
+    """`eval --verify`: lossless verify mode is one more method; its greedy answers are the base's, token for token."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    out = tmp_path / "eval"
+    assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "0.5",
+                 "--max-new-tokens", "10", "--verify", "--no-base-sampled", "--out", str(out)]) == 0
+    by = {s["method"]: s for s in json.loads((out / "summary.json").read_text())["summary"]}
+    assert set(by) == {"base", "hamburger@0.5", "verify"}
+    assert by["verify"]["exact"] == 1.0 and by["verify"]["nll_per_token"] == pytest.approx(by["base"]["nll_per_token"])
+    rows = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
+    base = {r["id"]: r["text"] for r in rows if r["method"] == "base"}
+    assert all(r["text"] == base[r["id"]] for r in rows if r["method"] == "verify")
+
+
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
     assert "unknown task" in capsys.readouterr().err

@@ -62,3 +62,59 @@ def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
     for i, result in enumerate(answered):
         prompt = [1, 40, 41] if i == 0 else [1, 50 + i, 51]
         assert result.token_ids == generate(model, char_tokenizer, prompt, cfg).token_ids
+
+
+def test_modes_run_in_batches_of_their_own(char_tokenizer):
+    """Verify-mode requests run the verify engine (the base's greedy output), merged ones the HAMburger engine;
+    a waiting request of the other mode ends admission, so it is served next, not after the whole queue."""
+    from hamburger.verify import verify_generate
+
+    model = tiny_hamburger("llama", seed=5)
+    model.base.generation_config.eos_token_id = [99]
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-1.0)
+    scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8).start()
+    cfg = GenerationConfig(max_new_tokens=12, confidence=0.5)
+    prompts = {"a": [1, 40, 41], "b": [1, 50, 51, 52], "c": [1, 60, 61], "d": [1, 70]}
+    modes = {"a": "hamburger", "b": "verify", "c": "hamburger", "d": "verify"}
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        reqs = {k: Request(p, cfg, loop, mode=modes[k]) for k, p in prompts.items()}
+        for r in reqs.values():
+            scheduler.submit(r)
+        out = {}
+        for k, r in reqs.items():
+            while (item := await r.queue.get())[0] != "done":
+                assert item[0] == "event"
+            out[k] = item[1]
+        return out
+
+    try:
+        out = asyncio.run(scenario())
+    finally:
+        scheduler.stop()
+    for k, p in prompts.items():
+        if modes[k] == "verify":
+            assert out[k].token_ids == verify_generate(model, char_tokenizer, p, cfg).token_ids
+            assert out[k].kv_slots == out[k].kv_slots_ordinary
+        else:
+            assert out[k].token_ids == generate(model, char_tokenizer, p, cfg).token_ids
+    assert scheduler.batches >= 2
+
+
+def test_a_batch_takes_the_oldest_request_and_those_of_its_mode(char_tokenizer):
+    model = tiny_hamburger("llama", seed=5)
+    scheduler = Scheduler(model, char_tokenizer, max_batch_size=2, max_queue=8)  # not started: _take by hand
+    loop = asyncio.new_event_loop()
+    try:
+        reqs = [Request([1, 40 + i], GenerationConfig(), loop, mode=m)
+                for i, m in enumerate(["verify", "hamburger", "verify", "verify", "hamburger"])]
+        for r in reqs:
+            scheduler.submit(r)
+        assert scheduler._take() == [reqs[0], reqs[2]]  # two rows at most; the others keep their order
+        assert list(scheduler._waiting) == [reqs[1], reqs[3], reqs[4]]
+        assert scheduler._take() == [reqs[1], reqs[4]]
+        assert scheduler._take() == [reqs[3]]
+    finally:
+        loop.close()

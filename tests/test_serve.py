@@ -170,6 +170,27 @@ def test_chat_completion_equals_engine(server, checkpoint):
     assert ext["tau"] == pytest.approx(ref.tau, abs=1e-3) and ext["tau"] > 1
 
 
+def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
+    """The request field `mode: verify` runs lossless verify mode: the base's own greedy answer, streamed or not."""
+    from hamburger.verify import verify_generate
+
+    _, model, tok = checkpoint
+    client = server.client()
+    ids = encode_prompt(tok, chat("Verify me"))
+    ref = verify_generate(model, tok, ids, GenerationConfig(max_new_tokens=20))
+    base = generate(model, tok, ids, GenerationConfig(max_new_tokens=20, confidence=1.0))
+    assert ref.token_ids == base.token_ids
+    out = client.chat.completions.create(model="ckpt", messages=chat("Verify me"), max_tokens=20,
+                                         extra_body={"mode": "verify"})
+    assert out.choices[0].message.content == base.text
+    ext = out.usage.model_extra["hamburger"]
+    assert ext["mode"] == "verify" and ext["base_forwards"] == ref.forwards
+    assert ext["kv_slots"] == ext["kv_slots_ordinary"]
+    stream = client.chat.completions.create(model="ckpt", messages=chat("Verify me"), max_tokens=20, stream=True,
+                                            extra_body={"mode": "verify"})
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == base.text
+
+
 def test_stream_equals_non_stream(server):
     client = server.client()
     kw = dict(model="ckpt", messages=chat("Tell me"), max_tokens=24)
@@ -269,6 +290,7 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
         (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
         (dict(messages=[]), "messages"), (dict(messages=chat("x" * too_long)), None),
+        (dict(extra_body={"mode": "fast"}), "mode"),
     ]
     for extra, param in bad_requests:
         with pytest.raises(openai.BadRequestError) as e:

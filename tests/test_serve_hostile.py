@@ -172,3 +172,21 @@ def test_sigterm_drains_running_requests_and_refuses_new_ones(checkpoint, tmp_pa
         assert srv.proc.wait(20) == 0
     finally:
         srv.stop()
+
+
+def test_server_default_mode_applies_to_requests_without_one(checkpoint):
+    """`--mode verify` (create_app's ``mode``) is what a request without `mode` gets; `mode` in a request wins."""
+    from fastapi.testclient import TestClient
+
+    from hamburger.errors import HamburgerError
+    from hamburger.serve import create_app
+
+    _, model, tok = checkpoint
+    with pytest.raises(HamburgerError):
+        create_app(model, tok, "ckpt", mode="fast")
+    body = {"model": "ckpt", "prompt": "hello", "max_tokens": 6}
+    with TestClient(create_app(model, tok, "ckpt", mode="verify")) as client:
+        default = client.post("/v1/completions", json=body).json()["usage"]["hamburger"]
+        merged = client.post("/v1/completions", json={**body, "mode": "hamburger"}).json()["usage"]["hamburger"]
+    assert default["mode"] == "verify" and default["kv_slots"] == default["kv_slots_ordinary"]
+    assert merged["mode"] == "hamburger"

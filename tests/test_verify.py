@@ -315,3 +315,24 @@ def test_bench_method_verify_matches_hf_generate(char_tokenizer):
     a, b = verify_method.run(PROMPTS[1], 20), hf.run(PROMPTS[1], 20)
     assert a.token_ids == b.token_ids and a.forwards <= b.forwards
     assert verify_method.run_batch(PROMPTS, 12) == [hf_greedy(model.base, p, 12) for p in PROMPTS]
+
+
+def test_verify_with_chunked_prefill_and_rows_joining_mid_run(char_tokenizer):
+    """The server's hooks work in verify mode: long prompts read in chunks, rows added from `poll` mid-run, and
+    still every row is the base's greedy output."""
+    model = drafting_model("llama", "copy_last")
+    long_prompt = [1] + [4 + (7 * k) % 90 for k in range(40)]
+    cfg = GenerationConfig(max_new_tokens=16)
+    late = [PROMPTS[2], long_prompt]
+    run = None
+
+    def poll():
+        if late and len(run.rows) < 4:
+            run.add(late.pop(0), cfg)
+
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0], long_prompt[:30]], cfg, draft=2,
+                           prefill_chunk=8, poll=poll)
+    results = run.run()
+    assert len(results) == 4 and not late
+    for r, p in zip(results, [PROMPTS[0], long_prompt[:30], PROMPTS[2], long_prompt]):
+        assert r.token_ids == hf_greedy(model.base, p, 16)
