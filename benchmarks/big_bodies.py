@@ -66,7 +66,7 @@ def main() -> None:
         results["near_limit_prompt"] = {**answer, "bytes": len(near), "health_probes": len(health),
                                         "health_ms_max": round(max(health), 1),
                                         "health_ms_median": round(sorted(health)[len(health) // 2], 1)}
-    from hamburger.machine import machine_info
+    from hamburger.bench.machine import machine_info
 
     record = {"benchmark": "big_bodies", "model": "bundled default", "max_request_bytes": LIMIT,
               "machine": machine_info(args.threads, "float32"), "results": results}

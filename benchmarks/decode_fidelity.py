@@ -2,7 +2,7 @@
 
 Every model decodes the same held-out dev prompts (never trained on) at each knob, batched, greedy. The
 unchanged base then reads every answer teacher-forced (chat-templated prompt + answer) and gives:
-  * nll_per_token, worst_token_nll, rep4: `hamburger.plausibility` (averaged over answers);
+  * nll_per_token, worst_token_nll, rep4: `hamburger.eval.plausibility` (averaged over answers);
   * micro_ok   over all micro tokens (token 2..k of a group): how often the token is the base's own greedy
                choice at that point of the answer (the issue's fidelity target: >= 95% at the default knob);
   * tau        tokens per base forward.
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
-from hamburger.base import load_base
-from hamburger.bench_prompts import category_prompts
-from hamburger.checkpoint import load_checkpoint
-from hamburger.generate import Generation, encode_prompt, eos_ids
-from hamburger.machine import machine_info
-from hamburger.plausibility import base_reading, micro_agreement, plausibility
-from hamburger.sampling import GenerationConfig
+from hamburger.core.base import load_base
+from hamburger.bench.prompts import category_prompts
+from hamburger.core.checkpoint import load_checkpoint
+from hamburger.engine.generate import Generation, encode_prompt, eos_ids
+from hamburger.bench.machine import machine_info
+from hamburger.eval.plausibility import base_reading, micro_agreement, plausibility
+from hamburger.engine.sampling import GenerationConfig
 
 
 def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos: set[int]) -> dict:

@@ -93,9 +93,9 @@ def main() -> None:
     if args.verify:
         import torch
 
-        from hamburger.checkpoint import load_checkpoint
-        from hamburger.generate import encode_prompt, generate
-        from hamburger.sampling import GenerationConfig
+        from hamburger.core.checkpoint import load_checkpoint
+        from hamburger.engine.generate import encode_prompt, generate
+        from hamburger.engine.sampling import GenerationConfig
 
         torch.set_num_threads(args.threads)
         model, tok, _ = load_checkpoint(ckpt, args.dtype)
@@ -103,7 +103,7 @@ def main() -> None:
         same = sum(generate(model, tok, encode_prompt(tok, [{"role": "user", "content": t}]), cfg).text == o["text"]
                    for t, o in zip(texts, outs))
         results["equal_to_batch_1"] = f"{same}/{len(texts)}"
-    from hamburger.machine import machine_info
+    from hamburger.bench.machine import machine_info
 
     record = {"benchmark": "load_test", "model": "tiny random" if args.tiny else str(ckpt),
               "machine": machine_info(args.threads, args.dtype), "results": results}

@@ -96,7 +96,7 @@ def main() -> None:
         summary = {k: v for k, v in runs[str(chunk)].items() if k.endswith(("median", "max"))}
         print(f"--prefill-chunk {chunk}: {json.dumps(summary)}; long: {json.dumps(runs[str(chunk)]['long'])}",
               flush=True)
-    from hamburger.machine import machine_info
+    from hamburger.bench.machine import machine_info
 
     record = {"benchmark": "prefill_ttft", "model": "tiny random" if args.tiny else str(ckpt or "bundled default"),
               "settings": {k: v for k, v in vars(args).items() if k not in ("model", "tiny", "out")},

@@ -19,9 +19,9 @@ import time
 import types
 from pathlib import Path
 
-from hamburger.bench_prompts import humaneval_problems
-from hamburger.sandbox import interpreter
-from hamburger.scorers import humaneval_program, run_sandboxed
+from hamburger.bench.prompts import humaneval_problems
+from hamburger.eval.sandbox import interpreter
+from hamburger.eval.scorers import humaneval_program, run_sandboxed
 
 
 def scorer_at(rev: str):

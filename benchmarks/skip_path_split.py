@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
-from hamburger.checkpoint import load_checkpoint
-from hamburger.machine import machine_info
-from hamburger.train_data import load_rows, to_batch
+from hamburger.core.checkpoint import load_checkpoint
+from hamburger.bench.machine import machine_info
+from hamburger.train.batching import load_rows, to_batch
 
 
 def skip_sources(groups: list[int]) -> list[str]:

@@ -174,7 +174,7 @@ def main() -> None:
         "health_ms_p50": health[len(health) // 2], "health_ms_max": health[-1],
         "good_request_after": after.status_code, "sigterm_exit_code": exit_code, "sigterm_exit_s": round(exit_s, 2),
         "samples": samples}
-    from hamburger.machine import machine_info
+    from hamburger.bench.machine import machine_info
 
     record = {"benchmark": "soak_test", "model": "tiny random" if args.tiny else str(ckpt or "bundled default"),
               "settings": {k: v for k, v in vars(args).items() if k not in ("model", "tiny", "out")},

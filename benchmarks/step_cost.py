@@ -23,13 +23,13 @@ from pathlib import Path
 
 import torch
 
-from hamburger.base import load_base
-from hamburger.config import HamburgerConfig
-from hamburger.generate import Generation, encode_prompt
-from hamburger.model import HamburgerModel
-from hamburger.sampling import GenerationConfig
+from hamburger.core.base import load_base
+from hamburger.core.config import HamburgerConfig
+from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.core.model import HamburgerModel
+from hamburger.engine.sampling import GenerationConfig
 
-from hamburger.machine import machine_info
+from hamburger.bench.machine import machine_info
 
 PROMPT = "Explain in a few paragraphs how a bicycle works, part by part."
 SHAPES = {  # published architecture sizes of Llama-family models (random weights: for cost only)
@@ -101,7 +101,7 @@ def component_times(model, reps: int = 60) -> dict[str, float]:
     """Median ms of each piece of the micro loop for one row: what one more token in a group costs."""
     from transformers import DynamicCache
 
-    from hamburger.sampling import choose_tokens
+    from hamburger.engine.sampling import choose_tokens
 
     d, m, device = model.config.hidden_size, model.config.num_features, model.device
     g = torch.Generator().manual_seed(0)

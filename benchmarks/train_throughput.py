@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from hamburger.train import Trainer
-from hamburger.train_config import TrainConfig
+from hamburger.train.trainer import Trainer
+from hamburger.train.config import TrainConfig
 
 MODES = {"frozen": {}, "lora": {"base_mode": "lora"}, "full": {"base_mode": "full"},
          "lora+kl": {"base_mode": "lora", "kl_weight": 0.2}, "msd": {"stage": "msd"}}

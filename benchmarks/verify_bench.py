@@ -32,8 +32,8 @@ def reexec_with_env() -> None:
 
 
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int):
-    from hamburger.bench_methods import HFMethod, VerifyMethod
-    from hamburger.verify import draft_vocabulary, on_base
+    from hamburger.bench.methods import HFMethod, VerifyMethod
+    from hamburger.engine.verify import draft_vocabulary, on_base
 
     verify_model = on_base(model, reference_model)
     base = reference_model.base
@@ -92,8 +92,8 @@ def step_costs(model, prompt_ids: list[int], reps: int, max_k: int = 4) -> dict:
     import torch
     from transformers import DynamicCache
 
-    from hamburger.cache import SlotCache
-    from hamburger.verify import SMALL_HEAD_ROWS
+    from hamburger.engine.cache import SlotCache
+    from hamburger.engine.verify import SMALL_HEAD_ROWS
 
     costs = {"cache_slots": len(prompt_ids)}
     with torch.inference_mode():
@@ -162,10 +162,10 @@ def main() -> int:
 
     import torch
 
-    from hamburger.bench_prompts import category_prompts
-    from hamburger.cli import load_model
-    from hamburger.generate import encode_prompt
-    from hamburger.machine import machine_info
+    from hamburger.bench.prompts import category_prompts
+    from hamburger.cli.main import load_model
+    from hamburger.engine.generate import encode_prompt
+    from hamburger.bench.machine import machine_info
 
     torch.set_num_threads(args.threads)
     model, tokenizer, info, reference = load_model(args.model, "float32", reference=True)

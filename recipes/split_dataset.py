@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from hamburger.distill import read_jsonl
+from hamburger.data.distill import read_jsonl
 
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)

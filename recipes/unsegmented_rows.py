@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-from hamburger.base import load_base
-from hamburger.distill import append_jsonl, chat_prompt_ids, read_jsonl, row_ids
-from hamburger.segment import vocab_hash
+from hamburger.core.base import load_base
+from hamburger.data.distill import append_jsonl, chat_prompt_ids, read_jsonl, row_ids
+from hamburger.data.segment import vocab_hash
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("data", help="distill output (.jsonl with prompt, response_token_ids, finish_reason)")

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from hamburger.checkpoint import CONFIG_FILE, WEIGHTS_FILE
+from hamburger.core.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 
 src, dst = Path(sys.argv[1]), Path(sys.argv[2])
 meta = json.loads((src / CONFIG_FILE).read_text())

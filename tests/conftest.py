@@ -51,8 +51,8 @@ def tiny_base(family: str = "llama", seed: int = 0, vocab: int = 100):
 
 def tiny_hamburger(family: str = "llama", seed: int = 0, max_steps: int = 4, randomize: bool = True, **cfg):
     """A HAMburger on a tiny random base; `randomize` gives the grafted modules non-trivial weights."""
-    from hamburger.config import HamburgerConfig
-    from hamburger.model import HamburgerModel
+    from hamburger.core.config import HamburgerConfig
+    from hamburger.core.model import HamburgerModel
 
     base = tiny_base(family, seed)
     model = HamburgerModel(base, HamburgerConfig(max_steps=max_steps, **cfg)).eval()

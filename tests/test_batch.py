@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from hamburger.cli import main
-from hamburger.generate import Generation, generate
-from hamburger.sampling import GenerationConfig
+from hamburger.cli.main import main
+from hamburger.engine.generate import Generation, generate
+from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
@@ -67,8 +67,8 @@ def test_batch_kv_memory_is_per_row(model, char_tokenizer):
 
 def save_tiny_checkpoint(tmp_path, tokenizer, model=None):
     """A tiny random HAMburger checkpoint (with its base folder) for CLI tests."""
-    from hamburger.base import BaseInfo, weights_fingerprint
-    from hamburger.checkpoint import save_checkpoint
+    from hamburger.core.base import BaseInfo, weights_fingerprint
+    from hamburger.core.checkpoint import save_checkpoint
 
     if model is None:
         model = tiny_hamburger("llama", seed=5)

@@ -2,8 +2,8 @@
 
 import json
 
-from hamburger.bench import agreement
-from hamburger.cli import main
+from hamburger.bench.run import agreement
+from hamburger.cli.main import main
 from tests.test_batch import save_tiny_checkpoint
 
 

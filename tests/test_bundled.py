@@ -7,11 +7,11 @@ import sys
 import pytest
 import torch
 
-from hamburger.base import load_base
-from hamburger.config import HamburgerConfig
-from hamburger.generate import encode_prompt, generate
-from hamburger.model import HamburgerModel
-from hamburger.sampling import GenerationConfig
+from hamburger.core.base import load_base
+from hamburger.core.config import HamburgerConfig
+from hamburger.engine.generate import encode_prompt, generate
+from hamburger.core.model import HamburgerModel
+from hamburger.engine.sampling import GenerationConfig
 
 PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea."]
 
@@ -36,7 +36,7 @@ def test_bundled_base_loads_with_its_facts(bundled):
     model, tokenizer, info = bundled
     assert info.spec == "smollm2-135m-instruct" and len(info.fingerprint) == 16
     assert model.config.tap_layers == [7, 14, 21] and model.config.hidden_size == 576
-    from hamburger.generate import eos_ids
+    from hamburger.engine.generate import eos_ids
 
     assert tokenizer.eos_token_id in eos_ids(model, tokenizer)
 
@@ -57,7 +57,7 @@ def test_cli_graft_then_generate_json(tmp_path):
 
 
 def test_batch_equals_single_runs_on_the_real_model(bundled):
-    from hamburger.generate import Generation
+    from hamburger.engine.generate import Generation
 
     model, tokenizer, _ = bundled
     g = torch.Generator().manual_seed(0)

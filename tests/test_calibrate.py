@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from hamburger.calibrate import calibrate_from, check_dev, choose_knob, write_default_knob
-from hamburger.cli import main
+from hamburger.eval.calibrate import calibrate_from, check_dev, choose_knob, write_default_knob
+from hamburger.cli.main import main
 from hamburger.errors import HamburgerError
-from hamburger.paired import Band
+from hamburger.eval.paired import Band
 
 
 def synthetic(nll_by_knob: dict[float, float], n: int = 30) -> list[dict]:

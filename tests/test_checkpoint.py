@@ -5,11 +5,11 @@ import json
 import pytest
 import torch
 
-from hamburger.base import BaseInfo, weights_fingerprint
-from hamburger.checkpoint import CONFIG_FILE, WEIGHTS_FILE, load_checkpoint, read_meta, save_checkpoint
+from hamburger.core.base import BaseInfo, weights_fingerprint
+from hamburger.core.checkpoint import CONFIG_FILE, WEIGHTS_FILE, load_checkpoint, read_meta, save_checkpoint
 from hamburger.errors import HamburgerError
-from hamburger.generate import generate
-from hamburger.sampling import GenerationConfig
+from hamburger.engine.generate import generate
+from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_base, tiny_hamburger
 
 
@@ -73,7 +73,7 @@ def test_bad_checkpoints_give_clear_errors(tmp_path, char_tokenizer):
 
 def save_tiny_lora(tmp_path, char_tokenizer):
     """A tiny checkpoint whose base carries non-zero LoRA adapters (as after `train --set base_mode=lora`)."""
-    from hamburger.lora import add_lora, lora_modules
+    from hamburger.core.lora import add_lora, lora_modules
 
     model, _, base_dir = save_tiny(tmp_path, char_tokenizer)
     add_lora(model.base, r=2, alpha=4.0)
@@ -87,7 +87,7 @@ def save_tiny_lora(tmp_path, char_tokenizer):
 
 def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
     """Baselines of bench/eval must run the original base, not the LoRA-adapted one."""
-    from hamburger.checkpoint import load_reference
+    from hamburger.core.checkpoint import load_reference
 
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     merged, tokenizer, _ = load_checkpoint(ckpt, merge_adapters=True)
@@ -114,8 +114,8 @@ def test_merged_adapters_match_unmerged(tmp_path, char_tokenizer):
 
 
 def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
-    from hamburger.checkpoint import LORA_FILE
-    from hamburger.cli import main
+    from hamburger.core.checkpoint import LORA_FILE
+    from hamburger.cli.main import main
 
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     out = tmp_path / "shipped"
@@ -130,7 +130,7 @@ def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
 
 
 def test_config_saved_before_token_aware_stop_head_loads_as_hidden_only():
-    from hamburger.config import HamburgerConfig
+    from hamburger.core.config import HamburgerConfig
 
     legacy = {k: v for k, v in HamburgerConfig().to_dict().items() if k != "stop_sees_token"}
     assert HamburgerConfig.from_dict(legacy).stop_sees_token is False
@@ -163,7 +163,7 @@ def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
 
 
 def test_export_drop_lora_gives_the_unchanged_base(tmp_path, char_tokenizer):
-    from hamburger.cli import main
+    from hamburger.cli.main import main
 
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     out = tmp_path / "grafted-only"

@@ -7,10 +7,10 @@ import sys
 import pytest
 import torch
 
-from hamburger.checkpoint import read_meta
-from hamburger.cli import DEFAULT_MODEL_DIR, load_model
-from hamburger.generate import Generation, encode_prompt
-from hamburger.sampling import GenerationConfig
+from hamburger.core.checkpoint import read_meta
+from hamburger.cli.main import DEFAULT_MODEL_DIR, load_model
+from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.sampling import GenerationConfig
 
 PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea.",
            "List the days of the week."]

@@ -10,8 +10,8 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
-from hamburger import distill as D  # noqa: E402
-from hamburger import segment as S  # noqa: E402
+from hamburger.data import distill as D  # noqa: E402
+from hamburger.data import segment as S  # noqa: E402
 from hamburger.errors import HamburgerError  # noqa: E402
 
 PROMPTS = ["hi", "What is 2+2? Explain.", "a b c d e f g h i j", "Tell me a story about a cat.",
@@ -30,7 +30,7 @@ def tiny_dir(tmp_path_factory):
     """A tiny random Llama whose EOS logit is boosted (so rows end at different lengths) + the real tokenizer."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from hamburger.base import resolve_base
+    from hamburger.core.base import resolve_base
 
     try:
         tok = AutoTokenizer.from_pretrained(resolve_base(None)[1])
@@ -216,7 +216,7 @@ def test_real_base_distil_and_segment(tmp_path):
 
 
 def test_pick_device_names_and_errors():
-    from hamburger.base import pick_device
+    from hamburger.core.base import pick_device
 
     assert pick_device("cpu").type == "cpu"
     assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")

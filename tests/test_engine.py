@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from hamburger.generate import Generation, generate
-from hamburger.model import TrainBatch
-from hamburger.sampling import GenerationConfig
+from hamburger.engine.generate import Generation, generate
+from hamburger.core.model import TrainBatch
+from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77]]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hamburger.cli import main
+from hamburger.cli.main import main
 from tests.test_batch import save_tiny_checkpoint
 from tests.test_sandbox import outside  # noqa: F401  (fixture)
 
@@ -55,7 +55,7 @@ def test_eval_rejects_bad_tasks(tmp_path, capsys):
 
 def test_chat_file_gives_the_prompts(tmp_path):
     from hamburger.errors import HamburgerError
-    from hamburger.evaluate import chat_examples
+    from hamburger.eval.run import chat_examples
 
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": "a", "prompt": "Hi"}\n\n{"prompt": "Two\\nlines"}\n')
@@ -75,7 +75,7 @@ class HostileServer:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        from hamburger.bench_prompts import humaneval_problems
+        from hamburger.bench.prompts import humaneval_problems
 
         solutions = {p["prompt"]: p["canonical_solution"] for p in humaneval_problems()}
         queue = list(completions)

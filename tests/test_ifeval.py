@@ -4,7 +4,7 @@ instruction types, the loose variant, the sentence tokenizer, and the shipped pr
 import pytest
 
 from hamburger.errors import HamburgerError
-from hamburger.ifeval import aggregate, install_punkt_tab, load_ifeval, require_punkt, score_ifeval
+from hamburger.eval.ifeval import aggregate, install_punkt_tab, load_ifeval, require_punkt, score_ifeval
 
 
 def row(instruction: str, **kwargs) -> dict:

@@ -2,11 +2,11 @@
 
 import pytest
 
-from hamburger.base import resolve_base
-from hamburger.cli import main
+from hamburger.core.base import resolve_base
+from hamburger.cli.main import main
 from hamburger.errors import HamburgerError
-from hamburger.generate import Generation, encode_prompt
-from hamburger.sampling import GenerationConfig
+from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_hamburger
 
 
@@ -74,7 +74,7 @@ def test_a_broken_verb_does_not_break_the_cli(monkeypatch, capsys):
     real = importlib.import_module
 
     def fake(name, package=None):
-        if name == ".serve":
+        if name == "hamburger.serve.app":
             raise ImportError("simulated missing dependency")
         return real(name, package)
 

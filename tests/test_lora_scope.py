@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from hamburger.base import BaseInfo, weights_fingerprint
-from hamburger.checkpoint import load_checkpoint, save_checkpoint
+from hamburger.core.base import BaseInfo, weights_fingerprint
+from hamburger.core.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
-from hamburger.generate import Generation, generate
-from hamburger.lora import adapters_gated, add_lora, lora_modules
-from hamburger.sampling import GenerationConfig
-from hamburger.train_config import TrainConfig
+from hamburger.engine.generate import Generation, generate
+from hamburger.core.lora import adapters_gated, add_lora, lora_modules
+from hamburger.engine.sampling import GenerationConfig
+from hamburger.train.config import TrainConfig
 from tests.conftest import tiny_base, tiny_hamburger
 from tests.test_engine import PROMPTS, assert_engine_matches_training_forward, hf_greedy
 

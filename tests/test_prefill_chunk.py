@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from hamburger.errors import HamburgerError
-from hamburger.generate import Generation, generate
-from hamburger.sampling import GenerationConfig
-from hamburger.scheduler import Request, Scheduler
+from hamburger.engine.generate import Generation, generate
+from hamburger.engine.sampling import GenerationConfig
+from hamburger.serve.scheduler import Request, Scheduler
 from tests.conftest import tiny_hamburger
 
 

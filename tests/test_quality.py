@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from hamburger.paired import Band, compare, paired_bootstrap, parse_bands, per_type, verdict
-from hamburger.plausibility import plausibility, repeated_ngram_rate, token_nll
+from hamburger.eval.paired import Band, compare, paired_bootstrap, parse_bands, per_type, verdict
+from hamburger.eval.plausibility import plausibility, repeated_ngram_rate, token_nll
 from tests.conftest import tiny_base
 
 
@@ -83,7 +83,7 @@ def test_per_type():
 
 
 def test_micro_agreement_counts_tokens_2_to_k_of_each_group():
-    from hamburger.plausibility import micro_agreement
+    from hamburger.eval.plausibility import micro_agreement
 
     answer = [5, 6, 7, 8, 9, 10]
     greedy = [5, 6, 0, 8, 0, 10]  # the base disagrees at positions 2 and 4

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hamburger.errors import HamburgerError
-from hamburger.sandbox import Limits, command, require, run_python
-from hamburger.scorers import humaneval_program, run_sandboxed
+from hamburger.eval.sandbox import Limits, command, require, run_python
+from hamburger.eval.scorers import humaneval_program, run_sandboxed
 from tests.test_scorers import PROBLEM
 
 # name -> statement that tries to leave a trace in folder D (victim file V, listener on port P)

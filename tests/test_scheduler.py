@@ -4,9 +4,9 @@ import asyncio
 
 import torch
 
-from hamburger.generate import generate
-from hamburger.sampling import GenerationConfig
-from hamburger.scheduler import Request, Scheduler
+from hamburger.engine.generate import generate
+from hamburger.engine.sampling import GenerationConfig
+from hamburger.serve.scheduler import Request, Scheduler
 from tests.conftest import tiny_hamburger
 
 
@@ -44,7 +44,7 @@ def test_request_joins_the_running_batch(char_tokenizer):
 
 def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
     """The scheduler releases each row once answered: a batch kept open by continuous traffic holds no history."""
-    from hamburger.generate import Generation
+    from hamburger.engine.generate import Generation
 
     model = tiny_hamburger("llama", seed=5)
     model.base.generation_config.eos_token_id = [99]
@@ -67,7 +67,7 @@ def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
 def test_modes_run_in_batches_of_their_own(char_tokenizer):
     """Verify-mode requests run the verify engine (the base's greedy output), merged ones the HAMburger engine;
     a waiting request of the other mode ends admission, so it is served next, not after the whole queue."""
-    from hamburger.verify import verify_generate
+    from hamburger.engine.verify import verify_generate
 
     model = tiny_hamburger("llama", seed=5)
     model.base.generation_config.eos_token_id = [99]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hamburger.scorers import (chrf, extract_final_number, gsm8k_reference, humaneval_program, normalise_number,
+from hamburger.eval.scorers import (chrf, extract_final_number, gsm8k_reference, humaneval_program, normalise_number,
                                rouge_l, run_sandboxed)
 
 

@@ -18,8 +18,8 @@ import torch
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
-from hamburger.generate import Generation, encode_prompt, generate  # noqa: E402
-from hamburger.sampling import GenerationConfig  # noqa: E402
+from hamburger.engine.generate import Generation, encode_prompt, generate  # noqa: E402
+from hamburger.engine.sampling import GenerationConfig  # noqa: E402
 from tests.conftest import tiny_hamburger  # noqa: E402
 
 KEY = "sk-test-key"
@@ -47,8 +47,8 @@ def tiny_model():
 
 def save_tiny_checkpoint(out: Path, char_tokenizer) -> Path:
     """A tiny random checkpoint (base in out/base) whose tokenizer has a chat template."""
-    from hamburger.base import BaseInfo, weights_fingerprint
-    from hamburger.checkpoint import save_checkpoint
+    from hamburger.core.base import BaseInfo, weights_fingerprint
+    from hamburger.core.checkpoint import save_checkpoint
 
     model, tokenizer = tiny_model(), copy.deepcopy(char_tokenizer)
     tokenizer.chat_template = TEMPLATE
@@ -61,7 +61,7 @@ def save_tiny_checkpoint(out: Path, char_tokenizer) -> Path:
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, char_tokenizer):
     """The checkpoint folder, and (model, tokenizer) loaded from it to compute expected outputs."""
-    from hamburger.checkpoint import load_checkpoint
+    from hamburger.core.checkpoint import load_checkpoint
 
     ckpt = save_tiny_checkpoint(tmp_path_factory.mktemp("serve"), char_tokenizer)
     model, tok, _ = load_checkpoint(ckpt)
@@ -172,7 +172,7 @@ def test_chat_completion_equals_engine(server, checkpoint):
 
 def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
     """The request field `mode: verify` runs lossless verify mode: the base's own greedy answer, streamed or not."""
-    from hamburger.verify import verify_generate
+    from hamburger.engine.verify import verify_generate
 
     _, model, tok = checkpoint
     client = server.client()
@@ -213,7 +213,7 @@ def test_eval_against_the_endpoint_agrees_with_the_local_engine(server, checkpoi
     """`hamburger eval --endpoint` scores the served model next to the same checkpoint run locally."""
     import json as _json
 
-    from hamburger.cli import main
+    from hamburger.cli.main import main
 
     gsm = tmp_path / "gsm.jsonl"
     gsm.write_text("".join(_json.dumps({"question": q, "answer": f"x\n#### {a}"}) + "\n"

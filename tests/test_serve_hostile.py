@@ -78,7 +78,7 @@ def faulty_app_server(checkpoint):
     """The real app in uvicorn (in this process) over a tokenizer that fails on the prompt "boom"."""
     import uvicorn
 
-    from hamburger.serve import create_app
+    from hamburger.serve.app import create_app
     from tests.test_serve import free_port
 
     _, model, tok = checkpoint
@@ -179,7 +179,7 @@ def test_server_default_mode_applies_to_requests_without_one(checkpoint):
     from fastapi.testclient import TestClient
 
     from hamburger.errors import HamburgerError
-    from hamburger.serve import create_app
+    from hamburger.serve.app import create_app
 
     _, model, tok = checkpoint
     with pytest.raises(HamburgerError):

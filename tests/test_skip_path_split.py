@@ -3,8 +3,8 @@
 import torch
 
 from benchmarks.skip_path_split import skip_sources, split_accuracy
-from hamburger.train_data import Row, to_batch
-from hamburger.train_parts import HEAD, batch_stats
+from hamburger.train.batching import Row, to_batch
+from hamburger.train.objective import HEAD, batch_stats
 from tests.conftest import tiny_hamburger
 
 

@@ -11,18 +11,18 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from hamburger.base import BaseInfo, weights_fingerprint
-from hamburger.checkpoint import LORA_FILE, load_checkpoint, save_checkpoint
-from hamburger.cli import main as cli_main
+from hamburger.core.base import BaseInfo, weights_fingerprint
+from hamburger.core.checkpoint import LORA_FILE, load_checkpoint, save_checkpoint
+from hamburger.cli.main import main as cli_main
 from hamburger.errors import HamburgerError
-from hamburger.generate import generate
-from hamburger.lora import adapters_disabled, add_lora, lora_modules, merge_lora
-from hamburger.sampling import GenerationConfig
-from hamburger.segment import vocab_hash
-from hamburger.train import Trainer
-from hamburger.train_config import TrainConfig, build_config
-from hamburger.train_data import epoch_batches, make_plan, shard
-from hamburger.train_parts import chain_starts, lr_at
+from hamburger.engine.generate import generate
+from hamburger.core.lora import adapters_disabled, add_lora, lora_modules, merge_lora
+from hamburger.engine.sampling import GenerationConfig
+from hamburger.data.segment import vocab_hash
+from hamburger.train.trainer import Trainer
+from hamburger.train.config import TrainConfig, build_config
+from hamburger.train.batching import epoch_batches, make_plan, shard
+from hamburger.train.objective import chain_starts, lr_at
 from tests.conftest import tiny_base, tiny_hamburger
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +130,7 @@ def test_kill_and_resume_equals_uninterrupted(env, tmp_path):
 def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
     trainer = Trainer(config(env, tmp_path / "s", base=env["peaked"], data=env["single"], base_mode="lora",
                              kl_weight=1.0))
-    from hamburger.train_data import to_batch
+    from hamburger.train.batching import to_batch
     batch = to_batch(trainer.rows[:6])
     with torch.no_grad():
         out = trainer.model(batch, trainer.teacher(batch))
@@ -157,7 +157,7 @@ def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
 
 
 def test_msd_chains_start_at_every_response_token():
-    from hamburger.model import TrainBatch
+    from hamburger.core.model import TrainBatch
     batch = TrainBatch([[1, 2, 3], [4, 5]], [[10, 11, 12, 13, 14], [20, 21]], [[2, 3], [1, 1]])
     rows, cols, tokens, sizes = chain_starts(batch, 3, "groups")
     assert (rows, cols, sizes) == ([0, 0, 1, 1], [2, 4, 1, 2], [2, 3, 1, 1])
@@ -173,7 +173,7 @@ def test_msd_soft_targets_are_the_base_distribution_of_each_micro_token(env, tmp
     trainer = Trainer(config(env, tmp_path / "msd", stage="msd", base_mode="frozen",
                              msd_chains="all", stop_target="accepted", kl_weight=1.0, decoder_init="random",
                              eval_data=env["data"], max_train_steps=40))
-    from hamburger.train_data import to_batch
+    from hamburger.train.batching import to_batch
     batch = to_batch(trainer.rows[:5])
     with torch.no_grad():  # a sharper shared LM head: distributions far from uniform, a KL clearly > 0
         trainer.model.base.get_output_embeddings().weight.mul_(4.0)
@@ -345,7 +345,7 @@ def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, 
 
 
 def test_accepted_stop_target_also_stops_before_wrong_micro_tokens():
-    from hamburger.model import TrainBatch
+    from hamburger.core.model import TrainBatch
     from tests.conftest import tiny_hamburger
 
     batch = TrainBatch([[1, 40, 41], [1, 50, 60, 70]], [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14, 15, 16]],

@@ -6,12 +6,12 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from hamburger import verify
-from hamburger.config import HamburgerConfig
-from hamburger.model import HamburgerModel
-from hamburger.modules import base_decoder_stack
-from hamburger.sampling import GenerationConfig, warp_logits
-from hamburger.verify import VerifyGeneration, verify_generate
+from hamburger.engine import verify
+from hamburger.core.config import HamburgerConfig
+from hamburger.core.model import HamburgerModel
+from hamburger.core.modules import base_decoder_stack
+from hamburger.engine.sampling import GenerationConfig, warp_logits
+from hamburger.engine.verify import VerifyGeneration, verify_generate
 from tests.conftest import tiny_base, tiny_hamburger
 from tests.test_engine import PROMPTS, hf_greedy
 
@@ -266,8 +266,8 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
 @pytest.mark.slow
 def test_bundled_model_verify_equals_base_greedy():
     """The shipped model in verify mode: the base's greedy output at batch 1 and in a ragged batch."""
-    from hamburger.cli import load_model
-    from hamburger.generate import encode_prompt
+    from hamburger.cli.main import load_model
+    from hamburger.engine.generate import encode_prompt
 
     model, tokenizer, _ = load_model(None, "float32")
     prompts = ["What is 2+2?", "Write one sentence about the sea.", "List the days of the week."]
@@ -291,7 +291,7 @@ def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokeni
     output of the unchanged base (the adapters are left out), through the one-line entry point."""
     import json
 
-    from hamburger.cli import main
+    from hamburger.cli.main import main
     from tests.test_checkpoint import save_tiny_lora
 
     _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
@@ -307,7 +307,7 @@ def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokeni
 
 
 def test_bench_method_verify_matches_hf_generate(char_tokenizer):
-    from hamburger.bench_methods import METHOD_NAMES, build_methods
+    from hamburger.bench.methods import METHOD_NAMES, build_methods
 
     model = drafting_model("llama")
     assert "verify" in METHOD_NAMES

@@ -3,7 +3,7 @@
 import io
 import json
 
-from hamburger.cli import main
+from hamburger.cli.main import main
 from tests.test_batch import save_tiny_checkpoint
 
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"

@@ -1,3 +1,3 @@
 import sys
-from hamburger.cli import main
+from hamburger.cli.main import main
 sys.exit(main())

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-G=$($PY -c "from hamburger.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
+G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
 for d in .gpu .gpu1 .gpu2; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,poll.sh,bench.sh} .gpu/

@@ -1,0 +1,1 @@
+"""Benchmarks: methods (HAMburger, verify, HF peers), prompts, timing, reports, machine facts."""

@@ -1,0 +1,249 @@
+"""Decoding methods measured side by side: HAMburger and the peers a user would pick instead.
+
+Every method decodes greedily and returns a `Measurement` with the same definitions:
+  ttft_s    prompt forward until the first token is known
+  decode_s  the rest of the generation; decode tok/s = (tokens - first step's tokens) / decode_s
+  forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
+            drafts, which stop short of it, are not counted as full forwards)
+  kv_bytes  measured bytes of the base KV cache at the end (prompt included); `output_kv_bytes`
+            is the part written for generated tokens (what grows with output length)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from hamburger.engine.generate import Generation
+from hamburger.core.model import HamburgerModel
+from hamburger.core.modules import base_decoder_stack
+from hamburger.engine.sampling import GenerationConfig
+
+
+@dataclass
+class Measurement:
+    method: str
+    tokens: int
+    forwards: int
+    ttft_s: float
+    decode_s: float
+    kv_bytes: int
+    kv_slots: int
+    token_ids: list[int]
+    prompt_tokens: int = 0
+    first_tokens: int = 1  # tokens known at ttft (HAMburger's first group)
+
+    @property
+    def output_kv_bytes(self) -> float:
+        if not self.kv_slots:
+            return 0.0
+        return self.kv_bytes * max(0, self.kv_slots - self.prompt_tokens) / self.kv_slots
+
+    @property
+    def decode_tok_s(self) -> float:
+        n = self.tokens - self.first_tokens
+        return n / self.decode_s if self.decode_s > 0 and n > 0 else 0.0
+
+    @property
+    def tau(self) -> float:
+        return self.tokens / self.forwards if self.forwards else 0.0
+
+
+class ForwardCounter:
+    """Counts full forwards of a base model (calls that reach its last decoder layer)."""
+
+    def __init__(self, base):
+        self.count = 0
+        self._handle = base_decoder_stack(base).layers[-1].register_forward_hook(self._hook)
+
+    def _hook(self, *_):
+        self.count += 1
+
+    def close(self):
+        self._handle.remove()
+
+
+def cache_bytes(cache) -> tuple[int, int]:
+    """(bytes, slots of row 0) held by a transformers cache."""
+    total, slots = 0, 0
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+                slots = t.shape[-2]
+    return total, slots
+
+
+class HamburgerMethod:
+    """The HAMburger engine at one confidence (1.0 = the base model through our own loop and cache)."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, confidence: float, name: str | None = None,
+                 static_cache: bool = False):
+        self.model, self.tokenizer, self.confidence = model, tokenizer, confidence
+        self.name = name or f"hamburger@{confidence:g}"
+        self.static_cache = static_cache
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        r = Generation(self.model, self.tokenizer, [prompt_ids], cfg, static_cache=self.static_cache).run()[0]
+        return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
+                           r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        run = Generation(self.model, self.tokenizer, prompts, cfg, static_cache=self.static_cache)
+        return [r.token_ids for r in run.run()]
+
+
+class VerifyMethod:
+    """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
+                 name: str | None = None, draft_vocab=None):
+        self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
+        self.draft_vocab = draft_vocab
+        self.last = None
+        self.name = name or ("verify" if draft is None and confidence is None else
+                             f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
+
+    def _config(self, max_new_tokens: int, ignore_eos: bool) -> GenerationConfig:
+        return GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        from hamburger.engine.verify import VerifyGeneration
+
+        r = VerifyGeneration(self.model, self.tokenizer, [prompt_ids], self._config(max_new_tokens, ignore_eos),
+                             draft=self.draft, draft_vocab=self.draft_vocab).run()[0]
+        self.last = r  # draft statistics of the latest run (acceptance by position)
+        return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
+                           r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+        from hamburger.engine.verify import VerifyGeneration
+
+        run = VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
+                               draft=self.draft, draft_vocab=self.draft_vocab)
+        return [r.token_ids for r in run.run()]
+
+
+class HFMethod:
+    """The base model through Hugging Face `generate` (plain, prompt lookup or early exit)."""
+
+    def __init__(self, base, tokenizer, name: str = "hf_generate", **generate_kwargs):
+        self.base, self.tokenizer, self.name, self.kwargs = base, tokenizer, name, generate_kwargs
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.pad_id = pad
+
+    def _generate(self, ids: torch.Tensor, mask: torch.Tensor, max_new_tokens: int, ignore_eos: bool = False):
+        extra = {"min_new_tokens": max_new_tokens} if ignore_eos else {}
+        return self.base.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                  do_sample=False, pad_token_id=self.pad_id, return_dict_in_generate=True,
+                                  **extra, **self.kwargs)
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        ids = torch.tensor([prompt_ids], device=self.base.device)
+        mask = torch.ones_like(ids)
+        with torch.inference_mode():
+            start = time.perf_counter()
+            self._generate(ids, mask, 1)
+            _sync(ids.device)
+            ttft = time.perf_counter() - start
+            counter = ForwardCounter(self.base)
+            try:
+                start = time.perf_counter()
+                out = self._generate(ids, mask, max_new_tokens, ignore_eos)
+                _sync(ids.device)
+                total = time.perf_counter() - start
+            finally:
+                counter.close()
+        tokens = out.sequences[0, len(prompt_ids):].tolist()
+        kv, slots = cache_bytes(out.past_key_values)
+        return Measurement(self.name, len(tokens), counter.count, ttft, max(total - ttft, 1e-9), kv, slots, tokens,
+                           prompt_tokens=len(prompt_ids))
+
+    def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
+        width = max(map(len, prompts))
+        ids = torch.full((len(prompts), width), self.pad_id, device=self.base.device)
+        mask = torch.zeros_like(ids)
+        for b, p in enumerate(prompts):  # left padding, as HF expects for decoder-only batches
+            ids[b, width - len(p):] = torch.tensor(p, device=ids.device)
+            mask[b, width - len(p):] = 1
+        with torch.inference_mode():
+            out = self._generate(ids, mask, max_new_tokens, ignore_eos)
+        eos = set() if ignore_eos else set(_as_list(self.base.generation_config.eos_token_id))
+        rows = []
+        for b in range(len(prompts)):
+            row = []
+            for t in out.sequences[b, width:].tolist():
+                row.append(t)
+                if t in eos:
+                    break
+            rows.append(row)
+        return rows
+
+
+def _sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so that wall-clock time covers it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def compiled_hf_kwargs(device: torch.device, backend: str = "inductor") -> dict:
+    """`generate` arguments for HF's compiled decoding: a static cache, the forward compiled (also on a CPU)."""
+    from transformers import CompileConfig
+
+    config = CompileConfig(backend=backend, mode="reduce-overhead" if device.type == "cuda" else "default")
+    config._compile_all_devices = True  # HF compiles on GPUs only unless told (transformers' own test switch)
+    return {"cache_implementation": "static", "compile_config": config}
+
+
+def _as_list(value) -> list[int]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, int) else list(value)
+
+
+def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
+                  prompt_lookup: int = 10, early_exit_layer: int | None = None,
+                  reference: HamburgerModel | None = None, compile_backend: str | None = None) -> list:
+    """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
+    prompt_lookup, early_exit, verify. Every method but hamburger runs ``reference`` (the unchanged base,
+    default ``model``; verify puts ``model``'s grafted modules on it). Early exit defaults to a quarter of
+    the base's depth.
+
+    With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
+    cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU);
+    prompt lookup and early exit stay as HF runs them (assisted generation has no static-cache path)."""
+    reference = reference or model
+    base = reference.base
+    static = compile_backend is not None
+    if static:
+        mode = "reduce-overhead" if model.device.type == "cuda" else None
+        for m in dict.fromkeys([model, reference]):
+            m.compile_decoding(mode=mode, backend=compile_backend)
+    hf_extra = compiled_hf_kwargs(base.device, compile_backend) if static else {}
+    methods = []
+    for name in names:
+        if name == "hamburger":
+            methods += [HamburgerMethod(model, tokenizer, c, static_cache=static) for c in confidences]
+        elif name == "own_loop":
+            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop", static_cache=static))
+        elif name == "hf_generate":
+            methods.append(HFMethod(base, tokenizer, **hf_extra))
+        elif name == "prompt_lookup":
+            methods.append(HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup))
+        elif name == "early_exit":
+            layer = early_exit_layer or max(1, len(base_decoder_stack(base).layers) // 4)
+            methods.append(HFMethod(base, tokenizer, f"early_exit@{layer}", assistant_early_exit=layer))
+        elif name == "verify":
+            from hamburger.engine.verify import on_base
+
+            methods.append(VerifyMethod(on_base(model, reference), tokenizer))
+        else:
+            raise ValueError(name)
+    return methods
+
+
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify")

@@ -1,0 +1,314 @@
+"""`hamburger bench`: HAMburger against the base model and its peers, in one process and one run.
+
+All methods decode greedily with the same prompts, max_new_tokens, dtype, threads and environment;
+methods are interleaved prompt by prompt and repetitions go round the methods (so machine drift hits
+all of them alike), each is warmed up first, and each (method, prompt) is repeated; the median
+repetition is kept and the spread of the repetitions is reported. Quality is reported side by side as
+agreement with the base model's own greedy output. A run records every prompt as it is measured and
+resumes where it stopped (`--restart` starts over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hamburger.bench.log import LOG_NAME, BenchLog, prompts_digest
+from hamburger.bench.methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
+from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
+from hamburger.errors import HamburgerError
+from hamburger.core.base import pick_device
+from hamburger.bench.machine import machine_info
+
+
+@dataclass
+class BenchSettings:
+    categories: list[str] = field(default_factory=lambda: list(CATEGORIES))
+    methods: list[str] = field(default_factory=lambda: list(METHOD_NAMES))
+    confidences: list[float] = field(default_factory=lambda: [0.5, 0.7, 0.8, 0.9])
+    n_prompts: int = 20
+    max_new_tokens: int = 128
+    repeats: int = 3
+    lengths: list[int] = field(default_factory=lambda: [64, 128, 256, 512, 1024])
+    batch_sizes: list[int] = field(default_factory=lambda: [1, 4, 16])
+    sweep_confidence: float | None = None  # HAMburger's knob in the length and batch sweeps (None: the model's default)
+    threads: int | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+    compile: str | None = None  # GPU mode: static caches and this torch.compile backend for the per-step forwards
+
+    @classmethod
+    def quick(cls) -> "BenchSettings":
+        return cls(n_prompts=2, max_new_tokens=32, repeats=1, confidences=[0.5, 0.9], lengths=[32, 64],
+                   batch_sizes=[1, 4], methods=["hamburger", "own_loop", "hf_generate", "prompt_lookup"])
+
+
+def copy_bandwidth_gbs(mib: int = 256, device: str = "cpu") -> float:
+    """Memory copy bandwidth of the device (GB/s, read + write) from the best of five large tensor copies."""
+    import torch
+
+    src = torch.ones(mib * 2**18, device=device)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        dst.copy_(src)
+        if src.device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return 2 * src.numel() * 4 / best / 1e9
+
+
+def agreement(a: list[int], b: list[int]) -> tuple[bool, float]:
+    """(identical, fraction of the reference matched before the first difference)."""
+    same = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        same += 1
+    return a == b, same / max(1, len(b))
+
+
+def measure(methods, prompts, ids, settings: BenchSettings, progress, log: BenchLog | None = None) -> list[dict]:
+    """Every method on every prompt, interleaved; the median of `repeats` runs by decode time.
+
+    Repetitions go round the methods (A B C A B C ...), so a passing disturbance hits them alike.
+    Prompts already in ``log`` are skipped; each newly measured prompt is written to it at once."""
+    measured = dict(log.prompts) if log is not None else {}
+    todo = [i for i in range(len(prompts)) if i not in measured]
+    progress.update((len(prompts) - len(todo)) * len(methods))
+    if todo:
+        for m in methods:  # warm-up
+            m.run(ids[todo[0]], min(8, settings.max_new_tokens))
+    for i in todo:
+        runs: dict[str, list[Measurement]] = {m.name: [] for m in methods}
+        for _ in range(settings.repeats):
+            for m in methods:
+                runs[m.name].append(m.run(ids[i], settings.max_new_tokens))
+        progress.update(len(methods))
+        measured[i] = _prompt_rows(prompts[i], runs)
+        if log is not None:
+            log.add_prompt(i, measured[i])
+    return [row for i in sorted(measured) for row in measured[i]]
+
+
+def _prompt_rows(prompt: dict, runs: dict[str, list[Measurement]]) -> list[dict]:
+    median = {name: sorted(reps, key=lambda r: r.decode_s)[len(reps) // 2] for name, reps in runs.items()}
+    reference = median.get("hf_generate") or median.get("own_loop")
+    rows = []
+    for name, r in median.items():
+        identical, prefix = agreement(r.token_ids, reference.token_ids) if reference else (None, None)
+        rows.append({"category": prompt["category"], "prompt_id": prompt.get("id"), "method": name,
+                     "tokens": r.tokens, "forwards": r.forwards, "tau": r.tau, "ttft_s": r.ttft_s,
+                     "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s, "first_tokens": r.first_tokens,
+                     "decode_s_runs": [x.decode_s for x in runs[name]],
+                     "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "output_kv_bytes": r.output_kv_bytes,
+                     "identical_to_base": identical, "matched_prefix": prefix})
+    return rows
+
+
+def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
+    """Per (category, method): pooled decode tok/s, speedup vs HF generate, medians, KV per token."""
+    out = []
+    keys = sorted({(r["category"], r["method"]) for r in rows})
+    for category in sorted({k[0] for k in keys}) + ["all"]:
+        group = [r for r in rows if category in ("all", r["category"])]
+        for method in dict.fromkeys(r["method"] for r in rows):
+            rs = [r for r in group if r["method"] == method]
+            if not rs:
+                continue
+            decoded = sum(r["tokens"] - r["first_tokens"] for r in rs)
+            decode_s = sum(r["decode_s"] for r in rs)
+            tokens, forwards = sum(r["tokens"] for r in rs), sum(r["forwards"] for r in rs)
+            per_run = _per_repetition_tok_s(rs)
+            out.append({"category": category, "method": method, "prompts": len(rs),
+                        "decode_tok_s": decoded / decode_s if decode_s else 0.0,
+                        "tok_s_min": min(per_run) if per_run else None, "tok_s_max": max(per_run) if per_run else None,
+                        "ttft_ms": 1000 * statistics.median(r["ttft_s"] for r in rs),
+                        "tau": tokens / forwards if forwards else 0.0,
+                        "kv_bytes_per_token": sum(r["output_kv_bytes"] for r in rs) / max(1, tokens),
+                        "identical_to_base": _mean(r["identical_to_base"] for r in rs),
+                        "matched_prefix": _mean(r["matched_prefix"] for r in rs),
+                        "base_read_gbs": weight_bytes * (forwards - len(rs)) / decode_s / 1e9 if decode_s else 0.0})
+        hf = next((s for s in out if s["category"] == category and s["method"] == "hf_generate"), None)
+        for s in out:
+            if s["category"] == category and hf and hf["decode_tok_s"]:
+                s["speedup_vs_hf"] = s["decode_tok_s"] / hf["decode_tok_s"]
+    return out
+
+
+def _per_repetition_tok_s(rows: list[dict]) -> list[float]:
+    """Pooled decode tok/s of each repetition (1st runs of every prompt, 2nd runs, ...): the run-to-run spread."""
+    runs = [r.get("decode_s_runs") or [r["decode_s"]] for r in rows]
+    decoded = sum(r["tokens"] - r["first_tokens"] for r in rows)
+    return [decoded / t for t in (sum(x[k] for x in runs) for k in range(min(map(len, runs)))) if t > 0]
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confidence=None) -> list[dict]:
+    """KV bytes and base forwards vs output length (EOS ignored so every run reaches its length)."""
+    out = []
+    for method in (HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
+                   HamburgerMethod(reference or model, tokenizer, 1.0, name="own_loop")):
+        for n in lengths:
+            r = method.run(prompt_ids, n, ignore_eos=True)
+            out.append({"method": method.name, "new_tokens": r.tokens, "forwards": r.forwards,
+                        "kv_bytes": r.kv_bytes, "kv_slots": r.kv_slots, "decode_tok_s": r.decode_tok_s})
+    return out
+
+
+def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None, confidence=None) -> list[dict]:
+    """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate.
+
+    EOS is ignored so every row of every method makes exactly ``max_new_tokens``: methods whose answers
+    differ in length (HAMburger at a low knob) are compared on the same amount of work."""
+    out = []
+    methods = [HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
+               HFMethod((reference or model).base, tokenizer)]
+    for b in batch_sizes:
+        batch = (ids * (b // max(1, len(ids)) + 1))[:b]
+        for m in methods:
+            m.run_batch(batch[:1], 4)
+            start = time.perf_counter()
+            rows = m.run_batch(batch, max_new_tokens, ignore_eos=True)
+            wall = time.perf_counter() - start
+            out.append({"method": m.name, "batch_size": b, "tokens": sum(map(len, rows)),
+                        "tok_s": sum(map(len, rows)) / wall, "wall_s": wall})
+    return out
+
+
+def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
+              reference=None, log: BenchLog | None = None) -> dict:
+    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``).
+    With a ``log`` the run resumes from and records into it."""
+    from tqdm import tqdm
+
+    from hamburger.engine.generate import encode_prompt
+
+    if prompts is None:
+        prompts = bench_prompts(settings)
+    ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
+    methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
+                            compile_backend=settings.compile)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
+    with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
+        rows = measure(methods, prompts, ids, settings, progress, log)
+    result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
+              "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device)), "base_weight_bytes": weight_bytes}
+    sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
+                  model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence)),
+              "batch_sweep": (settings.batch_sizes, lambda: batch_sweep(
+                  model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens, reference,
+                  settings.sweep_confidence))}
+    for name, (wanted, run) in sweeps.items():
+        if not wanted:
+            continue
+        if log is not None and name in log.sweeps:
+            result[name] = log.sweeps[name]
+            continue
+        result[name] = run()
+        if log is not None:
+            log.add_sweep(name, result[name])
+    if log is not None:
+        result["sessions"] = log.sessions
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result
+
+
+def bench_prompts(settings: BenchSettings) -> list[dict]:
+    return [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
+
+
+def cmd_bench(args) -> int:
+    import torch
+
+    from hamburger.bench.report import write_report
+    from hamburger.cli.main import load_model
+
+    settings = BenchSettings.quick() if args.quick else BenchSettings()
+    for key in ("categories", "methods", "confidences", "lengths", "batch_sizes"):
+        value = getattr(args, key)
+        if value is not None:
+            setattr(settings, key, value)
+    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence", "device", "compile"):
+        if getattr(args, key) is not None:
+            setattr(settings, key, getattr(args, key))
+    bad = [m for m in settings.methods if m not in METHOD_NAMES]
+    if bad:
+        raise HamburgerError(f"unknown method(s) {bad}; choose from {', '.join(METHOD_NAMES)}")
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    settings.threads = torch.get_num_threads()
+    device = pick_device(settings.device)
+    settings.device = device.type
+    model, tokenizer, info, reference = load_model(args.model, settings.dtype, reference=True)
+    model.to(device)
+    reference.to(device)
+    prompts = load_prompt_file(args.prompts) if args.prompts else bench_prompts(settings)
+    model_facts = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
+                   "base": Path(info.spec).name, "fingerprint": info.fingerprint}
+    header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
+              "prompts_sha256": prompts_digest(prompts)}
+    log = BenchLog(Path(args.out), header, restart=args.restart)
+    if log.prompts:
+        print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
+    log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
+    result = run_bench(model, tokenizer, settings, prompts, reference, log)
+    result["model"] = model_facts
+    out = write_report(result, Path(args.out))
+    print(out.read_text() if out.suffix == ".md" else out)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark HAMburger against the base model and its peers",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
+    p.add_argument("--out", default="runs/bench", help="folder for results.json, results.md and PNG plots")
+    p.add_argument("--quick", action="store_true",
+                   help="2 prompts per category, 32 new tokens, 1 repeat, small sweeps (a couple of minutes)")
+    p.add_argument("--prompts", default=None, help="jsonl with 'prompt' (and optional 'category') instead of the "
+                                                   "built-in categories")
+    p.add_argument("--categories", type=_names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
+    p.add_argument("--methods", type=_names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)}")
+    p.add_argument("--confidences", type=_floats, default=None, help="HAMburger knob values (default 0.5,0.7,0.8,0.9)")
+    p.add_argument("--n-prompts", type=int, default=None, help="prompts per category (default 20)")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens per prompt (default 128)")
+    p.add_argument("--repeats", type=int, default=None, help="runs per method and prompt; the median is kept (default 3)")
+    p.add_argument("--lengths", type=_ints, default=None, help="output-length sweep (default 64,...,1024; '' skips)")
+    p.add_argument("--batch-sizes", type=_ints, default=None, help="batch sweep (default 1,4,16; '' skips)")
+    p.add_argument("--sweep-confidence", type=float, default=None,
+                   help="HAMburger's knob in the length and batch sweeps (default: the model's default confidence)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
+    p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
+    p.add_argument("--device", default=None, choices=["cpu", "cuda", "auto"], help="where every method runs (default cpu)")
+    p.add_argument("--compile", default=None, metavar="BACKEND", nargs="?", const="inductor",
+                   help="GPU mode: HAMburger, our own loop and HF generate decode on static KV caches with their "
+                        "per-step forward compiled by this torch.compile backend (default inductor; CUDA graphs on a "
+                        "GPU); prompt lookup and early exit stay eager")
+    p.add_argument("--restart", action="store_true",
+                   help=f"discard the {LOG_NAME} of an earlier run in --out and measure from scratch (by default a "
+                        "run with the same settings resumes where it stopped)")
+    p.set_defaults(func=cmd_bench)

@@ -1,0 +1,80 @@
+"""Showing generated text with its token groups visible, and a one-line summary."""
+
+from __future__ import annotations
+
+from hamburger.engine.generate import GenerationResult
+
+RESET = "\033[0m"
+# Background shades for a group's confidence (mean p_continue inside it): low -> high.
+SHADES = ["\033[48;5;52m", "\033[48;5;94m", "\033[48;5;22m", "\033[48;5;23m"]
+
+
+def group_texts(tokenizer, token_ids: list[int], groups: list[int]) -> list[str]:
+    """The text each group adds (decoded by prefix difference, so multi-token characters stay whole)."""
+    texts, previous, end = [], "", 0
+    for size in groups:
+        end += size
+        now = tokenizer.decode(token_ids[:end], skip_special_tokens=True)
+        texts.append(now[len(previous):] if now.startswith(previous) else now)
+        previous = now
+    return texts
+
+
+def shade(p_continue: list[float]) -> str:
+    """A colour for a group from how sure the stop head was that it should go on."""
+    level = sum(p_continue) / len(p_continue) if p_continue else 0.0
+    return SHADES[min(len(SHADES) - 1, int(level * len(SHADES)))]
+
+
+def stream_text(event, color: bool) -> str:
+    """One streamed group: shaded on a terminal, plain otherwise."""
+    if not color or not event.text:
+        return event.text
+    return shade(event.p_continue) + event.text + RESET
+
+
+def render_groups(tokenizer, result: GenerationResult, color: bool) -> str:
+    """The text with group boundaries: coloured backgrounds on a terminal, '|' separators otherwise."""
+    texts = group_texts(tokenizer, result.token_ids, result.groups)
+    if not color:
+        return "|".join(texts)
+    out, start = [], 0
+    for text, size in zip(texts, result.groups):
+        out.append(shade(result.p_continue[start:start + size]) + text + RESET)
+        start += size
+    return "".join(out)
+
+
+def summary_line(result: GenerationResult) -> str:
+    saved = 1 - result.kv_slots / result.kv_slots_ordinary if result.kv_slots_ordinary else 0.0
+    return (f"[{result.tokens} tokens | {result.forwards} base forwards | tau {result.tau:.2f} | "
+            f"KV slots {result.kv_slots} vs {result.kv_slots_ordinary} ordinary ({saved:.0%} saved) | "
+            f"KV {result.kv_bytes / 2**20:.2f} MiB | TTFT {result.prefill_s * 1000:.0f} ms | "
+            f"decode {result.decode_tok_s:.1f} tok/s | confidence {result.confidence:g} | {result.finish_reason}]")
+
+
+def html_page(tokenizer, result: GenerationResult, prompt: str = "") -> str:
+    """A standalone HTML page showing each group as a box, shaded by the stop head's confidence."""
+    import html
+
+    texts = group_texts(tokenizer, result.token_ids, result.groups)
+    spans, start = [], 0
+    for i, (text, size) in enumerate(zip(texts, result.groups)):
+        conf = result.p_continue[start:start + size]
+        level = sum(conf) / len(conf) if conf else 0.0
+        start += size
+        tip = f"group {i + 1}: {size} token(s), mean 1-p_stop {level:.2f}"
+        spans.append(f'<span class="g" style="background:hsl({int(120 * level)},70%,85%)" title="{tip}">'
+                     f"{html.escape(text)}</span>")
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>hamburger generation</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:50em;margin:2em auto;line-height:1.7}}
+.g{{border:1px solid #999;border-radius:3px;padding:0 1px;margin:0 1px;white-space:pre-wrap}}
+.prompt{{color:#555;white-space:pre-wrap}} .summary{{font-family:monospace;color:#333;margin-top:1em}}</style>
+</head><body>
+<h3>Prompt</h3><div class="prompt">{html.escape(prompt)}</div>
+<h3>Output (one box per token group; green = the stop head was confident the group should go on)</h3>
+<div>{''.join(spans)}</div>
+<div class="summary">{html.escape(summary_line(result))}</div>
+</body></html>
+"""

@@ -1,0 +1,1 @@
+"""The model: config, grafted modules, the HAMburger model, base loading, LoRA, checkpoints."""

@@ -1,0 +1,205 @@
+"""HAMburger checkpoints: a folder with a JSON config and safetensors weights, never pickles.
+
+Layout:
+  hamburger_config.json   format version, the HamburgerConfig, the base reference (spec + fingerprint)
+  grafted.safetensors     embedder, micro-step decoder and stop head
+  lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
+  base/                   only when training changed the base: its full HF folder
+A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
+adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
+``lora.file``) must lie inside its folder, and a saved base must be safetensors: anything else is
+refused with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from hamburger.core.base import BaseInfo, load_base
+from hamburger.core.config import HamburgerConfig
+from hamburger.errors import HamburgerError
+from hamburger.core.lora import LoraLinear, add_lora, load_lora_state_dict, lora_modules, lora_state_dict, merge_lora
+from hamburger.core.model import HamburgerModel
+
+FORMAT = "hamburger-checkpoint/1"
+CONFIG_FILE = "hamburger_config.json"
+WEIGHTS_FILE = "grafted.safetensors"
+LORA_FILE = "lora.safetensors"
+BASE_DIR = "base"
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    return (Path(path) / CONFIG_FILE).is_file()
+
+
+def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo, tokenizer=None,
+                    save_base: bool = False, extra: dict | None = None,
+                    weights_dtype: torch.dtype | None = None) -> Path:
+    """Write a checkpoint folder atomically (a killed save leaves the previous one intact).
+
+    ``weights_dtype`` stores the grafted and LoRA weights in that dtype (e.g. bfloat16 to halve a
+    shipped checkpoint); loading casts them back to the compute dtype.
+    """
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    def stored(v: torch.Tensor) -> torch.Tensor:
+        v = v.detach().contiguous().cpu()
+        return v.to(weights_dtype) if weights_dtype is not None and v.is_floating_point() else v
+
+    state = {k: stored(v) for k, v in model.grafted_state_dict().items()}
+    save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": FORMAT})
+    lora = _lora_meta(model)
+    if lora is not None:
+        if save_base:
+            raise HamburgerError("cannot save a full base that carries LoRA adapters: merge them first")
+        lora_state = {k: stored(v) for k, v in lora_state_dict(model.base).items()}
+        save_file(lora_state, str(tmp / LORA_FILE), metadata={"format": FORMAT})
+    meta = {"format": FORMAT, "config": model.config.to_dict(),
+            "base": {"spec": base_info.spec, "fingerprint": base_info.fingerprint},
+            "base_weights": BASE_DIR if save_base else None, **(extra or {})}
+    if lora is not None:
+        meta["lora"] = lora
+    if save_base:
+        model.base.save_pretrained(str(tmp / BASE_DIR))
+        if tokenizer is not None:
+            tokenizer.save_pretrained(str(tmp / BASE_DIR))
+    (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    old = out.with_name(out.name + ".old")
+    if out.exists():
+        if old.exists():
+            shutil.rmtree(old)
+        out.rename(old)
+    tmp.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+    return out
+
+
+def _lora_meta(model: HamburgerModel) -> dict | None:
+    """The LoRA settings of the model's base (rank, alpha, wrapped layer names), or None."""
+    modules: list[tuple[str, LoraLinear]] = list(lora_modules(model.base))
+    if not modules:
+        return None
+    ranks = {(m.r, m.alpha) for _, m in modules}
+    if len(ranks) > 1:
+        raise HamburgerError(f"LoRA adapters of mixed rank/alpha {sorted(ranks)} cannot be saved")
+    (r, alpha), = ranks
+    targets = sorted({name.rsplit(".", 1)[-1] for name, _ in modules})
+    return {"file": LORA_FILE, "r": r, "alpha": alpha, "targets": targets, "modules": len(modules)}
+
+
+def read_meta(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_dir():
+        raise HamburgerError(f"checkpoint {str(path)!r} does not exist or is not a folder")
+    if not (path / CONFIG_FILE).is_file():
+        raise HamburgerError(f"{str(path)!r} is not a HAMburger checkpoint (no {CONFIG_FILE}); "
+                             "make one with `hamburger graft` or `hamburger train`")
+    try:
+        meta = json.loads((path / CONFIG_FILE).read_text())
+    except json.JSONDecodeError as e:
+        raise HamburgerError(f"{path / CONFIG_FILE} is not valid JSON: {e}") from e
+    if meta.get("format") != FORMAT:
+        raise HamburgerError(f"{path}: unsupported checkpoint format {meta.get('format')!r} (expected {FORMAT})")
+    for key in ("config", "base"):
+        if key not in meta:
+            raise HamburgerError(f"{path / CONFIG_FILE} lacks the {key!r} field")
+    base, where = meta["base"], path / CONFIG_FILE
+    if not isinstance(base, dict) or not all(isinstance(base.get(k), str) and base[k] for k in ("spec", "fingerprint")):
+        raise HamburgerError(f"{where}: 'base' must be an object with string 'spec' and 'fingerprint', got {base!r:.100}")
+    if not isinstance(meta["config"], dict):
+        raise HamburgerError(f"{where}: 'config' must be an object, got {meta['config']!r:.100}")
+    if meta.get("lora") is not None and not isinstance(meta["lora"], dict):
+        raise HamburgerError(f"{where}: 'lora' must be an object, got {meta['lora']!r:.100}")
+    if meta.get("base_weights"):
+        inside(path, meta["base_weights"], "base_weights")
+    if meta.get("lora"):
+        inside(path, meta["lora"].get("file", LORA_FILE), "lora.file")
+    return meta
+
+
+def inside(path: Path, name, what: str) -> Path:
+    """``path / name`` resolved, refused unless it stays inside the checkpoint folder ``path``: no absolute
+    path, no ``..`` and no symlink may lead a checkpoint to load files from elsewhere."""
+    if not isinstance(name, str) or not name:
+        raise HamburgerError(f"{path / CONFIG_FILE}: {what} must be a path inside the checkpoint, got {name!r:.100}")
+    folder = path.resolve()
+    target = (folder / name).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        raise HamburgerError(f"{path / CONFIG_FILE}: {what} {name!r} points outside the checkpoint folder; "
+                             "a checkpoint may only name files inside itself")
+    return target
+
+
+def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None,
+                    merge_adapters: bool = False):
+    """Load (HamburgerModel, tokenizer, BaseInfo) from a checkpoint folder.
+
+    ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
+    are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
+    inference, same function up to rounding; the result can no longer be trained as LoRA) unless they
+    apply at merged slots only (``lora_scope: merged``), which needs them kept apart.
+    """
+    path = Path(path)
+    meta = read_meta(path)
+    if meta.get("base_weights"):
+        base_model, tokenizer, info = load_base(str(inside(path, meta["base_weights"], "base_weights")), dtype)
+    else:
+        base_model, tokenizer, info = load_base(base or meta["base"]["spec"], dtype)
+        expected = meta["base"]["fingerprint"]
+        if info.fingerprint != expected:
+            raise HamburgerError(
+                f"checkpoint {path} was trained on base {meta['base']['spec']!r} (fingerprint {expected}), "
+                f"but {info.spec!r} has fingerprint {info.fingerprint}: refusing to load a mismatched base")
+    config = HamburgerConfig.from_dict(meta["config"])
+    model = HamburgerModel(base_model, config)
+    try:
+        state = load_file(str(path / WEIGHTS_FILE))
+    except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read {path / WEIGHTS_FILE}: {e}") from e
+    try:
+        model.load_grafted_state_dict({k: v.to(model.dtype) for k, v in state.items()})
+    except RuntimeError as e:
+        raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
+    if meta.get("lora"):
+        _load_lora(model, path, meta["lora"])
+        if merge_adapters and config.lora_scope == "all":
+            merge_lora(model.base)
+    return model.eval(), tokenizer, info
+
+
+def load_reference(path: str | Path, model: HamburgerModel, dtype: str | torch.dtype = "float32",
+                   base: str | None = None) -> HamburgerModel:
+    """The model to compare against: the checkpoint's *unchanged* base, as a HAMburger model that decodes
+    it exactly at confidence 1.0. ``model`` itself when training left the base untouched (frozen base);
+    a fresh load of the original base when the checkpoint carries LoRA adapters or a fine-tuned base.
+    """
+    meta = read_meta(path)
+    if not meta.get("lora") and not meta.get("base_weights"):
+        return model
+    base_model, _, _ = load_base(base or meta["base"]["spec"], dtype)
+    return HamburgerModel(base_model, HamburgerConfig.from_dict(meta["config"])).eval()
+
+
+def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
+    """Put the saved LoRA adapters on the (already fingerprint-checked) base of ``model``."""
+    file = inside(path, lora.get("file", LORA_FILE), "lora.file")
+    try:
+        names = add_lora(model.base, tuple(lora["targets"]), int(lora["r"]), float(lora["alpha"]))
+        state = load_file(str(file))
+    except KeyError as e:
+        raise HamburgerError(f"{path / CONFIG_FILE}: the 'lora' entry lacks {e}") from e
+    except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read {file}: {e}") from e
+    if lora.get("modules") not in (None, len(names)):
+        raise HamburgerError(f"{path}: LoRA was saved on {lora['modules']} layers, this base has {len(names)}")
+    load_lora_state_dict(model.base, state)

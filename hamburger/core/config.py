@@ -1,0 +1,105 @@
+"""Typed configuration of the grafted HAMburger modules, saved with every checkpoint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+from hamburger.errors import HamburgerError
+
+
+def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
+    """Evenly spaced base layers whose outputs feed the micro-step decoder (0-based module indices).
+
+    ``num_taps`` layers split the depth into ``num_taps + 1`` equal parts; for 16 layers and 3 taps
+    this gives the outputs of layers 4, 8 and 12 (indices 3, 7, 11). The final normed hidden state
+    is always added as one more feature.
+    """
+    if num_taps < 0:
+        raise HamburgerError("num_taps must be >= 0")
+    taps = sorted({max(1, round(num_layers * i / (num_taps + 1))) for i in range(1, num_taps + 1)})
+    return [t - 1 for t in taps if t < num_layers]
+
+
+# Stop-head training labels. "group_end": stop at the last token of each data group. "accepted": also stop
+# before a token the micro-step decoder gets wrong (teacher-forced), so that "continue" means "the next token
+# will be the base's", the acceptance notion of speculative decoding; the confidence knob thresholds that.
+STOP_TARGETS = ("group_end", "accepted")
+# Where LoRA adapters of the base apply: "all" positions (folded into the weights for inference), or only the
+# "merged" slots (a slot holding a group of 2+ tokens). With "merged" the base is untouched wherever nothing was
+# merged (the prompt, single-token groups), so confidence 1.0 is the base model exactly, adapters and all.
+LORA_SCOPES = ("all", "merged")
+
+
+@dataclass
+class HamburgerConfig:
+    """Sizes and knobs of the grafted modules. Derived fields are filled by `for_base`."""
+
+    max_steps: int = 4  # largest group: tokens per base forward
+    decoder_layers: int = 2  # depth of the micro-step decoder
+    decoder_init: str = "copy_last"  # "copy_last": copy the base's last layers; "random": fresh init
+    num_taps: int = 3  # intermediate base layers tapped as MSD features (plus the final normed state)
+    tap_layers: list[int] = field(default_factory=list)  # derived from the base depth
+    hidden_size: int = 0  # the base width (derived)
+    merger_heads: int = 0  # heads of the compositional embedder's cross-attention (derived)
+    slot_dim: int = 0  # width of the learned per-slot vectors (derived: hidden_size // 2)
+    stop_hidden: int = 0  # hidden width of the stop head MLP (derived: hidden_size // 2)
+    stop_sees_token: bool = True  # the stop head also reads the embedding of the token it judges
+    stop_loss_weight: float = 0.5
+    kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
+    stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
+    lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
+    default_confidence: float = 0.9  # generation knob used when a request gives none
+
+    @property
+    def num_features(self) -> int:
+        return len(self.tap_layers) + 1
+
+    def validate(self) -> "HamburgerConfig":
+        if self.max_steps < 1:
+            raise HamburgerError("max_steps must be >= 1")
+        if self.decoder_layers < 1:
+            raise HamburgerError("decoder_layers must be >= 1")
+        if self.decoder_init not in ("copy_last", "random"):
+            raise HamburgerError("decoder_init must be 'copy_last' or 'random'")
+        if self.stop_target not in STOP_TARGETS:
+            raise HamburgerError(f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
+        if self.lora_scope not in LORA_SCOPES:
+            raise HamburgerError(f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
+        if not 0.0 < self.default_confidence <= 1.0:
+            raise HamburgerError("default_confidence must be in (0, 1]")
+        if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:
+            raise HamburgerError(f"merger_heads={self.merger_heads} does not divide hidden_size={self.hidden_size}")
+        return self
+
+    def for_base(self, base_config) -> "HamburgerConfig":
+        """Fill derived fields from a transformers config of the base model."""
+        text = base_config.get_text_config() if hasattr(base_config, "get_text_config") else base_config
+        d = text.hidden_size
+        if not self.tap_layers:
+            self.tap_layers = derive_tap_layers(text.num_hidden_layers, self.num_taps)
+        self.num_taps = len(self.tap_layers)
+        if max(self.tap_layers, default=0) >= text.num_hidden_layers:
+            raise HamburgerError(f"tap layer out of range for a {text.num_hidden_layers}-layer base")
+        if self.hidden_size and self.hidden_size != d:
+            raise HamburgerError(f"config made for hidden size {self.hidden_size}, base has {d}")
+        self.hidden_size = d
+        self.merger_heads = self.merger_heads or text.num_attention_heads
+        self.slot_dim = self.slot_dim or d // 2
+        self.stop_hidden = self.stop_hidden or d // 2
+        return self.validate()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HamburgerConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise HamburgerError(f"unknown HAMburger config fields: {sorted(unknown)}")
+        data = {"stop_sees_token": False, **data}  # saved before the field existed: a hidden-only stop head
+        return cls(**data).validate()
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)

@@ -1,0 +1,188 @@
+"""A minimal LoRA (low-rank adapters) of our own for the linear layers of a base causal LM.
+
+`add_lora` wraps chosen `nn.Linear` modules in `LoraLinear`: y = W x + (alpha / r) * B A x, with A
+random and B zero, so an untouched adapter changes nothing. The wrapped layer keeps its weights
+under ``base_layer``. Adapters can be switched off in place (`adapters_disabled`), which gives the
+unadapted base model (the KL teacher) without a second copy of the weights, or merged into W.
+`adapters_gated` scales every adapter's update per position (gate 0 = the base exactly, gate 1 = the
+adapter): HAMburger uses it to adapt the base at merged slots only (`lora_scope: merged`).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Iterator
+
+import torch
+from torch import nn
+
+from hamburger.errors import HamburgerError
+
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_KEYS = ("lora_A", "lora_B")
+
+
+@dataclass
+class LoraConfig:
+    """What `add_lora` did, saved in checkpoints so the same adapters can be rebuilt."""
+
+    r: int = 16
+    alpha: float = 32.0
+    targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class LoraLinear(nn.Module):
+    """An `nn.Linear` plus a rank-r update scaled by alpha / r (no dropout)."""
+
+    def __init__(self, base_layer: nn.Linear, r: int, alpha: float):
+        super().__init__()
+        if r < 1:
+            raise HamburgerError(f"LoRA rank must be >= 1, got {r}")
+        self.base_layer = base_layer
+        self.r, self.alpha, self.scaling = r, alpha, alpha / r
+        w = base_layer.weight
+        self.lora_A = nn.Parameter(torch.empty(r, base_layer.in_features, dtype=w.dtype, device=w.device))
+        self.lora_B = nn.Parameter(torch.zeros(base_layer.out_features, r, dtype=w.dtype, device=w.device))
+        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        self.enabled = True
+        self.gate: torch.Tensor | None = None  # per-position scale of the update, set by `adapters_gated`
+
+    @property
+    def weight(self) -> torch.Tensor:  # code that inspects `.weight` (dtype, device) keeps working
+        return self.base_layer.weight
+
+    @property
+    def bias(self) -> torch.Tensor | None:
+        return self.base_layer.bias
+
+    @property
+    def in_features(self) -> int:
+        return self.base_layer.in_features
+
+    @property
+    def out_features(self) -> int:
+        return self.base_layer.out_features
+
+    def delta_weight(self) -> torch.Tensor:
+        return (self.lora_B @ self.lora_A) * self.scaling
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.base_layer(x)
+        if not self.enabled:
+            return y
+        a, b = self.lora_A.to(x.dtype), self.lora_B.to(x.dtype)
+        delta = nn.functional.linear(nn.functional.linear(x, a), b) * self.scaling
+        if self.gate is not None:  # 0 * finite = 0 exactly: gated-off positions are the base's own
+            delta = delta * self.gate.to(delta.dtype)
+        return y + delta
+
+    def extra_repr(self) -> str:
+        return f"r={self.r}, alpha={self.alpha}"
+
+
+def lora_modules(model: nn.Module) -> Iterator[tuple[str, LoraLinear]]:
+    for name, module in model.named_modules():
+        if isinstance(module, LoraLinear):
+            yield name, module
+
+
+def has_lora(model: nn.Module) -> bool:
+    return any(True for _ in lora_modules(model))
+
+
+def add_lora(base_model: nn.Module, targets: tuple[str, ...] | list[str] = DEFAULT_TARGETS, r: int = 16,
+             alpha: float = 32.0) -> list[str]:
+    """Wrap every `nn.Linear` whose attribute name is in ``targets``; return the wrapped module names.
+
+    Only the new adapter parameters are created; which parameters train is the caller's choice.
+    """
+    if has_lora(base_model):
+        raise HamburgerError("the model already has LoRA adapters")
+    found: list[tuple[nn.Module, str, str]] = []
+    for name, module in base_model.named_modules():
+        for child_name, child in module.named_children():
+            if child_name in targets and isinstance(child, nn.Linear):
+                found.append((module, child_name, f"{name}.{child_name}" if name else child_name))
+    if not found:
+        raise HamburgerError(f"no linear layer named any of {list(targets)} in {type(base_model).__name__}")
+    for parent, child_name, _ in found:
+        setattr(parent, child_name, LoraLinear(getattr(parent, child_name), r, alpha))
+    return [full for _, _, full in found]
+
+
+def lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The adapter weights only, keyed by the wrapped module's name + ``.lora_A`` / ``.lora_B``."""
+    return {f"{name}.{key}": getattr(module, key).detach() for name, module in lora_modules(model)
+            for key in LORA_KEYS}
+
+
+def load_lora_state_dict(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy adapter weights into a model that has the same adapters; every key must match."""
+    own = dict(lora_modules(model))
+    expected = {f"{name}.{key}" for name in own for key in LORA_KEYS}
+    missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+    if missing or unexpected:
+        raise HamburgerError(f"LoRA weights do not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}")
+    with torch.no_grad():
+        for full, tensor in state.items():
+            name, key = full.rsplit(".", 1)
+            param = getattr(own[name], key)
+            if param.shape != tensor.shape:
+                raise HamburgerError(f"LoRA weight {full}: shape {tuple(tensor.shape)} != {tuple(param.shape)}")
+            param.copy_(tensor.to(param.dtype))
+
+
+def merge_lora(model: nn.Module) -> list[str]:
+    """Fold every adapter into its linear weight (W += scale * B A) and unwrap it; return the names."""
+    return _unwrap(model, merge=True)
+
+
+def remove_lora(model: nn.Module) -> list[str]:
+    """Unwrap every adapter without folding it in: the base is exactly what it was before `add_lora`."""
+    return _unwrap(model, merge=False)
+
+
+def _unwrap(model: nn.Module, merge: bool) -> list[str]:
+    names = []
+    for name, module in list(lora_modules(model)):
+        if merge:
+            with torch.no_grad():
+                module.base_layer.weight += module.delta_weight().to(module.base_layer.weight.dtype)
+        parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+        setattr(parent, name.rsplit(".", 1)[-1], module.base_layer)
+        names.append(name)
+    return names
+
+
+@contextmanager
+def adapters_disabled(model: nn.Module):
+    """Within the block, every LoRA adapter of ``model`` is off: the model is its unadapted base."""
+    modules = [m for _, m in lora_modules(model)]
+    states = [m.enabled for m in modules]
+    for m in modules:
+        m.enabled = False
+    try:
+        yield model
+    finally:
+        for m, s in zip(modules, states):
+            m.enabled = s
+
+
+@contextmanager
+def adapters_gated(model: nn.Module, gate: torch.Tensor):
+    """Within the block, every adapter's update at position (b, s) is scaled by ``gate[b, s]`` (a [B, S]
+    tensor of 0/1 or any weights). Where the gate is 0 the output is exactly the unadapted base's."""
+    modules = [m for _, m in lora_modules(model)]
+    g = gate[..., None]
+    for m in modules:
+        m.gate = g
+    try:
+        yield model
+    finally:
+        for m in modules:
+            m.gate = None

@@ -1,0 +1,133 @@
+"""The three grafted modules: compositional embedder, micro-step decoder and stop head."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from hamburger.core.config import HamburgerConfig
+
+
+def base_decoder_stack(base: nn.Module) -> nn.Module:
+    """The decoder stack of a HF causal LM (``model`` for Llama, Qwen2, Mistral, Gemma...)."""
+    stack = getattr(base, "base_model", base)
+    if not hasattr(stack, "layers") or not hasattr(stack, "norm"):
+        raise TypeError(f"{type(base).__name__}: expected a decoder stack with `.layers` and `.norm`")
+    return stack
+
+
+def causal_mask(query_len: int, key_len: int, device=None) -> torch.Tensor:
+    """A [1, 1, q, k] boolean causal mask where the queries are the last ``query_len`` keys."""
+    q = torch.arange(key_len - query_len, key_len, device=device)[:, None]
+    k = torch.arange(key_len, device=device)[None, :]
+    return (k <= q)[None, None]
+
+
+class CompositionalEmbedder(nn.Module):
+    """Smashes the embeddings of one token group (1..max_steps tokens) into one input vector.
+
+    One token passes through unchanged. For k >= 2 tokens: a query from the mean embedding attends
+    over the k embeddings, each concatenated with a learned per-slot vector; the attention output,
+    projected, is added to the mean. The output projection starts at zero, so an untrained
+    embedder returns the plain mean.
+    """
+
+    def __init__(self, cfg: HamburgerConfig):
+        super().__init__()
+        d, s = cfg.hidden_size, cfg.slot_dim
+        self.heads = cfg.merger_heads
+        self.slot = nn.Parameter(torch.randn(cfg.max_steps, s) * 0.02)
+        self.query = nn.Linear(d, d)
+        self.key_value = nn.Linear(d + s, 2 * d)
+        self.out = nn.Linear(d, d)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, embeddings: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+        """embeddings [G, K, d] (slot i of group g in row g, padded past its size), sizes [G] -> [G, d]."""
+        g, k, d = embeddings.shape
+        valid = torch.arange(k, device=embeddings.device)[None, :] < sizes[:, None]
+        mean = (embeddings * valid[..., None]).sum(1) / sizes[:, None].to(embeddings.dtype)
+        if k == 1:
+            return mean
+        h, dh = self.heads, d // self.heads
+        q = self.query(mean).view(g, h, 1, dh)
+        slots = self.slot[:k].to(embeddings.dtype).expand(g, k, -1)
+        key, value = self.key_value(torch.cat([embeddings, slots], -1)).view(g, k, 2, h, dh).unbind(2)
+        attn = F.scaled_dot_product_attention(q, key.transpose(1, 2), value.transpose(1, 2),
+                                              attn_mask=valid[:, None, None, :])
+        merged = mean + self.out(attn.reshape(g, d))
+        return torch.where((sizes >= 2)[:, None], merged, mean)
+
+
+class MicroStepDecoder(nn.Module):
+    """A few decoder layers of the base model's own class that emit tokens 2..k of a group.
+
+    Input for one group: [f_1..f_m, e(t_1)..e(t_{k-1})] at local positions 0..m+k-2, causal. The
+    output at the position of e(t_j), after the decoder's final norm, predicts token j+1.
+    """
+
+    def __init__(self, base: nn.Module, cfg: HamburgerConfig):
+        super().__init__()
+        stack = base_decoder_stack(base)
+        text_config = base.config.get_text_config() if hasattr(base.config, "get_text_config") else base.config
+        config = copy.deepcopy(text_config)
+        n = cfg.decoder_layers
+        config.num_hidden_layers = n
+        if getattr(config, "layer_types", None) is not None:
+            config.layer_types = ["full_attention"] * n
+        if hasattr(config, "use_sliding_window"):
+            config.use_sliding_window = False
+        self.config = config
+        layer_cls = type(stack.layers[0])
+        self.layers = nn.ModuleList(layer_cls(config, layer_idx=i) for i in range(n))
+        self.norm = copy.deepcopy(stack.norm)
+        self.rotary = type(stack.rotary_emb)(config=config)
+        dtype = next(base.parameters()).dtype
+        if cfg.decoder_init == "copy_last" and n <= len(stack.layers):
+            for mine, theirs in zip(self.layers, stack.layers[-n:]):
+                mine.load_state_dict(theirs.state_dict())
+        else:
+            std = getattr(config, "initializer_range", 0.02)
+            for module in self.layers.modules():
+                if isinstance(module, nn.Linear):
+                    nn.init.normal_(module.weight, std=std)
+                    if module.bias is not None:
+                        nn.init.zeros_(module.bias)
+        self.to(dtype)
+        for p in self.parameters():
+            p.requires_grad_(True)
+
+    def forward(self, x: torch.Tensor, cache=None, start: int = 0) -> torch.Tensor:
+        """x [N, S, d] at local positions start..start+S-1 (after ``start`` cached ones) -> normed [N, S, d]."""
+        n, s, _ = x.shape
+        positions = torch.arange(start, start + s, device=x.device)[None].expand(n, -1)
+        position_embeddings = self.rotary(x, positions)
+        mask = causal_mask(s, start + s, x.device) if s > 1 else None
+        for layer in self.layers:
+            out = layer(x, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                        use_cache=cache is not None, position_embeddings=position_embeddings)
+            x = out[0] if isinstance(out, tuple) else out
+        return self.norm(x)
+
+
+class StopHead(nn.Module):
+    """A small MLP; its logit means "this token ends the group".
+
+    It reads the hidden state that predicted the token and, with ``stop_sees_token``, the token's own
+    embedding too: whether the next token is easy depends much on which token was just chosen.
+    """
+
+    def __init__(self, cfg: HamburgerConfig):
+        super().__init__()
+        self.sees_token = cfg.stop_sees_token
+        width = cfg.hidden_size * (2 if self.sees_token else 1)
+        self.net = nn.Sequential(nn.Linear(width, cfg.stop_hidden), nn.SiLU(), nn.Linear(cfg.stop_hidden, 1))
+
+    def forward(self, hidden: torch.Tensor, token_embedding: torch.Tensor) -> torch.Tensor:
+        """hidden [..., d] and the chosen token's embedding [..., d] -> stop logits [...]."""
+        x = torch.cat([hidden, token_embedding.to(hidden.dtype)], -1) if self.sees_token else hidden
+        return self.net(x).squeeze(-1)

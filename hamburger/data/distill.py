@@ -1,0 +1,305 @@
+"""Self-distillation: the base model writes a response to every prompt of a prompt file.
+
+Responses come from HF ``generate`` on the chat-formatted prompt (``apply_chat_template`` with the
+generation prompt), greedy by default, stopping at every EOS id of the model's generation config or at
+``--max-new-tokens``. Batches are left-padded; pending prompts are sorted by (source, prompt length)
+within windows of 16 batches so rows of a batch are alike, and generation runs in chunks of 32 tokens
+between which finished rows are dropped from the batch and its KV cache.
+
+Output: one jsonl row per prompt, appended (flush + fsync) after every batch: ``id``, ``prompt``,
+``response`` (text, no EOS), ``response_token_ids`` (no EOS), ``finish_reason`` ("eos" | "length"),
+``stop_token_id`` (the EOS id that ended it, or null), ``n_prompt_tokens``, ``base_fingerprint``, plus
+the other fields of the prompt record (``source``, ``reference``, ``answer``...). The base and the
+generation settings live in a sidecar ``OUT.meta.json``.
+
+Resuming: run the same command again. Ids already in OUT are skipped; a truncated last line (from a
+kill) is cut off; a resume with another base fingerprint or other settings is refused.
+
+Sharding (torchrun or any launcher that sets RANK and WORLD_SIZE): rank r takes the prompts whose
+index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (+ its meta). Join with
+``cat OUT.rank* > OUT && cp OUT.rank0.meta.json OUT.meta.json`` (the meta files of all ranks are equal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from hamburger.errors import HamburgerError
+
+SORT_WINDOW_BATCHES = 16
+CHUNK_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class DistillSettings:
+    """Everything that changes what the base writes; a resume must use the same values."""
+
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    system: str | None = None
+    dtype: str = "float32"
+    prompt_field: str = "prompt"
+
+
+# ---------------------------------------------------------------- resumable jsonl files (also used by segment)
+def shard_info() -> tuple[int, int]:
+    """(rank, world size) from the RANK / WORLD_SIZE environment variables; (0, 1) when unset."""
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    if world < 1 or not 0 <= rank < world:
+        raise HamburgerError(f"bad RANK={rank} / WORLD_SIZE={world}")
+    return rank, world
+
+
+def shard_path(out: str | os.PathLike, rank: int, world: int) -> Path:
+    return Path(f"{out}.rank{rank}") if world > 1 else Path(out)
+
+
+def meta_path(path: str | os.PathLike) -> Path:
+    return Path(f"{path}.meta.json")
+
+
+def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict]:
+    """Rows of a jsonl file; a truncated last line (no newline, bad json) is ignored, or cut off if `repair`."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    rows, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        line = data[start:] if end < 0 else data[start:end]
+        try:
+            if line.strip():
+                rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if end >= 0:
+                raise HamburgerError(f"{path}: line {len(rows) + 1} is not valid json") from None
+            print(f"hamburger: {path}: ignoring a truncated last line", file=sys.stderr)
+            if repair:
+                with open(path, "r+b") as f:
+                    f.truncate(start)
+            break
+        start = len(data) if end < 0 else end + 1
+    return rows
+
+
+def append_jsonl(path: Path, rows: list[dict]) -> None:
+    """Append rows and make them durable (flush + fsync) before returning."""
+    if not rows:
+        return
+    if path.exists() and path.stat().st_size and not path.read_bytes()[-1:] == b"\n":
+        with open(path, "ab") as f:  # never glue a row onto a half line
+            f.write(b"\n")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def check_meta(path: Path, meta: dict, compare: tuple[str, ...], has_rows: bool) -> None:
+    """Write `meta` beside `path`, or refuse when an existing sidecar differs in any `compare` key."""
+    mp = meta_path(path)
+    if mp.exists():
+        old = json.loads(mp.read_text())
+        diff = [k for k in compare if old.get(k) != meta.get(k)]
+        if diff and has_rows:
+            raise HamburgerError(f"{path} was made with other settings ({', '.join(diff)}: "
+                                 f"{[old.get(k) for k in diff]} != {[meta.get(k) for k in diff]}); "
+                                 "use another --out or the same settings")
+    elif has_rows:
+        raise HamburgerError(f"{path} has rows but no {mp.name}; cannot check how it was made")
+    tmp = mp.with_name(mp.name + ".partial")
+    tmp.write_text(json.dumps(meta, indent=1, ensure_ascii=False))
+    tmp.replace(mp)
+
+
+def row_ids(rows: list[dict], id_field: str, stem: str) -> list[str]:
+    """The id of every row (``{stem}:{line}`` where a row has no `id_field`); duplicates are an error."""
+    ids = [str(r[id_field]) if id_field in r else f"{stem}:{i}" for i, r in enumerate(rows)]
+    if len(set(ids)) != len(ids):
+        raise HamburgerError(f"field {id_field!r} has duplicate values; ids must be unique to resume")
+    return ids
+
+
+# ---------------------------------------------------------------- generation
+def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[int]:
+    """Token ids of the chat-formatted prompt, exactly as `generate` encodes it (so training sees the
+    prompts inference will see)."""
+    from hamburger.engine.generate import encode_prompt
+
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise HamburgerError("the base tokenizer has no chat template")
+    return encode_prompt(tokenizer, prompt, system=system)
+
+
+def eos_ids(model, tokenizer) -> list[int]:
+    """Every end-of-sequence id of the model; an error if it has none."""
+    from hamburger.core.base import eos_token_ids
+
+    eos = eos_token_ids(model, tokenizer)
+    if not eos:
+        raise HamburgerError("the base model defines no end-of-sequence token")
+    return eos
+
+
+def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int, settings: DistillSettings,
+                   chunk: int = CHUNK_TOKENS) -> list[tuple[list[int], str, int | None]]:
+    """(response ids without EOS, finish reason, stop id) per prompt; finished rows leave the batch early."""
+    from transformers import DynamicCache, GenerationConfig
+
+    width = max(map(len, prompts))
+    ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=model.device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=model.device)
+    sample = settings.temperature > 0
+    cfg = dict(do_sample=sample, temperature=settings.temperature if sample else None,
+               top_p=settings.top_p if sample else None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
+               bos_token_id=None, return_dict_in_generate=True)
+    out: list[list[int]] = [[] for _ in prompts]
+    finish: list[str | None] = [None] * len(prompts)
+    stop: list[int | None] = [None] * len(prompts)
+    active, cache, produced, eos_set = list(range(len(prompts))), DynamicCache(config=model.config), 0, set(eos)
+    with torch.inference_mode():
+        while active and produced < settings.max_new_tokens:
+            step = min(chunk, settings.max_new_tokens - produced)
+            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                                 generation_config=GenerationConfig(max_new_tokens=step, **cfg))
+            new = res.sequences[:, ids.shape[1]:]
+            produced += new.shape[1]
+            keep = []
+            for j, row in enumerate(active):
+                for t in new[j].tolist():
+                    if t in eos_set:
+                        finish[row], stop[row] = "eos", t
+                        break
+                    out[row].append(t)
+                if finish[row] is None:
+                    keep.append(j)
+            ids, cache = res.sequences, res.past_key_values
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], new.shape[1])], dim=1)
+            if len(keep) < len(active):
+                sel = torch.tensor(keep, dtype=torch.long, device=ids.device)
+                ids, mask, active = ids[sel], mask[sel], [active[j] for j in keep]
+                if keep:
+                    cache.batch_select_indices(sel)
+    return [(o, f or "length", s) for o, f, s in zip(out, finish, stop)]
+
+
+def _batches(pending: list[tuple[dict, list[int]]], batch_size: int):
+    window = batch_size * SORT_WINDOW_BATCHES
+    for w in range(0, len(pending), window):
+        part = sorted(pending[w:w + window], key=lambda x: (str(x[0].get("source", "")), len(x[1])))
+        yield from (part[i:i + batch_size] for i in range(0, len(part), batch_size))
+
+
+def distill(args: argparse.Namespace) -> int:
+    """Handler of ``hamburger distill``."""
+    from tqdm import tqdm
+
+    from hamburger.core.base import load_base, pick_device
+
+    if args.batch_size < 1 or args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
+        raise HamburgerError("need --batch-size >= 1, --max-new-tokens >= 1, --temperature >= 0, 0 < --top-p <= 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
+                               args.dtype, args.prompt_field)
+    records = read_jsonl(args.prompts)
+    if args.limit is not None:
+        records = records[:args.limit]
+    if records and args.prompt_field not in records[0]:
+        raise HamburgerError(f"{args.prompts}: no field {args.prompt_field!r} (fields: {sorted(records[0])})")
+    ids = row_ids(records, args.id_field, Path(args.prompts).stem)
+    rank, world = shard_info()
+    out = shard_path(args.out, rank, world)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {r["id"] for r in read_jsonl(out, repair=True)}
+    model, tok, info = load_base(args.base, args.dtype)
+    model.to(pick_device(args.device))
+    meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
+            "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(args.prompts)}
+    check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
+    eos = eos_ids(model, tok)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
+    context = getattr(model.config, "max_position_embeddings", None) or 10**9
+    pending, skipped = [], {"done": 0, "empty": 0, "too_long": 0}
+    for i, (rec, rid) in enumerate(zip(records, ids)):
+        if i % world != rank:
+            continue
+        text = rec.get(args.prompt_field)
+        if rid in done:
+            skipped["done"] += 1
+        elif not isinstance(text, str) or not text.strip():
+            skipped["empty"] += 1
+        else:
+            p_ids = chat_prompt_ids(tok, text, args.system)
+            if len(p_ids) + args.max_new_tokens > context:
+                skipped["too_long"] += 1
+            else:
+                pending.append(({**rec, "id": rid}, p_ids))
+    print(f"distill: {len(pending)} prompts to do on rank {rank}/{world} -> {out}; skipped: "
+          + ", ".join(f"{k} {v}" for k, v in skipped.items()), file=sys.stderr)
+    n_tok, n_rows, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
+    bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
+    for batch in _batches(pending, args.batch_size):
+        key = f"{args.seed}|" + "|".join(r["id"] for r, _ in batch)
+        torch.manual_seed(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
+        results = generate_batch(model, [p for _, p in batch], eos, pad, settings)
+        rows = []
+        for (rec, p_ids), (resp, reason, stop_id) in zip(batch, results):
+            row = {"id": rec["id"], "prompt": rec[args.prompt_field],
+                   "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
+                   "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
+                   "base_fingerprint": info.fingerprint}
+            rows.append({**row, **{k: v for k, v in rec.items() if k not in row and k != args.prompt_field}})
+            n_tok += len(resp) + (reason == "eos")
+        append_jsonl(out, rows)
+        n_rows += len(rows)
+        bar.update(len(rows))
+        bar.set_postfix(tok_s=f"{n_tok / (time.perf_counter() - t0):.1f}")
+    bar.close()
+    dt = time.perf_counter() - t0
+    print(f"distill: wrote {n_rows} rows, {n_tok} generated tokens in {dt:.1f} s: "
+          f"{n_tok / max(dt, 1e-9):.1f} tok/s ({n_tok / max(time.process_time() - c0, 1e-9):.1f} per CPU-second; "
+          f"batch {args.batch_size}, {torch.get_num_threads()} threads, {args.dtype}, {model.device})")
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``distill`` verb to a CLI's subparsers."""
+    p = subparsers.add_parser("distill", help="have the base model write responses to a prompt file (resumable)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--base", default=None, help="base model: bundled name, HF folder or hub id (default: bundled)")
+    p.add_argument("--prompts", required=True, help="prompt .jsonl (e.g. from `hamburger prompts`)")
+    p.add_argument("--out", required=True, help="output .jsonl (appended; rerun to resume)")
+    p.add_argument("--prompt-field", default="prompt")
+    p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--limit", type=int, default=None, help="use the first N prompts of the file")
+    p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); not part of the "
+                   "resume settings, so a run may continue on another device")
+    p.set_defaults(func=distill)
+    return p
+
+
+if __name__ == "__main__":
+    from hamburger.data.prompts import run_verb
+
+    raise SystemExit(run_verb(register))

@@ -1,0 +1,416 @@
+"""Entropy segmentation: cut every response into groups of 1..max_steps tokens for HAMburger training.
+
+One forward of the base model over the chat-formatted prompt + response gives, for each response token
+i, the entropy (nats) of the base's next-token distribution at the position before i and the
+probability of token i. A strategy turns the entropies into group sizes (the first response token
+always starts a group); the sizes sum to the response length:
+  * decreasing_v2: extend while the group has < max_steps tokens AND (entropy < abs_threshold OR
+    entropy < ratio x the largest entropy in the group so far); else start a new group.
+  * decreasing: start a new group when entropy > ratio x the group's first entropy, or when full.
+  * sliding: extend while entropy < H(sliding_p) and the group is not full.
+  * small_group: tokens with entropy > H(small_group_p) are singletons; runs of confident tokens are
+    cut into groups of at most max_steps.
+H(p) = -(p ln p + (1-p) ln((1-p)/(V-1))): the entropy of a distribution with top probability p and the
+rest spread evenly over the other V-1 tokens (V = the model's vocabulary size).
+
+Responses end with the model's EOS id when they are complete (a distilled row that hit its length
+limit, or a truncated one, gets none), so the model learns to stop. Distilled rows made by the same base
+keep their exact ``response_token_ids``; text responses are tokenized. Every input row must be a JSON
+object whose prompt and response fields are strings (and distilled ids integers): a wrong type is an
+error naming the file, line and field; only empty strings are skipped (and counted) as "empty".
+
+Output (one row per response, appended + fsync'd, resumable by id, shardable by RANK/WORLD_SIZE like
+distill): ``id``, ``prompt_ids`` (chat-formatted, incl. the generation prompt), ``response_ids``,
+``groups``, ``entropies`` and ``token_probs`` (4 decimals), ``complete``, ``truncated``; sidecar
+``OUT.meta.json`` with settings, tokenizer, base and stats. ``--from-dataset`` re-cuts an existing
+dataset with another strategy without the model. Rows longer than ``--max-length`` prompt + response
+tokens are dropped (``--long drop``) or get their response cut (``--long truncate``); both are counted.
+Join shards as for distill (``cat OUT.rank* > OUT``, copy ``OUT.rank0.meta.json``; its stats are rank 0's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from hamburger.data.distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, read_jsonl, row_ids,
+                      shard_info, shard_path)
+from hamburger.errors import HamburgerError
+
+Entropies = Sequence[float] | torch.Tensor
+
+
+def entropy_threshold(p: float, vocab_size: int) -> float:
+    """H(p): entropy (nats) of a distribution with top probability p and the rest uniform over V-1 tokens."""
+    if not 0.0 < p < 1.0 or vocab_size < 2:
+        raise HamburgerError(f"H(p) needs 0 < p < 1 and a vocabulary of >= 2 tokens (got p={p}, V={vocab_size})")
+    return -(p * math.log(p) + (1 - p) * math.log((1 - p) / (vocab_size - 1)))
+
+
+def _cut(entropies: Entropies, max_steps: int, extend: Callable[[list[float], float], bool]) -> list[int]:
+    """Group sizes: token i joins the current group when it is not full and extend(group, e_i) holds."""
+    if max_steps < 1:
+        raise HamburgerError(f"max_steps must be >= 1 (got {max_steps})")
+    groups: list[list[float]] = []
+    for e in (entropies.tolist() if isinstance(entropies, torch.Tensor) else entropies):
+        if groups and len(groups[-1]) < max_steps and extend(groups[-1], float(e)):
+            groups[-1].append(float(e))
+        else:
+            groups.append([float(e)])
+    return [len(g) for g in groups]
+
+
+def decreasing_v2(entropies: Entropies, max_steps: int = 4, abs_threshold: float = 0.05,
+                  ratio: float = 0.3) -> list[int]:
+    """Extend while entropy < abs_threshold or < ratio x the group's largest entropy so far."""
+    return _cut(entropies, max_steps, lambda g, e: e < abs_threshold or e < ratio * max(g))
+
+
+def decreasing(entropies: Entropies, max_steps: int = 4, ratio: float = 0.3) -> list[int]:
+    """New group when entropy > ratio x the group's first entropy (or the group is full)."""
+    return _cut(entropies, max_steps, lambda g, e: e <= ratio * g[0])
+
+
+def sliding(entropies: Entropies, max_steps: int = 4, threshold: float = 3.85) -> list[int]:
+    """Extend while entropy < threshold (pass H(0.7) for the model's vocabulary)."""
+    return _cut(entropies, max_steps, lambda g, e: e < threshold)
+
+
+def small_group(entropies: Entropies, max_steps: int = 4, threshold: float = 0.5) -> list[int]:
+    """Tokens with entropy > threshold (pass H(0.95)) are singletons; confident runs are chunked by max_steps."""
+    return _cut(entropies, max_steps, lambda g, e: e <= threshold and g[0] <= threshold)
+
+
+STRATEGIES: dict[str, Callable[..., list[int]]] = {
+    "decreasing_v2": decreasing_v2, "decreasing": decreasing, "sliding": sliding, "small_group": small_group}
+
+
+@dataclass(frozen=True)
+class SegmentSettings:
+    """A strategy and its options; thresholds given as confidences are turned into nats with H(p)."""
+
+    strategy: str = "decreasing_v2"
+    max_steps: int = 4
+    abs_threshold: float = 0.05
+    ratio: float = 0.3
+    sliding_p: float = 0.7
+    small_group_p: float = 0.95
+
+
+def segment_entropies(entropies: Entropies, settings: SegmentSettings, vocab_size: int) -> list[int]:
+    """Group sizes of one response under `settings`."""
+    s, fn = settings, STRATEGIES.get(settings.strategy)
+    if fn is None:
+        raise HamburgerError(f"unknown strategy {s.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    opts = {"decreasing_v2": dict(abs_threshold=s.abs_threshold, ratio=s.ratio), "decreasing": dict(ratio=s.ratio),
+            "sliding": dict(threshold=entropy_threshold(s.sliding_p, vocab_size)),
+            "small_group": dict(threshold=entropy_threshold(s.small_group_p, vocab_size))}[s.strategy]
+    return fn(entropies, s.max_steps, **opts)
+
+
+def compute_entropies(model, tokenizer, pairs: list[tuple[list[int], list[int]]], batch_size: int = 8
+                      ) -> list[tuple[list[float], list[float]]]:
+    """(entropies, probabilities of the actual tokens) for every response token of (prompt_ids, response_ids).
+
+    Rows are sorted by length and batched with right padding and an explicit attention mask; only the
+    positions that predict response tokens go through the LM head; log_softmax runs in float32.
+    """
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out: list = [None] * len(pairs)
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+    with torch.inference_mode():
+        for k in range(0, len(order), batch_size):
+            idx = order[k:k + batch_size]
+            width = max(len(pairs[i][0]) + len(pairs[i][1]) for i in idx)
+            ids = torch.full((len(idx), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            keep = torch.zeros((len(idx), width), dtype=torch.bool)
+            for b, i in enumerate(idx):
+                p, r = pairs[i]
+                ids[b, :len(p) + len(r)] = torch.tensor(p + r)
+                mask[b, :len(p) + len(r)] = 1
+                keep[b, len(p) - 1:len(p) + len(r) - 1] = True
+            ids, mask, keep = ids.to(model.device), mask.to(model.device), keep.to(model.device)
+            logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep, use_cache=False).logits
+            logits = logits[keep] if logits.dim() == 3 else logits  # (sum of response lengths, V)
+            targets = torch.tensor([t for i in idx for t in pairs[i][1]], device=model.device)
+            ent = torch.empty(len(targets), dtype=torch.float64, device=model.device)
+            prob = torch.empty_like(ent)
+            for c in range(0, len(targets), 64):  # cache-sized chunks: ~5x faster than one big log_softmax
+                logp = torch.log_softmax(logits[c:c + 64].float(), dim=-1)
+                ent[c:c + 64] = -torch.linalg.vecdot(logp.exp(), logp).clamp_max(0).double()
+                prob[c:c + 64] = logp.gather(1, targets[c:c + 64, None])[:, 0].double().exp()
+            ent, prob, start = ent.cpu(), prob.cpu(), 0
+            for i in idx:
+                n = len(pairs[i][1])
+                out[i] = (ent[start:start + n].tolist(), prob[start:start + n].tolist())
+                start += n
+    return out
+
+
+def vocab_hash(tokenizer) -> str:
+    """A short hash of the tokenizer's vocabulary (token -> id), to check datasets against tokenizers."""
+    items = sorted(tokenizer.get_vocab().items(), key=lambda kv: (kv[1], kv[0]))
+    return hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def check_dataset_compatible(meta: dict, tokenizer, max_steps: int) -> None:
+    """Raise HamburgerError unless the dataset was made with this tokenizer and this max_steps."""
+    t = meta.get("tokenizer", {})
+    if t.get("vocab_size") != len(tokenizer) or t.get("vocab_hash") != vocab_hash(tokenizer):
+        raise HamburgerError(f"dataset was tokenized with another tokenizer ({t.get('name')}, vocab "
+                             f"{t.get('vocab_size')}) than this base's (vocab {len(tokenizer)}); re-run segment")
+    made = meta.get("settings", {}).get("max_steps")
+    if made != max_steps:
+        raise HamburgerError(f"dataset groups were cut with max_steps={made}, the model uses {max_steps}; "
+                             f"re-cut it with `hamburger segment --from-dataset DATA --max-steps {max_steps}`")
+
+
+def load_dataset(path: str | Path) -> tuple[list[dict], dict]:
+    """(rows, meta) of a segmented dataset, validated (a truncated last line from a live job is ignored)."""
+    mp = meta_path(path)
+    if not Path(path).is_file() or not mp.is_file():
+        raise HamburgerError(f"dataset {path} or its {mp.name} is missing; make one with `hamburger segment`")
+    meta = json.loads(mp.read_text())
+    if meta.get("kind") != "hamburger-dataset":
+        raise HamburgerError(f"{mp} is not a hamburger dataset meta file")
+    max_steps, vocab = meta["settings"]["max_steps"], meta["tokenizer"]["vocab_size"]
+    rows = read_jsonl(path)
+    for n, r in enumerate(rows, 1):
+        if not isinstance(r, dict):
+            raise HamburgerError(f"{path}: line {_line_of(path, n)}: a row must be a JSON object")
+        where = f"{path}: line {_line_of(path, n)} (id {r.get('id')})"
+        if not all(k in r for k in ("id", "prompt_ids", "response_ids", "groups")):
+            raise HamburgerError(f"{where} lacks prompt_ids/response_ids/groups")
+        for key in ("prompt_ids", "response_ids", "groups"):
+            if not isinstance(r[key], list) or not all(type(x) is int for x in r[key]):
+                raise HamburgerError(f"{where}: field {key!r} must be a list of integers, got {r[key]!r:.60}")
+        if "entropies" in r and not (isinstance(r["entropies"], list)
+                                     and all(type(x) in (int, float) for x in r["entropies"])):
+            raise HamburgerError(f"{where}: field 'entropies' must be a list of numbers")
+        if sum(r["groups"]) != len(r["response_ids"]) or not all(1 <= g <= max_steps for g in r["groups"]):
+            raise HamburgerError(f"{where}: groups {r['groups'][:8]}... do not cut the response into 1..{max_steps}")
+        if "entropies" in r and len(r["entropies"]) != len(r["response_ids"]):
+            raise HamburgerError(f"{where}: entropies and response_ids differ in length")
+        if not r["prompt_ids"] or max(r["prompt_ids"] + r["response_ids"]) >= vocab:
+            raise HamburgerError(f"{where}: empty prompt or token id outside the vocabulary ({vocab})")
+    return rows, meta
+
+
+def dataset_stats(rows: list[dict]) -> dict:
+    """Rows, tokens, groups, mean tokens per group and the group-size histogram."""
+    sizes = Counter(g for r in rows for g in r["groups"])
+    tokens, groups = sum(len(r["response_ids"]) for r in rows), sum(sizes.values())
+    return {"rows": len(rows), "response_tokens": tokens, "groups": groups,
+            "tokens_per_group": round(tokens / groups, 4) if groups else 0.0,
+            "histogram": {str(k): sizes[k] for k in sorted(sizes)}}
+
+
+def print_stats(stats: dict) -> None:
+    total = max(stats["groups"], 1)
+    print(f"segment: {stats['rows']} rows, {stats['response_tokens']} response tokens, {stats['groups']} groups: "
+          f"{stats['tokens_per_group']:.3f} tokens per group")
+    for k, v in stats["histogram"].items():
+        print(f"  group size {k}: {v:8d} {v / total:6.1%} " + "#" * round(40 * v / total))
+
+
+# ---------------------------------------------------------------- the CLI verb
+def _response_ids(row: dict, args, tok, same_base: bool, eos: int) -> tuple[list[int], bool]:
+    """(response ids, complete): exact distilled ids when the same base wrote them, else the tokenized text."""
+    if same_base and isinstance(row.get("response_token_ids"), list):
+        ids = list(row["response_token_ids"])
+    else:
+        ids = list(tok(row[args.response_field], add_special_tokens=False)["input_ids"])
+    complete = row.get("finish_reason", "eos") != "length"
+    stop = row.get("stop_token_id") if same_base else None
+    return ids + ([stop if stop is not None else eos] if complete else []), complete
+
+
+def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
+    """What is wrong with one input row (None if nothing): an object with string prompt and response
+    fields, and, when present, integer distilled token ids."""
+    if not isinstance(rec, dict):
+        return f"a row must be a JSON object, got {type(rec).__name__}"
+    for field in (prompt_field, response_field):
+        if field not in rec:
+            return f"no field {field!r} (fields: {sorted(rec)})"
+        if not isinstance(rec[field], str):
+            return f"field {field!r} must be a string, got {type(rec[field]).__name__} {rec[field]!r:.60}"
+    ids, stop = rec.get("response_token_ids"), rec.get("stop_token_id")
+    if ids is not None and not (isinstance(ids, list) and all(type(i) is int for i in ids)):
+        return f"field 'response_token_ids' must be a list of integer token ids, got {ids!r:.60}"
+    if stop is not None and type(stop) is not int:
+        return f"field 'stop_token_id' must be an integer token id, got {stop!r:.60}"
+    return None
+
+
+def _line_of(path, n: int) -> int:
+    """The line number of the n-th non-blank line of a jsonl file (read_jsonl skips blank lines)."""
+    with open(path, "rb") as f:
+        rows = 0
+        for number, line in enumerate(f, 1):
+            rows += bool(line.strip())
+            if rows == n:
+                return number
+    return n
+
+
+def _prepare(args, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool, eos: int,
+             skipped: Counter):
+    """Yield a dataset row (no entropies yet) for every record; count the empty and too long ones."""
+    for rec, rid in zip(records, ids):
+        prompt, response = rec[args.prompt_field], rec[args.response_field]  # strings (checked)
+        if not response.strip() or not prompt.strip():
+            skipped["empty"] += 1
+            continue
+        p_ids = chat_prompt_ids(tok, prompt, system)
+        r_ids, complete = _response_ids(rec, args, tok, same_base, eos)
+        truncated = len(p_ids) + len(r_ids) > args.max_length
+        if truncated:
+            if args.long == "drop" or len(p_ids) >= args.max_length:
+                skipped["too_long_dropped"] += 1
+                continue
+            r_ids, complete = r_ids[:args.max_length - len(p_ids)], False
+            skipped["too_long_truncated"] += 1
+        row = {"id": rid, **({"source": rec["source"]} if "source" in rec else {}), "prompt_ids": p_ids,
+               "response_ids": r_ids, "complete": complete, "truncated": truncated}
+        yield row
+
+
+def _finish(rows: list[dict], settings: SegmentSettings, vocab: int) -> list[dict]:
+    for r in rows:
+        r["groups"] = segment_entropies(r["entropies"], settings, vocab)
+    return rows
+
+
+def _recut(args, settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
+    """--from-dataset: new groups from the stored entropies; no model."""
+    src_rows, src_meta = load_dataset(args.from_dataset)
+    meta = {**src_meta, "strategy": settings.strategy, "max_steps": settings.max_steps,
+            "settings": asdict(settings), "derived_from": str(args.from_dataset)}
+    check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
+    todo = [dict(r) for i, r in enumerate(src_rows) if i % world == rank and r["id"] not in done]
+    skipped["done"] = sum(r["id"] in done for i, r in enumerate(src_rows) if i % world == rank)
+    if any("entropies" not in r for r in todo):
+        raise HamburgerError(f"{args.from_dataset} has rows without entropies; segment it from the data")
+    append_jsonl(out, _finish(todo, settings, src_meta["entropy_vocab_size"]))
+    print(f"segment: re-cut {len(todo)} rows from {args.from_dataset} -> {out}")
+    return meta
+
+
+def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
+    """--data: one base forward per row for the entropies, then the groups."""
+    from tqdm import tqdm
+
+    from hamburger.core.base import load_base, pick_device
+
+    if not args.data:
+        raise HamburgerError("give --data FILE.jsonl (or --from-dataset DATASET.jsonl)")
+    records = read_jsonl(args.data)[:args.limit]
+    if not records:
+        raise HamburgerError(f"{args.data} is empty or missing")
+    for n, rec in enumerate(records, 1):
+        problem = _record_problem(rec, args.prompt_field, args.response_field)
+        if problem:
+            raise HamburgerError(f"{args.data}: line {_line_of(args.data, n)}: {problem}")
+    ids = row_ids(records, args.id_field, Path(args.data).stem)
+    model, tok, info = load_base(args.base, args.dtype)
+    model.to(pick_device(args.device))
+    vocab = model.get_output_embeddings().weight.shape[0]
+    src_meta = json.loads(meta_path(args.data).read_text()) if meta_path(args.data).is_file() else {}
+    system = args.system if args.system is not None else src_meta.get("settings", {}).get("system")
+    all_eos = eos_ids(model, tok)
+    eos = tok.eos_token_id if tok.eos_token_id in all_eos else all_eos[0]
+    meta = {"kind": "hamburger-dataset", "format": 1, "strategy": settings.strategy, "max_steps": settings.max_steps,
+            "settings": asdict(settings),
+            "tokenizer": {"name": info.spec, "vocab_size": len(tok), "vocab_hash": vocab_hash(tok)},
+            "entropy_vocab_size": vocab, "base": info.spec, "base_fingerprint": info.fingerprint,
+            "input": {"prompt_field": args.prompt_field, "response_field": args.response_field, "system": system,
+                      "eos_id": eos, "max_length": args.max_length, "long": args.long}, "data": str(args.data)}
+    check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
+    mine = [(r, i) for n, (r, i) in enumerate(zip(records, ids)) if n % world == rank]
+    skipped["done"] = sum(i in done for _, i in mine)
+    mine = [(r, i) for r, i in mine if i not in done]
+    same_base = src_meta.get("base_fingerprint") == info.fingerprint  # then keep the exact distilled ids
+    todo = list(_prepare(args, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped))
+    n_tok = n_resp = 0
+    t0, c0, window = time.perf_counter(), time.process_time(), args.batch_size * 8
+    bar = tqdm(total=len(todo), unit="row", file=sys.stderr, dynamic_ncols=True)
+    for k in range(0, len(todo), window):
+        part = todo[k:k + window]
+        res = compute_entropies(model, tok, [(r["prompt_ids"], r["response_ids"]) for r in part], args.batch_size)
+        for r, (ent, prob) in zip(part, res):
+            r["entropies"], r["token_probs"] = [round(e, 4) for e in ent], [round(p, 4) for p in prob]
+            n_tok += len(r["prompt_ids"]) + len(r["response_ids"])
+            n_resp += len(r["response_ids"])
+        append_jsonl(out, _finish(part, settings, vocab))
+        bar.update(len(part))
+    bar.close()
+    dt, cpu = max(time.perf_counter() - t0, 1e-9), max(time.process_time() - c0, 1e-9)
+    print(f"segment: {len(todo)} rows in {dt:.1f} s: {n_tok / dt:.1f} tokens/s through the base, "
+          f"{n_resp / dt:.1f} response tokens/s ({n_tok / cpu:.1f} tokens per CPU-second)")
+    return meta
+
+
+def segment(args: argparse.Namespace) -> int:
+    """Handler of ``hamburger segment``: --data (base forward) or --from-dataset (re-cut), resumable."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings = SegmentSettings(args.strategy, args.max_steps, args.abs_threshold, args.ratio, args.sliding_p,
+                               args.small_group_p)
+    segment_entropies([0.0], settings, 2)  # validates the strategy before any work
+    rank, world = shard_info()
+    out = shard_path(args.out, rank, world)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = {r["id"] for r in read_jsonl(out, repair=True)}
+    skipped: Counter = Counter(done=0)
+    meta = (_recut if args.from_dataset else _from_data)(args, settings, out, done, rank, world, skipped)
+    print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
+    meta["stats"] = {**dataset_stats(read_jsonl(out)), "last_run_skipped": dict(skipped)}
+    check_meta(out, meta, (), False)
+    print_stats(meta["stats"])
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``segment`` verb to a CLI's subparsers."""
+    p = subparsers.add_parser("segment", help="cut responses into token groups by base-model entropy (dataset)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--base", default=None, help="base model (default: bundled)")
+    p.add_argument("--data", default=None, help="input .jsonl (distill output, or any prompt/response file)")
+    p.add_argument("--from-dataset", default=None, help="re-cut an existing dataset (no model forward)")
+    p.add_argument("--out", required=True, help="output dataset .jsonl (appended; rerun to resume)")
+    p.add_argument("--prompt-field", default="prompt")
+    p.add_argument("--response-field", default="response")
+    p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
+    p.add_argument("--system", default=None, help="system message (default: the one distill used, if any)")
+    p.add_argument("--strategy", default="decreasing_v2", help="one of " + ", ".join(STRATEGIES))
+    p.add_argument("--max-steps", type=int, default=4)
+    p.add_argument("--abs-threshold", type=float, default=0.05, help="decreasing_v2: always extend below (nats)")
+    p.add_argument("--ratio", type=float, default=0.3, help="decreasing(_v2): extend below ratio x group entropy")
+    p.add_argument("--sliding-p", type=float, default=0.7, help="sliding: threshold H(p)")
+    p.add_argument("--small-group-p", type=float, default=0.95, help="small_group: threshold H(p)")
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--max-length", type=int, default=1024, help="max prompt + response tokens")
+    p.add_argument("--long", choices=["drop", "truncate"], default="drop", help="what to do with longer rows")
+    p.add_argument("--limit", type=int, default=None, help="use the first N rows of --data")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); for --data")
+    p.set_defaults(func=segment)
+    return p
+
+if __name__ == "__main__":
+    from hamburger.data.prompts import run_verb
+
+    raise SystemExit(run_verb(register))

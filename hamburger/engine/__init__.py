@@ -1,0 +1,1 @@
+"""Decoding: sampling, the slot KV cache, batched HAMburger generation and lossless verify mode."""

@@ -1,0 +1,143 @@
+"""The base model's KV cache, addressed by slot and sized by slots.
+
+Every prompt token and every merged token group takes exactly one slot; the rotary position of a
+slot is the original index of its (last) token, so slot != position after the first merge. The
+cache only ever holds the entries that were fed to the base model, so its bytes shrink with tau.
+Rows of a batch are left-padded to a common slot count; ``valid`` marks which slots hold real
+entries, and each macro step adds one slot to every row whatever its group length.
+
+With ``capacity`` the cache is static: every layer's keys and values are allocated once for that
+many slots (transformers' `StaticCache`) and written in place, so every macro step has the same
+shapes (what `torch.compile` with CUDA graphs needs); the attention mask spans all of them and
+hides the slots not written yet. Otherwise the cache grows by one slot per step (`DynamicCache`).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache, StaticCache
+
+from hamburger.errors import HamburgerError
+
+
+class SlotCache:
+    def __init__(self, base_config, batch_size: int, device=None, capacity: int | None = None):
+        self.capacity = capacity
+        if capacity:
+            self.kv = StaticCache(config=base_config, max_cache_len=capacity)
+            self.valid = torch.zeros(batch_size, capacity, dtype=torch.bool, device=device)
+        else:
+            self.kv = DynamicCache(config=base_config)
+            self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+        self.filled = 0  # slots written per row, padding included
+
+    @property
+    def static(self) -> bool:
+        return bool(self.capacity)
+
+    @property
+    def batch_size(self) -> int:
+        return self.valid.shape[0]
+
+    @property
+    def num_slots(self) -> int:
+        """Slots written per row, padding included."""
+        return self.filled
+
+    def kv_slots(self) -> list[int]:
+        """Real (non-padding) entries each row holds."""
+        return self.valid.sum(1).tolist()
+
+    def kv_bytes(self) -> int:
+        """Bytes held by the key and value tensors of every layer (measured, not estimated)."""
+        total = 0
+        for layer in self.kv.layers:
+            for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+                if isinstance(t, torch.Tensor):
+                    total += t.numel() * t.element_size()
+        return total
+
+    def bytes_per_slot(self) -> int:
+        """Bytes one slot of one row takes across all layers."""
+        slots = self.batch_size * (self.capacity or self.num_slots)
+        return self.kv_bytes() // slots if slots else 0
+
+    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
+        """Reserve ``q`` new slots per row (``new_valid`` [B, q]); return the [B, 1, q, slots] attention mask.
+
+        Query i of row b attends to every earlier valid slot of row b and to itself (a padding query
+        attends only to itself, so it stays finite and is never read).
+        """
+        q = new_valid.shape[1]
+        if self.static:
+            if self.filled + q > self.capacity:
+                raise HamburgerError(f"the static KV cache holds {self.capacity} slots; {self.filled + q} needed")
+            self.valid[:, self.filled:self.filled + q] = new_valid.to(self.valid.device)
+        else:
+            self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
+        self.filled += q
+        total = self.filled
+        query_slot = torch.arange(total - q, total, device=self.valid.device)
+        key_slot = torch.arange(self.valid.shape[1], device=self.valid.device)
+        causal = key_slot[None, :] <= query_slot[:, None]
+        mask = causal[None] & self.valid[:, None, :]
+        mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
+        return mask[:, None]
+
+    def merge(self, other: "SlotCache") -> None:
+        """Append the rows of `other` (continuous batching). Both caches are left-padded with
+        invalid slots to the same slot count, so every row keeps its own entries and positions."""
+        if self.static or other.static:
+            raise HamburgerError("rows cannot join a batch with a static KV cache (use the dynamic cache)")
+        width = max(self.num_slots, other.num_slots)
+        for cache in (self, other):
+            pad = width - cache.num_slots
+            if pad:
+                for layer in cache.kv.layers:
+                    for name in ("keys", "values"):
+                        t = getattr(layer, name)
+                        setattr(layer, name, torch.cat([t.new_zeros(*t.shape[:2], pad, t.shape[3]), t], 2))
+                cache.valid = torch.cat([cache.valid.new_zeros(cache.batch_size, pad), cache.valid], 1)
+                cache.filled = width
+        for mine, theirs in zip(self.kv.layers, other.kv.layers, strict=True):
+            mine.keys = torch.cat([mine.keys, theirs.keys])
+            mine.values = torch.cat([mine.values, theirs.values])
+        self.valid = torch.cat([self.valid, other.valid])
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep only ``rows`` (finished rows stop costing memory and compute)."""
+        if self.static:
+            for layer in self.kv.layers:
+                if getattr(layer, "is_initialized", False):
+                    layer.keys, layer.values = layer.keys[rows], layer.values[rows]
+                    layer.batch_size = layer.keys.shape[0]
+        else:
+            self.kv.batch_select_indices(rows)
+        self.valid = self.valid[rows]
+
+    def drop_last(self, n: int) -> None:
+        """Remove the last ``n`` slots of every row (rejected speculative positions); dynamic cache only."""
+        if n <= 0:
+            return
+        if self.static or n > self.filled:
+            raise HamburgerError(f"cannot drop {n} of {self.filled} slots from this cache")
+        self.kv.crop(-n)
+        self.valid = self.valid[:, :-n]
+        self.filled -= n
+
+    def compact(self) -> None:
+        """Squeeze out invalid slots: each row keeps its valid entries in order, left-padded to the longest row.
+        Keys and values are gathered, so a row's attention sees exactly what it saw before."""
+        if self.static:
+            raise HamburgerError("a static KV cache cannot be compacted")
+        width = int(self.valid.sum(1).max()) if self.batch_size else 0
+        if width == self.filled:
+            return
+        # A stable sort puts each row's invalid slots first and its valid ones after, both in slot order.
+        index = torch.sort(self.valid.to(torch.int8), dim=1, stable=True).indices[:, self.filled - width:]
+        for layer in self.kv.layers:
+            for name in ("keys", "values"):
+                t = getattr(layer, name)
+                setattr(layer, name, t.gather(2, index[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
+        self.valid = self.valid.gather(1, index)
+        self.filled = width

@@ -1,0 +1,432 @@
+"""The generation engine: prefill, then macro steps (one base forward per token group) and micro steps.
+
+`Generation` runs a batch of prompts (batch 1 is the common case) and yields one `GroupEvent` per
+row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
+step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
+whatever its group length; finished rows are dropped from the batch.
+
+With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
+rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterator
+
+import torch
+from transformers import DynamicCache
+
+from hamburger.core.base import eos_token_ids
+from hamburger.engine.cache import SlotCache
+from hamburger.errors import HamburgerError
+from hamburger.core.model import HamburgerModel
+from hamburger.engine.sampling import GenerationConfig, choose_tokens, continue_threshold
+
+
+@dataclass
+class GroupEvent:
+    """One group of one row, as emitted (a streaming chunk)."""
+
+    row: int
+    token_ids: list[int]
+    text: str  # new text that is safe to show (held back while it may still become a stop string)
+    p_continue: list[float]  # 1 - p_stop after each token of the group
+    token_probs: list[float]  # the model's probability of each chosen token
+    finish_reason: str | None = None  # "eos", "length" or "stop" on the row's last event
+
+
+@dataclass
+class GenerationResult:
+    text: str
+    token_ids: list[int]
+    groups: list[int]
+    tokens: int
+    forwards: int  # base-model forwards (the prefill counts: it yields the first group)
+    tau: float  # tokens per base forward
+    prompt_tokens: int
+    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed)
+    kv_slots_ordinary: int  # what a one-token-per-forward model holds: prompt + tokens - 1
+    kv_bytes: int
+    kv_bytes_ordinary: int
+    prefill_s: float  # prompt forward + first group (time to first token)
+    decode_s: float  # everything after the first group
+    decode_tok_s: float  # tokens after the first group / decode_s
+    finish_reason: str
+    confidence: float
+    p_continue: list[float] = field(default_factory=list)
+    token_probs: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def eos_ids(model: HamburgerModel, tokenizer) -> set[int]:
+    """Every end-of-sequence id the model knows (generation config, config and tokenizer)."""
+    return set(eos_token_ids(model.base, tokenizer))
+
+
+def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
+    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages."""
+    if isinstance(prompt, str) and not prompt.strip():
+        raise HamburgerError("the prompt is empty")
+    if raw or getattr(tokenizer, "chat_template", None) is None:
+        if not isinstance(prompt, str):
+            raise HamburgerError("a list of messages needs a tokenizer with a chat template")
+        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    if system:
+        messages = [{"role": "system", "content": system}] + messages
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+
+class _Row:
+    """Per-request state."""
+
+    def __init__(self, prompt_ids: list[int], cfg: GenerationConfig, default_confidence: float):
+        self.prompt_ids = prompt_ids
+        self.cfg = cfg
+        self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
+        self.threshold = continue_threshold(self.confidence)
+        self.generator = cfg.make_generator()
+        self.tokens: list[int] = []
+        self.groups: list[int] = []
+        self.p_continue: list[float] = []
+        self.probs: list[float] = []
+        self.group: list[int] = []
+        self.text = ""
+        self.shown = 0  # characters of text already streamed
+        self.reason: str | None = None
+        self.forwards = 1
+        self.started = 0.0
+        self.prefill_s: float | None = None
+        self.kv_slots = 0
+        self.kv_bytes = 0
+        self.decode_s = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.reason is not None
+
+
+class Generation:
+    """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
+
+    def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
+                 configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False,
+                 static_cache: bool = False, prefill_chunk: int | None = None,
+                 poll: Callable[[], None] | None = None):
+        if not prompts:
+            raise HamburgerError("no prompts given")
+        cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
+        if len(cfgs) != len(prompts):
+            raise HamburgerError("one GenerationConfig per prompt is needed")
+        self.model, self.tokenizer = model, tokenizer
+        self.eos = eos_ids(model, tokenizer)
+        self.rows: list[_Row] = []
+        self._pending: list[int] = []  # rows added but not prefilled yet
+        self._kept: set[int] = set()  # rows not released
+        self.peak_kv_bytes = 0  # largest measured size of the batch's KV cache
+        self.results: list[GenerationResult] = []
+        self.trace_logits = trace_logits  # keep every emitted token's logits in `logits[row]` (tests, analysis)
+        # Preallocate the base's KV cache for the longest possible answer (fixed shapes for compiled decoding);
+        # rows cannot join a running batch then.
+        self.static_cache = static_cache
+        if prefill_chunk is not None and (prefill_chunk < 1 or static_cache):
+            raise HamburgerError("prefill_chunk must be >= 1, and needs the dynamic cache")
+        self.prefill_chunk = prefill_chunk
+        self._chunking: list[list] = []  # [row, SlotCache or None, tokens prefilled] of long prompts
+        # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
+        self.poll = poll
+        self.logits: list[list[torch.Tensor]] = []
+        for p, c in zip(prompts, cfgs):
+            self.add(p, c)
+
+    def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
+        """Add a request; returns its row index. Callable between events while iterating
+        (continuous batching): the row is prefilled at the next macro step and joins the batch."""
+        config.validate()
+        if not prompt_ids:
+            raise HamburgerError("the prompt is empty")
+        if len(prompt_ids) >= self.model.context_length:
+            raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
+                                 f"{self.model.context_length} tokens, leaving no room to generate")
+        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence))
+        self.logits.append([])
+        self._pending.append(len(self.rows) - 1)
+        self._kept.add(len(self.rows) - 1)
+        return len(self.rows) - 1
+
+    @property
+    def active_rows(self) -> int:
+        """Rows admitted and not finished (pending ones included)."""
+        return sum(not self.rows[i].done for i in self._kept)
+
+    def release(self, row: int) -> None:
+        """Free a finished (or cancelled) row's per-token state once its result has been read: a batch that
+        long-running serving keeps open holds no history. Its later `result` is empty."""
+        r = self.rows[row]
+        if r.done and row in self._kept:
+            self._kept.discard(row)
+            r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
+            r.generator = None
+            self.logits[row] = []
+
+    def result(self, row: int) -> GenerationResult:
+        """The result of one row; final once the row's last event (with a finish_reason) is out."""
+        return self._result(self.rows[row])
+
+    # ------------------------------------------------------------------ driver
+    def __iter__(self) -> Iterator[GroupEvent]:
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                yield from self._run()
+        finally:
+            model.train(was_training)
+        self.results = [self._result(r) for r in self.rows]
+
+    def run(self) -> list[GenerationResult]:
+        for _ in self:
+            pass
+        return self.results
+
+    def cancel(self, row: int) -> None:
+        """Stop generating for `row` (e.g. its client went away): it is marked finished with
+        finish_reason "cancelled" and dropped from the batch at the next macro step, so the other rows
+        go on unchanged. Call it between events, from the thread that iterates; a row cancelled before
+        its first group still emits that group. Its result keeps what it produced (kv_bytes 0)."""
+        if not self.rows[row].done:
+            self.rows[row].reason = "cancelled"
+
+    def _run(self) -> Iterator[GroupEvent]:
+        model, rows = self.model, self.rows
+        cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
+        while True:
+            for new, *joining in self._prefill_step():  # rows that join the batch
+                cache, hidden, features = join_batch((cache, hidden, features), joining)
+                active += new
+            if not active:
+                if not (self._pending or self._chunking):
+                    return
+                if self.poll:  # a long prompt is still being prefilled: let the caller act between chunks
+                    self.poll()
+                continue
+            clock = time.perf_counter()
+            self._micro_loop(hidden, features, [rows[i] for i in active])
+            events = [self._close_group(rows[i], i) for i in active]
+            now = time.perf_counter()
+            for i in active:
+                if rows[i].prefill_s is None:  # the prefill ends when the first group is out (TTFT)
+                    rows[i].prefill_s = now - rows[i].started
+                else:
+                    rows[i].decode_s += now - clock
+            slot_bytes = cache.bytes_per_slot()
+            self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
+            slots = cache.kv_slots()
+            for pos, i in enumerate(active):
+                if rows[i].done:
+                    rows[i].kv_slots = slots[pos]
+                    rows[i].kv_bytes = slots[pos] * slot_bytes
+            yield from events
+            if self.poll:
+                self.poll()
+            keep = [pos for pos, i in enumerate(active) if not rows[i].done]
+            if not keep:
+                cache, hidden, features, active = None, None, None, []
+                continue
+            clock = time.perf_counter()
+            if len(keep) < len(active):
+                index = torch.tensor(keep, device=model.device)
+                cache.select_rows(index)
+                active = [active[pos] for pos in keep]
+            hidden, features = self._macro_step(cache, [rows[i] for i in active])
+            for i in active:
+                rows[i].forwards += 1
+                rows[i].decode_s += time.perf_counter() - clock
+
+    # ------------------------------------------------------------------ base forwards
+    def _prefill_step(self) -> list[tuple]:
+        """Prefill what is due this step: every new prompt up to `prefill_chunk` tokens (together), and one
+        chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first).
+        Returns (rows, cache, hidden, features) for the rows now complete."""
+        new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
+        chunk = self.prefill_chunk
+        short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
+        self._chunking += [[i, None, 0] for i in new if i not in short]
+        started = time.perf_counter()
+        for i in new:
+            self.rows[i].started = started
+        ready = [(short, *self._prefill([self.rows[i] for i in short]))] if short else []
+        self._chunking = [c for c in self._chunking if not self.rows[c[0]].done]  # cancelled while waiting
+        if self._chunking:
+            entry = min(self._chunking, key=lambda c: len(self.rows[c[0]].prompt_ids) - c[2])
+            i, cache, done = entry
+            cache, hidden, features = self._prefill_chunk(self.rows[i].prompt_ids, done, done + chunk, cache)
+            entry[1:] = cache, done + chunk
+            if done + chunk >= len(self.rows[i].prompt_ids):
+                self._chunking.remove(entry)
+                ready.append(([i], cache, hidden, features))
+        return ready
+
+    def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None):
+        """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk)."""
+        model = self.model
+        ids = torch.tensor([prompt_ids[start:end]], device=model.device)
+        positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
+        cache = cache or SlotCache(model.base.config, 1, model.device)
+        mask = cache.extend(torch.ones_like(ids, dtype=torch.bool))
+        final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
+        return cache, final[:, -1], features[:, -1]
+
+    def _prefill(self, rows: list[_Row]):
+        model = self.model
+        lengths = [len(r.prompt_ids) for r in rows]
+        width = max(lengths)
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        for b, r in enumerate(rows):  # left padding: every row's last slot is its last prompt token
+            ids[b, width - lengths[b]:] = torch.tensor(r.prompt_ids)
+            valid[b, width - lengths[b]:] = True
+        positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
+        capacity = None
+        if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots
+            capacity = min(model.context_length, width + max(r.cfg.max_new_tokens for r in rows))
+        cache = SlotCache(model.base.config, len(rows), model.device, capacity)
+        mask = cache.extend(valid.to(model.device))
+        final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
+                                             mask, cache.kv)
+        return cache, final[:, -1], features[:, -1]
+
+    def _macro_step(self, cache: SlotCache, rows: list[_Row]):
+        """Merge each row's last group into one vector and run one base forward for all rows."""
+        model = self.model
+        k = max(len(r.group) for r in rows)
+        group_ids = torch.tensor([r.group + [0] * (k - len(r.group)) for r in rows], device=model.device)
+        sizes = torch.tensor([len(r.group) for r in rows], device=model.device)
+        merged = model.embedder(model.embed(group_ids), sizes)[:, None]
+        positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
+        mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
+        final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None])
+        return final[:, -1], features[:, -1]
+
+    # ------------------------------------------------------------------ micro steps
+    def _micro_loop(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> None:
+        """Emit one group per row: token 1 from the base's own head, tokens 2.. from the MSD.
+
+        Rows whose group has ended leave the micro batch (and its MSD cache) at once.
+        """
+        model = self.model
+        max_steps, m = model.config.max_steps, features.shape[1]
+        for r in rows:
+            r.group = []
+        live = list(rows)  # rows whose group is still going, in micro-batch order
+        msd_cache = DynamicCache()
+        step = 0
+        while True:
+            logits = model.decode_logits(hidden).float()
+            tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
+            token_embeddings = model.embed(tokens)
+            stop_logits = model.stop_head(hidden, token_embeddings).float()
+            probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
+            step += 1
+            values = zip(live, tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(),
+                         probs.tolist())
+            keep = []
+            for b, (row, t, s, c, p) in enumerate(values):
+                if self.trace_logits:
+                    self.logits[self.rows.index(row)].append(logits[b].clone())
+                if self._accept(row, t, s, c, p, max_steps):
+                    keep.append(b)
+            if not keep:
+                return
+            if len(keep) < len(live):
+                index = torch.tensor(keep, device=tokens.device)
+                features, token_embeddings = features[index], token_embeddings[index]
+                msd_cache.batch_select_indices(index)
+                live = [live[b] for b in keep]
+            x = token_embeddings[:, None]
+            if step == 1:
+                x = torch.cat([features, x], 1)
+            hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
+
+    def _accept(self, row: _Row, token: int, stop_logit: float, p_continue: float, prob: float,
+                max_steps: int) -> bool:
+        """Record one token; return whether the group goes on."""
+        row.tokens.append(token)
+        row.group.append(token)
+        row.probs.append(prob)
+        row.p_continue.append(p_continue)
+        if token in self.eos and not row.cfg.ignore_eos:
+            row.reason = "eos"
+        elif len(row.tokens) >= row.cfg.max_new_tokens:
+            row.reason = "length"
+        elif len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
+            row.reason = "length"
+        if row.done:
+            return False
+        return len(row.group) < max_steps and -stop_logit >= row.threshold
+
+    def _close_group(self, row: _Row, index: int) -> GroupEvent:
+        row.groups.append(len(row.group))
+        text = self.tokenizer.decode(row.tokens, skip_special_tokens=True)
+        for stop in row.cfg.stop:
+            at = text.find(stop)
+            if at >= 0:
+                text = text[:at]
+                row.reason = "stop"
+        row.text = text
+        shown_to = len(text) if row.done else _safe_prefix(text, row.cfg.stop)
+        delta = text[row.shown:shown_to] if shown_to > row.shown else ""
+        row.shown = max(row.shown, shown_to)
+        n = len(row.group)
+        return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason)
+
+    def _result(self, row: _Row) -> GenerationResult:
+        n, groups = len(row.tokens), len(row.groups)
+        slot_bytes = row.kv_bytes // row.kv_slots if row.kv_slots else 0
+        ordinary_slots = len(row.prompt_ids) + n - 1
+        return GenerationResult(
+            text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
+            tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
+            kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
+            prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
+            decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
+            else 0.0,
+            finish_reason=row.reason or "length", confidence=row.confidence,
+            p_continue=row.p_continue, token_probs=row.probs)
+
+
+def join_batch(running: tuple, joining: tuple) -> tuple:
+    """(cache, hidden, features) of the running batch with the rows of a newly prefilled one appended
+    (the running batch may be empty: all None)."""
+    cache, hidden, features = running
+    new_cache, new_hidden, new_features = joining
+    if cache is None:
+        return joining
+    cache.merge(new_cache)
+    return cache, torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
+
+
+def _safe_prefix(text: str, stops: list[str]) -> int:
+    """Length of the text that can be shown: hold back a tail that may still grow into a stop
+    string, and an incomplete multi-byte character."""
+    cut = len(text)
+    while cut > 0 and text[cut - 1] == "\ufffd":
+        cut -= 1
+    for stop in stops:
+        for k in range(min(len(stop) - 1, cut), 0, -1):
+            if text[:cut].endswith(stop[:k]):
+                cut = min(cut, len(text[:cut]) - k)
+                break
+    return cut
+
+
+def generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None
+             ) -> GenerationResult:
+    """Generate for one tokenized prompt."""
+    return Generation(model, tokenizer, [prompt_ids], config or GenerationConfig()).run()[0]

@@ -1,0 +1,100 @@
+"""Decoding settings and token choice: greedy, or temperature / top-k / top-p sampling with a seed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from hamburger.errors import HamburgerError
+
+
+@dataclass
+class GenerationConfig:
+    """Settings of one generation request.
+
+    confidence: the HAMburger knob in (0, 1]. After each token the stop head gives p_stop; the group
+        goes on while 1 - p_stop >= confidence (and it has fewer than max_steps tokens). Higher is
+        closer to the base model; 1.0 makes every group one token (plain decoding). None uses the
+        model's default. The stop decision is this deterministic threshold also when sampling:
+        sampling changes which tokens are drawn, never how many are drawn per base forward.
+    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) apply when sampling.
+    seed: seeds a generator private to the request, so a seeded request is reproducible.
+    stop: strings that end the output; the text is cut before the first occurrence.
+    ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
+    """
+
+    max_new_tokens: int = 128
+    confidence: float | None = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+    ignore_eos: bool = False
+
+    def validate(self) -> "GenerationConfig":
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise HamburgerError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
+        if self.confidence is not None and not 0.0 < self.confidence <= 1.0:
+            raise HamburgerError(f"confidence must be in (0, 1], got {self.confidence!r}")
+        if not (self.temperature >= 0.0 and math.isfinite(self.temperature)):
+            raise HamburgerError(f"temperature must be >= 0, got {self.temperature!r}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise HamburgerError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if self.top_k < 0:
+            raise HamburgerError(f"top_k must be >= 0, got {self.top_k!r}")
+        if any(not s for s in self.stop):
+            raise HamburgerError("stop strings must be non-empty")
+        return self
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def make_generator(self) -> torch.Generator | None:
+        if self.greedy:
+            return None
+        g = torch.Generator()
+        g.manual_seed(self.seed if self.seed is not None else torch.seed())
+        return g
+
+
+def continue_threshold(confidence: float) -> float:
+    """Keep going iff -stop_logit >= this, i.e. sigmoid(-stop_logit) = 1 - p_stop >= confidence.
+
+    Comparing logits avoids float rounding of sigmoid near 1: confidence 1.0 maps to +inf, so a
+    group never continues, exactly.
+    """
+    if confidence >= 1.0:
+        return math.inf
+    return math.log(confidence / (1.0 - confidence))
+
+
+def warp_logits(logits: torch.Tensor, cfg: GenerationConfig) -> torch.Tensor:
+    """Temperature, then top-k, then top-p (nucleus) filtering of one row's logits [V]."""
+    logits = logits.float() / cfg.temperature
+    if cfg.top_k and cfg.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, cfg.top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, -math.inf)
+    if cfg.top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True)
+        cumulative = sorted_logits.softmax(-1).cumsum(-1)
+        drop = cumulative - sorted_logits.softmax(-1) >= cfg.top_p  # keep the smallest set reaching top_p
+        logits = logits.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), -math.inf)
+    return logits
+
+
+def choose_tokens(logits: torch.Tensor, cfgs: list[GenerationConfig],
+                  generators: list[torch.Generator | None]) -> torch.Tensor:
+    """One token per row of logits [B, V]; each row uses its own settings and generator, so a
+    row's random stream never depends on what else is in the batch."""
+    out = logits.argmax(-1)
+    if all(c.greedy for c in cfgs):
+        return out
+    for b, (cfg, gen) in enumerate(zip(cfgs, generators)):
+        if not cfg.greedy:
+            probs = warp_logits(logits[b], cfg).softmax(-1)
+            out[b] = torch.multinomial(probs, 1, generator=gen)[0]
+    return out

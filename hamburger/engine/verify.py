@@ -1,0 +1,358 @@
+"""Lossless decoding: the micro-step decoder drafts, the base model verifies (speculative decoding).
+
+Each step feeds the base the row's last emitted token and the tokens the MSD drafted after it, as
+ordinary one-token positions on an ordinary token-level cache (no merged slots). The base's own
+predictions at those positions decide how many drafts to keep: greedy keeps drafts while they equal
+the base's argmax; sampling accepts draft d with probability min(1, p(d)/q(d)) and on a rejection
+draws from norm(max(0, p - q)) (Leviathan et al. 2023), so the output follows the base's distribution
+exactly. Either way one more token comes from the base at the first rejected (or the bonus) position,
+the rejected positions leave the cache, and the MSD drafts again from the base's features (taps) at the
+last kept position. The greedy output is the base's greedy output, token for token.
+
+Draft length: by the stop head (draft while 1 - p_stop >= confidence, at most max_steps - 1 tokens),
+or a fixed ``draft`` count. Rows of a batch keep different numbers of tokens per step: every row's new
+slots are written, the rejected ones marked invalid in the attention mask, the slots no row kept are
+cropped, and the cache is compacted when holes pile up. `VerifyGeneration` has the interface of
+`Generation` (iterate for streaming events, `add` and `cancel` rows, `results`); `verify_generate`
+runs one prompt.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Iterator
+
+import torch
+from transformers import DynamicCache
+
+from hamburger.engine.cache import SlotCache
+from hamburger.errors import HamburgerError
+from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
+from hamburger.core.model import HamburgerModel
+from hamburger.engine.sampling import GenerationConfig, choose_tokens, warp_logits
+
+VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
+SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
+COMPACT_AT = 0.25  # compact the cache when this fraction of its slots are holes
+
+
+@dataclass
+class VerifyResult(GenerationResult):
+    """A `GenerationResult` whose groups are the tokens kept per base forward, plus draft statistics."""
+
+    drafts: list[int] = field(default_factory=list)  # tokens drafted at each verify step
+    accepted: list[int] = field(default_factory=list)  # drafts the base kept at each verify step
+
+    def acceptance_by_position(self) -> list[float]:
+        """Fraction of steps that drafted an i-th token in which the base kept it (i = 1, 2, ...)."""
+        out = []
+        for i in range(1, max(self.drafts, default=0) + 1):
+            drafted = sum(d >= i for d in self.drafts)
+            out.append(sum(a >= i for a in self.accepted) / drafted)
+        return out
+
+
+@dataclass
+class _Drafts:
+    """One step's drafts of one row: token ids and, when sampling, each draft's distribution q [V]."""
+
+    tokens: list[int] = field(default_factory=list)
+    q: list[torch.Tensor] = field(default_factory=list)
+    # 1 - p_stop after the pending token and after each draft (stop-head drafting only); results report it per
+    # emitted token where the stop head judged that token, 0.0 elsewhere
+    p_continue: list[float] = field(default_factory=list)
+
+
+def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: GenerationConfig,
+                       generator: torch.Generator | None) -> tuple[int, int]:
+    """Base logits [n+1, V] at the pending token and each of n drafts -> (drafts kept, the base's next token).
+
+    Greedy: keep drafts while each equals the base's argmax; the next token is the argmax after them.
+    Sampling: keep draft i with probability min(1, p_i(d)/q_i(d)); on a rejection the next token is drawn
+    from norm(max(0, p_i - q_i)); if all are kept, from p_n (p, q warped by the same temperature/top-k/top-p).
+    """
+    n = len(drafts.tokens)
+    if cfg.greedy:
+        best = logits.argmax(-1).tolist()
+        kept = 0
+        while kept < n and best[kept] == drafts.tokens[kept]:
+            kept += 1
+        return kept, best[kept]
+    for i, d in enumerate(drafts.tokens):
+        p = warp_logits(logits[i], cfg).softmax(-1)
+        q = drafts.q[i]
+        if torch.rand((), generator=generator) * q[d] < p[d]:
+            continue
+        residual = (p - q).clamp(min=0)
+        mass = residual.sum()
+        probs = residual / mass if mass > 0 else p
+        return i, int(torch.multinomial(probs, 1, generator=generator))
+    return n, int(torch.multinomial(warp_logits(logits[n], cfg).softmax(-1), 1, generator=generator))
+
+
+class VerifyGeneration(Generation):
+    """Lossless generation for a batch of tokenized prompts; iterate it for one event per row and base
+    forward (the tokens kept by that forward), then read `results` (`VerifyResult`s).
+
+    ``draft``: None drafts by the stop head at each request's confidence (default `VERIFY_CONFIDENCE`),
+    an int drafts exactly that many tokens per step (0 is plain decoding). ``max_draft`` caps the drafts
+    per step (default max_steps - 1, the group length the MSD was trained for). ``draft_vocab``: token ids
+    the drafts are restricted to (e.g. `draft_vocabulary`): the draft's LM head multiplies only those rows,
+    a fraction of the full head's cost; the output stays the base's (the base verifies every token).
+    ``prefill_chunk`` and ``poll`` work as in `Generation` (poll runs once per base forward), so the server's
+    scheduler runs verify batches like any other.
+    """
+
+    def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
+                 configs: GenerationConfig | list[GenerationConfig], draft: int | None = None,
+                 max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
+                 prefill_chunk: int | None = None, poll=None):
+        if draft is not None and draft < 0:
+            raise HamburgerError(f"draft must be >= 0, got {draft}")
+        if model.config.max_steps < 2 and draft:
+            raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
+        self.draft = draft
+        self._draft_head = None
+        if draft_vocab is not None:  # [d, n] rows of the LM head for the draft vocabulary, made contiguous once
+            head = model.base.get_output_embeddings()
+            vocab = draft_vocab.to(model.device)
+            bias = head.bias[vocab] if getattr(head, "bias", None) is not None else None
+            self._draft_head = (vocab, head.weight[vocab].detach().t().contiguous(), bias)
+        self.max_draft = max_draft if max_draft is not None else (
+            draft if draft is not None else model.config.max_steps - 1)
+        super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll)
+
+    def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
+        if config.confidence is None:
+            config = replace(config, confidence=VERIFY_CONFIDENCE)
+        index = super().add(prompt_ids, config)
+        row = self.rows[index]
+        row.pending, row.fed, row.drafts, row.accepted = None, 0, [], []
+        return index
+
+    # ------------------------------------------------------------------ driver
+    def _run(self) -> Iterator[GroupEvent]:
+        rows = self.rows
+        cache, hidden, features, active = None, None, None, []  # cache row i holds request active[i]
+        while True:
+            for new, *joining in self._prefill_step():  # rows that join: emit their first token (the base's)
+                self._first_tokens(joining[1], [rows[i] for i in new])
+                now = time.perf_counter()
+                for i in new:
+                    rows[i].prefill_s, rows[i].fed = now - rows[i].started, len(rows[i].prompt_ids)
+                cache, hidden, features = join_batch((cache, hidden, features), joining)
+                active += new
+                yield from self._events(cache, active, new)
+            if self.poll:  # once per base forward (and between prefill chunks): the caller adds and cancels rows
+                self.poll()
+            keep = [pos for pos, i in enumerate(active) if not rows[i].done]
+            if not keep:
+                if not (self._pending or self._chunking):
+                    return
+                cache, hidden, features, active = None, None, None, []
+                continue
+            if len(keep) < len(active):
+                index = torch.tensor(keep, device=self.model.device)
+                cache.select_rows(index)
+                hidden, features = hidden[index], features[index]
+                active = [active[pos] for pos in keep]
+            clock = time.perf_counter()
+            live = [rows[i] for i in active]
+            drafts = self._draft(hidden, features, live)
+            hidden, features = self._verify(cache, live, drafts)
+            elapsed = time.perf_counter() - clock
+            for r in live:
+                r.forwards += 1
+                r.decode_s += elapsed
+            yield from self._events(cache, active, active)
+
+    def _events(self, cache: SlotCache, active: list[int], which: list[int]) -> Iterator[GroupEvent]:
+        """Close the step's group of each row in ``which``; record the KV use of rows that finished."""
+        events = [self._close_group(self.rows[i], i) for i in which]
+        slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot()
+        self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
+        for pos, i in enumerate(active):
+            if self.rows[i].done and i in which:
+                self.rows[i].kv_slots = slots[pos]
+                self.rows[i].kv_bytes = slots[pos] * slot_bytes
+        yield from events
+
+    def _result(self, row: _Row) -> VerifyResult:
+        base = asdict(super()._result(row))
+        base["kv_slots"] = row.kv_slots
+        return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted)
+
+    # ------------------------------------------------------------------ emitting
+    def _emit(self, row: _Row, tokens: list[int], probs: list[float], p_continue: list[float]) -> None:
+        """Record the tokens one base forward decided; stop at an EOS id, max_new_tokens or the context."""
+        row.group = []
+        for t, p, c in zip(tokens, probs, p_continue):
+            row.tokens.append(t)
+            row.group.append(t)
+            row.probs.append(p)
+            row.p_continue.append(c)
+            if t in self.eos and not row.cfg.ignore_eos:
+                row.reason = "eos"
+            elif len(row.tokens) >= row.cfg.max_new_tokens or \
+                    len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
+                row.reason = "length"
+            if row.done:
+                return
+        row.pending = tokens[-1]
+
+    def _first_tokens(self, hidden: torch.Tensor, rows: list[_Row]) -> None:
+        """The first token of each new row: the base's own choice after the prompt."""
+        logits = self.model.decode_logits(hidden).float()
+        tokens = choose_tokens(logits, [r.cfg for r in rows], [r.generator for r in rows])
+        probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0].tolist()
+        for r, t, p in zip(rows, tokens.tolist(), probs):
+            self._emit(r, [t], [p], [0.0])
+
+    def _budget(self, row: _Row) -> int:
+        """Most drafts this step: never more tokens than max_new_tokens or the context leaves room for."""
+        left = min(row.cfg.max_new_tokens - len(row.tokens),
+                   self.model.context_length - len(row.prompt_ids) - len(row.tokens))
+        return max(0, min(self.max_draft, left - 1))
+
+    # ------------------------------------------------------------------ drafting
+    def _draft(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> list[_Drafts]:
+        """The MSD's drafts after each row's pending token, from the base features before it (batched;
+        a row leaves the micro batch when its budget is spent or the stop head ends its draft)."""
+        model = self.model
+        out = [_Drafts() for _ in rows]
+        budget = [self._budget(r) for r in rows]
+        pending = torch.tensor([r.pending for r in rows], device=model.device)
+        embeddings = model.embed(pending)
+        live = self._still_drafting(hidden, embeddings, rows, out, budget, list(range(len(rows))))
+        if not live:
+            return out
+        index = torch.tensor(live, device=model.device)
+        x = torch.cat([features[index], embeddings[index][:, None]], 1)
+        start, msd_cache = 0, DynamicCache()
+        while live:
+            h = model.decoder(x, msd_cache, start)[:, -1]
+            start += x.shape[1]
+            logits = self._draft_logits(h)
+            cfgs = [rows[b].cfg for b in live]
+            tokens = choose_tokens(logits, cfgs, [rows[b].generator for b in live])
+            for j, (b, t) in enumerate(zip(live, tokens.tolist())):
+                out[b].tokens.append(t)
+                if not cfgs[j].greedy:  # the draft distribution, for the acceptance test
+                    out[b].q.append(warp_logits(logits[j], cfgs[j]).softmax(-1))
+            embeddings = model.embed(tokens)
+            going = self._still_drafting(h, embeddings, rows, out, budget, live)
+            if not going:
+                break
+            if len(going) < len(live):
+                keep = torch.tensor([live.index(b) for b in going], device=model.device)
+                msd_cache.batch_select_indices(keep)
+                embeddings = embeddings[keep]
+            x, live = embeddings[:, None], going
+        return out
+
+    def _draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The draft's logits [N, V]: the full LM head, or only the draft vocabulary's rows (-inf elsewhere)."""
+        if self._draft_head is None:
+            return self.model.decode_logits(hidden).float()
+        vocab, weight, bias = self._draft_head
+        sub = hidden.to(weight.dtype) @ weight
+        if bias is not None:
+            sub = sub + bias
+        logits = torch.full((hidden.shape[0], self.model.base.get_output_embeddings().weight.shape[0]),
+                            float("-inf"), device=hidden.device)
+        return logits.index_copy_(1, vocab, sub.float())
+
+    def _still_drafting(self, hidden: torch.Tensor, embeddings: torch.Tensor, rows: list[_Row],
+                        out: list[_Drafts], budget: list[int], live: list[int]) -> list[int]:
+        """The rows in ``live`` that draft one more token (their stop head, in order, says go on)."""
+        if self.draft is not None:
+            return [b for b in live if len(out[b].tokens) < min(self.draft, budget[b])]
+        going_on = torch.sigmoid(-self.model.stop_head(hidden, embeddings).float()).tolist()
+        keep = []
+        for b, c in zip(live, going_on):
+            out[b].p_continue.append(c)
+            if len(out[b].tokens) < budget[b] and c >= rows[b].confidence:
+                keep.append(b)
+        return keep
+
+    # ------------------------------------------------------------------ verifying
+    def _verify(self, cache: SlotCache, rows: list[_Row], drafts: list[_Drafts]):
+        """One base forward over [pending, drafts...] for every row; keep the accepted prefix, roll back the
+        rest; return the base's final state and features at each row's last kept position."""
+        model, device = self.model, self.model.device
+        sizes = [1 + len(d.tokens) for d in drafts]
+        width = max(sizes)
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        for b, (r, d) in enumerate(zip(rows, drafts)):
+            ids[b, :sizes[b]] = torch.tensor([r.pending] + d.tokens)
+        valid = torch.arange(width)[None, :] < torch.tensor(sizes)[:, None]
+        positions = torch.tensor([r.fed for r in rows])[:, None] + torch.arange(width)[None, :]
+        mask = cache.extend(valid.to(device))
+        final, features = model.base_forward(model.embed(ids.to(device)), positions.to(device), mask, cache.kv)
+        # [sum(sizes), V], rows in order; a few rows take the CPU's fast head layout (the cost of 1 row, not k+1)
+        logits = model.decode_logits(final[valid.to(device)], max_rows=SMALL_HEAD_ROWS).float()
+        kept = []
+        start = 0
+        for b, (r, d) in enumerate(zip(rows, drafts)):
+            row_logits = logits[start:start + sizes[b]]
+            start += sizes[b]
+            n_kept, token = speculative_accept(row_logits, d, r.cfg, r.generator)
+            emitted = d.tokens[:n_kept] + [token]
+            probs = row_logits[:n_kept + 1].softmax(-1).gather(1, torch.tensor(emitted, device=device)[:, None])
+            p_continue = (d.p_continue[1:n_kept + 1] + [0.0] * (n_kept + 1))[:n_kept + 1]
+            self._emit(r, emitted, probs[:, 0].tolist(), p_continue)
+            r.drafts.append(len(d.tokens))
+            r.accepted.append(n_kept)
+            r.fed += 1 + n_kept
+            kept.append(n_kept)
+        self._roll_back(cache, sizes, kept)
+        at = torch.tensor(kept, device=device)
+        rows_index = torch.arange(len(rows), device=device)
+        return final[rows_index, at], features[rows_index, at]
+
+    @staticmethod
+    def _roll_back(cache: SlotCache, sizes: list[int], kept: list[int]) -> None:
+        """Mark each row's rejected slots invalid, crop the slots no row kept, compact when holes pile up."""
+        width = max(sizes)
+        first = cache.num_slots - width
+        for b, n in enumerate(kept):
+            cache.valid[b, first + 1 + n:] = False
+        cache.drop_last(width - 1 - max(kept))
+        holes = cache.batch_size * cache.num_slots - int(cache.valid.sum())
+        if holes > COMPACT_AT * cache.batch_size * cache.num_slots:
+            cache.compact()
+
+
+def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None,
+                    draft: int | None = None, draft_vocab: torch.Tensor | None = None) -> VerifyResult:
+    """Lossless generation for one tokenized prompt (see `VerifyGeneration`)."""
+    return VerifyGeneration(model, tokenizer, [prompt_ids], config or GenerationConfig(), draft=draft,
+                            draft_vocab=draft_vocab).run()[0]
+
+
+def draft_vocabulary(path: str, size: int) -> torch.Tensor:
+    """The ``size`` most frequent response tokens of a training data file (jsonl rows with `response_ids`,
+    e.g. the segmented or distilled data; gzip allowed), sorted: a draft vocabulary for `VerifyGeneration`."""
+    import gzip
+    import json
+    from collections import Counter
+
+    counts: Counter = Counter()
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        for line in f:
+            if line.strip():
+                counts.update(json.loads(line)["response_ids"])
+    if not counts:
+        raise HamburgerError(f"{path}: no response_ids to count")
+    return torch.tensor(sorted(t for t, _ in counts.most_common(size)))
+
+
+def on_base(model: HamburgerModel, base_model: HamburgerModel) -> HamburgerModel:
+    """``model``'s grafted modules on ``base_model``'s base: what verify mode runs when the checkpoint's own base
+    carries adapters (verification must use the unchanged base for the output to be the base's)."""
+    if base_model is model:
+        return model
+    out = HamburgerModel(base_model.base, replace(model.config)).eval()
+    out.load_grafted_state_dict(model.grafted_state_dict())
+    return out

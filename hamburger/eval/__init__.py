@@ -1,0 +1,1 @@
+"""Quality: tasks, scorers, the code sandbox, base plausibility, paired statistics, calibration."""

@@ -1,0 +1,148 @@
+"""`hamburger calibrate`: choose a model's default knob by rule, on development prompts only.
+
+The rule: the default confidence is the LOWEST knob of the sweep whose every quality difference from the
+base, on the dev prompts, lies inside its target band (`paired.DEFAULT_BANDS` unless --bands is given).
+"Inside" is judged by the point estimate (--rule point, the default) or by the whole paired-bootstrap 95%
+interval (--rule ci, stricter: with few prompts it keeps knobs near 1.0). Confidence 1.0 decodes exactly as
+the base greedy, so include it in the sweep as the fallback.
+
+Dev prompts only: the fixed dev split of `prompts` (tasks chat and gsm8k; the last 500 GSM8K train rows and
+1 in 20 other prompts by hash, which never enter training). Test sets (ifeval, humaneval, GSM8K test) and
+custom prompt files are refused. The chosen knob is written into the checkpoint's hamburger_config.json
+(config.default_confidence, as `export --default-confidence` does) with a "calibration" record: the rule,
+bands, prompts and each knob's verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from hamburger.errors import HamburgerError
+
+DEV_TASKS = ("chat", "gsm8k")
+TEST_TASKS = ("ifeval", "humaneval")
+
+
+def check_dev(tasks: list[str], meta: dict | None = None) -> None:
+    """Refuse anything but the fixed dev split."""
+    test = [t for t in tasks if t in TEST_TASKS]
+    if test:
+        raise HamburgerError(f"{', '.join(test)} is a test set: never calibrate on it "
+                             f"(dev tasks: {', '.join(DEV_TASKS)})")
+    unknown = [t for t in tasks if t not in DEV_TASKS]
+    if unknown:
+        raise HamburgerError(f"cannot calibrate on {unknown}; dev tasks: {', '.join(DEV_TASKS)}")
+    if meta and (meta.get("gsm8k_file") or meta.get("chat_file")):
+        raise HamburgerError("those results used a custom prompt file; calibrate on the fixed dev split only")
+
+
+def knob_passes(comparisons: list[dict], rule: str) -> bool:
+    return all(c["point_inside"] if rule == "point" else c["verdict"] == "inside" for c in comparisons)
+
+
+def choose_knob(comparisons: list[dict], knobs: list[float], rule: str = "point") -> tuple[float, dict]:
+    """The lowest knob whose comparisons all lie inside their bands, and each knob's verdict."""
+    if rule not in ("point", "ci"):
+        raise HamburgerError(f"unknown rule {rule!r}; choose point or ci")
+    verdicts = {}
+    for knob in sorted(knobs):
+        mine = [c for c in comparisons if c["confidence"] == knob]
+        if not mine:
+            raise HamburgerError(f"no band applies to knob {knob:g}: nothing to judge it by")
+        verdicts[knob] = knob_passes(mine, rule)
+    passing = [k for k, ok in verdicts.items() if ok]
+    if not passing:
+        raise HamburgerError(f"no knob of {sorted(knobs)} stays inside the bands on the dev prompts; "
+                             "add 1.0 (the base's own decoding) to the sweep")
+    return passing[0], verdicts
+
+
+def write_default_knob(model_dir: str | Path, knob: float, record: dict) -> Path:
+    """Set config.default_confidence in a checkpoint's hamburger_config.json (atomically), with the record."""
+    from hamburger.core.checkpoint import CONFIG_FILE, read_meta
+
+    meta = read_meta(model_dir)
+    meta["config"]["default_confidence"] = knob
+    meta["calibration"] = record
+    path = Path(model_dir) / CONFIG_FILE
+    tmp = path.with_name(path.name + ".partial")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def calibrate_from(records: list[dict], meta: dict, knobs: list[float], bands, rule: str) -> tuple[float, dict]:
+    """Choose the knob from an eval run's records; the record to store beside it."""
+    from dataclasses import asdict
+
+    from hamburger.eval.paired import compare
+
+    check_dev(sorted({r["task"] for r in records}), meta)
+    comparisons = compare(records, bands)
+    knob, verdicts = choose_knob(comparisons, knobs, rule)
+    record = {"rule": rule, "knob": knob, "tasks": sorted({r["task"] for r in records}),
+              "examples": {t: len({r["id"] for r in records if r["task"] == t}) for t in {r["task"] for r in records}},
+              "max_new_tokens": meta.get("max_new_tokens"), "bands": [asdict(b) for b in bands],
+              "knobs": {f"{k:g}": ok for k, ok in verdicts.items()},
+              "comparisons": [{k: c[k] for k in ("task", "confidence", "band_text", "diff", "lo", "hi", "verdict")}
+                              for c in comparisons]}
+    return knob, record
+
+
+def cmd_calibrate(args) -> int:
+    from hamburger.eval.paired import parse_bands
+
+    bands = parse_bands(args.bands)
+    knobs = [float(c) for c in args.confidence.split(",")]
+    tasks = args.tasks.split(",")
+    check_dev(tasks)
+    if args.results:
+        records = [json.loads(x) for x in (Path(args.results) / "examples.jsonl").read_text().splitlines() if x]
+        meta = json.loads((Path(args.results) / "summary.json").read_text())["meta"]
+        records = [r for r in records if r["task"] in tasks]
+        knobs = sorted({r["confidence"] for r in records if r["method"].startswith("hamburger@")})
+    else:
+        from hamburger.cli.main import load_model, set_threads
+        from hamburger.eval.run import run_eval, write_outputs
+
+        set_threads(args.threads)
+        model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
+        records, summary = run_eval(model, tokenizer, tasks, knobs, args.limit, args.max_new_tokens,
+                                    batch_size=args.batch_size, reference=reference)
+        meta = {"model": Path(args.model).name, "base": Path(info.spec).name, "limit": args.limit,
+                "max_new_tokens": args.max_new_tokens, "split": "dev"}
+        write_outputs(Path(args.out), records, summary, meta, bands)
+    knob, record = calibrate_from(records, meta, knobs, bands, args.rule)
+    for k, ok in record["knobs"].items():
+        print(f"knob {k}: {'every difference inside its band' if ok else 'a difference outside its band'} "
+              f"(rule: {args.rule})")
+    if args.dry_run:
+        print(f"chosen default knob {knob:g} (dry run: {args.model} left unchanged)")
+    else:
+        print(f"chosen default knob {knob:g} -> {write_default_knob(args.model, knob, record)}")
+    return 0
+
+
+def register(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("calibrate", help="set a model's default knob by rule on the dev prompts",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="HAMburger checkpoint whose default knob is set")
+    p.add_argument("--tasks", default="chat,gsm8k", help="dev tasks, comma list of chat, gsm8k (default both)")
+    p.add_argument("--confidence", default="0.5,0.6,0.7,0.8,0.9,1.0", help="knobs to sweep (default 0.5..1.0)")
+    p.add_argument("--limit", type=int, default=40, help="dev prompts per task (default 40)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="new tokens per answer (default 128)")
+    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--rule", default="point", choices=["point", "ci"],
+                   help="inside a band: by the point estimate (default) or by the whole 95%% interval")
+    p.add_argument("--bands", default=None, help="target bands, as for `hamburger eval --bands`")
+    p.add_argument("--results", default=None,
+                   help="choose from an existing `hamburger eval` run on dev tasks (its folder) instead of running one")
+    p.add_argument("--out", default="runs/calibrate", help="folder for the sweep's eval outputs")
+    p.add_argument("--dry-run", action="store_true", help="print the knob, leave the checkpoint unchanged")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.set_defaults(func=cmd_calibrate)
+    return p

@@ -1,0 +1,173 @@
+"""Paired comparisons with the base: differences with a paired bootstrap 95% interval over prompts, and
+whether each difference lies within its target band.
+
+A band says how much worse than a reference method a metric may be:
+  metric      per-answer field (see `evaluate`), averaged over prompts (weighted by `weight` when given,
+              e.g. IFEval instruction level: weighted by the prompt's number of instructions)
+  reference   the method compared against: "base" (greedy) or "base-sampled"
+  higher_is_better, tolerance   allowed worsening: diff >= -tolerance (higher is better) or
+              diff <= +tolerance (lower is better), with diff = method - reference
+Verdict of one difference: "inside" (the whole 95% interval is in the band), "outside" (the whole interval
+is out of it), else "undecided". The point estimate alone decides `point_inside`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Band:
+    metric: str
+    reference: str
+    higher_is_better: bool
+    tolerance: float
+    weight: str | None = None
+
+    def describe(self) -> str:
+        sign = ">=" if self.higher_is_better else "<="
+        tol = -self.tolerance if self.higher_is_better else self.tolerance
+        return f"{self.metric} - {self.reference} {sign} {tol:+g}"
+
+    def contains(self, diff: float) -> bool:
+        return diff >= -self.tolerance if self.higher_is_better else diff <= self.tolerance
+
+
+# The project's target bands (issue #14). IFEval accuracy: at most 1 point below base greedy; NLL/token and
+# worst-token NLL: no higher than the base's own sampled answers; repetition: no higher than base greedy.
+DEFAULT_BANDS = (
+    Band("inst_strict", "base", True, 0.01, weight="instructions"),
+    Band("inst_loose", "base", True, 0.01, weight="instructions"),
+    Band("nll_per_token", "base-sampled", False, 0.0),
+    Band("worst_token_nll", "base-sampled", False, 0.0),
+    Band("rep4", "base", False, 0.0),
+)
+
+
+def parse_bands(spec: str | None) -> tuple[Band, ...]:
+    """Bands from ``metric:reference:higher|lower:tolerance[:weight]`` items, comma-separated
+    (None: `DEFAULT_BANDS`)."""
+    if not spec:
+        return DEFAULT_BANDS
+    from hamburger.errors import HamburgerError
+
+    out = []
+    for item in spec.split(","):
+        parts = item.strip().split(":")
+        if len(parts) not in (4, 5) or parts[2] not in ("higher", "lower"):
+            raise HamburgerError(f"bad band {item!r}: want metric:reference:higher|lower:tolerance[:weight]")
+        try:
+            tol = float(parts[3])
+        except ValueError:
+            raise HamburgerError(f"bad band {item!r}: tolerance must be a number") from None
+        out.append(Band(parts[0], parts[1], parts[2] == "higher", tol, parts[4] if len(parts) == 5 else None))
+    return tuple(out)
+
+
+def _mean(values: list[float], weights: list[float], idx) -> float:
+    total = sum(weights[i] for i in idx)
+    return sum(values[i] * weights[i] for i in idx) / total if total else 0.0
+
+
+def paired_bootstrap(a: list[float], b: list[float], weights: list[float] | None = None, n_boot: int = 2000,
+                     seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """Difference of (weighted) means, mean(a) - mean(b), over paired units (prompts), with a percentile
+    bootstrap interval: units are resampled with replacement, the pairs kept together."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired_bootstrap needs two equally long, non-empty lists")
+    w = weights or [1.0] * len(a)
+    diff = [x - y for x, y in zip(a, b)]
+    point = _mean(diff, w, range(len(a)))
+    rng = random.Random(seed)
+    n = len(a)
+    stats = sorted(_mean(diff, w, [rng.randrange(n) for _ in range(n)]) for _ in range(n_boot))
+    lo = stats[int((1 - level) / 2 * n_boot)]
+    hi = stats[min(n_boot - 1, int((1 + level) / 2 * n_boot))]
+    return point, lo, hi
+
+
+def verdict(band: Band, lo: float, hi: float) -> str:
+    if band.contains(lo) and band.contains(hi):
+        return "inside"
+    if not band.contains(lo) and not band.contains(hi):
+        return "outside"
+    return "undecided"
+
+
+def compare(records: list[dict], bands=DEFAULT_BANDS, n_boot: int = 2000, seed: int = 0) -> list[dict]:
+    """Every band on every (task, method) that has its metric: difference with the band's reference
+    method, paired by example id, with its bootstrap interval and verdict."""
+    by = {}
+    for r in records:
+        by.setdefault((r["task"], r["method"]), {})[r["id"]] = r
+    out = []
+    for (task, method), rows in by.items():
+        if method in ("base", "base-sampled"):
+            continue
+        for band in bands:
+            ref = by.get((task, band.reference))
+            first = next(iter(rows.values()))
+            if ref is None or band.metric not in first:
+                continue
+            ids = [i for i in rows if i in ref]
+            a = [float(rows[i][band.metric]) for i in ids]
+            b = [float(ref[i][band.metric]) for i in ids]
+            w = [float(rows[i][band.weight]) for i in ids] if band.weight else None
+            diff, lo, hi = paired_bootstrap(a, b, w, n_boot, seed)
+            out.append({"task": task, "method": method, "confidence": first.get("confidence"),
+                        "band": asdict(band), "band_text": band.describe(), "examples": len(ids),
+                        "diff": diff, "lo": lo, "hi": hi, "point_inside": band.contains(diff),
+                        "verdict": verdict(band, lo, hi)})
+    return out
+
+
+def per_type(records: list[dict], reference: str = "base", n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """IFEval instruction-level strict accuracy per instruction type: each method minus `reference`, paired
+    over the prompts that carry the type."""
+    by = {}
+    for r in records:
+        if r["task"] == "ifeval":
+            by.setdefault(r["method"], {})[r["id"]] = r
+    ref = by.get(reference, {})
+    out = []
+    for method, rows in by.items():
+        if method == reference:
+            continue
+        types = sorted({f["id"] for r in rows.values() for f in r["followed"]})
+        for t in types:
+            a, b, w = [], [], []
+            for i, r in rows.items():
+                if i not in ref:
+                    continue
+                mine = [f["strict"] for f in r["followed"] if f["id"] == t]
+                theirs = [f["strict"] for f in ref[i]["followed"] if f["id"] == t]
+                if mine:
+                    a.append(sum(mine) / len(mine))
+                    b.append(sum(theirs) / len(theirs))
+                    w.append(len(mine))
+            if a:
+                diff, lo, hi = paired_bootstrap(a, b, w, n_boot, seed)
+                out.append({"method": method, "type": t, "instructions": int(sum(w)),
+                            "acc": _mean(a, w, range(len(a))), "ref_acc": _mean(b, w, range(len(b))),
+                            "diff": diff, "lo": lo, "hi": hi})
+    return out
+
+
+def band_lines(comparisons: list[dict]) -> list[str]:
+    """The markdown table of differences and band verdicts for summary.md."""
+    lines = ["| task | method | metric vs reference (band) | n | diff | 95% CI | point in band | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in comparisons:
+        lines.append(f"| {c['task']} | {c['method']} | {c['band_text']} | {c['examples']} | {c['diff']:+.3f} | "
+                     f"[{c['lo']:+.3f}, {c['hi']:+.3f}] | {'yes' if c['point_inside'] else 'no'} | {c['verdict']} |")
+    return lines
+
+
+def type_lines(rows: list[dict]) -> list[str]:
+    lines = ["| method | instruction type | n | accuracy | base | diff | 95% CI |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['method']} | {r['type']} | {r['instructions']} | {100 * r['acc']:.1f} | "
+                     f"{100 * r['ref_acc']:.1f} | {100 * r['diff']:+.1f} | "
+                     f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] |")
+    return lines

@@ -1,0 +1,371 @@
+"""`hamburger eval`: quality of HAMburger next to its base model, same prompts, greedy, every knob.
+
+Tasks
+  gsm8k      exact match of the final number (default: the fixed dev split, the last 500 GSM8K rows)
+  humaneval  pass@1, each completion executed in a bubblewrap sandbox (no network, read-only system,
+             unprivileged user, memory/CPU/time limits; see hamburger/eval/sandbox.py); eval refuses to
+             run the task where that isolation is unavailable
+  chat       agreement with the base model's own greedy answer (exact, ROUGE-L, chrF) on dev prompts,
+             and the held-out loss / token accuracy of those base answers under the HAMburger model
+  ifeval     IFEval (a test set) prompt- and instruction-level accuracy, strict and loose (see `ifeval`)
+Every answer of every task is also scored by its plausibility under the unchanged base (NLL per token,
+worst-token NLL, repeated-4-gram rate; see `plausibility`), and the base's own sampled answers
+(temperature 0.7, top-p 0.9, seed = the prompt's position) are one more method, "base-sampled", the
+reference for "as good as the base". Every difference from the base gets a paired bootstrap 95% interval
+over prompts and a verdict against its target band (see `paired`), in summary.md.
+The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
+loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also
+reports tau and decode tok/s. `--endpoint URL` adds an OpenAI-compatible server (e.g. `hamburger
+serve`) as one more method on the same prompts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from hamburger.errors import HamburgerError
+from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.sampling import GenerationConfig
+from hamburger.eval.sandbox import Limits, require
+from hamburger.eval.scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
+
+TASKS = ("gsm8k", "humaneval", "chat", "ifeval")
+IFEVAL_KEYS = ("prompt_strict", "prompt_loose", "inst_strict", "inst_loose")
+
+
+@dataclass
+class Example:
+    task: str
+    id: str
+    prompt: str
+    gold: str | dict | None = None
+
+
+def gsm8k_examples(path: str | None, limit: int) -> list[Example]:
+    if path:
+        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+        if any("question" not in r or "answer" not in r for r in rows):
+            raise HamburgerError(f"{path}: every line needs 'question' and 'answer' (GSM8K format)")
+        items = [(f"gsm8k-file:{i}", r["question"], r["answer"]) for i, r in enumerate(rows)]
+    else:
+        from hamburger.data.prompts import build_prompts
+
+        items = [(r["id"], r["prompt"], r["answer"]) for r in build_prompts(["gsm8k"], "dev", seed=0)]
+    return [Example("gsm8k", i, q, gsm8k_reference(a)) for i, q, a in items[:limit]]
+
+
+def humaneval_examples(limit: int) -> list[Example]:
+    from hamburger.bench.prompts import humaneval_problems, humaneval_request
+
+    return [Example("humaneval", r["task_id"], humaneval_request(r), {k: r[k] for k in ("prompt", "test", "entry_point")})
+            for r in humaneval_problems()[:limit]]
+
+
+def chat_examples(limit: int, path: str | None = None) -> list[Example]:
+    if path:
+        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+        if any(not isinstance(r.get("prompt"), str) for r in rows):
+            raise HamburgerError(f"{path}: every line needs a string field 'prompt'")
+        return [Example("chat", str(r.get("id", f"chat-file:{i}")), r["prompt"]) for i, r in enumerate(rows[:limit])]
+    from hamburger.bench.prompts import category_prompts
+
+    return [Example("chat", r["id"], r["prompt"]) for r in category_prompts("chat", limit, seed=1)]
+
+
+def ifeval_examples(limit: int) -> list[Example]:
+    from hamburger.eval.ifeval import load_ifeval, require_punkt
+
+    require_punkt()  # before any generation: a missing tokenizer must not cost a whole run
+    return [Example("ifeval", f"ifeval:{r['key']}", r["prompt"], r) for r in load_ifeval(limit=limit)]
+
+
+def score(example: Example, text: str, base_text: str | None, timeout: float) -> dict:
+    if example.task == "gsm8k":
+        return {"correct": float(extract_final_number(text) == example.gold)}
+    if example.task == "ifeval":
+        from hamburger.eval.ifeval import score_ifeval
+
+        return score_ifeval(example.gold, text)
+    if example.task == "humaneval":
+        passed, reason = run_sandboxed(humaneval_program(example.gold, text), timeout)
+        return {"passed": float(passed), "reason": reason}
+    return {"exact": float(text == base_text), "rouge_l": rouge_l(text, base_text or ""),
+            "chrf": chrf(text, base_text or "")}
+
+
+def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]]) -> dict:
+    """Teacher-forced loss and token accuracy of base answers, cut by the base's own entropy (decreasing_v2)."""
+    from hamburger.core.model import TrainBatch
+    from hamburger.data.segment import decreasing_v2
+
+    losses, correct, total = [], 0, 0
+    with torch.no_grad():
+        for p, r in zip(prompt_ids, responses):
+            if not r:
+                continue
+            single = TrainBatch([p], [r], [[1] * len(r)])
+            logp = torch.log_softmax(model.teacher_logits(single), -1)
+            entropy = (-(logp.exp() * logp).sum(-1)).tolist()
+            groups = decreasing_v2(entropy, model.config.max_steps)
+            out = model.training_forward(TrainBatch([p], [r], [groups]))
+            losses.append((out.token_loss.item(), len(r)))
+            correct += (out.token_logits.argmax(-1) == out.targets).sum().item()
+            total += len(r)
+    tokens = sum(n for _, n in losses)
+    return {"heldout_loss": sum(l * n for l, n in losses) / max(1, tokens), "heldout_token_acc": correct / max(1, total)}
+
+
+@dataclass
+class Answer:
+    """One generated answer, from the local engine or an OpenAI-compatible endpoint."""
+
+    text: str
+    tokens: int
+    forwards: int
+    decode_s: float
+    first_group: int
+    token_ids: list[int] | None = None  # None from an endpoint: the text is tokenized for plausibility
+
+
+@dataclass
+class Endpoint:
+    """An OpenAI-compatible server evaluated next to the local methods (e.g. `hamburger serve`)."""
+
+    url: str
+    api_key: str | None = None
+    model: str = "hamburger"
+
+    def answer(self, prompts: list[str], max_new_tokens: int) -> list[Answer]:
+        try:
+            from openai import OpenAI
+        except ImportError as e:
+            raise HamburgerError("--endpoint needs the `openai` package (pip install openai)") from e
+        client = OpenAI(base_url=self.url, api_key=self.api_key or "none", max_retries=0, timeout=600)
+        out = []
+        for prompt in prompts:
+            start = time.perf_counter()
+            r = client.chat.completions.create(model=self.model, messages=[{"role": "user", "content": prompt}],
+                                               temperature=0, max_tokens=max_new_tokens)
+            latency = time.perf_counter() - start
+            extension = (r.usage.model_extra or {}).get("hamburger") or {}
+            tokens = r.usage.completion_tokens
+            out.append(Answer(r.choices[0].message.content or "", tokens, extension.get("base_forwards", tokens),
+                              latency, 0))
+        return out
+
+
+def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
+             gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
+             endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
+             sampled: bool = True, verify: bool = False):
+    """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
+    (its speed figures are client-side latencies, not decode times). The "base" method decodes
+    ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
+    samples it (`plausibility.SAMPLED`, seed = the prompt's position). With ``verify``, "verify" is lossless verify
+    mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's)."""
+    from tqdm import tqdm
+
+    if "humaneval" in tasks:
+        require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
+    from hamburger.engine.generate import eos_ids
+    from hamburger.eval.plausibility import SAMPLED, plausibility
+
+    builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
+                "chat": lambda: chat_examples(limit, chat_file), "ifeval": lambda: ifeval_examples(limit)}
+    judge = reference or model
+    eos = eos_ids(judge, tokenizer)
+    methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
+    methods += [(f"hamburger@{c:g}", c) for c in confidences]
+    if verify:
+        from hamburger.engine.verify import VerifyGeneration, on_base
+
+        methods.append(("verify", None))
+        drafter = on_base(model, judge)
+    if endpoint is not None:
+        methods.append(("endpoint", None))
+    records, summary = [], []
+    for task in tasks:
+        examples, ids, candidates = [], [], builders[task]()
+        for e in candidates:
+            prompt_ids = encode_prompt(tokenizer, e.prompt)
+            if len(prompt_ids) < model.context_length:  # longer prompts are skipped and counted
+                examples.append(e)
+                ids.append(prompt_ids)
+        skipped = len(candidates) - len(examples)
+        if not examples:
+            raise HamburgerError(f"task {task}: no example fits the model's context of {model.context_length} tokens")
+        base_texts: list[str] = []
+        base_ids: list[list[int]] = []
+        for name, confidence in methods:
+            if name == "endpoint":
+                answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
+            else:
+                extra = SAMPLED if name == "base-sampled" else {}
+                cfgs = [GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence,
+                                         seed=i if extra else None, **extra) for i in range(len(ids))]
+                runner = judge if name.startswith("base") else drafter if name == "verify" else model
+                engine = VerifyGeneration if name == "verify" else Generation
+                results = []
+                for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
+                    chunk = slice(start, start + batch_size)
+                    results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
+                if name == "base":
+                    base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
+                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids)
+                           for r in results]
+            rows = []
+            for e, p, a, base_text in zip(examples, ids, answers, base_texts):
+                answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
+                    a.text, add_special_tokens=False)["input_ids"]
+                row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
+                       "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
+                       "first_group": a.first_group, **score(e, a.text, base_text, timeout),
+                       **plausibility(judge.base, p, answer_ids, eos)}
+                rows.append(row)
+            records += rows
+            entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
+                     "skipped_too_long": skipped,
+                     "tau": sum(r["tokens"] for r in rows) / max(1, sum(r["forwards"] for r in rows)),
+                     "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
+                     / max(1e-9, sum(r["decode_s"] for r in rows))}
+            for key in ("correct", "passed", "exact", "rouge_l", "chrf", "nll_per_token", "worst_token_nll", "rep4"):
+                if key in rows[0]:
+                    entry[key] = sum(r[key] for r in rows) / len(rows)
+            if task == "ifeval":
+                from hamburger.eval.ifeval import aggregate
+
+                entry.update(aggregate(rows))
+            if task == "chat" and name.startswith("hamburger@"):
+                entry.update(heldout_loss(model, ids, base_ids))
+            summary.append(entry)
+    return records, summary
+
+
+QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l", "ifeval": "inst_strict"}
+
+
+def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict, bands=None) -> Path:
+    from hamburger.eval.paired import DEFAULT_BANDS, band_lines, compare, per_type, type_lines
+
+    bands = bands or DEFAULT_BANDS
+    comparisons, types = compare(records, bands), per_type(records)
+    meta = dict(meta, bands=[asdict(b) for b in bands])
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "examples.jsonl", "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary, "comparisons": comparisons,
+                                                  "ifeval_types": types}, indent=2) + "\n")
+    lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
+             "| task | method | examples | score | tau | decode tok/s | delta vs base | NLL/token | worst-token NLL "
+             "| rep4 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summary:
+        key = QUALITY[s["task"]]
+        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == "base")
+        lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
+                     f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
+                     f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
+    ifeval = [s for s in summary if s["task"] == "ifeval"]
+    if ifeval:
+        lines += ["", "## IFEval accuracy (%)", "",
+                  "| method | prompt strict | prompt loose | inst strict | inst loose |", "|---|---|---|---|---|"]
+        lines += [f"| {s['method']} | " + " | ".join(f"{100 * s[k]:.1f}" for k in IFEVAL_KEYS) + " |" for s in ifeval]
+    lines += ["", "## Differences from the base, paired bootstrap 95% intervals over prompts", "",
+              "Bands: " + "; ".join(b.describe() for b in bands) + ". Verdict: inside = the whole interval is in the "
+              "band, outside = none of it, undecided = it straddles the band's edge.", ""] + band_lines(comparisons)
+    if types:
+        lines += ["", "## IFEval instruction-level strict accuracy per instruction type, vs base greedy", ""]
+        lines += type_lines(types)
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    _plot(out, summary)
+    return out / "summary.md"
+
+
+def _plot(out: Path, summary: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for task in dict.fromkeys(s["task"] for s in summary):
+        rows = sorted((s for s in summary if s["task"] == task), key=lambda s: s["tau"])
+        ax.plot([s["tau"] for s in rows], [100 * s[QUALITY[task]] for s in rows], "o-", label=f"{task}")
+    ax.set(xlabel="tau (tokens per base forward)", ylabel="score (%)", title="quality vs tau across confidence")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "quality_vs_tau.png", dpi=120)
+    plt.close(fig)
+
+
+def cmd_eval(args) -> int:
+    from hamburger.cli.main import load_model, set_threads
+    from hamburger.bench.machine import machine_info
+
+    tasks = args.tasks.split(",")
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
+    confidences = [float(c) for c in args.confidence.split(",")]
+    for c in confidences:
+        GenerationConfig(confidence=c).validate()
+    if "humaneval" in tasks:
+        require(Limits(timeout=args.timeout))
+    from hamburger.eval.paired import parse_bands
+
+    bands = parse_bands(args.bands)
+    set_threads(args.threads)
+    model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
+    endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
+    records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
+                                args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference,
+                                args.chat_file, not args.no_base_sampled, args.verify)
+    import torch as _torch
+
+    meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
+            "fingerprint": info.fingerprint,
+            "limit": args.limit, "max_new_tokens": args.max_new_tokens,
+            "gsm8k_file": args.gsm8k_file, "chat_file": args.chat_file,
+            "machine": machine_info(_torch.get_num_threads(), args.dtype)}
+    print(write_outputs(Path(args.out), records, summary, meta, bands).read_text())
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="quality of HAMburger vs its base model at each confidence",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
+    p.add_argument("--tasks", default="gsm8k,humaneval,chat", help=f"comma list of {', '.join(TASKS)}")
+    p.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knob values (default 0.5,0.7,0.8,0.9)")
+    p.add_argument("--limit", type=int, default=50, help="examples per task (default 50)")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="new tokens per answer (default 256)")
+    p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
+    p.add_argument("--chat-file", default=None,
+                   help="jsonl with a 'prompt' field per line for the chat task (default: fixed dev prompts)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
+    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--endpoint", default=None,
+                   help="also evaluate an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1, `hamburger serve`) "
+                        "on the same prompts, greedy; its tau comes from the usage extension when present")
+    p.add_argument("--api-key", default=None, help="API key for --endpoint")
+    p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
+    p.add_argument("--verify", action="store_true",
+                   help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
+                        "the base's own answers, with tau = tokens per base forward)")
+    p.add_argument("--no-base-sampled", action="store_true",
+                   help="leave out the base's sampled answers (the reference of the NLL bands)")
+    p.add_argument("--bands", default=None,
+                   help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
+                        "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "
+                        "rep4 <= base; see hamburger/eval/paired.py)")
+    p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.set_defaults(func=cmd_eval)

@@ -1,0 +1,1 @@
+"""Serving: the OpenAI-compatible HTTP API, request parsing, the batching scheduler."""

@@ -1,0 +1,1 @@
+"""Training: settings, batching, the objective, distributed processes and the trainer loop."""

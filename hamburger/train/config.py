@@ -1,0 +1,222 @@
+"""Typed training settings (`TrainConfig`), read from YAML/TOML files with ``key=value`` overrides.
+
+Every field has a default; unknown keys and ill-typed or out-of-range values are errors that name
+the valid keys. The config is saved in the run folder and checked again on ``--resume``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from hamburger.errors import HamburgerError
+from hamburger.core.config import LORA_SCOPES, STOP_TARGETS
+from hamburger.core.lora import DEFAULT_TARGETS
+from hamburger.train.objective import MSD_CHAINS
+
+BASE_MODES = ("frozen", "lora", "full")
+STAGES = ("full", "msd")
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one training run (`hamburger train`). Sizes are in tokens, rows or optimizer steps."""
+
+    # --- model
+    base: str | None = None  # base model spec (bundled name, HF folder, hub id); None = bundled SmolLM2
+    init: str | None = None  # start from this HAMburger checkpoint (its grafted sizes win) instead of grafting
+    max_steps: int = 4  # graft: largest token group (ignored with init)
+    decoder_layers: int = 2  # graft: micro-step decoder depth
+    decoder_init: str = "copy_last"  # graft: "copy_last" (copy the base's last layers) or "random"
+    num_taps: int = 3  # graft: intermediate base layers tapped as features
+    stop_sees_token: bool = True  # graft: the stop head also reads the chosen token's embedding
+    base_mode: str = "lora"  # which base weights train: "frozen" (none), "lora" (adapters), "full" (all)
+    lora_r: int = 16  # LoRA rank (base_mode lora)
+    lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
+    lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
+    lora_scope: str = "all"  # where the adapters apply: "all" positions, or "merged" slots only (the base stays
+    #                          exactly itself where nothing merges; see config.LORA_SCOPES)
+    stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
+    msd_chains: str = "groups"  # stage msd: teacher-force the data's "groups", or "all": a group of max_steps
+    #                             tokens from every response token (needs stop_target accepted)
+    msd_stride: int = 1  # msd_chains all: start a group at every msd_stride-th response token only (cheaper steps)
+    # --- data
+    data: str = ""  # training dataset (segment jsonl: prompt_ids, response_ids, groups)
+    eval_data: str | None = None  # held-out dataset in the same format
+    eval_max_rows: int = 0  # evaluate on at most this many rows (0 = all)
+    out: str = "runs/train"  # run folder: metrics.jsonl, config.json, last/ (checkpoint + trainer state)
+    # --- optimisation (AdamW)
+    lr_grafted: float = 3e-4  # peak learning rate of the embedder, micro-step decoder and stop head
+    lr_base: float = 5e-5  # peak learning rate of trainable base weights (LoRA adapters or the full base)
+    min_lr: float = 1e-5  # cosine decay floor (a group whose peak is lower stays at its peak)
+    weight_decay: float = 0.01  # on matrices only (not biases, norms, LoRA B stays decayed like A)
+    warmup_steps: int = 20  # linear warm-up from 0
+    grad_clip: float = 1.0  # global gradient-norm clip (0 = off)
+    dtype: str = "fp32"  # "fp32" or "bf16" (autocast; master weights stay fp32)
+    # --- batches
+    batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
+    max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
+    grad_accum: int = 1  # micro-batches per process per step (splits each process's share to save memory)
+    bucket_size: int = 64  # length bucketing: rows are sorted by length inside shuffled windows of this many batches
+    epochs: float = 1.0  # passes over the data (fractions allowed)
+    max_train_steps: int = 0  # if > 0, stop after this many optimizer steps (caps epochs)
+    # --- loss
+    kl_weight: float = 0.0  # weight of KL(unmerged base || model) per response token; 0 = off (no teacher pass)
+    stop_loss_weight: float = 0.5  # weight of the stop head's binary cross-entropy
+    stop_target: str = "group_end"  # stop-head label: "group_end" (data groups) or "accepted" (also stop
+    #                                 before a token the micro-step decoder gets wrong; see config.STOP_TARGETS)
+    # --- bookkeeping
+    seed: int = 0  # model init, data order
+    threads: int = 0  # torch CPU threads per process (0 = torch's choice)
+    device: str = "auto"  # "auto" (cuda if present), "cpu" or "cuda"
+    parallel: str = "ddp"  # multi-process wrapper: "ddp" or "fsdp" (see docs: untested on CPU)
+    log_every: int = 10  # steps between metric lines
+    eval_every: int = 0  # steps between evaluations (0 = only at the end)
+    save_every: int = 100  # steps between checkpoints (0 = only at the end / on interrupt)
+    progress: bool = True  # tqdm progress bar (rank 0)
+
+    # Fields that may change on --resume without breaking an exact continuation.
+    RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
+                 "progress", "device", "epochs", "max_train_steps")
+
+    def validate(self) -> "TrainConfig":
+        def need(ok: bool, msg: str) -> None:
+            if not ok:
+                raise HamburgerError(f"bad config value: {msg}")
+
+        need(self.base_mode in BASE_MODES, f"base_mode must be one of {BASE_MODES}, got {self.base_mode!r}")
+        need(self.stage in STAGES, f"stage must be one of {STAGES}, got {self.stage!r}")
+        need(self.dtype in ("fp32", "bf16"), f"dtype must be 'fp32' or 'bf16', got {self.dtype!r}")
+        need(self.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, got {self.device!r}")
+        need(self.parallel in ("ddp", "fsdp"), f"parallel must be 'ddp' or 'fsdp', got {self.parallel!r}")
+        need(self.decoder_init in ("copy_last", "random"), "decoder_init must be 'copy_last' or 'random'")
+        for name in ("max_steps", "decoder_layers", "lora_r", "grad_accum", "bucket_size", "msd_stride"):
+            need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("num_taps", "max_tokens", "warmup_steps", "max_train_steps", "threads", "log_every",
+                     "eval_every", "save_every", "eval_max_rows", "batch_size"):
+            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.batch_size > 0 or self.max_tokens > 0, "batch_size or max_tokens must be > 0")
+        for name in ("lr_grafted", "lr_base", "min_lr", "weight_decay", "grad_clip", "kl_weight",
+                     "stop_loss_weight", "lora_alpha"):
+            need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
+        need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
+        need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
+        need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
+        need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
+        need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")
+        need(self.msd_chains == "groups" or self.stop_target == "accepted",
+             "msd_chains 'all' has no group ends to learn: use stop_target accepted")
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def diff(self, other: "TrainConfig", ignore: tuple[str, ...] = ()) -> dict[str, tuple]:
+        """Fields that differ (name -> (self, other)), except those in ``ignore``."""
+        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
+                if f.name not in ignore and getattr(self, f.name) != getattr(other, f.name)}
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "config") -> "TrainConfig":
+        hints = typing.get_type_hints(cls)
+        known = cls.field_names()
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise HamburgerError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(known)}")
+        values = {k: _coerce(k, v, hints[k], where) for k, v in data.items()}
+        return cls(**values).validate()
+
+
+def _coerce(name: str, value, hint, where: str):
+    """Check one value against its field type (ints are accepted as floats)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        if value is None:
+            return None
+        hint = next(a for a in args if a is not type(None))
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, args[0]) for v in value):
+            return list(value)
+    elif hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    elif hint is float and isinstance(value, str) and _looks_float(value):
+        return float(value)  # YAML 1.1 reads "1e-4" as a string
+    elif hint is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    elif hint is bool and isinstance(value, bool):
+        return value
+    elif hint is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise HamburgerError(f"{where}: {name} must be {getattr(hint, '__name__', hint)}, got {value!r}")
+
+
+def read_config_file(path: str | Path) -> dict:
+    """A flat mapping from a .yaml/.yml/.toml/.json file (a top-level ``train:`` table is also accepted)."""
+    path = Path(path)
+    if not path.is_file():
+        raise HamburgerError(f"config file {str(path)!r} does not exist")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        elif path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise HamburgerError(f"{path}: config files must end in .yaml, .yml, .toml or .json")
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise HamburgerError(f"cannot parse {path}: {e}") from e
+    data = data or {}
+    if not isinstance(data, dict):
+        raise HamburgerError(f"{path}: expected a mapping of settings at the top level")
+    if set(data) == {"train"} and isinstance(data["train"], dict):
+        data = data["train"]
+    return data
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """``["key=value", ...]`` -> dict; values are parsed as YAML scalars/lists (``lr_base=1e-4``, ``x=[a,b]``)."""
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise HamburgerError(f"--set expects key=value, got {item!r}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def _looks_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return any(c.isdigit() for c in text)
+
+
+def build_config(path: str | None, overrides: list[str], extra: dict | None = None,
+                 saved: dict | None = None) -> TrainConfig:
+    """A saved run config (on resume) < config file < ``--set`` overrides < explicit CLI options in ``extra``."""
+    data = {**(saved or {}), **(read_config_file(path) if path else {})}
+    where = str(path) if path else "settings"
+    data = {**data, **parse_overrides(overrides or []), **{k: v for k, v in (extra or {}).items() if v is not None}}
+    return TrainConfig.from_dict(data, where)

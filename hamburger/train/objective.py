@@ -1,0 +1,161 @@
+"""Pieces of the trainer that do not depend on its loop: processes, schedule, metrics, the MSD stage.
+
+* `lr_at`: linear warm-up then cosine decay to a floor.
+* `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
+  processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
+* `Objective`: what the wrapped network computes: KL-teacher logits (if any), then the stage's forward.
+* `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
+  the ordinary (unmerged) base forward, which runs without gradients, on the data's groups or on a
+  group starting at every response token (`chain_starts`), with the base's soft targets (KL) if asked.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import accumulate
+
+import torch
+from torch import nn
+
+from hamburger.core.lora import adapters_disabled
+from hamburger.core.model import HamburgerModel, TrainBatch, TrainOutput, kl_to_teacher
+
+
+def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
+    """Learning rate of 0-based optimizer step ``step``: linear warm-up, then cosine from peak to floor."""
+    floor = min(floor, peak)
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    span = max(1, total - warmup)
+    progress = min(1.0, (step - warmup) / span)
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# Layout of the stats vector: counts and sums that add across micro-batches and processes.
+T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, HEAD = range(8)
+
+
+def empty_stats(max_steps: int) -> torch.Tensor:
+    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64)
+
+
+def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int) -> torch.Tensor:
+    """Sums over one micro-batch: [tokens, token loss, stop loss, kl, stop correct, positions, padded
+    positions, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1]."""
+    n = out.targets.numel()
+    s = empty_stats(max_steps)
+    s[T] = n
+    s[TOKEN_LOSS] = out.token_loss.detach().double() * n
+    s[STOP_LOSS] = out.stop_loss.detach().double() * n
+    s[KL] = out.kl.detach().double() * n if out.kl is not None else 0.0
+    s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
+    s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
+    correct = (out.token_logits.detach().argmax(-1) == out.targets).double().cpu()
+    index = out.micro_index.cpu()
+    s[HEAD:HEAD + max_steps] = torch.zeros(max_steps, dtype=torch.float64).index_add_(0, index, correct)
+    s[HEAD + max_steps:] = torch.bincount(index, minlength=max_steps).double()
+    return s
+
+
+def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float) -> dict:
+    """Metrics from summed stats: mean losses per response token, accuracies, padding fraction."""
+    n = max(float(s[T]), 1.0)
+    token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
+    correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
+    out = {"tokens": int(s[T]), "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
+           "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
+           "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
+           "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}
+    if s[PADDED_POS] > 0:
+        out["padding"] = 1.0 - float(s[REAL_POS]) / float(s[PADDED_POS])
+    return out
+
+
+MSD_CHAINS = ("groups", "all")  # where stage msd starts its teacher-forced groups (see `chain_starts`)
+
+
+def chain_starts(batch: TrainBatch, max_steps: int, chains: str, stride: int = 1
+                 ) -> tuple[list[int], list[int], list[list[int]], list[int]]:
+    """The groups stage msd teacher-forces: (row, column of the feature position, padded tokens, size) each.
+
+    ``groups``: the data's own groups. ``all``: a group of up to max_steps tokens starts at every
+    ``stride``-th response token (from an offset that varies between rows), so the micro positions learn
+    from (nearly) every context of the row: the MSD is trained like a multi-token-prediction head, for
+    the cost of one more LM-head row per micro position.
+    """
+    rows, cols, tokens, sizes = [], [], [], []
+    for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
+        if chains == "groups":
+            ends = list(accumulate(g))
+            starts = [e - n for e, n in zip(ends, g)]
+        else:
+            starts = list(range(sum(r) % stride, len(r), stride))
+            ends = [min(len(r), s + max_steps) for s in starts]
+        for start, end in zip(starts, ends):
+            rows.append(b)
+            cols.append(len(p) - 1 + start)
+            tokens.append(r[start:end] + [0] * (max_steps - (end - start)))
+            sizes.append(end - start)
+    return rows, cols, tokens, sizes
+
+
+def msd_forward(model: HamburgerModel, batch: TrainBatch, chains: str = "groups", stride: int = 1) -> TrainOutput:
+    """Stage "msd": only the micro-step decoder and stop head learn, on unmerged base features.
+
+    The base runs once over [prompt, response] without gradients (no merging, so the embedder is
+    unused); the features for a group are those at the token before it, which is what the merged
+    model sees when every earlier group is a single token. ``chains`` picks the groups
+    (`chain_starts`). With ``kl_weight`` > 0 the micro tokens also learn the base's own distribution
+    at their position (soft targets, read from the same no-grad forward). Returns a `TrainOutput` in
+    the same token order as `HamburgerModel.training_forward`.
+    """
+    k = model.config.max_steps
+    device = model.device
+    ids, positions, mask = model.unmerged_inputs(batch)
+    with torch.no_grad():
+        final, features = model.base_forward(model.embed(ids), positions, mask)
+    rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chain_starts(batch, k, chains, stride))
+    out = model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes)
+    if model.config.kl_weight > 0:
+        j = torch.arange(k, device=device)[None, :]
+        in_group = j < sizes[:, None]
+        micro = out.micro_index > 0
+        # The base's prediction of a micro token is at the position right before it: (row, col + j).
+        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group][micro]
+        unique, inverse = torch.unique(where, return_inverse=True)
+        with torch.no_grad():
+            teacher = model.lm_head(final.flatten(0, 1)[unique]).float()[inverse]
+        out.kl = kl_to_teacher(out.token_logits[micro], teacher) if micro.any() else out.loss.new_zeros(())
+        out.loss = out.loss + model.config.kl_weight * out.kl
+    return out
+
+
+class Objective(nn.Module):
+    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's logits when the KL
+    term is on (no gradient), then the training forward of the configured stage."""
+
+    def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None,
+                 msd_chains: str = "groups", msd_stride: int = 1):
+        super().__init__()
+        self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
+        self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
+
+    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+        """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
+        model = self.model
+        if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
+            return None
+        if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
+            with adapters_disabled(model.base):
+                return model.teacher_logits(batch)
+        own = model.base
+        try:  # full fine-tuning: swap the frozen original in for one no-grad forward
+            model.base = self.teacher_base
+            return model.teacher_logits(batch)
+        finally:
+            model.base = own
+
+    def forward(self, batch: TrainBatch) -> TrainOutput:
+        if self.stage == "msd":
+            return msd_forward(self.model, batch, self.msd_chains, self.msd_stride)
+        return self.model(batch, self.teacher(batch))

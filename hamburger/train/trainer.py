@@ -1,0 +1,367 @@
+"""`hamburger train`: teacher-forced training of a HAMburger model on segmented data (method.md).
+
+One loop for every variant: ``base_mode`` (frozen | lora | full) only decides which base weights
+are trainable (lora adds adapters); ``stage: msd`` trains the micro-step decoder and stop head alone
+on unmerged base features. Runs single-process or under torchrun / accelerate launch (DDP: every
+process takes a disjoint share of each step batch, whose size does not depend on the number of
+processes; only rank 0 writes). RUN_DIR/last is a HAMburger checkpoint (``hamburger generate
+--model RUN_DIR/last`` works) plus ``trainer_state.pt`` (optimizer, RNG and data position, tensors
+and plain containers only, read with ``weights_only=True``): ``--resume`` continues exactly as if
+never stopped. Ctrl-C / SIGTERM save a checkpoint before exiting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from hamburger.core.base import BaseInfo, load_base, weights_fingerprint
+from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, read_meta, save_checkpoint
+from hamburger.core.config import HamburgerConfig
+from hamburger.errors import HamburgerError
+from hamburger.core.lora import add_lora, has_lora, merge_lora
+from hamburger.core.model import HamburgerModel, TrainBatch
+from hamburger.core.modules import base_decoder_stack
+from hamburger.train.config import TrainConfig, build_config
+from hamburger.train.batching import Row, load_rows, make_plan, padding_fraction, shard, to_batch
+from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
+from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
+
+STATE_FILE = "trainer_state.pt"
+
+
+class Trainer:
+    """Builds the model, optimizer and data plan from a `TrainConfig`; `train()` runs the loop."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False):
+        self.cfg, self.run = cfg, Path(cfg.out)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.dist = init_dist(cfg.device)
+        last = self.run / "last"
+        if resume and not last.exists() and self.dist.main:
+            print(f"hamburger train: nothing to resume in {self.run}; starting a new run", file=sys.stderr)
+        self.state = self._read_state(last) if resume and last.exists() else None
+        if not resume and last.exists():
+            raise HamburgerError(f"{last} exists: pass --resume to continue that run, or choose another --out")
+        random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
+        self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
+        self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
+        self.model.to(self.dist.device)
+        self._set_trainable()
+        self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
+                                   cfg.msd_stride)
+        layers = list(base_decoder_stack(self.model.base).layers) + list(self.model.decoder.layers)
+        self.net = wrap(self.objective, layers, self.dist, cfg.parallel)
+        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)
+        vocab = self.model.base.get_input_embeddings().num_embeddings
+        k = self.model.config.max_steps
+        self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab)
+        self.eval_rows = load_rows(cfg.eval_data, self.tokenizer, k, vocab)[0] if cfg.eval_data else []
+        if cfg.eval_max_rows:
+            self.eval_rows = self.eval_rows[:cfg.eval_max_rows]
+        self.lengths = [r.slots for r in self.rows]
+        self.plan = make_plan(self.lengths, cfg.batch_size, cfg.max_tokens, cfg.bucket_size, cfg.seed, cfg.epochs,
+                              cfg.max_train_steps)
+        self.step = 0
+        if self.state:
+            self._restore(self.state)
+        self.stop_signal = 0
+
+    # ------------------------------------------------------------------------------------ setup
+    def _load_model(self, last: Path | None):
+        cfg = self.cfg
+        if last is not None:
+            return self._load_checkpoint(last, None)
+        if cfg.init:
+            if not is_checkpoint(cfg.init):
+                raise HamburgerError(f"init {cfg.init!r} is not a HAMburger checkpoint")
+            model, tokenizer, info = self._load_checkpoint(cfg.init, cfg.base)
+        else:
+            base, tokenizer, info = load_base(cfg.base, "float32")
+            hcfg = HamburgerConfig(max_steps=cfg.max_steps, decoder_layers=cfg.decoder_layers,
+                                   decoder_init=cfg.decoder_init, num_taps=cfg.num_taps,
+                                   stop_sees_token=cfg.stop_sees_token)
+            model = HamburgerModel(base, hcfg)
+        if has_lora(model.base) and cfg.base_mode == "full":
+            merge_lora(model.base)  # the adapters become part of the fully trained base
+        elif has_lora(model.base) and cfg.base_mode == "frozen":
+            raise HamburgerError("the init checkpoint has LoRA adapters: train it with base_mode lora or full")
+        if cfg.base_mode == "lora" and not has_lora(model.base):
+            add_lora(model.base, tuple(cfg.lora_targets), cfg.lora_r, cfg.lora_alpha)
+        return model, tokenizer, info
+
+    @staticmethod
+    def _load_checkpoint(path, base):
+        """load_checkpoint, keeping the reference to the *original* base when the checkpoint holds a trained one."""
+        model, tokenizer, info = load_checkpoint(path, base=base)
+        meta = read_meta(path)
+        if meta.get("base_weights"):
+            info = BaseInfo(meta["base"]["spec"], meta["base"]["spec"], meta["base"]["fingerprint"])
+        return model, tokenizer, info
+
+    def _teacher_base(self):
+        """A frozen copy of the original base for the KL term, needed only when the base itself trains."""
+        if self.cfg.kl_weight <= 0 or self.cfg.base_mode != "full":
+            return None
+        base = load_base(self.info.spec, "float32")[0]
+        if weights_fingerprint(base) != self.info.fingerprint:
+            raise HamburgerError(f"the KL teacher {self.info.spec!r} is not the base this model was made from")
+        return base.to(self.dist.device).requires_grad_(False)
+
+    def _set_trainable(self) -> None:
+        """requires_grad: the grafted modules (decoder + stop head only in stage msd) and, by base_mode,
+        nothing, the LoRA adapters or the whole base."""
+        cfg, model = self.cfg, self.model
+        if cfg.stage == "msd" and cfg.base_mode != "frozen":
+            raise HamburgerError("stage msd trains only the micro-step decoder and stop head: use base_mode frozen")
+        model.requires_grad_(False)
+        for name in ("decoder", "stop_head") + (("embedder",) if cfg.stage == "full" else ()):
+            getattr(model, name).requires_grad_(True)
+        if cfg.base_mode == "full":
+            model.base.requires_grad_(True)
+        elif cfg.base_mode == "lora":
+            for name, p in model.base.named_parameters():
+                p.requires_grad_(name.endswith(("lora_A", "lora_B")))
+
+    def _param_groups(self) -> list[dict]:
+        """Grafted modules at lr_grafted, trainable base weights at lr_base; decay on matrices only.
+        Built after wrapping, since FSDP replaces the parameters by sharded ones."""
+        cfg, groups = self.cfg, []
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        for kind, lr in (("grafted", cfg.lr_grafted), ("base", cfg.lr_base)):
+            ps = [p for n, p in named if n.startswith(("embedder.", "decoder.", "stop_head.")) == (kind == "grafted")]
+            groups += [{"params": [p for p in ps if p.ndim >= 2], "weight_decay": cfg.weight_decay, "kind": kind,
+                        "peak": lr},
+                       {"params": [p for p in ps if p.ndim < 2], "weight_decay": 0.0, "kind": kind, "peak": lr}]
+        self.trainable = [p for _, p in named]
+        return [g for g in groups if g["params"]]
+
+    def _autocast(self):
+        return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.dtype == "bf16")
+
+    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+        return self.objective.teacher(batch)
+
+    # ------------------------------------------------------------------------------------ loop
+    def train_step(self, rows: list[int]) -> torch.Tensor:
+        """One optimizer step on a step batch; returns the summed stats of this process's share."""
+        cfg, k = self.cfg, self.model.config.max_steps
+        micro = shard(rows, self.lengths, self.dist.world, self.dist.rank, cfg.grad_accum)
+        total = sum(len(self.rows[i].response_ids) for i in rows)
+        stats = empty_stats(k)
+        self.net.train()
+        for j, part in enumerate(micro):
+            batch_rows = [self.rows[i] for i in part] or [self.rows[rows[0]]]  # an empty share still joins in
+            weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
+            with grad_sync(self.net, j == len(micro) - 1):
+                with self._autocast():
+                    out = self.net(to_batch(batch_rows))
+                (out.loss * weight).backward()
+            if part:
+                stats += batch_stats(out, k, *padding_fraction([batch_rows]))
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr_at(self.step, len(self.plan.steps), group["peak"], cfg.min_lr, cfg.warmup_steps)
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.trainable, cfg.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return stats
+
+    def train(self, on_step=None) -> int:
+        """Run until the plan ends or a signal arrives; return an exit code (0, or 128 + signal)."""
+        cfg, main, total = self.cfg, self.dist.main, len(self.plan.steps)
+        try:
+            handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        except ValueError:  # not the main thread: no signal handling
+            handlers = {}
+        if main:
+            self.run.mkdir(parents=True, exist_ok=True)
+            (self.run / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=1) + "\n")
+            self.log({"kind": "start", "step": self.step, "steps": total, "rows": len(self.rows),
+                      "world": self.dist.world, "trainable_params": sum(p.numel() for p in self.trainable),
+                      "base_mode": cfg.base_mode, "stage": cfg.stage})
+        bar = None
+        if main and cfg.progress:
+            from tqdm import tqdm
+            bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True, file=sys.stderr)
+        window, t0 = None, time.perf_counter()
+        try:
+            while self.step < total:
+                epoch, index, rows = self.plan.steps[self.step]
+                stats = self.train_step(rows)
+                window = stats if window is None else window + stats
+                if self.step % max(cfg.log_every, 1) == 0 or self.step == total:
+                    m = summarize(self.dist.all_sum(window), self.model.config.max_steps, cfg.kl_weight,
+                                  cfg.stop_loss_weight)
+                    dt = time.perf_counter() - t0
+                    m.update(kind="train", step=self.step, epoch=epoch, tok_s=m["tokens"] / dt,
+                             lr={g["kind"]: g["lr"] for g in self.optimizer.param_groups})
+                    self.log(m)
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{m['loss']:.3f}", acc=f"{m['token_acc']:.3f}",
+                                        tok_s=f"{m['tok_s']:.0f}")
+                    window, t0 = None, time.perf_counter()
+                if bar is not None:
+                    bar.update(1)
+                paused = time.perf_counter()  # evaluation and saving do not count against tok/s
+                if cfg.eval_every and self.eval_rows and self.step % cfg.eval_every == 0 and self.step < total:
+                    self.log({"kind": "eval", "step": self.step, **self.evaluate()})
+                if on_step is not None:
+                    on_step(self)
+                stop = int(self.dist.all_max(torch.tensor([self.stop_signal]))[0])
+                if stop or (cfg.save_every and self.step % cfg.save_every == 0) or self.step == total:
+                    self.save()
+                t0 += time.perf_counter() - paused
+                if stop:
+                    if main:
+                        print(f"\nhamburger train: stopped by signal {stop} at step {self.step}/{total}; "
+                              f"checkpoint in {self.run / 'last'}; continue with --resume", file=sys.stderr)
+                    return 128 + stop
+            if self.eval_rows:
+                self.log({"kind": "eval", "step": self.step, **self.evaluate()})
+            self.log({"kind": "end", "step": self.step, "replica_max_diff": self.replica_diff()})
+            return 0
+        finally:
+            if bar is not None:
+                bar.close()
+            for s, h in handlers.items():
+                signal.signal(s, h)
+
+    def _on_signal(self, signum, frame):
+        if self.stop_signal == signal.SIGINT and signum == signal.SIGINT:  # a second Ctrl-C stops at once
+            raise KeyboardInterrupt
+        self.stop_signal = signum
+
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        """Loss, token accuracy per micro position and stop accuracy on the held-out rows (sharded)."""
+        cfg, k = self.cfg, self.model.config.max_steps
+        order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots)
+        size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots for r in self.eval_rows))
+        size = max(1, size // max(1, cfg.grad_accum))
+        batches = [order[i:i + size] for i in range(0, len(order), size)]
+        count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
+        mine = batches[self.dist.rank::self.dist.world]
+        stats = empty_stats(k)
+        self.objective.eval()  # under FSDP this is the sharded module itself; under DDP the unwrapped one
+        for n in range(count):
+            rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
+            with self._autocast():
+                out = self.objective(to_batch(rows))
+            if n < len(mine):
+                stats += batch_stats(out, k, *padding_fraction([rows]))
+        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight)
+
+    def replica_diff(self) -> float:
+        """Largest difference of any trainable weight between processes (0 when replicas agree)."""
+        if not self.dist.active or is_fsdp(self.net):
+            return 0.0  # FSDP: one sharded copy, nothing to compare
+        flat = torch.cat([p.detach().float().flatten().cpu() for p in self.trainable])
+        top, low = self.dist.all_max(flat.clone()), -self.dist.all_max(-flat)
+        return float((top - low).abs().max())
+
+    def log(self, record: dict) -> None:
+        if self.dist.main:
+            record = {"time": round(time.time(), 3), **record}
+            with (self.run / "metrics.jsonl").open("a") as f:
+                f.write(json.dumps(record) + "\n")
+
+    # ------------------------------------------------------------------------------------ state
+    def save(self) -> None:
+        """Atomically replace RUN_DIR/last by a checkpoint + trainer state at the current step (rank 0
+        writes; under FSDP every process helps gather the weights and optimizer state)."""
+        fsdp = is_fsdp(self.net)
+        opt_state = optimizer_state(self.net, self.optimizer)
+        with gathered(self.model) if fsdp else contextlib.nullcontext():
+            self._write(opt_state)
+        self.dist.barrier()
+
+    def _write(self, opt_state: dict) -> None:
+        if self.dist.main:
+            last, staging = self.run / "last", self.run / "last.saving"
+            if staging.exists():
+                shutil.rmtree(staging)
+            save_checkpoint(self.model, staging, self.info, self.tokenizer, save_base=self.cfg.base_mode == "full",
+                            extra={"training": {"step": self.step, "run": str(self.run)}})
+            epoch, index = self.plan.steps[self.step][:2] if self.step < len(self.plan.steps) else (None, None)
+            state = {"step": self.step, "epoch": epoch, "index": index, "optimizer": opt_state,
+                     "rng_python": list(random.getstate()[1]), "rng_torch": torch.get_rng_state(),
+                     "config": json.dumps(self.cfg.to_dict()), "data_rows": len(self.rows),
+                     "data_lengths": torch.tensor(self.lengths)}
+            torch.save(state, staging / STATE_FILE)
+            old = self.run / "last.old"
+            if last.exists():
+                last.rename(old)
+            staging.rename(last)
+            if old.exists():
+                shutil.rmtree(old)
+
+    def _read_state(self, last: Path) -> dict:
+        if not (last / STATE_FILE).is_file():
+            raise HamburgerError(f"nothing to resume: {last / STATE_FILE} does not exist")
+        read_meta(last)
+        state = torch.load(last / STATE_FILE, weights_only=True, map_location="cpu")
+        saved = TrainConfig.from_dict(json.loads(state["config"]), str(last / STATE_FILE))
+        diff = saved.diff(self.cfg, ignore=TrainConfig.RESUMABLE)
+        if diff:
+            raise HamburgerError(f"--resume with settings that differ from the run's: {diff} (saved, given)")
+        return state
+
+    def _restore(self, state: dict) -> None:
+        if state["data_rows"] != len(self.rows) or not torch.equal(state["data_lengths"], torch.tensor(self.lengths)):
+            raise HamburgerError("--resume: the training data is not the data this run started with")
+        self.step = int(state["step"])
+        at = tuple(self.plan.steps[self.step][:2]) if self.step < len(self.plan.steps) else None
+        if state["epoch"] is not None and at is not None and at != (state["epoch"], state["index"]):
+            raise HamburgerError("--resume: the batch plan changed (batch settings or data order)")
+        load_optimizer_state(self.net, self.optimizer, state["optimizer"])
+        random.setstate((3, tuple(int(x) for x in state["rng_python"]), None))
+        torch.set_rng_state(state["rng_torch"])
+
+
+# ---------------------------------------------------------------------------------------- CLI
+def cmd_train(args) -> int:
+    extra = {"out": args.out, "data": args.data, "eval_data": args.eval_data}
+    if args.model:
+        extra["init" if is_checkpoint(args.model) else "base"] = args.model
+    cfg = build_config(args.config, args.set, extra)
+    if args.resume and not args.config and (Path(cfg.out) / "config.json").is_file():
+        saved = json.loads((Path(cfg.out) / "config.json").read_text())  # the run's own settings
+        cfg = build_config(None, args.set, extra, saved=saved)
+    if not cfg.data:
+        raise HamburgerError("no training data: give --data DATASET.jsonl or set `data` in the config")
+    trainer = Trainer(cfg, resume=args.resume)
+    code = trainer.train()
+    trainer.dist.close()  # on an exception, the launcher tears the group down instead
+    if trainer.dist.main and code == 0:
+        print(f"hamburger train: {trainer.step} steps done; checkpoint {Path(cfg.out) / 'last'}", file=sys.stderr)
+    return code
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "train", help="train a HAMburger model on segmented data",
+        description="Train the grafted modules (and optionally the base: base_mode frozen|lora|full) on a dataset "
+                    "from `hamburger segment`. Settings come from --config (YAML/TOML), then --set key=value, "
+                    "then the options below. Multi-process: torchrun --nproc_per_node N -m hamburger.cli train ... "
+                    "(docs/training.md lists every setting, launch lines and the run folder layout).")
+    p.add_argument("--config", default=None, help="settings file (.yaml/.toml/.json); keys are TrainConfig fields")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
+    p.add_argument("--model", default=None, help="HAMburger checkpoint to start from, or a base model spec to graft on")
+    p.add_argument("--data", default=None, help="training dataset (jsonl from `hamburger segment`)")
+    p.add_argument("--eval-data", default=None, help="held-out dataset for periodic evaluation")
+    p.add_argument("--out", default=None, help="run folder (metrics.jsonl, config.json, last/)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
+    p.set_defaults(func=cmd_train)
