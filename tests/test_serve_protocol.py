@@ -1,11 +1,16 @@
-"""`hamburger serve`'s OpenAI shapes, with no server: the exact JSON the clients read."""
+"""`hamburger serve`'s OpenAI shapes and request lifecycle, with no server: the exact JSON the clients read."""
+
+import asyncio
+import json
 
 import pytest
 
 from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.verify import VerifyResult
+from hamburger.serve import lifecycle
 from hamburger.serve.protocol import (FINISH, APIError, Chunks, authorize, completion_body, completion_id,
                                       error_body, internal_error, model_card, model_list, shutting_down, sse, usage)
+from hamburger.serve.scheduler import QueueFull, ShuttingDown
 
 
 def result(text="hello world", finish="eos", cls=GenerationResult, **kw) -> GenerationResult:
@@ -107,3 +112,89 @@ def test_completion_chunks_with_usage():
 def test_model_cards():
     assert model_card("m", 7) == {"id": "m", "object": "model", "created": 7, "owned_by": "hamburger"}
     assert model_list("m", 7) == {"object": "list", "data": [model_card("m", 7)]}
+
+
+# ------------------------------------------------------------------------------ lifecycle
+class FakeScheduler:
+    def __init__(self, refuse: Exception | None = None):
+        self.refuse, self.submitted, self.cancelled = refuse, [], []
+
+    def submit(self, req):
+        if self.refuse:
+            raise self.refuse
+        self.submitted.append(req)
+
+    def cancel(self, req):
+        self.cancelled.append(req)
+
+
+def test_submit_refusals():
+    async def go(scheduler, ids=(1, 2)):
+        return lifecycle.submit(scheduler, list(ids), None, "verify", context_length=3)
+
+    s = FakeScheduler()
+    req = asyncio.run(go(s))
+    assert s.submitted == [req] and req.mode == "verify" and req.prompt_ids == [1, 2]
+    for scheduler, ids, status, code in [(s, (1, 2, 3), 400, "context_length_exceeded"),
+                                         (FakeScheduler(QueueFull("full")), (1,), 429, "queue_full"),
+                                         (FakeScheduler(ShuttingDown("bye")), (1,), 503, "shutting_down")]:
+        with pytest.raises(APIError) as e:
+            asyncio.run(go(scheduler, ids))
+        assert (e.value.status, e.value.code) == (status, code)
+    assert e.value.message == "bye"
+
+
+def test_collect_answers_and_cancels_when_the_client_goes_away(monkeypatch):
+    monkeypatch.setattr(lifecycle, "WATCH_S", 0.01)
+
+    async def go(push, gone_after: int):
+        s = FakeScheduler()
+        req = lifecycle.submit(s, [1], None, "hamburger", 10)
+        calls = 0
+
+        async def is_disconnected():
+            nonlocal calls
+            calls += 1
+            return calls > gone_after
+
+        for item in push:
+            req.queue.put_nowait(item)
+        try:
+            return await lifecycle.collect(s, req, is_disconnected)
+        finally:
+            assert bool(s.cancelled) == (not push or push[-1][0] not in ("done", "error"))
+
+    r = result()
+    assert asyncio.run(go([("event", event("x")), ("done", r)], 10 ** 6)) is r
+    for push, status in [([("error", RuntimeError("oom"))], 500), ([("error", ShuttingDown("bye"))], 503),
+                         ([], 499)]:
+        with pytest.raises(APIError) as e:
+            asyncio.run(go(push, 2))
+        assert e.value.status == status
+
+
+def test_stream_events_in_order_and_cancel_on_close():
+    async def go(push, take=None):
+        s = FakeScheduler()
+        req = lifecycle.submit(s, [1], None, "hamburger", 10)
+        for item in push:
+            req.queue.put_nowait(item)
+        events = lifecycle.stream(s, req, Chunks("chat", "chatcmpl-1", "m"))
+        out = []
+        async for e in events:
+            out.append(e)
+            if take and len(out) == take:
+                await events.aclose()  # the client went away
+                break
+        return out, s.cancelled
+
+    out, cancelled = asyncio.run(go([("event", event("hello")), ("event", event(" wor")), ("done", result())]))
+    payloads = [json.loads(e[len("data: "):]) if e != "data: [DONE]\n\n" else "[DONE]" for e in out]
+    assert all(e.startswith("data: ") and e.endswith("\n\n") for e in out) and not cancelled
+    assert [p["choices"][0]["delta"] for p in payloads[:-1]] == [
+        {"role": "assistant", "content": ""}, {"content": "hello"}, {"content": " wor"}, {"content": "ld"}]
+    assert payloads[-2]["choices"][0]["finish_reason"] == "stop" and payloads[-1] == "[DONE]"
+    out, cancelled = asyncio.run(go([("error", ShuttingDown("bye"))]))
+    assert json.loads(out[-1][len("data: "):])["error"]["code"] == "shutting_down" and not cancelled
+    out, cancelled = asyncio.run(go([("event", event("a"))], take=2))
+    assert len(out) == 2 and len(cancelled) == 1
