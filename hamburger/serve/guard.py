@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 
+from hamburger.serve.protocol import APIError, internal_error
+
 log = logging.getLogger("hamburger.serve")
 
 
@@ -19,12 +21,9 @@ class BodyTooLarge(Exception):
     pass
 
 
-def error_body(message: str, type: str, code: str | None) -> bytes:
-    return json.dumps({"error": {"message": message, "type": type, "param": None, "code": code}}).encode()
-
-
-async def send_json(send, status: int, body: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
+async def send_error(send, error: APIError) -> None:
+    body = json.dumps(error.body()).encode()
+    await send({"type": "http.response.start", "status": error.status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
@@ -33,16 +32,16 @@ class Guard:
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
 
-    def too_large(self, size: str) -> bytes:
-        return error_body(f"the request body is {size} bytes; this server takes at most {self.max_bytes} "
-                          f"(--max-request-bytes)", "invalid_request_error", "request_too_large")
+    def too_large(self, size: str) -> APIError:
+        return APIError(413, f"the request body is {size} bytes; this server takes at most {self.max_bytes} "
+                             f"(--max-request-bytes)", code="request_too_large")
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            return await send_json(send, 413, self.too_large(declared))
+            return await send_error(send, self.too_large(declared))
         started, received = False, 0
 
         async def counting_receive():
@@ -63,10 +62,9 @@ class Guard:
             await self.app(scope, counting_receive, watching_send)
         except BodyTooLarge:
             if not started:
-                await send_json(send, 413, self.too_large(f"over {self.max_bytes}"))
+                await send_error(send, self.too_large(f"over {self.max_bytes}"))
         except Exception as e:  # noqa: BLE001 - the last line of defence: answer, log, keep serving
             log.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
             if not started:
-                await send_json(send, 500, error_body(f"internal error: {type(e).__name__}: {e}", "server_error",
-                                                      "internal_error"))
+                await send_error(send, internal_error(e))
             # once a response has started (a stream), the route itself ends it with an error event

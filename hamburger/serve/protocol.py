@@ -1,17 +1,26 @@
-"""Pure request parsing for `hamburger serve`: a request body (bytes) -> GenerationConfig and prompt token ids.
+"""The OpenAI wire protocol of `hamburger serve`, as pure functions: requests in, response shapes out.
+
+In: a request body (bytes) -> `Parsed` (GenerationConfig, decoding mode, prompt token ids, streaming options),
+and the `Authorization` header. Out: the OpenAI shapes the clients read: error bodies (`APIError`), `usage`,
+the non-streamed completion body, the streamed chunks (`Chunks`) and their server-sent-event framing (`sse`),
+the finish reasons, the model cards.
 
 No web framework here: every function takes plain values and raises `APIError` (an OpenAI-shaped error with
 its HTTP status) on anything it refuses, so the rules can be read, and tested, in one place. The routes
-live in `serve.py`; these functions run off the event loop (tokenizing a long prompt takes CPU time).
+live in `app.py`; `prepare` runs off the event loop (tokenizing a long prompt takes CPU time).
 """
 
+import hmac
 import json
 import math
+import time
+import uuid
 from dataclasses import dataclass
 
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import encode_prompt
+from hamburger.engine.generate import GenerationResult, encode_prompt
 from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.verify import VerifyResult
 
 ROLES = {"system", "developer", "user", "assistant"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
@@ -46,11 +55,39 @@ class APIError(Exception):
         self.headers = headers
 
     def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,
+               code: str | None = None) -> dict:
+    """OpenAI's error shape: every refusal, and the error event that ends a failed stream."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 def bad(message: str, param: str | None = None, code: str | None = None) -> APIError:
     return APIError(400, message, param=param, code=code)
+
+
+def shutting_down(message: str) -> APIError:
+    """503: the server drains (SIGTERM) and takes no new requests."""
+    return APIError(503, message, "server_error", code="shutting_down")
+
+
+def internal_error(e: BaseException) -> APIError:
+    """500: a fault no rule foresaw (logged where it is caught)."""
+    return APIError(500, f"internal error: {type(e).__name__}: {e}", "server_error", code="internal_error")
+
+
+def authorize(headers, api_key: str | None) -> None:
+    """401 unless the request carries 'Authorization: Bearer KEY' (nothing is checked without a key).
+    ``headers``: a mapping with lower-case names (Starlette's headers are case-insensitive)."""
+    if api_key is None:
+        return
+    header = headers.get("authorization", "")
+    given = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    if not hmac.compare_digest(given.encode(), api_key.encode()):
+        raise APIError(401, "Incorrect API key provided" if given else
+                       "Missing API key: send 'Authorization: Bearer KEY'", code="invalid_api_key")
 
 
 # ------------------------------------------------------------------------------------ the body
@@ -224,3 +261,99 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
     return Parsed(config, mode, ids, stream, include_usage)
+
+
+# ------------------------------------------------------------------------------------ responses
+# "cancelled": a row cut when the drain time ran out (a client that went away is never answered)
+FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "length"}
+SSE_MEDIA_TYPE = "text/event-stream"
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy may hold the events back
+
+
+def finish_reason(result: GenerationResult) -> str:
+    return FINISH[result.finish_reason]
+
+
+def usage(r: GenerationResult) -> dict:
+    """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots)."""
+    return {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.tokens,
+            "total_tokens": r.prompt_tokens + r.tokens,
+            "hamburger": {"base_forwards": r.forwards, "tau": round(r.tau, 4), "groups": len(r.groups),
+                          "kv_slots": r.kv_slots, "kv_slots_ordinary": r.kv_slots_ordinary, "kv_bytes": r.kv_bytes,
+                          "confidence": r.confidence, "mode": "verify" if isinstance(r, VerifyResult) else "hamburger"}}
+
+
+def sse(data) -> str:
+    """One server-sent event: a JSON payload, or a bare string such as "[DONE]"."""
+    return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+
+
+def completion_id(kind: str) -> str:
+    return f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
+
+
+def completion_body(kind: str, rid: str, model: str, result: GenerationResult) -> dict:
+    """The answer to a non-streamed request: a chat.completion or a text_completion."""
+    reason = finish_reason(result)
+    if kind == "chat":
+        choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "logprobs": None,
+                  "finish_reason": reason}
+    else:
+        choice = {"index": 0, "text": result.text, "logprobs": None, "finish_reason": reason}
+    return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
+            "created": int(time.time()), "model": model, "choices": [choice], "usage": usage(result)}
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """The chunks of one streamed answer (``kind`` "chat": chat.completion.chunk, else text_completion), in
+    order: `role` (chat only), one `text` per group of tokens, then the `ending`. With ``include_usage``
+    every chunk has "usage": null and the ending adds a usage chunk with no choices, as OpenAI streams it."""
+
+    kind: str
+    rid: str
+    model: str
+    include_usage: bool = False
+
+    @property
+    def object(self) -> str:
+        return "chat.completion.chunk" if self.kind == "chat" else "text_completion"
+
+    def _chunk(self, choices: list) -> dict:
+        return {"id": self.rid, "object": self.object, "created": int(time.time()), "model": self.model,
+                "choices": choices}
+
+    def text(self, text: str | None, finish: str | None = None) -> dict:
+        """A chunk of generated text (None: no text, as in a final chunk with nothing left to show)."""
+        if self.kind == "chat":
+            choice = {"index": 0, "delta": {} if text is None else {"content": text}, "logprobs": None,
+                      "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+        out = self._chunk([choice])
+        if self.include_usage:
+            out["usage"] = None
+        return out
+
+    def role(self) -> dict:
+        """The first chunk of a chat stream: the assistant's role and no text yet."""
+        out = self.text("")
+        out["choices"][0]["delta"] = {"role": "assistant", "content": ""}
+        return out
+
+    def ending(self, result: GenerationResult, shown: int) -> list:
+        """What ends the stream once ``result`` is in, ``shown`` characters of its text sent: the final chunk
+        (the text held back, a possible stop string, when a row is cut), the usage chunk, then "[DONE]"."""
+        rest = result.text[shown:]
+        out = [self.text(rest or None, finish_reason(result))]
+        if self.include_usage:
+            out.append({**self._chunk([]), "usage": usage(result)})
+        return [*out, "[DONE]"]
+
+
+def model_card(name: str, created: int) -> dict:
+    return {"id": name, "object": "model", "created": created, "owned_by": "hamburger"}
+
+
+def model_list(name: str, created: int) -> dict:
+    return {"object": "list", "data": [model_card(name, created)]}

@@ -1,0 +1,200 @@
+"""`hamburger serve`'s OpenAI shapes and request lifecycle, with no server: the exact JSON the clients read."""
+
+import asyncio
+import json
+
+import pytest
+
+from hamburger.engine.generate import GenerationResult, GroupEvent
+from hamburger.engine.verify import VerifyResult
+from hamburger.serve import lifecycle
+from hamburger.serve.protocol import (FINISH, APIError, Chunks, authorize, completion_body, completion_id,
+                                      error_body, internal_error, model_card, model_list, shutting_down, sse, usage)
+from hamburger.serve.scheduler import QueueFull, ShuttingDown
+
+
+def result(text="hello world", finish="eos", cls=GenerationResult, **kw) -> GenerationResult:
+    return cls(text=text, token_ids=[5, 6, 7], groups=[2, 1], tokens=3, forwards=2, tau=1.23456, prompt_tokens=4,
+               kv_slots=5, kv_slots_ordinary=6, kv_bytes=640, kv_bytes_ordinary=768, prefill_s=0.1, decode_s=0.2,
+               decode_tok_s=10.0, finish_reason=finish, confidence=0.5, **kw)
+
+
+def event(text: str) -> GroupEvent:
+    return GroupEvent(row=0, token_ids=[1], text=text, p_continue=[0.5], token_probs=[0.9])
+
+
+# ------------------------------------------------------------------------------ shapes
+def test_usage_counts_and_the_hamburger_extension():
+    assert usage(result()) == {
+        "prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7,
+        "hamburger": {"base_forwards": 2, "tau": 1.2346, "groups": 2, "kv_slots": 5, "kv_slots_ordinary": 6,
+                      "kv_bytes": 640, "confidence": 0.5, "mode": "hamburger"}}
+    assert usage(result(cls=VerifyResult))["hamburger"]["mode"] == "verify"
+
+
+def test_finish_reasons_are_openai_ones():
+    assert FINISH == {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "length"}
+
+
+def test_sse_framing():
+    assert sse("[DONE]") == "data: [DONE]\n\n"
+    assert sse({"a": [1, None]}) == 'data: {"a": [1, null]}\n\n'
+
+
+def test_error_bodies():
+    assert error_body("no", "server_error", "x", "c") == {"error": {"message": "no", "type": "server_error",
+                                                                    "param": "x", "code": "c"}}
+    e = APIError(429, "busy", "rate_limit_error", code="queue_full", headers={"Retry-After": "1"})
+    assert e.body() == error_body("busy", "rate_limit_error", None, "queue_full") and e.headers == {"Retry-After": "1"}
+    down = shutting_down("bye")
+    assert down.status == 503 and down.body()["error"] == {"message": "bye", "type": "server_error", "param": None,
+                                                           "code": "shutting_down"}
+    boom = internal_error(ValueError("boom"))
+    assert boom.status == 500 and boom.body()["error"]["message"] == "internal error: ValueError: boom"
+    assert boom.body()["error"]["code"] == "internal_error"
+
+
+def test_authorize():
+    authorize({}, None)  # no key: anything goes
+    authorize({"authorization": "Bearer sk-1"}, "sk-1")
+    authorize({"authorization": "bearer  sk-1 "}, "sk-1")
+    for headers, message in [({}, "Missing"), ({"authorization": "sk-1"}, "Missing"),
+                             ({"authorization": "Bearer sk-2"}, "Incorrect")]:
+        with pytest.raises(APIError) as e:
+            authorize(headers, "sk-1")
+        assert e.value.status == 401 and e.value.code == "invalid_api_key" and message in e.value.message
+
+
+def test_completion_bodies():
+    chat = completion_body("chat", "chatcmpl-1", "m", result(finish="stop"))
+    assert isinstance(chat.pop("created"), int)
+    assert chat == {"id": "chatcmpl-1", "object": "chat.completion", "model": "m", "usage": usage(result()),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello world"},
+                                 "logprobs": None, "finish_reason": "stop"}]}
+    text = completion_body("completion", "cmpl-1", "m", result(finish="cancelled"))
+    assert text["object"] == "text_completion"
+    assert text["choices"] == [{"index": 0, "text": "hello world", "logprobs": None, "finish_reason": "length"}]
+    assert completion_id("chat").startswith("chatcmpl-") and completion_id("completion").startswith("cmpl-")
+    assert completion_id("chat") != completion_id("chat")
+
+
+def without_created(chunk):
+    if isinstance(chunk, dict):
+        assert isinstance(chunk.pop("created"), int)
+    return chunk
+
+
+def test_chat_chunks():
+    c = Chunks("chat", "chatcmpl-1", "m")
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m"}
+    assert without_created(c.role()) == {**head, "choices": [
+        {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}
+    assert without_created(c.text("he")) == {**head, "choices": [
+        {"index": 0, "delta": {"content": "he"}, "logprobs": None, "finish_reason": None}]}
+    final, done = [without_created(x) for x in c.ending(result(), len("hello world"))]
+    assert final == {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}
+    assert done == "[DONE]"
+    final = without_created(c.ending(result(), 5)[0])  # text held back (a possible stop string) comes last
+    assert final["choices"][0]["delta"] == {"content": " world"}
+
+
+def test_completion_chunks_with_usage():
+    c = Chunks("completion", "cmpl-1", "m", include_usage=True)
+    head = {"id": "cmpl-1", "object": "text_completion", "model": "m"}
+    assert without_created(c.text("he")) == {**head, "usage": None, "choices": [
+        {"index": 0, "text": "he", "logprobs": None, "finish_reason": None}]}
+    final, use, done = [without_created(x) for x in c.ending(result(finish="length"), 11)]
+    assert final == {**head, "usage": None, "choices": [
+        {"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}]}
+    assert use == {**head, "choices": [], "usage": usage(result())} and done == "[DONE]"
+
+
+def test_model_cards():
+    assert model_card("m", 7) == {"id": "m", "object": "model", "created": 7, "owned_by": "hamburger"}
+    assert model_list("m", 7) == {"object": "list", "data": [model_card("m", 7)]}
+
+
+# ------------------------------------------------------------------------------ lifecycle
+class FakeScheduler:
+    def __init__(self, refuse: Exception | None = None):
+        self.refuse, self.submitted, self.cancelled = refuse, [], []
+
+    def submit(self, req):
+        if self.refuse:
+            raise self.refuse
+        self.submitted.append(req)
+
+    def cancel(self, req):
+        self.cancelled.append(req)
+
+
+def test_submit_refusals():
+    async def go(scheduler, ids=(1, 2)):
+        return lifecycle.submit(scheduler, list(ids), None, "verify", context_length=3)
+
+    s = FakeScheduler()
+    req = asyncio.run(go(s))
+    assert s.submitted == [req] and req.mode == "verify" and req.prompt_ids == [1, 2]
+    for scheduler, ids, status, code in [(s, (1, 2, 3), 400, "context_length_exceeded"),
+                                         (FakeScheduler(QueueFull("full")), (1,), 429, "queue_full"),
+                                         (FakeScheduler(ShuttingDown("bye")), (1,), 503, "shutting_down")]:
+        with pytest.raises(APIError) as e:
+            asyncio.run(go(scheduler, ids))
+        assert (e.value.status, e.value.code) == (status, code)
+    assert e.value.message == "bye"
+
+
+def test_collect_answers_and_cancels_when_the_client_goes_away(monkeypatch):
+    monkeypatch.setattr(lifecycle, "WATCH_S", 0.01)
+
+    async def go(push, gone_after: int):
+        s = FakeScheduler()
+        req = lifecycle.submit(s, [1], None, "hamburger", 10)
+        calls = 0
+
+        async def is_disconnected():
+            nonlocal calls
+            calls += 1
+            return calls > gone_after
+
+        for item in push:
+            req.queue.put_nowait(item)
+        try:
+            return await lifecycle.collect(s, req, is_disconnected)
+        finally:
+            assert bool(s.cancelled) == (not push or push[-1][0] not in ("done", "error"))
+
+    r = result()
+    assert asyncio.run(go([("event", event("x")), ("done", r)], 10 ** 6)) is r
+    for push, status in [([("error", RuntimeError("oom"))], 500), ([("error", ShuttingDown("bye"))], 503),
+                         ([], 499)]:
+        with pytest.raises(APIError) as e:
+            asyncio.run(go(push, 2))
+        assert e.value.status == status
+
+
+def test_stream_events_in_order_and_cancel_on_close():
+    async def go(push, take=None):
+        s = FakeScheduler()
+        req = lifecycle.submit(s, [1], None, "hamburger", 10)
+        for item in push:
+            req.queue.put_nowait(item)
+        events = lifecycle.stream(s, req, Chunks("chat", "chatcmpl-1", "m"))
+        out = []
+        async for e in events:
+            out.append(e)
+            if take and len(out) == take:
+                await events.aclose()  # the client went away
+                break
+        return out, s.cancelled
+
+    out, cancelled = asyncio.run(go([("event", event("hello")), ("event", event(" wor")), ("done", result())]))
+    payloads = [json.loads(e[len("data: "):]) if e != "data: [DONE]\n\n" else "[DONE]" for e in out]
+    assert all(e.startswith("data: ") and e.endswith("\n\n") for e in out) and not cancelled
+    assert [p["choices"][0]["delta"] for p in payloads[:-1]] == [
+        {"role": "assistant", "content": ""}, {"content": "hello"}, {"content": " wor"}, {"content": "ld"}]
+    assert payloads[-2]["choices"][0]["finish_reason"] == "stop" and payloads[-1] == "[DONE]"
+    out, cancelled = asyncio.run(go([("error", ShuttingDown("bye"))]))
+    assert json.loads(out[-1][len("data: "):])["error"]["code"] == "shutting_down" and not cancelled
+    out, cancelled = asyncio.run(go([("event", event("a"))], take=2))
+    assert len(out) == 2 and len(cancelled) == 1
