@@ -18,7 +18,7 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
 from hamburger.core.lora import adapters_disabled, add_lora, lora_modules, merge_lora
 from hamburger.engine.sampling import GenerationConfig
-from hamburger.data.segment import vocab_hash
+from hamburger.data.dataset import vocab_hash
 from hamburger.train.trainer import Trainer
 from hamburger.train.config import TrainConfig, build_config
 from hamburger.train.batching import epoch_batches, make_plan, shard

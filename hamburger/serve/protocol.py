@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import encode_prompt
+from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
 
 ROLES = {"system", "developer", "user", "assistant"}
