@@ -19,6 +19,7 @@ import torch
 from transformers import DynamicCache
 
 from hamburger.core.model import HamburgerModel
+from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
@@ -285,9 +286,7 @@ class Generation:
     def _macro_step(self, cache: SlotCache, rows: list[_Row]):
         """Merge each row's last group into one vector and run one base forward for all rows."""
         model = self.model
-        k = max(len(r.group) for r in rows)
-        group_ids = torch.tensor([r.group + [0] * (k - len(r.group)) for r in rows], device=model.device)
-        sizes = torch.tensor([len(r.group) for r in rows], device=model.device)
+        group_ids, sizes = group_tensors([r.group for r in rows], max(len(r.group) for r in rows), model.device)
         merged = model.embedder(model.embed(group_ids), sizes)[:, None]
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))

@@ -101,7 +101,7 @@ def score(example: Example, text: str, base_text: str | None, timeout: float) ->
 
 def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]]) -> dict:
     """Teacher-forced loss and token accuracy of base answers, cut by the base's own entropy (decreasing_v2)."""
-    from hamburger.core.model import TrainBatch
+    from hamburger.core.packing import TrainBatch
     from hamburger.data.segment import decreasing_v2
 
     losses, correct, total = [], 0, 0

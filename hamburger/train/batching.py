@@ -12,7 +12,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from hamburger.core.model import TrainBatch
+from hamburger.core.packing import PackedBatch, TrainBatch, pack
 from hamburger.data.dataset import load_dataset
 from hamburger.errors import HamburgerError
 
@@ -40,6 +40,11 @@ def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int) -> tuple[li
     if not rows:
         raise HamburgerError(f"dataset {path} has no rows")
     return rows, meta
+
+
+def collate(rows: list[Row], max_steps: int, device=None) -> PackedBatch:
+    """The tensors of one (micro-)batch, built once: what the model's training forward takes."""
+    return pack(to_batch(rows), max_steps, device)
 
 
 # ------------------------------------------------------------------------------------------ batching
