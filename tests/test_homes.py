@@ -16,6 +16,7 @@ from hamburger.data.io import line_of, read_jsonl, read_prompt_file, read_sideca
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.errors import HamburgerError
+from tests.test_segment import FakeTokenizer
 
 
 # ------------------------------------------------------------------------------------------ data/io
@@ -75,17 +76,6 @@ def test_sidecars_and_shards(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ data/dataset
-class FakeTokenizer:
-    def __init__(self, n):
-        self.vocab = {f"t{i}": i for i in range(n)}
-
-    def get_vocab(self):
-        return dict(self.vocab)
-
-    def __len__(self):
-        return len(self.vocab)
-
-
 def write_dataset(path, rows, vocab=100, max_steps=4):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     meta = {"kind": "hamburger-dataset", "settings": {"max_steps": max_steps},

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from hamburger.errors import HamburgerError
-from hamburger.data.prompts import PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_data_file, register, split_of
+from hamburger.data.prompts import (PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_data_file, register,
+                                    split_of)
 
 ALL = ["t0_prompts", "self_instruct", "gsm8k"]
 

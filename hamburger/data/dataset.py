@@ -11,7 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from hamburger.data.io import line_of, meta_path, read_jsonl
+from hamburger.data.io import line_of, meta_path, read_jsonl, read_sidecar
 from hamburger.errors import HamburgerError
 
 ROW_LISTS = ("prompt_ids", "response_ids", "groups")
@@ -72,7 +72,7 @@ def load_dataset(path: str | Path, tokenizer=None, max_steps: int | None = None,
                              "`hamburger segment`)")
     if not mp.is_file():
         raise HamburgerError(f"dataset {path}: its {mp.name} is missing (make one with `hamburger segment`)")
-    meta = json.loads(mp.read_text())
+    meta = read_sidecar(path)
     if meta.get("kind") != "hamburger-dataset":
         raise HamburgerError(f"{mp} is not a hamburger dataset meta file")
     if tokenizer is not None:

@@ -122,7 +122,7 @@ def check_meta(path: Path, meta: dict, compare: tuple[str, ...], has_rows: bool)
     """Write `meta` beside `path`, or refuse when an existing sidecar differs in any `compare` key."""
     mp = meta_path(path)
     if mp.exists():
-        old = json.loads(mp.read_text())
+        old = read_sidecar(path)
         diff = [k for k in compare if old.get(k) != meta.get(k)]
         if diff and has_rows:
             raise HamburgerError(f"{path} was made with other settings ({', '.join(diff)}: "

@@ -42,7 +42,8 @@ from typing import Callable, Sequence
 import torch
 
 from hamburger.data.dataset import load_dataset, vocab_hash
-from hamburger.data.io import append_jsonl, check_meta, line_of, read_jsonl, read_sidecar, row_ids, shard_info, shard_path
+from hamburger.data.io import (append_jsonl, check_meta, line_of, read_jsonl, read_sidecar, row_ids, shard_info,
+                               shard_path)
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
@@ -315,7 +316,8 @@ def segment(args: argparse.Namespace) -> int:
     skipped: Counter = Counter(done=0)
     meta = (_recut if args.from_dataset else _from_data)(args, settings, out, done, rank, world, skipped)
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
-    meta["stats"] = {**dataset_stats(read_jsonl(out, tail="ignore", missing_ok=True)), "last_run_skipped": dict(skipped)}
+    rows = read_jsonl(out, tail="ignore", missing_ok=True)
+    meta["stats"] = {**dataset_stats(rows), "last_run_skipped": dict(skipped)}
     check_meta(out, meta, (), False)
     print_stats(meta["stats"])
     return 0

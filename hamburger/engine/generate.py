@@ -91,6 +91,17 @@ class _Row:
     def done(self) -> bool:
         return self.reason is not None
 
+    def take(self, token: int, prob: float, p_continue: float, eos: set[int], context_length: int) -> None:
+        """Record one emitted token; finish at an EOS id (unless ignored), max_new_tokens or the context's end."""
+        self.tokens.append(token)
+        self.group.append(token)
+        self.probs.append(prob)
+        self.p_continue.append(p_continue)
+        if token in eos and not self.cfg.ignore_eos:
+            self.reason = "eos"
+        elif len(self.tokens) >= self.cfg.max_new_tokens or len(self.prompt_ids) + len(self.tokens) >= context_length:
+            self.reason = "length"
+
 
 class Generation:
     """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
@@ -336,16 +347,7 @@ class Generation:
     def _accept(self, row: _Row, token: int, stop_logit: float, p_continue: float, prob: float,
                 max_steps: int) -> bool:
         """Record one token; return whether the group goes on."""
-        row.tokens.append(token)
-        row.group.append(token)
-        row.probs.append(prob)
-        row.p_continue.append(p_continue)
-        if token in self.eos and not row.cfg.ignore_eos:
-            row.reason = "eos"
-        elif len(row.tokens) >= row.cfg.max_new_tokens:
-            row.reason = "length"
-        elif len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
-            row.reason = "length"
+        row.take(token, prob, p_continue, self.eos, self.model.context_length)
         if row.done:
             return False
         return len(row.group) < max_steps and -stop_logit >= row.threshold

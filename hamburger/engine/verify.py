@@ -188,15 +188,7 @@ class VerifyGeneration(Generation):
         """Record the tokens one base forward decided; stop at an EOS id, max_new_tokens or the context."""
         row.group = []
         for t, p, c in zip(tokens, probs, p_continue):
-            row.tokens.append(t)
-            row.group.append(t)
-            row.probs.append(p)
-            row.p_continue.append(c)
-            if t in self.eos and not row.cfg.ignore_eos:
-                row.reason = "eos"
-            elif len(row.tokens) >= row.cfg.max_new_tokens or \
-                    len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
-                row.reason = "length"
+            row.take(t, p, c, self.eos, self.model.context_length)
             if row.done:
                 return
         row.pending = tokens[-1]
