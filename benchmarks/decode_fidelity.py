@@ -24,7 +24,8 @@ import torch
 from hamburger.core.base import load_base
 from hamburger.bench.prompts import category_prompts
 from hamburger.core.checkpoint import load_checkpoint
-from hamburger.engine.generate import Generation, encode_prompt, eos_ids
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
 from hamburger.eval.plausibility import base_reading, micro_agreement, plausibility
 from hamburger.engine.sampling import GenerationConfig

@@ -94,7 +94,8 @@ def main() -> None:
         import torch
 
         from hamburger.core.checkpoint import load_checkpoint
-        from hamburger.engine.generate import encode_prompt, generate
+        from hamburger.engine.generate import generate
+        from hamburger.engine.prompt import encode_prompt
         from hamburger.engine.sampling import GenerationConfig
 
         torch.set_num_threads(args.threads)

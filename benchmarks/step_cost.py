@@ -25,7 +25,8 @@ import torch
 
 from hamburger.core.base import load_base
 from hamburger.core.config import HamburgerConfig
-from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt import encode_prompt
 from hamburger.core.model import HamburgerModel
 from hamburger.engine.sampling import GenerationConfig
 

@@ -14,7 +14,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from hamburger.data.segment import SegmentSettings, load_dataset, segment_entropies
+from hamburger.data.dataset import load_dataset
+from hamburger.data.segment import SegmentSettings, segment_entropies
 
 VARIANTS = [("decreasing_v2", {}), ("decreasing", {}), ("small_group", {}),
             ("sliding", {"sliding_p": 0.95}), ("sliding", {"sliding_p": 0.9}), ("sliding", {"sliding_p": 0.7})]

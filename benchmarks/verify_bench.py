@@ -164,7 +164,7 @@ def main() -> int:
 
     from hamburger.bench.prompts import category_prompts
     from hamburger.cli.main import load_model
-    from hamburger.engine.generate import encode_prompt
+    from hamburger.engine.prompt import encode_prompt
     from hamburger.bench.machine import machine_info
 
     torch.set_num_threads(args.threads)

@@ -13,11 +13,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from hamburger.data.distill import read_jsonl
+from hamburger.data.io import read_jsonl
 
 src, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
-rows = read_jsonl(src)
+rows = read_jsonl(src, tail="ignore", missing_ok=True)
 parts = {"train": [], "val": []}
 for row in rows:
     h = int(hashlib.sha256(row["id"].encode()).hexdigest()[:8], 16)
@@ -28,7 +28,7 @@ for name, part in parts.items():
     shutil.copy(src.with_name(src.name + ".meta.json"), path.with_name(path.name + ".meta.json"))
     print(name, len(part), "rows", sum(len(r["response_ids"]) for r in part), "response tokens")
 if len(sys.argv) > 3:
-    texts = {r["id"]: r["prompt"] for r in read_jsonl(sys.argv[3])}
+    texts = {r["id"]: r["prompt"] for r in read_jsonl(sys.argv[3], tail="ignore", missing_ok=True)}
     val = [{"id": r["id"], "prompt": texts[r["id"]]} for r in parts["val"] if r["id"] in texts]
     (out / "val_prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in val))
     print("val prompts", len(val))

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from hamburger.core.base import load_base
-from hamburger.data.distill import append_jsonl, chat_prompt_ids, read_jsonl, row_ids
-from hamburger.data.segment import vocab_hash
+from hamburger.data.dataset import vocab_hash
+from hamburger.data.io import append_jsonl, read_jsonl, row_ids
+from hamburger.engine.prompt import chat_prompt_ids
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("data", help="distill output (.jsonl with prompt, response_token_ids, finish_reason)")
@@ -34,7 +35,7 @@ _, tok, info = load_base(args.base, "float32")
 if src_meta.get("base_fingerprint") != info.fingerprint:
     sys.exit(f"{args.data} was distilled by another base than {info.spec}")
 system = src_meta.get("settings", {}).get("system")
-records = read_jsonl(args.data)
+records = read_jsonl(args.data, tail="ignore", missing_ok=True)
 rows, dropped = [], 0
 for rec, rid in zip(records, row_ids(records, "id", Path(args.data).stem)):
     complete = rec.get("finish_reason") != "length"

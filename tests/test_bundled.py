@@ -9,7 +9,8 @@ import torch
 
 from hamburger.core.base import load_base
 from hamburger.core.config import HamburgerConfig
-from hamburger.engine.generate import encode_prompt, generate
+from hamburger.engine.generate import generate
+from hamburger.engine.prompt import encode_prompt
 from hamburger.core.model import HamburgerModel
 from hamburger.engine.sampling import GenerationConfig
 
@@ -36,7 +37,7 @@ def test_bundled_base_loads_with_its_facts(bundled):
     model, tokenizer, info = bundled
     assert info.spec == "smollm2-135m-instruct" and len(info.fingerprint) == 16
     assert model.config.tap_layers == [7, 14, 21] and model.config.hidden_size == 576
-    from hamburger.engine.generate import eos_ids
+    from hamburger.engine.prompt import eos_ids
 
     assert tokenizer.eos_token_id in eos_ids(model, tokenizer)
 

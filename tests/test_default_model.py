@@ -9,7 +9,8 @@ import torch
 
 from hamburger.core.checkpoint import read_meta
 from hamburger.cli.main import DEFAULT_MODEL_DIR, load_model
-from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
 
 PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea.",

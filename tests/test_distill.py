@@ -10,8 +10,11 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
+from hamburger.data import dataset as DS  # noqa: E402
 from hamburger.data import distill as D  # noqa: E402
 from hamburger.data import segment as S  # noqa: E402
+from hamburger.data.io import read_jsonl  # noqa: E402
+from hamburger.engine.prompt import chat_prompt_ids  # noqa: E402
 from hamburger.errors import HamburgerError  # noqa: E402
 
 PROMPTS = ["hi", "What is 2+2? Explain.", "a b c d e f g h i j", "Tell me a story about a cat.",
@@ -69,7 +72,7 @@ def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
 
     model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
     tok = AutoTokenizer.from_pretrained(tiny_dir)
-    prompts = [D.chat_prompt_ids(tok, p) for p in PROMPTS]
+    prompts = [chat_prompt_ids(tok, p) for p in PROMPTS]
     got = D.generate_batch(model, prompts, [2], 2, D.DistillSettings(max_new_tokens=24), chunk=5)
     assert {f for _, f, _ in got} == {"eos", "length"}  # both kinds of ending occur
     for p, (resp, reason, stop) in zip(prompts, got):
@@ -83,16 +86,16 @@ def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
 def test_distill_resumes_without_duplicates_or_losses(tiny_dir, prompts_file, tmp_path, capsys):
     out = tmp_path / "d.jsonl"
     assert run(D.register, distill_args(tiny_dir, prompts_file, out, "--limit", "3")) == 0
-    assert len(D.read_jsonl(out)) == 3
+    assert len(read_jsonl(out)) == 3
     assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
     assert "empty 1" in capsys.readouterr().err
-    rows = D.read_jsonl(out)
+    rows = read_jsonl(out)
     assert sorted(r["id"] for r in rows) == sorted(f"p{i}" for i in range(6))
     # a kill mid-write leaves half a line: it is cut off and that row is made again
     data = out.read_bytes()
     out.write_bytes(data[:-15])
     assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
-    again = D.read_jsonl(out)
+    again = read_jsonl(out)
     assert sorted(r["id"] for r in again) == sorted(r["id"] for r in rows)
     assert {r["id"]: r["response_token_ids"] for r in again} == {r["id"]: r["response_token_ids"] for r in rows}
     for r in again:
@@ -110,7 +113,7 @@ def test_distill_shards_split_the_prompts(tiny_dir, prompts_file, tmp_path, monk
     for rank in (0, 1):
         monkeypatch.setenv("RANK", str(rank))
         assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
-    ids = [[r["id"] for r in D.read_jsonl(f"{out}.rank{k}")] for k in (0, 1)]
+    ids = [[r["id"] for r in read_jsonl(f"{out}.rank{k}")] for k in (0, 1)]
     assert sorted(ids[0]) == ["p0", "p2", "p4"] and sorted(ids[1]) == ["p1", "p3", "p5"]
     assert not out.exists()
 
@@ -120,7 +123,7 @@ def test_compute_entropies_matches_one_row_forward(tiny_dir):
 
     model = LlamaForCausalLM.from_pretrained(tiny_dir).eval()
     tok = AutoTokenizer.from_pretrained(tiny_dir)
-    pairs = [(D.chat_prompt_ids(tok, p), tok(p[::-1])["input_ids"] + [2]) for p in PROMPTS[:4]]
+    pairs = [(chat_prompt_ids(tok, p), tok(p[::-1])["input_ids"] + [2]) for p in PROMPTS[:4]]
     got = S.compute_entropies(model, tok, pairs, batch_size=3)
     for (p, r), (ent, prob) in zip(pairs, got):
         with torch.no_grad():
@@ -133,11 +136,11 @@ def test_compute_entropies_matches_one_row_forward(tiny_dir):
 def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
     data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
     run(D.register, distill_args(tiny_dir, prompts_file, data))
-    distilled = {r["id"]: r for r in D.read_jsonl(data)}
+    distilled = {r["id"]: r for r in read_jsonl(data)}
     assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
                             "--batch-size", "4", "--max-steps", "3"]) == 0
     assert "tokens per group" in capsys.readouterr().out
-    rows, meta = S.load_dataset(out)
+    rows, meta = DS.load_dataset(out)
     assert len(rows) == 6
     for r in rows:
         d = distilled[r["id"]]
@@ -150,13 +153,13 @@ def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_dir)
-    S.check_dataset_compatible(meta, tok, 3)
+    DS.check_dataset_compatible(meta, tok, 3)
     with pytest.raises(HamburgerError, match="max_steps"):
-        S.check_dataset_compatible(meta, tok, 4)
+        DS.check_dataset_compatible(meta, tok, 4)
     # rerun: nothing new; missing field: a clear error
     assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
                             "--max-steps", "3"]) == 0
-    assert len(S.load_dataset(out)[0]) == 6
+    assert len(DS.load_dataset(out)[0]) == 6
     with pytest.raises(HamburgerError, match="no field 'answer'"):
         run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "x"),
                          "--response-field", "answer"])
@@ -172,10 +175,10 @@ def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
               "--response-field", "answer", "--max-length", "100"]
     assert run(S.register, common + ["--out", str(tmp_path / "drop.jsonl")]) == 0
     assert "empty 1" in capsys.readouterr().out
-    kept, _ = S.load_dataset(tmp_path / "drop.jsonl")
+    kept, _ = DS.load_dataset(tmp_path / "drop.jsonl")
     assert [r["id"] for r in kept] == ["qa:0"] and kept[0]["response_ids"][-1] == 2 and kept[0]["complete"]
     assert run(S.register, common + ["--long", "truncate", "--out", str(tmp_path / "cut.jsonl")]) == 0
-    cut, meta = S.load_dataset(tmp_path / "cut.jsonl")
+    cut, meta = DS.load_dataset(tmp_path / "cut.jsonl")
     long_row = [r for r in cut if r["id"] == "qa:2"][0]
     assert long_row["truncated"] and not long_row["complete"]
     assert len(long_row["prompt_ids"]) + len(long_row["response_ids"]) == 100
@@ -207,10 +210,10 @@ def test_real_base_distil_and_segment(tmp_path):
                        + json.dumps({"id": "b", "prompt": "Name a colour."}) + "\n")
     data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
     assert run(D.register, ["distill", "--prompts", str(prompts), "--out", str(data), "--max-new-tokens", "32"]) == 0
-    rows = D.read_jsonl(data)
+    rows = read_jsonl(data)
     assert len(rows) == 2 and all(r["response"].strip() for r in rows)
     assert run(S.register, ["segment", "--data", str(data), "--out", str(out)]) == 0
-    seg, meta = S.load_dataset(out)
+    seg, meta = DS.load_dataset(out)
     assert len(seg) == 2 and all(sum(r["groups"]) == len(r["response_ids"]) for r in seg)
     assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0
 

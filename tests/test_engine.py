@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from hamburger.engine.generate import Generation, generate
-from hamburger.core.model import TrainBatch
+from hamburger.core.packing import TrainBatch
 from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_hamburger
 

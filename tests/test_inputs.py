@@ -5,7 +5,8 @@ import pytest
 from hamburger.core.base import resolve_base
 from hamburger.cli.main import main
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
 from tests.conftest import tiny_hamburger
 

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from hamburger.errors import HamburgerError
-from hamburger.data.prompts import PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_jsonl, register, split_of
+from hamburger.data.prompts import (PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_data_file, register,
+                                    split_of)
 
 ALL = ["t0_prompts", "self_instruct", "gsm8k"]
 
@@ -29,7 +30,7 @@ def test_package_ships_the_data(monkeypatch):
     if not SHARED.is_dir():
         pytest.skip("the upstream data folder is not beside the repo")
     for name in ("gsm8k/train.jsonl", "self_instruct/t0_prompts.jsonl", "self_instruct/seed_tasks.jsonl"):
-        assert read_jsonl(PACKAGE_DATA / name) == read_jsonl(SHARED / name), name
+        assert read_data_file(PACKAGE_DATA / name) == read_data_file(SHARED / name), name
 
 
 def test_split_is_pinned():
@@ -50,7 +51,7 @@ def test_split_counts_are_pinned(root):
 
 
 def test_gsm8k_last_500_rows_are_dev(root):
-    n = len(read_jsonl(root / "gsm8k" / "train.jsonl"))
+    n = len(read_data_file(root / "gsm8k" / "train.jsonl"))
     dev = build_prompts(["gsm8k"], "dev", root=root)
     train = build_prompts(["gsm8k"], "train", root=root)
     assert {r["id"] for r in dev} == {f"gsm8k:{i}" for i in range(n - 500, n)}

@@ -12,9 +12,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
 from hamburger.errors import HamburgerError  # noqa: E402
-from hamburger.data.segment import (STRATEGIES, SegmentSettings, check_dataset_compatible, decreasing,  # noqa: E402
-                               decreasing_v2, entropy_threshold, load_dataset, register, segment_entropies,
-                               sliding, small_group)
+from hamburger.data.dataset import check_dataset_compatible, load_dataset  # noqa: E402
+from hamburger.data.segment import (STRATEGIES, SegmentSettings, decreasing, decreasing_v2,  # noqa: E402
+                                    entropy_threshold, register, segment_entropies, sliding, small_group)
 
 
 def run_segment(argv):
@@ -85,7 +85,7 @@ class FakeTokenizer:
 
 
 def _write_dataset(path, rows, vocab=100, max_steps=4):
-    from hamburger.data.segment import vocab_hash
+    from hamburger.data.dataset import vocab_hash
 
     with open(path, "w") as f:
         for r in rows:

@@ -18,7 +18,8 @@ import torch
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
-from hamburger.engine.generate import Generation, encode_prompt, generate  # noqa: E402
+from hamburger.engine.generate import Generation, generate  # noqa: E402
+from hamburger.engine.prompt import encode_prompt  # noqa: E402
 from hamburger.engine.sampling import GenerationConfig  # noqa: E402
 from tests.conftest import tiny_hamburger  # noqa: E402
 

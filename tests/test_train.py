@@ -18,7 +18,7 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
 from hamburger.core.lora import adapters_disabled, add_lora, lora_modules, merge_lora
 from hamburger.engine.sampling import GenerationConfig
-from hamburger.data.segment import vocab_hash
+from hamburger.data.dataset import vocab_hash
 from hamburger.train.trainer import Trainer
 from hamburger.train.config import TrainConfig, build_config
 from hamburger.train.batching import epoch_batches, make_plan, shard
@@ -157,7 +157,7 @@ def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
 
 
 def test_msd_chains_start_at_every_response_token():
-    from hamburger.core.model import TrainBatch
+    from hamburger.core.packing import TrainBatch
     batch = TrainBatch([[1, 2, 3], [4, 5]], [[10, 11, 12, 13, 14], [20, 21]], [[2, 3], [1, 1]])
     rows, cols, tokens, sizes = chain_starts(batch, 3, "groups")
     assert (rows, cols, sizes) == ([0, 0, 1, 1], [2, 4, 1, 2], [2, 3, 1, 1])
@@ -345,7 +345,7 @@ def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, 
 
 
 def test_accepted_stop_target_also_stops_before_wrong_micro_tokens():
-    from hamburger.core.model import TrainBatch
+    from hamburger.core.packing import TrainBatch
     from tests.conftest import tiny_hamburger
 
     batch = TrainBatch([[1, 40, 41], [1, 50, 60, 70]], [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14, 15, 16]],

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from hamburger.data.io import read_jsonl
 from hamburger.errors import HamburgerError
 
 LOG_NAME = "bench_log.jsonl"
@@ -49,7 +50,7 @@ class BenchLog:
             self._append({"header": header})
 
     def _load(self, header: dict) -> None:
-        lines = [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        lines = read_jsonl(self.path)
         if not lines or "header" not in lines[0]:
             raise HamburgerError(f"{self.path} is not a benchmark log; delete it or pass --restart")
         old, new = _flat(lines[0]["header"]), _flat(json.loads(json.dumps(header)))

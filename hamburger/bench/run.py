@@ -193,7 +193,7 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     With a ``log`` the run resumes from and records into it."""
     from tqdm import tqdm
 
-    from hamburger.engine.generate import encode_prompt
+    from hamburger.engine.prompt import encode_prompt
 
     if prompts is None:
         prompts = bench_prompts(settings)

@@ -16,7 +16,8 @@ from hamburger.errors import HamburgerError
 
 def cmd_chat(args) -> int:
     from hamburger.cli.main import load_model, set_threads
-    from hamburger.engine.generate import Generation, encode_prompt
+    from hamburger.engine.generate import Generation
+    from hamburger.engine.prompt import encode_prompt
     from hamburger.cli.render import stream_text, summary_line
     from hamburger.engine.sampling import GenerationConfig
 

@@ -104,28 +104,6 @@ def read_prompt(args) -> str:
     return args.prompt
 
 
-def read_prompts_file(path: str) -> list[dict]:
-    """jsonl with a `prompt` field per line (optional per-row `max_new_tokens` and `seed`)."""
-    rows = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise HamburgerError(f"cannot read prompts file {path!r}: {e.strerror}") from e
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise HamburgerError(f"{path}:{n}: not valid JSON ({e.msg})") from e
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise HamburgerError(f"{path}:{n}: each line needs a string field 'prompt'")
-        rows.append(row)
-    if not rows:
-        raise HamburgerError(f"{path}: no prompts")
-    return rows
-
-
 def generation_model(args):
     """(model, tokenizer) for `generate`: in verify mode the grafted modules sit on the checkpoint's unchanged
     base (its LoRA adapters or fine-tuned base left out), so the output is that base's own."""
@@ -152,9 +130,10 @@ def generate_file(args, config) -> int:
     """Batched generation over a prompts file; one JSON object per prompt, in input order."""
     from dataclasses import replace
 
-    from hamburger.engine.generate import encode_prompt
+    from hamburger.data.io import read_prompt_file
+    from hamburger.engine.prompt import encode_prompt
 
-    rows = read_prompts_file(args.prompts_file)
+    rows = read_prompt_file(args.prompts_file)
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
     configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
@@ -170,7 +149,7 @@ def generate_file(args, config) -> int:
 
 
 def cmd_generate(args) -> int:
-    from hamburger.engine.generate import encode_prompt
+    from hamburger.engine.prompt import encode_prompt
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.sampling import GenerationConfig
 

@@ -196,13 +196,3 @@ def load_base(spec: str | None = None, dtype: str | torch.dtype = "float32"):
     model = model.to(parse_dtype(dtype)).eval()
     return model, tokenizer, info
 
-
-def eos_token_ids(model, tokenizer) -> list[int]:
-    """Every end-of-sequence id of a causal LM: its generation config, its config, then its tokenizer."""
-    ids: list[int] = []
-    for value in (getattr(getattr(model, "generation_config", None), "eos_token_id", None),
-                  getattr(model.config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
-        for v in ([value] if isinstance(value, int) else list(value or [])):
-            if int(v) not in ids:
-                ids.append(int(v))
-    return ids

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 
 from hamburger.errors import HamburgerError
+
+
+def check_confidence(value: float, name: str = "confidence") -> float:
+    """The knob's range, checked here only: a confidence is in (0, 1]; an error naming ``name`` otherwise."""
+    if not 0.0 < value <= 1.0:
+        raise HamburgerError(f"{name} must be in (0, 1], got {value!r}")
+    return value
 
 
 def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
@@ -66,8 +72,7 @@ class HamburgerConfig:
             raise HamburgerError(f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         if self.lora_scope not in LORA_SCOPES:
             raise HamburgerError(f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
-        if not 0.0 < self.default_confidence <= 1.0:
-            raise HamburgerError("default_confidence must be in (0, 1]")
+        check_confidence(self.default_confidence, "default_confidence")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:
             raise HamburgerError(f"merger_heads={self.merger_heads} does not divide hidden_size={self.hidden_size}")
         return self
@@ -100,6 +105,3 @@ class HamburgerConfig:
             raise HamburgerError(f"unknown HAMburger config fields: {sorted(unknown)}")
         data = {"stop_sees_token": False, **data}  # saved before the field existed: a hidden-only stop head
         return cls(**data).validate()
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
 import torch
@@ -22,18 +21,6 @@ from hamburger.errors import HamburgerError
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 LORA_KEYS = ("lora_A", "lora_B")
-
-
-@dataclass
-class LoraConfig:
-    """What `add_lora` did, saved in checkpoints so the same adapters can be rebuilt."""
-
-    r: int = 16
-    alpha: float = 32.0
-    targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class LoraLinear(nn.Module):

@@ -2,7 +2,7 @@
 
 The grafted modules share the base's embedding table and LM head. This module holds the math
 shared by training and inference: the base forward with feature taps, and the teacher-forced
-training forward with its loss (method.md, "Training objective").
+training forward with its loss (docs/method.md, "Training objective").
 """
 
 from __future__ import annotations
@@ -17,25 +17,11 @@ from transformers import StaticCache
 
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.lora import adapters_gated
+from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
+from hamburger.core.packing import PackedBatch, TrainBatch, as_packed
 
 GRAFTED = ("embedder", "decoder", "stop_head")
-
-
-@dataclass
-class TrainBatch:
-    """Token ids of (prompt, response) pairs and each response's group sizes (summing to its length)."""
-
-    prompt_ids: list[list[int]]
-    response_ids: list[list[int]]
-    groups: list[list[int]]
-
-    def __post_init__(self):
-        for p, r, g in zip(self.prompt_ids, self.response_ids, self.groups, strict=True):
-            if not p or not r:
-                raise ValueError("every row needs a non-empty prompt and response")
-            if sum(g) != len(r) or min(g) < 1:
-                raise ValueError(f"group sizes {g} do not cut a response of {len(r)} tokens")
 
 
 @dataclass
@@ -58,8 +44,6 @@ class HamburgerModel(nn.Module):
         super().__init__()
         self.base = base
         self.config = config.for_base(base.config)
-        if self.config.max_steps > 1 and self.config.decoder_layers < 1:
-            raise ValueError("a micro-step decoder is needed when max_steps > 1")
         self.embedder = CompositionalEmbedder(self.config).to(self.dtype)
         self.decoder = MicroStepDecoder(base, self.config)
         self.stop_head = StopHead(self.config).to(self.dtype)
@@ -164,65 +148,34 @@ class HamburgerModel(nn.Module):
         return self.decoder(x)[:, m:]
 
     # ----------------------------------------------------------------- training forward
-    def forward(self, batch: "TrainBatch", teacher_logits: torch.Tensor | None = None) -> "TrainOutput":
+    def forward(self, batch: TrainBatch | PackedBatch, teacher_logits: torch.Tensor | None = None) -> "TrainOutput":
         """`training_forward`, so that DDP/FSDP wrappers (which call forward) work unchanged."""
         return self.training_forward(batch, teacher_logits)
 
-    def training_forward(self, batch: TrainBatch, teacher_logits: torch.Tensor | None = None) -> TrainOutput:
-        """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL)."""
+    def training_forward(self, batch: TrainBatch | PackedBatch, teacher_logits: torch.Tensor | None = None
+                         ) -> TrainOutput:
+        """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL).
+
+        ``batch``: a `PackedBatch` (the batching side builds it once per batch), or a `TrainBatch` packed here."""
         cfg, device = self.config, self.device
-        k = cfg.max_steps
-        rows = len(batch.prompt_ids)
-        spans = []  # per row: prompt length, group starts
-        group_tokens, group_sizes = [], []
-        for p, r, g in zip(batch.prompt_ids, batch.response_ids, batch.groups):
-            if max(g) > k:
-                raise ValueError(f"a group of {max(g)} tokens exceeds max_steps={k}")
-            starts = [sum(g[:i]) for i in range(len(g))]
-            spans.append((len(p), starts))
-            for s, n in zip(starts, g):
-                group_tokens.append(r[s:s + n] + [0] * (k - n))
-                group_sizes.append(n)
-        group_tokens = torch.tensor(group_tokens, device=device)
-        group_sizes = torch.tensor(group_sizes, device=device)
+        packed = as_packed(batch, cfg.max_steps, device)
+        group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
+        rows, slots = packed.valid.shape
 
         # Base input: prompt tokens, then one merged vector for every group but the last.
-        slots = max(length + len(starts) - 1 for length, starts in spans)
         merged = self.embedder(self.embed(group_tokens), group_sizes)
-        prompt_r, prompt_c, prompt_tok, merge_r, merge_c, merge_g = [], [], [], [], [], []
-        positions = torch.zeros(rows, slots, dtype=torch.long, device=device)
-        valid = torch.zeros(rows, slots, dtype=torch.bool, device=device)
-        feat_r, feat_c = [], []
-        gi = 0
-        for b, ((length, starts), p, g) in enumerate(zip(spans, batch.prompt_ids, batch.groups)):
-            prompt_r += [b] * length
-            prompt_c += list(range(length))
-            prompt_tok += p
-            positions[b, :length] = torch.arange(length)
-            for j in range(len(starts) - 1):
-                merge_r.append(b)
-                merge_c.append(length + j)
-                merge_g.append(gi + j)
-                positions[b, length + j] = length + starts[j] + g[j] - 1  # the group's last token
-            valid[b, :length + len(starts) - 1] = True
-            feat_r += [b] * len(starts)
-            feat_c += list(range(length - 1, length - 1 + len(starts)))  # the slot before each group
-            gi += len(starts)
         embeds = torch.zeros(rows, slots, cfg.hidden_size, dtype=self.dtype, device=device)
-        embeds = embeds.index_put((torch.tensor(prompt_r, device=device), torch.tensor(prompt_c, device=device)),
-                                  self.embed(torch.tensor(prompt_tok, device=device)))
+        embeds = embeds.index_put(packed.prompt_at, self.embed(packed.prompt_tokens))
         merged_slots = torch.zeros(rows, slots, dtype=torch.bool, device=device)  # inputs of 2+ tokens
-        if merge_r:
-            where = (torch.tensor(merge_r, device=device), torch.tensor(merge_c, device=device))
-            merge_g = torch.tensor(merge_g, device=device)
-            embeds = embeds.index_put(where, merged[merge_g])
-            merged_slots = merged_slots.index_put(where, group_sizes[merge_g] > 1)
-        mask = causal_slot_mask(valid)
-        final, features = self.base_forward(embeds, positions, mask, merged_slots=merged_slots)
-        feat_r, feat_c = torch.tensor(feat_r, device=device), torch.tensor(feat_c, device=device)
-        group_features = features[feat_r, feat_c]  # [G, m, d]
+        if packed.merged_group.numel():
+            merge_g = packed.merged_group
+            embeds = embeds.index_put(packed.merged_at, merged[merge_g])
+            merged_slots = merged_slots.index_put(packed.merged_at, group_sizes[merge_g] > 1)
+        mask = slot_mask(packed.valid)
+        final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
+        group_features = features[packed.before_group]  # [G, m, d]
 
-        out = self.group_outputs(final[feat_r, feat_c], group_features, group_tokens, group_sizes)
+        out = self.group_outputs(final[packed.before_group], group_features, group_tokens, group_sizes)
         loss = out.loss
         if teacher_logits is not None:
             out.kl = kl_to_teacher(out.token_logits, teacher_logits)
@@ -258,36 +211,21 @@ class HamburgerModel(nn.Module):
         loss = token_loss + self.config.stop_loss_weight * stop_loss
         return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
 
-    def unmerged_inputs(self, batch: TrainBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def unmerged_inputs(self, batch: TrainBatch | PackedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ids, positions, mask) of the ordinary, unmerged [prompt, response] sequences, right-padded."""
-        seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
-        length = max(map(len, seqs))
-        ids = torch.zeros(len(seqs), length, dtype=torch.long, device=self.device)
-        valid = torch.zeros(len(seqs), length, dtype=torch.bool, device=self.device)
-        for b, s in enumerate(seqs):
-            ids[b, :len(s)] = torch.tensor(s)
-            valid[b, :len(s)] = True
-        positions = torch.arange(length, device=self.device)[None].expand(len(seqs), -1)
-        return ids, positions, causal_slot_mask(valid)
+        packed = as_packed(batch, self.config.max_steps, self.device)
+        ids = packed.ids
+        positions = torch.arange(ids.shape[1], device=ids.device)[None].expand(ids.shape[0], -1)
+        return ids, positions, slot_mask(packed.ids_valid)
 
     @torch.no_grad()
-    def teacher_logits(self, batch: TrainBatch) -> torch.Tensor:
+    def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
         """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
-        ids, positions, mask = self.unmerged_inputs(batch)
+        packed = as_packed(batch, self.config.max_steps, self.device)
+        ids, positions, mask = self.unmerged_inputs(packed)
         self._taps = None
         out = base_decoder_stack(self.base)(input_ids=ids, position_ids=positions, attention_mask=mask)
-        picks = [out.last_hidden_state[b, len(p) - 1:len(p) + len(r) - 1]
-                 for b, (p, r) in enumerate(zip(batch.prompt_ids, batch.response_ids))]
-        return self.lm_head(torch.cat(picks)).float()
-
-
-def causal_slot_mask(valid: torch.Tensor) -> torch.Tensor:
-    """[B, S] valid slots -> [B, 1, S, S] causal mask over valid keys (each query also sees itself)."""
-    s = valid.shape[1]
-    idx = torch.arange(s, device=valid.device)
-    causal = idx[None, :] <= idx[:, None]
-    mask = (causal[None] & valid[:, None, :]) | torch.eye(s, dtype=torch.bool, device=valid.device)[None]
-    return mask[:, None]
+        return self.lm_head(out.last_hidden_state[packed.response_at]).float()
 
 
 def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:

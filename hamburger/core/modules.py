@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hamburger.core.config import HamburgerConfig
+from hamburger.core.masks import slot_mask
 
 
 def base_decoder_stack(base: nn.Module) -> nn.Module:
@@ -17,13 +18,6 @@ def base_decoder_stack(base: nn.Module) -> nn.Module:
     if not hasattr(stack, "layers") or not hasattr(stack, "norm"):
         raise TypeError(f"{type(base).__name__}: expected a decoder stack with `.layers` and `.norm`")
     return stack
-
-
-def causal_mask(query_len: int, key_len: int, device=None) -> torch.Tensor:
-    """A [1, 1, q, k] boolean causal mask where the queries are the last ``query_len`` keys."""
-    q = torch.arange(key_len - query_len, key_len, device=device)[:, None]
-    k = torch.arange(key_len, device=device)[None, :]
-    return (k <= q)[None, None]
 
 
 class CompositionalEmbedder(nn.Module):
@@ -106,7 +100,7 @@ class MicroStepDecoder(nn.Module):
         n, s, _ = x.shape
         positions = torch.arange(start, start + s, device=x.device)[None].expand(n, -1)
         position_embeddings = self.rotary(x, positions)
-        mask = causal_mask(s, start + s, x.device) if s > 1 else None
+        mask = slot_mask(torch.ones(1, start + s, dtype=torch.bool, device=x.device), start) if s > 1 else None
         for layer in self.layers:
             out = layer(x, attention_mask=mask, position_ids=positions, past_key_values=cache,
                         use_cache=cache is not None, position_embeddings=position_embeddings)

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -33,6 +31,8 @@ from pathlib import Path
 
 import torch
 
+from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
+from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
 SORT_WINDOW_BATCHES = 16
@@ -52,107 +52,7 @@ class DistillSettings:
     prompt_field: str = "prompt"
 
 
-# ---------------------------------------------------------------- resumable jsonl files (also used by segment)
-def shard_info() -> tuple[int, int]:
-    """(rank, world size) from the RANK / WORLD_SIZE environment variables; (0, 1) when unset."""
-    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    if world < 1 or not 0 <= rank < world:
-        raise HamburgerError(f"bad RANK={rank} / WORLD_SIZE={world}")
-    return rank, world
-
-
-def shard_path(out: str | os.PathLike, rank: int, world: int) -> Path:
-    return Path(f"{out}.rank{rank}") if world > 1 else Path(out)
-
-
-def meta_path(path: str | os.PathLike) -> Path:
-    return Path(f"{path}.meta.json")
-
-
-def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict]:
-    """Rows of a jsonl file; a truncated last line (no newline, bad json) is ignored, or cut off if `repair`."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    rows, start = [], 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        line = data[start:] if end < 0 else data[start:end]
-        try:
-            if line.strip():
-                rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if end >= 0:
-                raise HamburgerError(f"{path}: line {len(rows) + 1} is not valid json") from None
-            print(f"hamburger: {path}: ignoring a truncated last line", file=sys.stderr)
-            if repair:
-                with open(path, "r+b") as f:
-                    f.truncate(start)
-            break
-        start = len(data) if end < 0 else end + 1
-    return rows
-
-
-def append_jsonl(path: Path, rows: list[dict]) -> None:
-    """Append rows and make them durable (flush + fsync) before returning."""
-    if not rows:
-        return
-    if path.exists() and path.stat().st_size and not path.read_bytes()[-1:] == b"\n":
-        with open(path, "ab") as f:  # never glue a row onto a half line
-            f.write(b"\n")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def check_meta(path: Path, meta: dict, compare: tuple[str, ...], has_rows: bool) -> None:
-    """Write `meta` beside `path`, or refuse when an existing sidecar differs in any `compare` key."""
-    mp = meta_path(path)
-    if mp.exists():
-        old = json.loads(mp.read_text())
-        diff = [k for k in compare if old.get(k) != meta.get(k)]
-        if diff and has_rows:
-            raise HamburgerError(f"{path} was made with other settings ({', '.join(diff)}: "
-                                 f"{[old.get(k) for k in diff]} != {[meta.get(k) for k in diff]}); "
-                                 "use another --out or the same settings")
-    elif has_rows:
-        raise HamburgerError(f"{path} has rows but no {mp.name}; cannot check how it was made")
-    tmp = mp.with_name(mp.name + ".partial")
-    tmp.write_text(json.dumps(meta, indent=1, ensure_ascii=False))
-    tmp.replace(mp)
-
-
-def row_ids(rows: list[dict], id_field: str, stem: str) -> list[str]:
-    """The id of every row (``{stem}:{line}`` where a row has no `id_field`); duplicates are an error."""
-    ids = [str(r[id_field]) if id_field in r else f"{stem}:{i}" for i, r in enumerate(rows)]
-    if len(set(ids)) != len(ids):
-        raise HamburgerError(f"field {id_field!r} has duplicate values; ids must be unique to resume")
-    return ids
-
-
 # ---------------------------------------------------------------- generation
-def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[int]:
-    """Token ids of the chat-formatted prompt, exactly as `generate` encodes it (so training sees the
-    prompts inference will see)."""
-    from hamburger.engine.generate import encode_prompt
-
-    if getattr(tokenizer, "chat_template", None) is None:
-        raise HamburgerError("the base tokenizer has no chat template")
-    return encode_prompt(tokenizer, prompt, system=system)
-
-
-def eos_ids(model, tokenizer) -> list[int]:
-    """Every end-of-sequence id of the model; an error if it has none."""
-    from hamburger.core.base import eos_token_ids
-
-    eos = eos_token_ids(model, tokenizer)
-    if not eos:
-        raise HamburgerError("the base model defines no end-of-sequence token")
-    return eos
-
-
 def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int, settings: DistillSettings,
                    chunk: int = CHUNK_TOKENS) -> list[tuple[list[int], str, int | None]]:
     """(response ids without EOS, finish reason, stop id) per prompt; finished rows leave the batch early."""
@@ -214,7 +114,7 @@ def distill(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
                                args.dtype, args.prompt_field)
-    records = read_jsonl(args.prompts)
+    records = read_jsonl(args.prompts, tail="ignore", missing_ok=True)
     if args.limit is not None:
         records = records[:args.limit]
     if records and args.prompt_field not in records[0]:
@@ -223,13 +123,13 @@ def distill(args: argparse.Namespace) -> int:
     rank, world = shard_info()
     out = shard_path(args.out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {r["id"] for r in read_jsonl(out, repair=True)}
+    done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
     model, tok, info = load_base(args.base, args.dtype)
     model.to(pick_device(args.device))
     meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
             "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(args.prompts)}
     check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
-    eos = eos_ids(model, tok)
+    eos = eos_ids(model, tok, required=True)
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
     context = getattr(model.config, "max_position_embeddings", None) or 10**9
     pending, skipped = [], {"done": 0, "empty": 0, "too_long": 0}

@@ -24,14 +24,13 @@ lasts), so any prefix of the file is a balanced mix; ``limit`` then keeps the fi
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
-import json
 import os
 import random
 from pathlib import Path
 from typing import Literal
 
+from hamburger.data.io import read_jsonl, write_jsonl
 from hamburger.errors import HamburgerError
 
 SOURCES = ("t0_prompts", "self_instruct", "gsm8k")
@@ -63,18 +62,17 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_data_file(path: Path) -> list[dict]:
     """Rows of ``path`` (a ``.jsonl``), or of its gzipped copy ``path.gz`` when only that exists."""
     gz = path.with_name(path.name + ".gz")
     if not path.is_file() and not gz.is_file():
         raise HamburgerError(f"data file {path} (or {gz.name}) is missing")
-    with (open(path, encoding="utf-8") if path.is_file() else gzip.open(gz, "rt", encoding="utf-8")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(path if path.is_file() else gz)
 
 
 def _t0(root: Path) -> list[dict]:
     out = []
-    for i, r in enumerate(read_jsonl(root / "self_instruct" / "t0_prompts.jsonl")):
+    for i, r in enumerate(read_data_file(root / "self_instruct" / "t0_prompts.jsonl")):
         row = {"id": f"t0:{i}", "prompt": r["prompt"], "source": "t0_prompts"}
         if r.get("reference") is not None:
             row["reference"] = r["reference"].replace("<|endoftext|>", "").strip()
@@ -85,7 +83,7 @@ def _t0(root: Path) -> list[dict]:
 
 def _self_instruct(root: Path) -> list[dict]:
     out = []
-    for i, r in enumerate(read_jsonl(root / "self_instruct" / "seed_tasks.jsonl")):
+    for i, r in enumerate(read_data_file(root / "self_instruct" / "seed_tasks.jsonl")):
         for j, inst in enumerate(r.get("instances") or [{"input": "", "output": None}]):
             inp = (inst.get("input") or "").strip()
             prompt = r["instruction"].strip() + (f"\n\n{inp}" if inp else "")
@@ -98,7 +96,7 @@ def _self_instruct(root: Path) -> list[dict]:
 
 
 def _gsm8k(root: Path) -> list[dict]:
-    rows = read_jsonl(root / "gsm8k" / "train.jsonl")
+    rows = read_data_file(root / "gsm8k" / "train.jsonl")
     return [{"id": f"gsm8k:{i}", "prompt": r["question"], "source": "gsm8k", "answer": r["answer"],
              "split": gsm8k_split(i, len(rows))} for i, r in enumerate(rows)]
 
@@ -133,17 +131,6 @@ def build_prompts(sources: list[str], split: str, limit: int | None = None, seed
         per_source.append(rows)
     mixed = [rows[i] for i in range(max(map(len, per_source), default=0)) for rows in per_source if i < len(rows)]
     return mixed[:limit] if limit is not None else mixed
-
-
-def write_jsonl(rows: list[dict], path: str | os.PathLike) -> None:
-    """Write rows to a jsonl file atomically (a temporary file renamed into place)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 def prompts(args: argparse.Namespace) -> int:

@@ -31,8 +31,6 @@ Join shards as for distill (``cat OUT.rank* > OUT``, copy ``OUT.rank0.meta.json`
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
 import sys
 import time
@@ -43,8 +41,10 @@ from typing import Callable, Sequence
 
 import torch
 
-from hamburger.data.distill import (append_jsonl, chat_prompt_ids, check_meta, eos_ids, meta_path, read_jsonl, row_ids,
-                      shard_info, shard_path)
+from hamburger.data.dataset import load_dataset, vocab_hash
+from hamburger.data.io import (append_jsonl, check_meta, line_of, read_jsonl, read_sidecar, row_ids, shard_info,
+                               shard_path)
+from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
 Entropies = Sequence[float] | torch.Tensor
@@ -158,55 +158,6 @@ def compute_entropies(model, tokenizer, pairs: list[tuple[list[int], list[int]]]
     return out
 
 
-def vocab_hash(tokenizer) -> str:
-    """A short hash of the tokenizer's vocabulary (token -> id), to check datasets against tokenizers."""
-    items = sorted(tokenizer.get_vocab().items(), key=lambda kv: (kv[1], kv[0]))
-    return hashlib.sha256(json.dumps(items, ensure_ascii=False).encode()).hexdigest()[:16]
-
-
-def check_dataset_compatible(meta: dict, tokenizer, max_steps: int) -> None:
-    """Raise HamburgerError unless the dataset was made with this tokenizer and this max_steps."""
-    t = meta.get("tokenizer", {})
-    if t.get("vocab_size") != len(tokenizer) or t.get("vocab_hash") != vocab_hash(tokenizer):
-        raise HamburgerError(f"dataset was tokenized with another tokenizer ({t.get('name')}, vocab "
-                             f"{t.get('vocab_size')}) than this base's (vocab {len(tokenizer)}); re-run segment")
-    made = meta.get("settings", {}).get("max_steps")
-    if made != max_steps:
-        raise HamburgerError(f"dataset groups were cut with max_steps={made}, the model uses {max_steps}; "
-                             f"re-cut it with `hamburger segment --from-dataset DATA --max-steps {max_steps}`")
-
-
-def load_dataset(path: str | Path) -> tuple[list[dict], dict]:
-    """(rows, meta) of a segmented dataset, validated (a truncated last line from a live job is ignored)."""
-    mp = meta_path(path)
-    if not Path(path).is_file() or not mp.is_file():
-        raise HamburgerError(f"dataset {path} or its {mp.name} is missing; make one with `hamburger segment`")
-    meta = json.loads(mp.read_text())
-    if meta.get("kind") != "hamburger-dataset":
-        raise HamburgerError(f"{mp} is not a hamburger dataset meta file")
-    max_steps, vocab = meta["settings"]["max_steps"], meta["tokenizer"]["vocab_size"]
-    rows = read_jsonl(path)
-    for n, r in enumerate(rows, 1):
-        if not isinstance(r, dict):
-            raise HamburgerError(f"{path}: line {_line_of(path, n)}: a row must be a JSON object")
-        where = f"{path}: line {_line_of(path, n)} (id {r.get('id')})"
-        if not all(k in r for k in ("id", "prompt_ids", "response_ids", "groups")):
-            raise HamburgerError(f"{where} lacks prompt_ids/response_ids/groups")
-        for key in ("prompt_ids", "response_ids", "groups"):
-            if not isinstance(r[key], list) or not all(type(x) is int for x in r[key]):
-                raise HamburgerError(f"{where}: field {key!r} must be a list of integers, got {r[key]!r:.60}")
-        if "entropies" in r and not (isinstance(r["entropies"], list)
-                                     and all(type(x) in (int, float) for x in r["entropies"])):
-            raise HamburgerError(f"{where}: field 'entropies' must be a list of numbers")
-        if sum(r["groups"]) != len(r["response_ids"]) or not all(1 <= g <= max_steps for g in r["groups"]):
-            raise HamburgerError(f"{where}: groups {r['groups'][:8]}... do not cut the response into 1..{max_steps}")
-        if "entropies" in r and len(r["entropies"]) != len(r["response_ids"]):
-            raise HamburgerError(f"{where}: entropies and response_ids differ in length")
-        if not r["prompt_ids"] or max(r["prompt_ids"] + r["response_ids"]) >= vocab:
-            raise HamburgerError(f"{where}: empty prompt or token id outside the vocabulary ({vocab})")
-    return rows, meta
-
-
 def dataset_stats(rows: list[dict]) -> dict:
     """Rows, tokens, groups, mean tokens per group and the group-size histogram."""
     sizes = Counter(g for r in rows for g in r["groups"])
@@ -252,17 +203,6 @@ def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
     if stop is not None and type(stop) is not int:
         return f"field 'stop_token_id' must be an integer token id, got {stop!r:.60}"
     return None
-
-
-def _line_of(path, n: int) -> int:
-    """The line number of the n-th non-blank line of a jsonl file (read_jsonl skips blank lines)."""
-    with open(path, "rb") as f:
-        rows = 0
-        for number, line in enumerate(f, 1):
-            rows += bool(line.strip())
-            if rows == n:
-                return number
-    return n
 
 
 def _prepare(args, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool, eos: int,
@@ -316,20 +256,20 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
 
     if not args.data:
         raise HamburgerError("give --data FILE.jsonl (or --from-dataset DATASET.jsonl)")
-    records = read_jsonl(args.data)[:args.limit]
+    records = read_jsonl(args.data, tail="ignore", missing_ok=True)[:args.limit]
     if not records:
         raise HamburgerError(f"{args.data} is empty or missing")
     for n, rec in enumerate(records, 1):
         problem = _record_problem(rec, args.prompt_field, args.response_field)
         if problem:
-            raise HamburgerError(f"{args.data}: line {_line_of(args.data, n)}: {problem}")
+            raise HamburgerError(f"{args.data}: line {line_of(args.data, n)}: {problem}")
     ids = row_ids(records, args.id_field, Path(args.data).stem)
     model, tok, info = load_base(args.base, args.dtype)
     model.to(pick_device(args.device))
     vocab = model.get_output_embeddings().weight.shape[0]
-    src_meta = json.loads(meta_path(args.data).read_text()) if meta_path(args.data).is_file() else {}
+    src_meta = read_sidecar(args.data)
     system = args.system if args.system is not None else src_meta.get("settings", {}).get("system")
-    all_eos = eos_ids(model, tok)
+    all_eos = eos_ids(model, tok, required=True)
     eos = tok.eos_token_id if tok.eos_token_id in all_eos else all_eos[0]
     meta = {"kind": "hamburger-dataset", "format": 1, "strategy": settings.strategy, "max_steps": settings.max_steps,
             "settings": asdict(settings),
@@ -372,11 +312,12 @@ def segment(args: argparse.Namespace) -> int:
     rank, world = shard_info()
     out = shard_path(args.out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {r["id"] for r in read_jsonl(out, repair=True)}
+    done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
     skipped: Counter = Counter(done=0)
     meta = (_recut if args.from_dataset else _from_data)(args, settings, out, done, rank, world, skipped)
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
-    meta["stats"] = {**dataset_stats(read_jsonl(out)), "last_run_skipped": dict(skipped)}
+    rows = read_jsonl(out, tail="ignore", missing_ok=True)
+    meta["stats"] = {**dataset_stats(rows), "last_run_skipped": dict(skipped)}
     check_meta(out, meta, (), False)
     print_stats(meta["stats"])
     return 0

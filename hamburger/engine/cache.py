@@ -17,7 +17,20 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache, StaticCache
 
+from hamburger.core.masks import slot_mask
 from hamburger.errors import HamburgerError
+
+
+def cache_bytes(cache) -> tuple[int, int]:
+    """(bytes held by the key and value tensors of every layer of a transformers cache, measured; slots of
+    its last tensor, i.e. of every row)."""
+    total, slots = 0, 0
+    for layer in getattr(cache, "layers", []):
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, torch.Tensor):
+                total += t.numel() * t.element_size()
+                slots = t.shape[-2]
+    return total, slots
 
 
 class SlotCache:
@@ -50,12 +63,7 @@ class SlotCache:
 
     def kv_bytes(self) -> int:
         """Bytes held by the key and value tensors of every layer (measured, not estimated)."""
-        total = 0
-        for layer in self.kv.layers:
-            for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
-                if isinstance(t, torch.Tensor):
-                    total += t.numel() * t.element_size()
-        return total
+        return cache_bytes(self.kv)[0]
 
     def bytes_per_slot(self) -> int:
         """Bytes one slot of one row takes across all layers."""
@@ -76,13 +84,7 @@ class SlotCache:
         else:
             self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
         self.filled += q
-        total = self.filled
-        query_slot = torch.arange(total - q, total, device=self.valid.device)
-        key_slot = torch.arange(self.valid.shape[1], device=self.valid.device)
-        causal = key_slot[None, :] <= query_slot[:, None]
-        mask = causal[None] & self.valid[:, None, :]
-        mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
-        return mask[:, None]
+        return slot_mask(self.valid, self.filled - q, q)
 
     def merge(self, other: "SlotCache") -> None:
         """Append the rows of `other` (continuous batching). Both caches are left-padded with

@@ -18,10 +18,11 @@ from typing import Callable, Iterator
 import torch
 from transformers import DynamicCache
 
-from hamburger.core.base import eos_token_ids
-from hamburger.engine.cache import SlotCache
-from hamburger.errors import HamburgerError
 from hamburger.core.model import HamburgerModel
+from hamburger.core.packing import group_tensors
+from hamburger.engine.cache import SlotCache
+from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
+from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import GenerationConfig, choose_tokens, continue_threshold
 
 
@@ -62,26 +63,6 @@ class GenerationResult:
         return asdict(self)
 
 
-def eos_ids(model: HamburgerModel, tokenizer) -> set[int]:
-    """Every end-of-sequence id the model knows (generation config, config and tokenizer)."""
-    return set(eos_token_ids(model.base, tokenizer))
-
-
-def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
-    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages."""
-    if isinstance(prompt, str) and not prompt.strip():
-        raise HamburgerError("the prompt is empty")
-    if raw or getattr(tokenizer, "chat_template", None) is None:
-        if not isinstance(prompt, str):
-            raise HamburgerError("a list of messages needs a tokenizer with a chat template")
-        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
-    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-    if system:
-        messages = [{"role": "system", "content": system}] + messages
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
-
-
 class _Row:
     """Per-request state."""
 
@@ -110,6 +91,17 @@ class _Row:
     def done(self) -> bool:
         return self.reason is not None
 
+    def take(self, token: int, prob: float, p_continue: float, eos: set[int], context_length: int) -> None:
+        """Record one emitted token; finish at an EOS id (unless ignored), max_new_tokens or the context's end."""
+        self.tokens.append(token)
+        self.group.append(token)
+        self.probs.append(prob)
+        self.p_continue.append(p_continue)
+        if token in eos and not self.cfg.ignore_eos:
+            self.reason = "eos"
+        elif len(self.tokens) >= self.cfg.max_new_tokens or len(self.prompt_ids) + len(self.tokens) >= context_length:
+            self.reason = "length"
+
 
 class Generation:
     """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
@@ -124,7 +116,7 @@ class Generation:
         if len(cfgs) != len(prompts):
             raise HamburgerError("one GenerationConfig per prompt is needed")
         self.model, self.tokenizer = model, tokenizer
-        self.eos = eos_ids(model, tokenizer)
+        self.eos = set(eos_ids(model, tokenizer))
         self.rows: list[_Row] = []
         self._pending: list[int] = []  # rows added but not prefilled yet
         self._kept: set[int] = set()  # rows not released
@@ -305,9 +297,7 @@ class Generation:
     def _macro_step(self, cache: SlotCache, rows: list[_Row]):
         """Merge each row's last group into one vector and run one base forward for all rows."""
         model = self.model
-        k = max(len(r.group) for r in rows)
-        group_ids = torch.tensor([r.group + [0] * (k - len(r.group)) for r in rows], device=model.device)
-        sizes = torch.tensor([len(r.group) for r in rows], device=model.device)
+        group_ids, sizes = group_tensors([r.group for r in rows], max(len(r.group) for r in rows), model.device)
         merged = model.embedder(model.embed(group_ids), sizes)[:, None]
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
@@ -357,30 +347,18 @@ class Generation:
     def _accept(self, row: _Row, token: int, stop_logit: float, p_continue: float, prob: float,
                 max_steps: int) -> bool:
         """Record one token; return whether the group goes on."""
-        row.tokens.append(token)
-        row.group.append(token)
-        row.probs.append(prob)
-        row.p_continue.append(p_continue)
-        if token in self.eos and not row.cfg.ignore_eos:
-            row.reason = "eos"
-        elif len(row.tokens) >= row.cfg.max_new_tokens:
-            row.reason = "length"
-        elif len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
-            row.reason = "length"
+        row.take(token, prob, p_continue, self.eos, self.model.context_length)
         if row.done:
             return False
         return len(row.group) < max_steps and -stop_logit >= row.threshold
 
     def _close_group(self, row: _Row, index: int) -> GroupEvent:
         row.groups.append(len(row.group))
-        text = self.tokenizer.decode(row.tokens, skip_special_tokens=True)
-        for stop in row.cfg.stop:
-            at = text.find(stop)
-            if at >= 0:
-                text = text[:at]
-                row.reason = "stop"
+        text, stopped = cut_at_stop(self.tokenizer.decode(row.tokens, skip_special_tokens=True), row.cfg.stop)
+        if stopped:
+            row.reason = "stop"
         row.text = text
-        shown_to = len(text) if row.done else _safe_prefix(text, row.cfg.stop)
+        shown_to = len(text) if row.done else safe_prefix(text, row.cfg.stop)
         delta = text[row.shown:shown_to] if shown_to > row.shown else ""
         row.shown = max(row.shown, shown_to)
         n = len(row.group)
@@ -410,20 +388,6 @@ def join_batch(running: tuple, joining: tuple) -> tuple:
         return joining
     cache.merge(new_cache)
     return cache, torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
-
-
-def _safe_prefix(text: str, stops: list[str]) -> int:
-    """Length of the text that can be shown: hold back a tail that may still grow into a stop
-    string, and an incomplete multi-byte character."""
-    cut = len(text)
-    while cut > 0 and text[cut - 1] == "\ufffd":
-        cut -= 1
-    for stop in stops:
-        for k in range(min(len(stop) - 1, cut), 0, -1):
-            if text[:cut].endswith(stop[:k]):
-                cut = min(cut, len(text[:cut]) - k)
-                break
-    return cut
 
 
 def generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None

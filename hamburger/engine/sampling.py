@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from hamburger.core.config import check_confidence
 from hamburger.errors import HamburgerError
 
 
@@ -37,8 +38,8 @@ class GenerationConfig:
     def validate(self) -> "GenerationConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise HamburgerError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
-        if self.confidence is not None and not 0.0 < self.confidence <= 1.0:
-            raise HamburgerError(f"confidence must be in (0, 1], got {self.confidence!r}")
+        if self.confidence is not None:
+            check_confidence(self.confidence)
         if not (self.temperature >= 0.0 and math.isfinite(self.temperature)):
             raise HamburgerError(f"temperature must be >= 0, got {self.temperature!r}")
         if not 0.0 < self.top_p <= 1.0:

@@ -188,15 +188,7 @@ class VerifyGeneration(Generation):
         """Record the tokens one base forward decided; stop at an EOS id, max_new_tokens or the context."""
         row.group = []
         for t, p, c in zip(tokens, probs, p_continue):
-            row.tokens.append(t)
-            row.group.append(t)
-            row.probs.append(p)
-            row.p_continue.append(c)
-            if t in self.eos and not row.cfg.ignore_eos:
-                row.reason = "eos"
-            elif len(row.tokens) >= row.cfg.max_new_tokens or \
-                    len(row.prompt_ids) + len(row.tokens) >= self.model.context_length:
-                row.reason = "length"
+            row.take(t, p, c, self.eos, self.model.context_length)
             if row.done:
                 return
         row.pending = tokens[-1]
@@ -334,15 +326,13 @@ def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], con
 def draft_vocabulary(path: str, size: int) -> torch.Tensor:
     """The ``size`` most frequent response tokens of a training data file (jsonl rows with `response_ids`,
     e.g. the segmented or distilled data; gzip allowed), sorted: a draft vocabulary for `VerifyGeneration`."""
-    import gzip
-    import json
     from collections import Counter
 
+    from hamburger.data.io import read_jsonl
+
     counts: Counter = Counter()
-    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
-        for line in f:
-            if line.strip():
-                counts.update(json.loads(line)["response_ids"])
+    for row in read_jsonl(path):
+        counts.update(row["response_ids"])
     if not counts:
         raise HamburgerError(f"{path}: no response_ids to count")
     return torch.tensor(sorted(t for t, _ in counts.most_common(size)))

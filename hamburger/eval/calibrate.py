@@ -20,6 +20,7 @@ import json
 import os
 from pathlib import Path
 
+from hamburger.data.io import read_jsonl
 from hamburger.errors import HamburgerError
 
 DEV_TASKS = ("chat", "gsm8k")
@@ -100,7 +101,7 @@ def cmd_calibrate(args) -> int:
     tasks = args.tasks.split(",")
     check_dev(tasks)
     if args.results:
-        records = [json.loads(x) for x in (Path(args.results) / "examples.jsonl").read_text().splitlines() if x]
+        records = read_jsonl(Path(args.results) / "examples.jsonl")
         meta = json.loads((Path(args.results) / "summary.json").read_text())["meta"]
         records = [r for r in records if r["task"] in tasks]
         knobs = sorted({r["confidence"] for r in records if r["method"].startswith("hamburger@")})

@@ -15,11 +15,10 @@ IFEval is a test set: never train or choose the default knob on it.
 
 from __future__ import annotations
 
-import gzip
-import json
 import zipfile
 from pathlib import Path
 
+from hamburger.data.io import read_jsonl
 from hamburger.errors import HamburgerError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval" / "input_data.jsonl.gz"
@@ -34,9 +33,7 @@ def load_ifeval(path: str | Path | None = None, limit: int | None = None) -> lis
     path = Path(path) if path else DATA
     if not path.is_file():
         raise HamburgerError(f"IFEval data {path} is missing")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(path)
     known = _registry()
     unknown = sorted({i for r in rows for i in r["instruction_id_list"]} - set(known))
     if unknown:

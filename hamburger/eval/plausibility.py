@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from hamburger.core.packing import group_starts
+
 KEYS = ("nll_per_token", "worst_token_nll", "rep4")
 SAMPLED = {"temperature": 0.7, "top_p": 0.9}  # the base-sampled reference method
 
@@ -39,17 +41,9 @@ def token_nll(lm, prompt_ids: list[int], answer_ids: list[int]) -> list[float]:
 def micro_agreement(answer_ids: list[int], groups: list[int], greedy: list[int]) -> tuple[int, int]:
     """(micro tokens, how many equal the base's greedy choice there): the tokens 2..k of every group,
     which the micro-step decoder wrote, against `greedy` from `base_reading` of the same answer."""
-    micro = [i for start, n in zip(_starts(groups), groups) for i in range(start + 1, start + n)
+    micro = [i for start, n in zip(group_starts(groups), groups) for i in range(start + 1, start + n)
              if i < len(answer_ids)]
     return len(micro), sum(answer_ids[i] == greedy[i] for i in micro)
-
-
-def _starts(groups: list[int]) -> list[int]:
-    out, at = [], 0
-    for n in groups:
-        out.append(at)
-        at += n
-    return out
 
 
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import torch
 
+from hamburger.data.io import read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import Generation, encode_prompt
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.eval.sandbox import Limits, require
 from hamburger.eval.scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
@@ -49,8 +51,8 @@ class Example:
 
 def gsm8k_examples(path: str | None, limit: int) -> list[Example]:
     if path:
-        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
-        if any("question" not in r or "answer" not in r for r in rows):
+        rows = read_jsonl(path)
+        if any(not isinstance(r, dict) or "question" not in r or "answer" not in r for r in rows):
             raise HamburgerError(f"{path}: every line needs 'question' and 'answer' (GSM8K format)")
         items = [(f"gsm8k-file:{i}", r["question"], r["answer"]) for i, r in enumerate(rows)]
     else:
@@ -69,9 +71,7 @@ def humaneval_examples(limit: int) -> list[Example]:
 
 def chat_examples(limit: int, path: str | None = None) -> list[Example]:
     if path:
-        rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
-        if any(not isinstance(r.get("prompt"), str) for r in rows):
-            raise HamburgerError(f"{path}: every line needs a string field 'prompt'")
+        rows = read_prompt_file(path)
         return [Example("chat", str(r.get("id", f"chat-file:{i}")), r["prompt"]) for i, r in enumerate(rows[:limit])]
     from hamburger.bench.prompts import category_prompts
 
@@ -101,7 +101,7 @@ def score(example: Example, text: str, base_text: str | None, timeout: float) ->
 
 def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]]) -> dict:
     """Teacher-forced loss and token accuracy of base answers, cut by the base's own entropy (decreasing_v2)."""
-    from hamburger.core.model import TrainBatch
+    from hamburger.core.packing import TrainBatch
     from hamburger.data.segment import decreasing_v2
 
     losses, correct, total = [], 0, 0
@@ -173,13 +173,13 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
 
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
-    from hamburger.engine.generate import eos_ids
+    from hamburger.engine.prompt import eos_ids
     from hamburger.eval.plausibility import SAMPLED, plausibility
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
                 "chat": lambda: chat_examples(limit, chat_file), "ifeval": lambda: ifeval_examples(limit)}
     judge = reference or model
-    eos = eos_ids(judge, tokenizer)
+    eos = set(eos_ids(judge, tokenizer))
     methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
     if verify:

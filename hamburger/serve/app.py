@@ -132,10 +132,11 @@ def cmd_serve(args) -> int:
     import uvicorn
 
     from hamburger.cli.main import load_model, set_threads
+    from hamburger.core.config import check_confidence
     from hamburger.serve.drain import GRACE_S, DrainingServer
 
-    if args.confidence is not None and not 0.0 < args.confidence <= 1.0:
-        raise HamburgerError(f"--confidence must be in (0, 1], got {args.confidence}")
+    if args.confidence is not None:
+        check_confidence(args.confidence, "--confidence")
     for name in ("max_batch_size", "max_queue", "max_tokens", "max_request_bytes"):
         if getattr(args, name) < 1:
             raise HamburgerError(f"--{name.replace('_', '-')} must be >= 1")

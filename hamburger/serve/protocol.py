@@ -18,7 +18,8 @@ import uuid
 from dataclasses import dataclass
 
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import GenerationResult, encode_prompt
+from hamburger.engine.generate import GenerationResult
+from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.engine.verify import VerifyResult
 

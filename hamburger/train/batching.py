@@ -8,14 +8,13 @@ deterministic given the seed, so a resumed run sees exactly the batches it would
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
+from hamburger.core.packing import PackedBatch, TrainBatch, pack
+from hamburger.data.dataset import load_dataset
 from hamburger.errors import HamburgerError
-from hamburger.core.model import TrainBatch
 
 
 @dataclass
@@ -34,69 +33,18 @@ def to_batch(rows: list[Row]) -> TrainBatch:
     return TrainBatch([r.prompt_ids for r in rows], [r.response_ids for r in rows], [r.groups for r in rows])
 
 
-def _read_jsonl(path: Path) -> tuple[list[dict], dict]:
-    """Fallback reader when hamburger.data.segment is not available: rows and the sidecar meta (or {})."""
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                if not line.endswith("\n"):
-                    break  # a truncated last line of a file still being written
-                raise HamburgerError(f"{path}:{n}: not valid JSON: {e}") from e
-    meta_file = Path(f"{path}.meta.json")
-    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    return rows, meta
-
-
 def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int) -> tuple[list[Row], dict]:
-    """Read and check a segmented dataset; refuse one made for another tokenizer or larger groups."""
-    p = Path(path)
-    if not path or not p.is_file():
-        raise HamburgerError(f"dataset {path!r} does not exist (make one with `hamburger segment`)")
-    try:
-        from hamburger.data.segment import check_dataset_compatible, load_dataset
-    except ImportError:
-        load_dataset = check_dataset_compatible = None
-    if load_dataset is not None:
-        records, meta = load_dataset(str(p))
-        check_dataset_compatible(meta, tokenizer, max_steps)
-    else:
-        records, meta = _read_jsonl(p)
-        _check_meta(p, meta, tokenizer, max_steps)
-    rows = []
-    for n, rec in enumerate(records, 1):
-        try:
-            row = Row([int(t) for t in rec["prompt_ids"]], [int(t) for t in rec["response_ids"]],
-                      [int(g) for g in rec["groups"]])
-        except (KeyError, TypeError, ValueError) as e:
-            raise HamburgerError(f"{p}: row {n} lacks prompt_ids/response_ids/groups lists of ints ({e})") from e
-        if not row.prompt_ids or not row.response_ids:
-            raise HamburgerError(f"{p}: row {n} has an empty prompt or response")
-        if sum(row.groups) != len(row.response_ids) or min(row.groups) < 1:
-            raise HamburgerError(f"{p}: row {n}: groups {row.groups[:8]}... do not cut its response")
-        if max(row.groups) > max_steps:
-            raise HamburgerError(f"{p}: row {n} has a group of {max(row.groups)} tokens but the model's "
-                                 f"max_steps is {max_steps}: segment the data again with --max-steps {max_steps}")
-        top = max(max(row.prompt_ids), max(row.response_ids))
-        if top >= vocab_size or min(min(row.prompt_ids), min(row.response_ids)) < 0:
-            raise HamburgerError(f"{p}: row {n} has token id {top} outside the model's vocabulary ({vocab_size}): "
-                                 "the dataset was made with another tokenizer")
-        rows.append(row)
+    """Read and check a segmented dataset (`load_dataset`); refuse one made for another tokenizer or larger groups."""
+    records, meta = load_dataset(path or "", tokenizer, max_steps, vocab_size)
+    rows = [Row(r["prompt_ids"], r["response_ids"], r["groups"]) for r in records]
     if not rows:
-        raise HamburgerError(f"dataset {p} has no rows")
+        raise HamburgerError(f"dataset {path} has no rows")
     return rows, meta
 
 
-def _check_meta(path: Path, meta: dict, tokenizer, max_steps: int) -> None:
-    if meta.get("max_steps") is not None and int(meta["max_steps"]) > max_steps:
-        raise HamburgerError(f"{path} was segmented with max_steps={meta['max_steps']}, the model has {max_steps}")
-    vocab = meta.get("vocab_size") or meta.get("tokenizer_vocab_size")
-    if vocab is not None and tokenizer is not None and int(vocab) != len(tokenizer):
-        raise HamburgerError(f"{path} was made with a tokenizer of {vocab} tokens, this model's has {len(tokenizer)}")
+def collate(rows: list[Row], max_steps: int, device=None) -> PackedBatch:
+    """The tensors of one (micro-)batch, built once: what the model's training forward takes."""
+    return pack(to_batch(rows), max_steps, device)
 
 
 # ------------------------------------------------------------------------------------------ batching

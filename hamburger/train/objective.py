@@ -12,13 +12,13 @@
 from __future__ import annotations
 
 import math
-from itertools import accumulate
 
 import torch
 from torch import nn
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.model import HamburgerModel, TrainBatch, TrainOutput, kl_to_teacher
+from hamburger.core.model import HamburgerModel, TrainOutput, kl_to_teacher
+from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_starts, pad_group
 
 
 def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
@@ -86,20 +86,21 @@ def chain_starts(batch: TrainBatch, max_steps: int, chains: str, stride: int = 1
     rows, cols, tokens, sizes = [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
         if chains == "groups":
-            ends = list(accumulate(g))
-            starts = [e - n for e, n in zip(ends, g)]
+            starts = group_starts(g)
+            ends = [s + n for s, n in zip(starts, g)]
         else:
             starts = list(range(sum(r) % stride, len(r), stride))
             ends = [min(len(r), s + max_steps) for s in starts]
         for start, end in zip(starts, ends):
             rows.append(b)
             cols.append(len(p) - 1 + start)
-            tokens.append(r[start:end] + [0] * (max_steps - (end - start)))
+            tokens.append(pad_group(r[start:end], max_steps))
             sizes.append(end - start)
     return rows, cols, tokens, sizes
 
 
-def msd_forward(model: HamburgerModel, batch: TrainBatch, chains: str = "groups", stride: int = 1) -> TrainOutput:
+def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: str = "groups", stride: int = 1
+                ) -> TrainOutput:
     """Stage "msd": only the micro-step decoder and stop head learn, on unmerged base features.
 
     The base runs once over [prompt, response] without gradients (no merging, so the embedder is
@@ -111,10 +112,12 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch, chains: str = "groups"
     """
     k = model.config.max_steps
     device = model.device
-    ids, positions, mask = model.unmerged_inputs(batch)
+    packed = as_packed(batch, k, device)
+    ids, positions, mask = model.unmerged_inputs(packed)
     with torch.no_grad():
         final, features = model.base_forward(model.embed(ids), positions, mask)
-    rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chain_starts(batch, k, chains, stride))
+    chains_at = chain_starts(packed.batch, k, chains, stride)
+    rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chains_at)
     out = model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes)
     if model.config.kl_weight > 0:
         j = torch.arange(k, device=device)[None, :]
@@ -140,7 +143,7 @@ class Objective(nn.Module):
         self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
-    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+    def teacher(self, batch: TrainBatch | PackedBatch) -> torch.Tensor | None:
         """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
         model = self.model
         if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
@@ -155,7 +158,9 @@ class Objective(nn.Module):
         finally:
             model.base = own
 
-    def forward(self, batch: TrainBatch) -> TrainOutput:
+    def forward(self, batch: TrainBatch | PackedBatch) -> TrainOutput:
+        """``batch``: packed by the batching side (`batching.collate`), or a `TrainBatch` packed here once."""
+        batch = as_packed(batch, self.model.config.max_steps, self.model.device)
         if self.stage == "msd":
             return msd_forward(self.model, batch, self.msd_chains, self.msd_stride)
         return self.model(batch, self.teacher(batch))

@@ -1,4 +1,4 @@
-"""`hamburger train`: teacher-forced training of a HAMburger model on segmented data (method.md).
+"""`hamburger train`: teacher-forced training of a HAMburger model on segmented data (docs/method.md).
 
 One loop for every variant: ``base_mode`` (frozen | lora | full) only decides which base weights
 are trainable (lora adds adapters); ``stage: msd`` trains the micro-step decoder and stop head alone
@@ -28,10 +28,11 @@ from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, read_meta,
 from hamburger.core.config import HamburgerConfig
 from hamburger.errors import HamburgerError
 from hamburger.core.lora import add_lora, has_lora, merge_lora
-from hamburger.core.model import HamburgerModel, TrainBatch
+from hamburger.core.model import HamburgerModel
+from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
 from hamburger.train.config import TrainConfig, build_config
-from hamburger.train.batching import Row, load_rows, make_plan, padding_fraction, shard, to_batch
+from hamburger.train.batching import Row, collate, load_rows, make_plan, padding_fraction, shard
 from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
 from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
 
@@ -150,7 +151,7 @@ class Trainer:
     def _autocast(self):
         return torch.autocast(self.dist.device.type, dtype=torch.bfloat16, enabled=self.cfg.dtype == "bf16")
 
-    def teacher(self, batch: TrainBatch) -> torch.Tensor | None:
+    def teacher(self, batch: TrainBatch | PackedBatch) -> torch.Tensor | None:
         return self.objective.teacher(batch)
 
     # ------------------------------------------------------------------------------------ loop
@@ -166,7 +167,7 @@ class Trainer:
             weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
             with grad_sync(self.net, j == len(micro) - 1):
                 with self._autocast():
-                    out = self.net(to_batch(batch_rows))
+                    out = self.net(collate(batch_rows, k, self.dist.device))
                 (out.loss * weight).backward()
             if part:
                 stats += batch_stats(out, k, *padding_fraction([batch_rows]))
@@ -259,7 +260,7 @@ class Trainer:
         for n in range(count):
             rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
-                out = self.objective(to_batch(rows))
+                out = self.objective(collate(rows, k, self.dist.device))
             if n < len(mine):
                 stats += batch_stats(out, k, *padding_fraction([rows]))
         return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight)

@@ -1,0 +1,26 @@
+"""The one attention-mask builder: explicit boolean masks over KV slots.
+
+Positions jump after merges and rows of a batch are padded, so no mask is ever inferred from positions:
+every base forward (training, prefill, macro and verify steps) and the micro-step decoder get theirs here.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def slot_mask(valid: torch.Tensor, first_query: int = 0, queries: int | None = None) -> torch.Tensor:
+    """[B, K] valid key slots -> [B, 1, q, K] boolean attention mask.
+
+    The queries are the slots ``first_query .. first_query + q - 1`` (``q`` = ``queries``, default: every slot
+    from ``first_query`` on). Query i of row b attends to every valid slot of row b at or before its own slot,
+    and always to itself (a padding query sees only itself, so it stays finite and is never read).
+    """
+    keys = valid.shape[1]
+    q = keys - first_query if queries is None else queries
+    query_slot = torch.arange(first_query, first_query + q, device=valid.device)
+    key_slot = torch.arange(keys, device=valid.device)
+    causal = key_slot[None, :] <= query_slot[:, None]
+    mask = causal[None] & valid[:, None, :]
+    mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
+    return mask[:, None]

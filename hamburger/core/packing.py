@@ -1,0 +1,117 @@
+"""Token groups -> the merged layout, shared by training, the MSD stage and the macro step.
+
+A response cut into groups is fed to the base as its prompt tokens, then one merged input per group but
+the last (the last group is predicted, never fed). `pack` builds every index and tensor of that layout for
+a whole batch once, on the batching side, so that the model's training forward only runs tensor ops; it
+also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate
+
+import torch
+
+
+@dataclass
+class TrainBatch:
+    """Token ids of (prompt, response) pairs and each response's group sizes (summing to its length)."""
+
+    prompt_ids: list[list[int]]
+    response_ids: list[list[int]]
+    groups: list[list[int]]
+
+    def __post_init__(self):
+        for p, r, g in zip(self.prompt_ids, self.response_ids, self.groups, strict=True):
+            if not p or not r:
+                raise ValueError("every row needs a non-empty prompt and response")
+            if sum(g) != len(r) or min(g) < 1:
+                raise ValueError(f"group sizes {g} do not cut a response of {len(r)} tokens")
+
+
+def group_starts(groups: list[int]) -> list[int]:
+    """Index of each group's first token in its response."""
+    return [end - n for end, n in zip(accumulate(groups), groups)]
+
+
+def pad_group(tokens: list[int], width: int) -> list[int]:
+    """One group's tokens right-padded with 0 to ``width`` (max_steps): the embedder's and MSD's input row."""
+    return tokens + [0] * (width - len(tokens))
+
+
+def group_tensors(groups: list[list[int]], width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens [G, width] padded with 0, sizes [G]) of a list of token groups."""
+    tokens = torch.tensor([pad_group(g, width) for g in groups], device=device)
+    return tokens, torch.tensor([len(g) for g in groups], device=device)
+
+
+@dataclass
+class PackedBatch:
+    """A `TrainBatch` as tensors, groups of at most ``max_steps`` tokens; ``(rows, cols)`` pairs index [B, S] inputs.
+
+    Merged layout (the training forward): per row, the prompt tokens, then one merged input per group but the
+    last, whose position is that of the group's last token. Unmerged layout (teacher, stage msd): the plain
+    [prompt, response] sequences, right-padded.
+    """
+
+    batch: TrainBatch  # the lists it was made from
+    group_tokens: torch.Tensor  # [G, max_steps] every group of every row, in order, padded with 0
+    group_sizes: torch.Tensor  # [G]
+    prompt_at: tuple[torch.Tensor, torch.Tensor]  # where each prompt token goes
+    prompt_tokens: torch.Tensor  # [P]
+    merged_at: tuple[torch.Tensor, torch.Tensor]  # where each merged input goes
+    merged_group: torch.Tensor  # [M] the group (index into group_tokens) each merged input holds
+    positions: torch.Tensor  # [B, S] rotary positions
+    valid: torch.Tensor  # [B, S]
+    before_group: tuple[torch.Tensor, torch.Tensor]  # the slot before each group: its features predict it
+    ids: torch.Tensor  # [B, L] unmerged token ids, padded with 0
+    ids_valid: torch.Tensor  # [B, L]
+    response_at: tuple[torch.Tensor, torch.Tensor]  # unmerged positions predicting each response token
+
+
+def pack(batch: TrainBatch, max_steps: int, device=None) -> PackedBatch:
+    """The merged and unmerged layouts of ``batch`` (see `PackedBatch`); groups longer than max_steps are an error."""
+    tokens, prompt_r, prompt_c, prompt_tok, merge_r, merge_c, merge_g = [], [], [], [], [], [], []
+    feat_r, feat_c, positions, valid = [], [], [], []
+    slots = max(len(p) + len(g) - 1 for p, g in zip(batch.prompt_ids, batch.groups))
+    for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
+        if max(g) > max_steps:
+            raise ValueError(f"a group of {max(g)} tokens exceeds max_steps={max_steps}")
+        starts, length = group_starts(g), len(p)
+        for j, (s, n) in enumerate(zip(starts, g)):
+            if j < len(g) - 1:  # every group but the last is fed, merged
+                merge_r.append(b)
+                merge_c.append(length + j)
+                merge_g.append(len(tokens))
+            tokens.append(r[s:s + n])
+        prompt_r += [b] * length
+        prompt_c += list(range(length))
+        prompt_tok += p
+        used = length + len(g) - 1
+        positions.append(list(range(length)) + [length + s + n - 1 for s, n in zip(starts, g)][:len(g) - 1]
+                         + [0] * (slots - used))  # a merged input sits at its group's last token
+        valid.append([True] * used + [False] * (slots - used))
+        feat_r += [b] * len(g)
+        feat_c += list(range(length - 1, length - 1 + len(g)))
+    group_tokens, group_sizes = group_tensors(tokens, max_steps, device)
+    seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
+    width = max(map(len, seqs))
+    answer_r = [b for b, r in enumerate(batch.response_ids) for _ in r]
+    answer_c = [len(p) - 1 + i for p, r in zip(batch.prompt_ids, batch.response_ids) for i in range(len(r))]
+
+    def at(rows, cols):
+        return torch.tensor(rows, dtype=torch.long, device=device), torch.tensor(cols, dtype=torch.long, device=device)
+
+    return PackedBatch(
+        batch, group_tokens, group_sizes, at(prompt_r, prompt_c), torch.tensor(prompt_tok, device=device),
+        at(merge_r, merge_c), torch.tensor(merge_g, dtype=torch.long, device=device),
+        torch.tensor(positions, dtype=torch.long, device=device), torch.tensor(valid, device=device),
+        at(feat_r, feat_c), torch.tensor([s + [0] * (width - len(s)) for s in seqs], device=device),
+        torch.tensor([[True] * len(s) + [False] * (width - len(s)) for s in seqs], device=device),
+        at(answer_r, answer_c))
+
+
+def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None) -> PackedBatch:
+    """``batch`` itself when already packed, else `pack` of it (a convenience for callers with lists)."""
+    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device)

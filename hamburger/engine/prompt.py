@@ -1,0 +1,70 @@
+"""What goes in and what ends a generation: prompt encoding, the end-of-sequence ids, stop strings."""
+
+from __future__ import annotations
+
+from hamburger.errors import HamburgerError
+
+
+def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
+    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages."""
+    if isinstance(prompt, str) and not prompt.strip():
+        raise HamburgerError("the prompt is empty")
+    if raw or getattr(tokenizer, "chat_template", None) is None:
+        if not isinstance(prompt, str):
+            raise HamburgerError("a list of messages needs a tokenizer with a chat template")
+        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+    if system:
+        messages = [{"role": "system", "content": system}] + messages
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
+
+
+def chat_prompt_ids(tokenizer, prompt: str, system: str | None = None) -> list[int]:
+    """Token ids of the chat-formatted prompt, exactly as `generate` encodes it (so training sees the
+    prompts inference will see); an error for a tokenizer without a chat template."""
+    if getattr(tokenizer, "chat_template", None) is None:
+        raise HamburgerError("the base tokenizer has no chat template")
+    return encode_prompt(tokenizer, prompt, system=system)
+
+
+def eos_ids(model, tokenizer, required: bool = False) -> list[int]:
+    """Every end-of-sequence id of a model (a HAMburger model's: its base's), without repeats, in the order
+    found: its generation config, its config, then its tokenizer. With ``required``, none is an error."""
+    from hamburger.core.model import HamburgerModel
+
+    lm = model.base if isinstance(model, HamburgerModel) else model
+    ids: list[int] = []
+    for value in (getattr(getattr(lm, "generation_config", None), "eos_token_id", None),
+                  getattr(lm.config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
+        for v in ([value] if isinstance(value, int) else list(value or [])):
+            if int(v) not in ids:
+                ids.append(int(v))
+    if required and not ids:
+        raise HamburgerError("the base model defines no end-of-sequence token")
+    return ids
+
+
+def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
+    """(the text cut before the first occurrence of each stop string in turn, whether any occurred)."""
+    hit = False
+    for stop in stops:
+        at = text.find(stop)
+        if at >= 0:
+            text = text[:at]
+            hit = True
+    return text, hit
+
+
+def safe_prefix(text: str, stops: list[str]) -> int:
+    """Length of the text that can be shown: hold back a tail that may still grow into a stop
+    string, and an incomplete multi-byte character."""
+    cut = len(text)
+    while cut > 0 and text[cut - 1] == "\ufffd":
+        cut -= 1
+    for stop in stops:
+        for k in range(min(len(stop) - 1, cut), 0, -1):
+            if text[:cut].endswith(stop[:k]):
+                cut = min(cut, len(text[:cut]) - k)
+                break
+    return cut
