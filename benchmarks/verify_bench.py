@@ -163,7 +163,7 @@ def main() -> int:
     import torch
 
     from hamburger.bench.prompts import category_prompts
-    from hamburger.cli.main import load_model
+    from hamburger.core.loading import load_model
     from hamburger.engine.prompt import encode_prompt
     from hamburger.bench.machine import machine_info
 

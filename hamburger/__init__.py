@@ -23,3 +23,32 @@ def _prefer_avx2_mkl_path() -> None:
 _prefer_avx2_mkl_path()
 
 __version__ = "0.1.0"
+
+# The public API, imported on first use so that `import hamburger` stays light (and the MKL setting
+# above is in place before torch loads).
+_EXPORTS = {
+    "load_model": "hamburger.core.loading",
+    "generate": "hamburger.engine.generate",
+    "Generation": "hamburger.engine.generate",
+    "GenerationResult": "hamburger.engine.generate",
+    "encode_prompt": "hamburger.engine.generate",
+    "GenerationConfig": "hamburger.engine.sampling",
+    "verify_generate": "hamburger.engine.verify",
+    "VerifyGeneration": "hamburger.engine.verify",
+    "HamburgerError": "hamburger.errors",
+}
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hamburger' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

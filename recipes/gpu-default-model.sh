@@ -30,7 +30,7 @@ stamp distill
 ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts $P --out "$D" \
     --max-new-tokens 256 --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
     [ -n "${DISTILL_SECONDS:-}" ]
-python3 -c "from hamburger.data.distill import read_jsonl; import sys; read_jsonl(sys.argv[1], repair=True)" "$D" 
+python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\", missing_ok=True)" "$D" 
 # 3. Entropies of every response token (one base forward per row), stored with a decreasing_v2 cut.
 stamp segment
 $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --max-steps 4 \

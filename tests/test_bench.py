@@ -21,7 +21,7 @@ def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
     out = tmp_path / "bench"
     assert main(["bench", "--model", str(ckpt), "--quick", "--prompts", str(prompts), "--out", str(out),
                  "--methods", "hamburger,own_loop,hf_generate,prompt_lookup,early_exit",
-                 "--lengths", "8,16", "--batch-sizes", "1,2", "--max-new-tokens", "12"]) == 0
+                 "--lengths", "8,16", "--batch-sizes", "1,2", "--max-new-tokens", "12", "--device", "auto"]) == 0
     result = json.loads((out / "results.json").read_text())
     assert {"machine", "rows", "summary", "length_sweep", "batch_sweep", "copy_bandwidth_gbs"} <= set(result)
     assert result["machine"]["threads"] >= 1 and "torch" in result["machine"]

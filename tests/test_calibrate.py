@@ -88,7 +88,7 @@ def test_calibrate_end_to_end_on_a_tiny_model(tmp_path, char_tokenizer):
 
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     assert main(["calibrate", "--model", str(ckpt), "--tasks", "chat", "--limit", "1", "--max-new-tokens", "4",
-                 "--confidence", "0.5,1.0", "--out", str(tmp_path / "sweep")]) == 0
+                 "--device", "cpu", "--confidence", "0.5,1.0", "--out", str(tmp_path / "sweep")]) == 0
     meta = json.loads((ckpt / "hamburger_config.json").read_text())
     record = meta["calibration"]
     assert meta["config"]["default_confidence"] == record["knob"] and record["knobs"]["1"] is True

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hamburger.core.checkpoint import read_meta
-from hamburger.cli.main import DEFAULT_MODEL_DIR, load_model
+from hamburger.core.loading import DEFAULT_MODEL_DIR, load_model
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig

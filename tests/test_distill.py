@@ -1,6 +1,5 @@
 """Distillation and segmentation end to end on a tiny random Llama with the bundled (real) tokenizer."""
 
-import argparse
 import json
 import os
 
@@ -11,6 +10,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
 from hamburger.data import dataset as DS  # noqa: E402
+from hamburger.cli.main import build_parser  # noqa: E402
 from hamburger.data import distill as D  # noqa: E402
 from hamburger.data import segment as S  # noqa: E402
 from hamburger.data.io import read_jsonl  # noqa: E402
@@ -21,10 +21,9 @@ PROMPTS = ["hi", "What is 2+2? Explain.", "a b c d e f g h i j", "Tell me a stor
            "Translate 'good morning' to French.", "List three colours."]
 
 
-def run(register, argv):
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    args = parser.parse_args(argv)
+def run(argv):
+    """One verb through the real CLI parser, its HamburgerError raised (not turned into exit code 1)."""
+    args = build_parser().parse_args(argv)
     return args.func(args)
 
 
@@ -64,7 +63,7 @@ def prompts_file(tmp_path):
 
 def distill_args(tiny_dir, prompts, out, *extra):
     return ["distill", "--base", str(tiny_dir), "--prompts", str(prompts), "--out", str(out),
-            "--max-new-tokens", "24", "--batch-size", "4", *extra]
+            "--max-new-tokens", "24", "--batch-size", "4", "--device", "cpu", *extra]
 
 
 def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
@@ -85,16 +84,16 @@ def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
 
 def test_distill_resumes_without_duplicates_or_losses(tiny_dir, prompts_file, tmp_path, capsys):
     out = tmp_path / "d.jsonl"
-    assert run(D.register, distill_args(tiny_dir, prompts_file, out, "--limit", "3")) == 0
+    assert run(distill_args(tiny_dir, prompts_file, out, "--limit", "3")) == 0
     assert len(read_jsonl(out)) == 3
-    assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+    assert run(distill_args(tiny_dir, prompts_file, out)) == 0
     assert "empty 1" in capsys.readouterr().err
     rows = read_jsonl(out)
     assert sorted(r["id"] for r in rows) == sorted(f"p{i}" for i in range(6))
     # a kill mid-write leaves half a line: it is cut off and that row is made again
     data = out.read_bytes()
     out.write_bytes(data[:-15])
-    assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+    assert run(distill_args(tiny_dir, prompts_file, out)) == 0
     again = read_jsonl(out)
     assert sorted(r["id"] for r in again) == sorted(r["id"] for r in rows)
     assert {r["id"]: r["response_token_ids"] for r in again} == {r["id"]: r["response_token_ids"] for r in rows}
@@ -104,7 +103,7 @@ def test_distill_resumes_without_duplicates_or_losses(tiny_dir, prompts_file, tm
     meta = json.loads((tmp_path / "d.jsonl.meta.json").read_text())
     assert meta["settings"]["max_new_tokens"] == 24 and meta["base_fingerprint"] == rows[0]["base_fingerprint"]
     with pytest.raises(HamburgerError, match="other settings"):
-        run(D.register, distill_args(tiny_dir, prompts_file, out, "--temperature", "0.7"))
+        run(distill_args(tiny_dir, prompts_file, out, "--temperature", "0.7"))
 
 
 def test_distill_shards_split_the_prompts(tiny_dir, prompts_file, tmp_path, monkeypatch):
@@ -112,7 +111,7 @@ def test_distill_shards_split_the_prompts(tiny_dir, prompts_file, tmp_path, monk
     monkeypatch.setenv("WORLD_SIZE", "2")
     for rank in (0, 1):
         monkeypatch.setenv("RANK", str(rank))
-        assert run(D.register, distill_args(tiny_dir, prompts_file, out)) == 0
+        assert run(distill_args(tiny_dir, prompts_file, out)) == 0
     ids = [[r["id"] for r in read_jsonl(f"{out}.rank{k}")] for k in (0, 1)]
     assert sorted(ids[0]) == ["p0", "p2", "p4"] and sorted(ids[1]) == ["p1", "p3", "p5"]
     assert not out.exists()
@@ -135,10 +134,10 @@ def test_compute_entropies_matches_one_row_forward(tiny_dir):
 
 def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
     data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
-    run(D.register, distill_args(tiny_dir, prompts_file, data))
+    run(distill_args(tiny_dir, prompts_file, data))
     distilled = {r["id"]: r for r in read_jsonl(data)}
-    assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
-                            "--batch-size", "4", "--max-steps", "3"]) == 0
+    assert run(["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out), "--device", "auto",
+                "--batch-size", "4", "--max-steps", "3"]) == 0
     assert "tokens per group" in capsys.readouterr().out
     rows, meta = DS.load_dataset(out)
     assert len(rows) == 6
@@ -157,11 +156,11 @@ def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
     with pytest.raises(HamburgerError, match="max_steps"):
         DS.check_dataset_compatible(meta, tok, 4)
     # rerun: nothing new; missing field: a clear error
-    assert run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
+    assert run(["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(out),
                             "--max-steps", "3"]) == 0
     assert len(DS.load_dataset(out)[0]) == 6
     with pytest.raises(HamburgerError, match="no field 'answer'"):
-        run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "x"),
+        run(["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "x"),
                          "--response-field", "answer"])
 
 
@@ -173,11 +172,11 @@ def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     common = ["segment", "--base", str(tiny_dir), "--data", str(data), "--prompt-field", "question",
               "--response-field", "answer", "--max-length", "100"]
-    assert run(S.register, common + ["--out", str(tmp_path / "drop.jsonl")]) == 0
+    assert run(common + ["--out", str(tmp_path / "drop.jsonl")]) == 0
     assert "empty 1" in capsys.readouterr().out
     kept, _ = DS.load_dataset(tmp_path / "drop.jsonl")
     assert [r["id"] for r in kept] == ["qa:0"] and kept[0]["response_ids"][-1] == 2 and kept[0]["complete"]
-    assert run(S.register, common + ["--long", "truncate", "--out", str(tmp_path / "cut.jsonl")]) == 0
+    assert run(common + ["--long", "truncate", "--out", str(tmp_path / "cut.jsonl")]) == 0
     cut, meta = DS.load_dataset(tmp_path / "cut.jsonl")
     long_row = [r for r in cut if r["id"] == "qa:2"][0]
     assert long_row["truncated"] and not long_row["complete"]
@@ -198,7 +197,7 @@ def test_segment_wrong_field_types_name_file_line_and_field(tiny_dir, tmp_path, 
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": "Fine", "response": "Yes."}) + "\n\n" + json.dumps(bad) + "\n")
     with pytest.raises(HamburgerError) as info:
-        run(S.register, ["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "s.jsonl")])
+        run(["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / "s.jsonl")])
     assert str(info.value).startswith(f"{data}: line 3: ") and problem in str(info.value), info.value
     assert not (tmp_path / "s.jsonl").exists()
 
@@ -209,10 +208,10 @@ def test_real_base_distil_and_segment(tmp_path):
     prompts.write_text(json.dumps({"id": "a", "prompt": "What is 2+2?"}) + "\n"
                        + json.dumps({"id": "b", "prompt": "Name a colour."}) + "\n")
     data, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
-    assert run(D.register, ["distill", "--prompts", str(prompts), "--out", str(data), "--max-new-tokens", "32"]) == 0
+    assert run(["distill", "--prompts", str(prompts), "--out", str(data), "--max-new-tokens", "32"]) == 0
     rows = read_jsonl(data)
     assert len(rows) == 2 and all(r["response"].strip() for r in rows)
-    assert run(S.register, ["segment", "--data", str(data), "--out", str(out)]) == 0
+    assert run(["segment", "--data", str(data), "--out", str(out)]) == 0
     seg, meta = DS.load_dataset(out)
     assert len(seg) == 2 and all(sum(r["groups"]) == len(r["response_ids"]) for r in seg)
     assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0

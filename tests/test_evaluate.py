@@ -39,7 +39,7 @@ def test_eval_verify_method_gives_the_base_answers(tmp_path, char_tokenizer):
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     out = tmp_path / "eval"
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "0.5",
-                 "--max-new-tokens", "10", "--verify", "--no-base-sampled", "--out", str(out)]) == 0
+                 "--max-new-tokens", "10", "--verify", "--no-base-sampled", "--device", "cpu", "--out", str(out)]) == 0
     by = {s["method"]: s for s in json.loads((out / "summary.json").read_text())["summary"]}
     assert set(by) == {"base", "hamburger@0.5", "verify"}
     assert by["verify"]["exact"] == 1.0 and by["verify"]["nll_per_token"] == pytest.approx(by["base"]["nll_per_token"])

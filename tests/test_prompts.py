@@ -1,14 +1,13 @@
 """The fixed train/dev split of the shipped data and the prompt-file builder."""
 
-import argparse
 import json
 import os
 
 import pytest
 
+from hamburger.cli.main import build_parser
 from hamburger.errors import HamburgerError
-from hamburger.data.prompts import (PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_data_file, register,
-                                    split_of)
+from hamburger.data.prompts import PACKAGE_DATA, build_prompts, data_root, gsm8k_split, read_data_file, split_of
 
 ALL = ["t0_prompts", "self_instruct", "gsm8k"]
 
@@ -83,10 +82,8 @@ def test_errors(root, tmp_path):
 
 
 def test_cli_writes_file(root, tmp_path):
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
     out = tmp_path / "p.jsonl"
-    args = parser.parse_args(["prompts", "--sources", "gsm8k,t0_prompts", "--split", "dev", "--limit", "7",
+    args = build_parser().parse_args(["prompts", "--sources", "gsm8k,t0_prompts", "--split", "dev", "--limit", "7",
                               "--out", str(out), "--data", str(root)])
     assert args.func(args) == 0
     rows = [json.loads(line) for line in open(out)]

@@ -1,6 +1,5 @@
 """Segmentation strategies on hand-made entropies, H(p), and re-cutting a dataset without the model."""
 
-import argparse
 import json
 import os
 import random
@@ -11,16 +10,15 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
+from hamburger.cli.main import build_parser  # noqa: E402
 from hamburger.errors import HamburgerError  # noqa: E402
 from hamburger.data.dataset import check_dataset_compatible, load_dataset  # noqa: E402
 from hamburger.data.segment import (STRATEGIES, SegmentSettings, decreasing, decreasing_v2,  # noqa: E402
-                                    entropy_threshold, register, segment_entropies, sliding, small_group)
+                                    entropy_threshold, segment_entropies, sliding, small_group)
 
 
 def run_segment(argv):
-    parser = argparse.ArgumentParser()
-    register(parser.add_subparsers())
-    args = parser.parse_args(["segment", *argv])
+    args = build_parser().parse_args(["segment", *argv])
     return args.func(args)
 
 

@@ -82,7 +82,7 @@ class Server:
         env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hamburger.cli", "serve", "--model", str(ckpt), "--port", str(self.port),
-             "--threads", "1", "--log-level", "warning", *extra],
+             "--threads", "1", "--device", "cpu", "--log-level", "warning", *extra],
             stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
 
     def wait(self, timeout: float = 120.0) -> "Server":

@@ -323,7 +323,7 @@ def assert_same_weights(a_dir: Path, b_dir: Path, atol: float) -> None:
 @pytest.fixture(scope="module")
 def single_process_run(env, tmp_path_factory):
     out = tmp_path_factory.mktemp("one")
-    assert cli_main(["train", "--out", str(out), *dist_args(env, 4)]) == 0
+    assert cli_main(["train", "--out", str(out), "--device", "cpu", *dist_args(env, 4)]) == 0
     return out
 
 

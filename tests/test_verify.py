@@ -266,7 +266,7 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
 @pytest.mark.slow
 def test_bundled_model_verify_equals_base_greedy():
     """The shipped model in verify mode: the base's greedy output at batch 1 and in a ragged batch."""
-    from hamburger.cli.main import load_model
+    from hamburger import load_model
     from hamburger.engine.prompt import encode_prompt
 
     model, tokenizer, _ = load_model(None, "float32")

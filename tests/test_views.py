@@ -20,7 +20,8 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
     assert "tau" in captured.err and "KV slots" in captured.err and "tok/s" in captured.err
     text = page.read_text()
     assert text.startswith("<!doctype html>") and 'class="g"' in text and "tau" in text
-    assert main(["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "5", "abc"]) == 0
+    assert main(["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "5", "--device", "auto",
+                 "abc"]) == 0
     streamed_ok = json.loads(capsys.readouterr().out)["tokens"] <= 5
     assert streamed_ok
 
@@ -32,7 +33,7 @@ def test_chat_multi_turn_from_a_pipe(tmp_path, char_tokenizer, capsys, monkeypat
     finally:
         char_tokenizer.chat_template = None
     monkeypatch.setattr("sys.stdin", io.StringIO("hello\nand again\n/reset\nnew start\n/exit\n"))
-    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5"]) == 0
+    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5", "--device", "cpu"]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("tau") == 3  # one summary per answered turn
     assert "conversation reset" in captured.err

@@ -10,8 +10,6 @@ resumes where it stopped (`--restart` starts over).
 
 from __future__ import annotations
 
-import argparse
-import json
 import resource
 import statistics
 import sys
@@ -19,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hamburger.bench.log import LOG_NAME, BenchLog, prompts_digest
+from hamburger.bench.log import BenchLog, prompts_digest
 from hamburger.bench.methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
 from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
 from hamburger.errors import HamburgerError
@@ -229,86 +227,35 @@ def bench_prompts(settings: BenchSettings) -> list[dict]:
     return [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
 
 
-def cmd_bench(args) -> int:
+def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str | None = None,
+          prompts_file: str | None = None, restart: bool = False, base: str | None = None) -> Path:
+    """Benchmark the checkpoint ``model_dir`` (default: the bundled model) as ``settings`` say (default: the full
+    run), on ``prompts_file`` (jsonl, 'prompt' and optional 'category') or the built-in categories; resumes
+    an earlier run with the same settings in ``out`` unless ``restart`` (``base``: where the checkpoint's base
+    is, if it moved). Returns the report written there."""
     import torch
 
     from hamburger.bench.report import write_report
-    from hamburger.cli.main import load_model
+    from hamburger.core.loading import load_model
 
-    settings = BenchSettings.quick() if args.quick else BenchSettings()
-    for key in ("categories", "methods", "confidences", "lengths", "batch_sizes"):
-        value = getattr(args, key)
-        if value is not None:
-            setattr(settings, key, value)
-    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence", "device", "compile"):
-        if getattr(args, key) is not None:
-            setattr(settings, key, getattr(args, key))
+    settings = settings or BenchSettings()
     bad = [m for m in settings.methods if m not in METHOD_NAMES]
     if bad:
         raise HamburgerError(f"unknown method(s) {bad}; choose from {', '.join(METHOD_NAMES)}")
     if settings.threads:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
-    device = pick_device(settings.device)
-    settings.device = device.type
-    model, tokenizer, info, reference = load_model(args.model, settings.dtype, reference=True)
-    model.to(device)
-    reference.to(device)
-    prompts = load_prompt_file(args.prompts) if args.prompts else bench_prompts(settings)
-    model_facts = {"checkpoint": Path(args.model).name if args.model else "default",  # no local paths
+    settings.device = pick_device(settings.device).type
+    model, tokenizer, info, reference = load_model(model_dir, settings.dtype, base, True, settings.device)
+    prompts = load_prompt_file(prompts_file) if prompts_file else bench_prompts(settings)
+    model_facts = {"checkpoint": Path(model_dir).name if model_dir else "default",  # no local paths
                    "base": Path(info.spec).name, "fingerprint": info.fingerprint}
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
-    log = BenchLog(Path(args.out), header, restart=args.restart)
+    log = BenchLog(Path(out), header, restart=restart)
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
     log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
     result = run_bench(model, tokenizer, settings, prompts, reference, log)
     result["model"] = model_facts
-    out = write_report(result, Path(args.out))
-    print(out.read_text() if out.suffix == ".md" else out)
-    return 0
-
-
-def _floats(text: str) -> list[float]:
-    return [float(x) for x in text.split(",") if x]
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
-def _names(text: str) -> list[str]:
-    return [x for x in text.split(",") if x]
-
-
-def register(sub) -> None:
-    p = sub.add_parser("bench", help="benchmark HAMburger against the base model and its peers",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
-    p.add_argument("--out", default="runs/bench", help="folder for results.json, results.md and PNG plots")
-    p.add_argument("--quick", action="store_true",
-                   help="2 prompts per category, 32 new tokens, 1 repeat, small sweeps (a couple of minutes)")
-    p.add_argument("--prompts", default=None, help="jsonl with 'prompt' (and optional 'category') instead of the "
-                                                   "built-in categories")
-    p.add_argument("--categories", type=_names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
-    p.add_argument("--methods", type=_names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)}")
-    p.add_argument("--confidences", type=_floats, default=None, help="HAMburger knob values (default 0.5,0.7,0.8,0.9)")
-    p.add_argument("--n-prompts", type=int, default=None, help="prompts per category (default 20)")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens per prompt (default 128)")
-    p.add_argument("--repeats", type=int, default=None, help="runs per method and prompt; the median is kept (default 3)")
-    p.add_argument("--lengths", type=_ints, default=None, help="output-length sweep (default 64,...,1024; '' skips)")
-    p.add_argument("--batch-sizes", type=_ints, default=None, help="batch sweep (default 1,4,16; '' skips)")
-    p.add_argument("--sweep-confidence", type=float, default=None,
-                   help="HAMburger's knob in the length and batch sweeps (default: the model's default confidence)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for every method")
-    p.add_argument("--dtype", default=None, choices=["float32", "bfloat16"], help="dtype for every method")
-    p.add_argument("--device", default=None, choices=["cpu", "cuda", "auto"], help="where every method runs (default cpu)")
-    p.add_argument("--compile", default=None, metavar="BACKEND", nargs="?", const="inductor",
-                   help="GPU mode: HAMburger, our own loop and HF generate decode on static KV caches with their "
-                        "per-step forward compiled by this torch.compile backend (default inductor; CUDA graphs on a "
-                        "GPU); prompt lookup and early exit stay eager")
-    p.add_argument("--restart", action="store_true",
-                   help=f"discard the {LOG_NAME} of an earlier run in --out and measure from scratch (by default a "
-                        "run with the same settings resumes where it stopped)")
-    p.set_defaults(func=cmd_bench)
+    return write_report(result, Path(out))

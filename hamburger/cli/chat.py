@@ -11,20 +11,22 @@ import argparse
 import os
 import sys
 
+from hamburger.cli.options import add_model, add_runtime, add_sampling, device_of
 from hamburger.errors import HamburgerError
 
 
-def cmd_chat(args) -> int:
-    from hamburger.cli.main import load_model, set_threads
+def cmd_chat(args: argparse.Namespace) -> int:
+    from hamburger.cli.render import stream_text, summary_line
+    from hamburger.core.loading import load_model
     from hamburger.engine.generate import Generation
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.cli.render import stream_text, summary_line
     from hamburger.engine.sampling import GenerationConfig
 
     config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
-                              temperature=args.temperature, top_p=args.top_p, seed=args.seed).validate()
-    set_threads(args.threads)
-    model, tokenizer, info = load_model(args.model, args.dtype)
+                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                              stop=args.stop or []).validate()
+    device = device_of(args)
+    model, tokenizer, info = load_model(args.model, args.dtype, args.base, device=device)
     interactive = sys.stdin.isatty()
     color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
     if interactive:
@@ -66,14 +68,9 @@ def cmd_chat(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("chat", help="interactive multi-turn chat with streaming",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None, help="HAMburger checkpoint folder (default: the bundled trained model)")
-    p.add_argument("--confidence", type=float, default=None, help="knob in (0, 1] (default: the checkpoint's)")
-    p.add_argument("--max-new-tokens", type=int, default=512, help="most tokens per reply (default 512)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1]")
-    p.add_argument("--seed", type=int, default=None, help="sampling seed")
+    add_model(p)
+    add_sampling(p, what="reply")
     p.add_argument("--system", default=None, help="system message")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    add_runtime(p)
     p.set_defaults(func=cmd_chat)

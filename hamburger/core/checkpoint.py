@@ -203,3 +203,32 @@ def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
     if lora.get("modules") not in (None, len(names)):
         raise HamburgerError(f"{path}: LoRA was saved on {lora['modules']} layers, this base has {len(names)}")
     load_lora_state_dict(model.base, state)
+
+
+def graft(out: str | Path, base: str | None = None, config: HamburgerConfig | None = None
+          ) -> tuple[HamburgerModel, Path, BaseInfo]:
+    """Graft untrained HAMburger modules (``config``, default settings if None) onto a base model (a bundled
+    name, HF folder or hub id; default: the bundled base) and save the checkpoint: (model, its folder, base)."""
+    base_model, _, info = load_base(base, "float32")
+    model = HamburgerModel(base_model, config or HamburgerConfig())
+    return model, save_checkpoint(model, out, info), info
+
+
+def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop_lora: bool = False,
+           default_confidence: float | None = None, base: str | None = None) -> Path:
+    """Re-save a checkpoint with only what inference needs, weights stored in ``dtype`` (float32 | bfloat16);
+    ``drop_lora`` leaves out its LoRA adapters (the grafted modules on the unchanged base)."""
+    meta = read_meta(model_dir)
+    model, tokenizer, info = load_checkpoint(model_dir, "float32", base=base)
+    if drop_lora:
+        from hamburger.core.lora import remove_lora
+
+        if not remove_lora(model.base):
+            raise HamburgerError(f"{model_dir} has no LoRA adapters to drop")
+    extra = {k: v for k, v in meta.items() if k not in ("format", "config", "base", "base_weights", "lora")}
+    weights_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    if default_confidence is not None:
+        model.config.default_confidence = default_confidence
+        model.config.validate()
+    return save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
+                           extra=extra, weights_dtype=weights_dtype)

@@ -22,8 +22,8 @@ index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (
 
 from __future__ import annotations
 
-import argparse
 import hashlib
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -102,32 +102,34 @@ def _batches(pending: list[tuple[dict, list[int]]], batch_size: int):
         yield from (part[i:i + batch_size] for i in range(0, len(part), batch_size))
 
 
-def distill(args: argparse.Namespace) -> int:
-    """Handler of ``hamburger distill``."""
+def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: DistillSettings = DistillSettings(), *,
+            base: str | None = None, id_field: str = "id", batch_size: int = 16, limit: int | None = None,
+            device: str = "cpu") -> Path:
+    """The base model (``base``: bundled name, HF folder or hub id; default: bundled) writes a response to every
+    prompt of the jsonl file ``prompts`` (the first ``limit``), appended to ``out`` (this rank's shard of it);
+    resumable. Returns the file written."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
 
-    if args.batch_size < 1 or args.max_new_tokens < 1 or args.temperature < 0 or not 0 < args.top_p <= 1:
+    if batch_size < 1 or settings.max_new_tokens < 1 or settings.temperature < 0 or not 0 < settings.top_p <= 1:
         raise HamburgerError("need --batch-size >= 1, --max-new-tokens >= 1, --temperature >= 0, 0 < --top-p <= 1")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
-                               args.dtype, args.prompt_field)
-    records = read_jsonl(args.prompts, tail="ignore", missing_ok=True)
-    if args.limit is not None:
-        records = records[:args.limit]
-    if records and args.prompt_field not in records[0]:
-        raise HamburgerError(f"{args.prompts}: no field {args.prompt_field!r} (fields: {sorted(records[0])})")
-    ids = row_ids(records, args.id_field, Path(args.prompts).stem)
+    where = pick_device(device)
+    records = read_jsonl(prompts, tail="ignore", missing_ok=True)
+    if limit is not None:
+        records = records[:limit]
+    field = settings.prompt_field
+    if records and field not in records[0]:
+        raise HamburgerError(f"{prompts}: no field {field!r} (fields: {sorted(records[0])})")
+    ids = row_ids(records, id_field, Path(prompts).stem)
     rank, world = shard_info()
-    out = shard_path(args.out, rank, world)
+    out = shard_path(out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
-    model, tok, info = load_base(args.base, args.dtype)
-    model.to(pick_device(args.device))
+    model, tok, info = load_base(base, settings.dtype)
+    model.to(where)
     meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
-            "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(args.prompts)}
+            "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(prompts)}
     check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
     eos = eos_ids(model, tok, required=True)
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
@@ -136,14 +138,14 @@ def distill(args: argparse.Namespace) -> int:
     for i, (rec, rid) in enumerate(zip(records, ids)):
         if i % world != rank:
             continue
-        text = rec.get(args.prompt_field)
+        text = rec.get(field)
         if rid in done:
             skipped["done"] += 1
         elif not isinstance(text, str) or not text.strip():
             skipped["empty"] += 1
         else:
-            p_ids = chat_prompt_ids(tok, text, args.system)
-            if len(p_ids) + args.max_new_tokens > context:
+            p_ids = chat_prompt_ids(tok, text, settings.system)
+            if len(p_ids) + settings.max_new_tokens > context:
                 skipped["too_long"] += 1
             else:
                 pending.append(({**rec, "id": rid}, p_ids))
@@ -151,17 +153,17 @@ def distill(args: argparse.Namespace) -> int:
           + ", ".join(f"{k} {v}" for k, v in skipped.items()), file=sys.stderr)
     n_tok, n_rows, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
-    for batch in _batches(pending, args.batch_size):
-        key = f"{args.seed}|" + "|".join(r["id"] for r, _ in batch)
+    for batch in _batches(pending, batch_size):
+        key = f"{settings.seed}|" + "|".join(r["id"] for r, _ in batch)
         torch.manual_seed(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
         results = generate_batch(model, [p for _, p in batch], eos, pad, settings)
         rows = []
         for (rec, p_ids), (resp, reason, stop_id) in zip(batch, results):
-            row = {"id": rec["id"], "prompt": rec[args.prompt_field],
+            row = {"id": rec["id"], "prompt": rec[field],
                    "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
                    "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
                    "base_fingerprint": info.fingerprint}
-            rows.append({**row, **{k: v for k, v in rec.items() if k not in row and k != args.prompt_field}})
+            rows.append({**row, **{k: v for k, v in rec.items() if k not in row and k != field}})
             n_tok += len(resp) + (reason == "eos")
         append_jsonl(out, rows)
         n_rows += len(rows)
@@ -171,35 +173,5 @@ def distill(args: argparse.Namespace) -> int:
     dt = time.perf_counter() - t0
     print(f"distill: wrote {n_rows} rows, {n_tok} generated tokens in {dt:.1f} s: "
           f"{n_tok / max(dt, 1e-9):.1f} tok/s ({n_tok / max(time.process_time() - c0, 1e-9):.1f} per CPU-second; "
-          f"batch {args.batch_size}, {torch.get_num_threads()} threads, {args.dtype}, {model.device})")
-    return 0
-
-
-def register(subparsers) -> argparse.ArgumentParser:
-    """Add the ``distill`` verb to a CLI's subparsers."""
-    p = subparsers.add_parser("distill", help="have the base model write responses to a prompt file (resumable)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--base", default=None, help="base model: bundled name, HF folder or hub id (default: bundled)")
-    p.add_argument("--prompts", required=True, help="prompt .jsonl (e.g. from `hamburger prompts`)")
-    p.add_argument("--out", required=True, help="output .jsonl (appended; rerun to resume)")
-    p.add_argument("--prompt-field", default="prompt")
-    p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-new-tokens", type=int, default=256)
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=None, help="use the first N prompts of the file")
-    p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
-    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); not part of the "
-                   "resume settings, so a run may continue on another device")
-    p.set_defaults(func=distill)
-    return p
-
-
-if __name__ == "__main__":
-    from hamburger.data.prompts import run_verb
-
-    raise SystemExit(run_verb(register))
+          f"batch {batch_size}, {torch.get_num_threads()} threads, {settings.dtype}, {model.device})")
+    return out

@@ -23,14 +23,13 @@ lasts), so any prefix of the file is a balanced mix; ``limit`` then keeps the fi
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import random
 from pathlib import Path
 from typing import Literal
 
-from hamburger.data.io import read_jsonl, write_jsonl
+from hamburger.data.io import read_jsonl
 from hamburger.errors import HamburgerError
 
 SOURCES = ("t0_prompts", "self_instruct", "gsm8k")
@@ -133,45 +132,3 @@ def build_prompts(sources: list[str], split: str, limit: int | None = None, seed
     return mixed[:limit] if limit is not None else mixed
 
 
-def prompts(args: argparse.Namespace) -> int:
-    """Handler of ``hamburger prompts``: write a prompt file and print how many rows per source."""
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    rows = build_prompts(sources, args.split, args.limit, args.seed, args.data)
-    write_jsonl(rows, args.out)
-    counts = {s: sum(r["source"] == s for r in rows) for s in dict.fromkeys(sources)}
-    print(f"wrote {len(rows)} prompts ({args.split}) to {args.out}: "
-          + ", ".join(f"{s} {n}" for s, n in counts.items()))
-    return 0
-
-
-def register(subparsers) -> argparse.ArgumentParser:
-    """Add the ``prompts`` verb to a CLI's subparsers."""
-    p = subparsers.add_parser("prompts", help="build a prompt file from the shipped data (fixed train/dev split)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sources", default=",".join(SOURCES), help="comma-separated: " + ", ".join(SOURCES))
-    p.add_argument("--split", default="train", choices=["train", "dev", "all"])
-    p.add_argument("--limit", type=int, default=None, help="keep the first N prompts after interleaving")
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed")
-    p.add_argument("--data", default=None, help="data root (default: $HAMBURGER_DATA or the package's hamburger/data)")
-    p.add_argument("--out", required=True, help="output .jsonl")
-    p.set_defaults(func=prompts)
-    return p
-
-
-def run_verb(register_fn, argv: list[str] | None = None) -> int:
-    """Run one verb as a stand-alone program (``python -m hamburger.<module>``), printing user errors in one line."""
-    import sys
-
-    parser = argparse.ArgumentParser(prog="hamburger")
-    sub = parser.add_subparsers(dest="verb", required=True)
-    name = register_fn(sub).prog.split()[-1]
-    args = parser.parse_args([name] + (sys.argv[1:] if argv is None else argv))
-    try:
-        return args.func(args)
-    except HamburgerError as e:
-        print(f"hamburger: error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_verb(register))

@@ -30,7 +30,6 @@ Join shards as for distill (``cat OUT.rank* > OUT``, copy ``OUT.rank0.meta.json`
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -175,13 +174,25 @@ def print_stats(stats: dict) -> None:
         print(f"  group size {k}: {v:8d} {v / total:6.1%} " + "#" * round(40 * v / total))
 
 
-# ---------------------------------------------------------------- the CLI verb
-def _response_ids(row: dict, args, tok, same_base: bool, eos: int) -> tuple[list[int], bool]:
+# ---------------------------------------------------------------- the segment verb
+@dataclass(frozen=True)
+class SegmentInput:
+    """How `segment` reads its input rows (the cut itself is SegmentSettings)."""
+
+    prompt_field: str = "prompt"
+    response_field: str = "response"
+    id_field: str = "id"  # unique row id (rows without it get '<file stem>:<line>')
+    system: str | None = None  # system message (None: the one distill used, if any)
+    max_length: int = 1024  # max prompt + response tokens
+    long: str = "drop"  # longer rows: "drop" them or "truncate" their response
+
+
+def _response_ids(row: dict, inp: SegmentInput, tok, same_base: bool, eos: int) -> tuple[list[int], bool]:
     """(response ids, complete): exact distilled ids when the same base wrote them, else the tokenized text."""
     if same_base and isinstance(row.get("response_token_ids"), list):
         ids = list(row["response_token_ids"])
     else:
-        ids = list(tok(row[args.response_field], add_special_tokens=False)["input_ids"])
+        ids = list(tok(row[inp.response_field], add_special_tokens=False)["input_ids"])
     complete = row.get("finish_reason", "eos") != "length"
     stop = row.get("stop_token_id") if same_base else None
     return ids + ([stop if stop is not None else eos] if complete else []), complete
@@ -205,22 +216,22 @@ def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
     return None
 
 
-def _prepare(args, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool, eos: int,
-             skipped: Counter):
+def _prepare(inp: SegmentInput, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool,
+             eos: int, skipped: Counter):
     """Yield a dataset row (no entropies yet) for every record; count the empty and too long ones."""
     for rec, rid in zip(records, ids):
-        prompt, response = rec[args.prompt_field], rec[args.response_field]  # strings (checked)
+        prompt, response = rec[inp.prompt_field], rec[inp.response_field]  # strings (checked)
         if not response.strip() or not prompt.strip():
             skipped["empty"] += 1
             continue
         p_ids = chat_prompt_ids(tok, prompt, system)
-        r_ids, complete = _response_ids(rec, args, tok, same_base, eos)
-        truncated = len(p_ids) + len(r_ids) > args.max_length
+        r_ids, complete = _response_ids(rec, inp, tok, same_base, eos)
+        truncated = len(p_ids) + len(r_ids) > inp.max_length
         if truncated:
-            if args.long == "drop" or len(p_ids) >= args.max_length:
+            if inp.long == "drop" or len(p_ids) >= inp.max_length:
                 skipped["too_long_dropped"] += 1
                 continue
-            r_ids, complete = r_ids[:args.max_length - len(p_ids)], False
+            r_ids, complete = r_ids[:inp.max_length - len(p_ids)], False
             skipped["too_long_truncated"] += 1
         row = {"id": rid, **({"source": rec["source"]} if "source" in rec else {}), "prompt_ids": p_ids,
                "response_ids": r_ids, "complete": complete, "truncated": truncated}
@@ -233,62 +244,65 @@ def _finish(rows: list[dict], settings: SegmentSettings, vocab: int) -> list[dic
     return rows
 
 
-def _recut(args, settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
+def _recut(from_dataset, settings: SegmentSettings, out: Path, done: set, rank: int, world: int,
+           skipped: Counter) -> dict:
     """--from-dataset: new groups from the stored entropies; no model."""
-    src_rows, src_meta = load_dataset(args.from_dataset)
+    src_rows, src_meta = load_dataset(from_dataset)
     meta = {**src_meta, "strategy": settings.strategy, "max_steps": settings.max_steps,
-            "settings": asdict(settings), "derived_from": str(args.from_dataset)}
+            "settings": asdict(settings), "derived_from": str(from_dataset)}
     check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
     todo = [dict(r) for i, r in enumerate(src_rows) if i % world == rank and r["id"] not in done]
     skipped["done"] = sum(r["id"] in done for i, r in enumerate(src_rows) if i % world == rank)
     if any("entropies" not in r for r in todo):
-        raise HamburgerError(f"{args.from_dataset} has rows without entropies; segment it from the data")
+        raise HamburgerError(f"{from_dataset} has rows without entropies; segment it from the data")
     append_jsonl(out, _finish(todo, settings, src_meta["entropy_vocab_size"]))
-    print(f"segment: re-cut {len(todo)} rows from {args.from_dataset} -> {out}")
+    print(f"segment: re-cut {len(todo)} rows from {from_dataset} -> {out}")
     return meta
 
 
-def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
+def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str, device: str,
+               settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
     """--data: one base forward per row for the entropies, then the groups."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
 
-    if not args.data:
+    if not data:
         raise HamburgerError("give --data FILE.jsonl (or --from-dataset DATASET.jsonl)")
-    records = read_jsonl(args.data, tail="ignore", missing_ok=True)[:args.limit]
+    where = pick_device(device)
+    records = read_jsonl(data, tail="ignore", missing_ok=True)[:limit]
     if not records:
-        raise HamburgerError(f"{args.data} is empty or missing")
+        raise HamburgerError(f"{data} is empty or missing")
     for n, rec in enumerate(records, 1):
-        problem = _record_problem(rec, args.prompt_field, args.response_field)
+        problem = _record_problem(rec, inp.prompt_field, inp.response_field)
         if problem:
-            raise HamburgerError(f"{args.data}: line {line_of(args.data, n)}: {problem}")
-    ids = row_ids(records, args.id_field, Path(args.data).stem)
-    model, tok, info = load_base(args.base, args.dtype)
-    model.to(pick_device(args.device))
+            raise HamburgerError(f"{data}: line {line_of(data, n)}: {problem}")
+    ids = row_ids(records, inp.id_field, Path(data).stem)
+    model, tok, info = load_base(base, dtype)
+    model.to(where)
     vocab = model.get_output_embeddings().weight.shape[0]
-    src_meta = read_sidecar(args.data)
-    system = args.system if args.system is not None else src_meta.get("settings", {}).get("system")
+    src_meta = read_sidecar(data)
+    system = inp.system if inp.system is not None else src_meta.get("settings", {}).get("system")
     all_eos = eos_ids(model, tok, required=True)
     eos = tok.eos_token_id if tok.eos_token_id in all_eos else all_eos[0]
     meta = {"kind": "hamburger-dataset", "format": 1, "strategy": settings.strategy, "max_steps": settings.max_steps,
             "settings": asdict(settings),
             "tokenizer": {"name": info.spec, "vocab_size": len(tok), "vocab_hash": vocab_hash(tok)},
             "entropy_vocab_size": vocab, "base": info.spec, "base_fingerprint": info.fingerprint,
-            "input": {"prompt_field": args.prompt_field, "response_field": args.response_field, "system": system,
-                      "eos_id": eos, "max_length": args.max_length, "long": args.long}, "data": str(args.data)}
+            "input": {"prompt_field": inp.prompt_field, "response_field": inp.response_field, "system": system,
+                      "eos_id": eos, "max_length": inp.max_length, "long": inp.long}, "data": str(data)}
     check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
     mine = [(r, i) for n, (r, i) in enumerate(zip(records, ids)) if n % world == rank]
     skipped["done"] = sum(i in done for _, i in mine)
     mine = [(r, i) for r, i in mine if i not in done]
     same_base = src_meta.get("base_fingerprint") == info.fingerprint  # then keep the exact distilled ids
-    todo = list(_prepare(args, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped))
+    todo = list(_prepare(inp, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped))
     n_tok = n_resp = 0
-    t0, c0, window = time.perf_counter(), time.process_time(), args.batch_size * 8
+    t0, c0, window = time.perf_counter(), time.process_time(), batch_size * 8
     bar = tqdm(total=len(todo), unit="row", file=sys.stderr, dynamic_ncols=True)
     for k in range(0, len(todo), window):
         part = todo[k:k + window]
-        res = compute_entropies(model, tok, [(r["prompt_ids"], r["response_ids"]) for r in part], args.batch_size)
+        res = compute_entropies(model, tok, [(r["prompt_ids"], r["response_ids"]) for r in part], batch_size)
         for r, (ent, prob) in zip(part, res):
             r["entropies"], r["token_probs"] = [round(e, 4) for e in ent], [round(p, 4) for p in prob]
             n_tok += len(r["prompt_ids"]) + len(r["response_ids"])
@@ -302,56 +316,25 @@ def _from_data(args, settings: SegmentSettings, out: Path, done: set, rank: int,
     return meta
 
 
-def segment(args: argparse.Namespace) -> int:
-    """Handler of ``hamburger segment``: --data (base forward) or --from-dataset (re-cut), resumable."""
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    settings = SegmentSettings(args.strategy, args.max_steps, args.abs_threshold, args.ratio, args.sliding_p,
-                               args.small_group_p)
+def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, data: str | Path | None = None,
+            from_dataset: str | Path | None = None, base: str | None = None, inputs: SegmentInput = SegmentInput(),
+            batch_size: int = 8, limit: int | None = None, dtype: str = "float32", device: str = "cpu") -> dict:
+    """Cut the responses of ``data`` (one base forward each; ``base`` as for distill) or re-cut ``from_dataset``
+    (no model) into groups under ``settings``, appended to ``out`` (this rank's shard); resumable. Returns the
+    dataset's meta, with its stats."""
     segment_entropies([0.0], settings, 2)  # validates the strategy before any work
+    if inputs.long not in ("drop", "truncate"):
+        raise HamburgerError(f"long must be drop or truncate, got {inputs.long!r}")
     rank, world = shard_info()
-    out = shard_path(args.out, rank, world)
+    out = shard_path(out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
     skipped: Counter = Counter(done=0)
-    meta = (_recut if args.from_dataset else _from_data)(args, settings, out, done, rank, world, skipped)
+    meta = (_recut(from_dataset, settings, out, done, rank, world, skipped) if from_dataset else
+            _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped))
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
     rows = read_jsonl(out, tail="ignore", missing_ok=True)
     meta["stats"] = {**dataset_stats(rows), "last_run_skipped": dict(skipped)}
     check_meta(out, meta, (), False)
     print_stats(meta["stats"])
-    return 0
-
-
-def register(subparsers) -> argparse.ArgumentParser:
-    """Add the ``segment`` verb to a CLI's subparsers."""
-    p = subparsers.add_parser("segment", help="cut responses into token groups by base-model entropy (dataset)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--base", default=None, help="base model (default: bundled)")
-    p.add_argument("--data", default=None, help="input .jsonl (distill output, or any prompt/response file)")
-    p.add_argument("--from-dataset", default=None, help="re-cut an existing dataset (no model forward)")
-    p.add_argument("--out", required=True, help="output dataset .jsonl (appended; rerun to resume)")
-    p.add_argument("--prompt-field", default="prompt")
-    p.add_argument("--response-field", default="response")
-    p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
-    p.add_argument("--system", default=None, help="system message (default: the one distill used, if any)")
-    p.add_argument("--strategy", default="decreasing_v2", help="one of " + ", ".join(STRATEGIES))
-    p.add_argument("--max-steps", type=int, default=4)
-    p.add_argument("--abs-threshold", type=float, default=0.05, help="decreasing_v2: always extend below (nats)")
-    p.add_argument("--ratio", type=float, default=0.3, help="decreasing(_v2): extend below ratio x group entropy")
-    p.add_argument("--sliding-p", type=float, default=0.7, help="sliding: threshold H(p)")
-    p.add_argument("--small-group-p", type=float, default=0.95, help="small_group: threshold H(p)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--max-length", type=int, default=1024, help="max prompt + response tokens")
-    p.add_argument("--long", choices=["drop", "truncate"], default="drop", help="what to do with longer rows")
-    p.add_argument("--limit", type=int, default=None, help="use the first N rows of --data")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (cuda when present); for --data")
-    p.set_defaults(func=segment)
-    return p
-
-if __name__ == "__main__":
-    from hamburger.data.prompts import run_verb
-
-    raise SystemExit(run_verb(register))
+    return meta

@@ -15,7 +15,6 @@ bands, prompts and each knob's verdicts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -93,57 +92,35 @@ def calibrate_from(records: list[dict], meta: dict, knobs: list[float], bands, r
     return knob, record
 
 
-def cmd_calibrate(args) -> int:
-    from hamburger.eval.paired import parse_bands
+def calibrate(model_dir: str | Path, tasks: tuple[str, ...] | list[str] = DEV_TASKS,
+              knobs: list[float] | None = None, *,
+              results: str | Path | None = None, limit: int = 40, max_new_tokens: int = 256, batch_size: int = 4,
+              rule: str = "point", bands=None, out: str | Path = "runs/calibrate", dry_run: bool = False,
+              dtype: str = "float32", device: str = "cpu", base: str | None = None) -> tuple[float, dict]:
+    """Choose the default knob of the checkpoint ``model_dir`` from a sweep of ``knobs`` (default 0.5..1.0) on
+    the dev ``tasks``, run now (its eval outputs in ``out``) or read from the eval folder ``results``; write it
+    into the checkpoint unless ``dry_run``. Returns (knob, the calibration record)."""
+    from hamburger.eval.paired import DEFAULT_BANDS
 
-    bands = parse_bands(args.bands)
-    knobs = [float(c) for c in args.confidence.split(",")]
-    tasks = args.tasks.split(",")
+    bands, tasks = bands or DEFAULT_BANDS, list(tasks)
+    knobs = knobs or [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     check_dev(tasks)
-    if args.results:
-        records = read_jsonl(Path(args.results) / "examples.jsonl")
-        meta = json.loads((Path(args.results) / "summary.json").read_text())["meta"]
+    if results:
+        records = read_jsonl(Path(results) / "examples.jsonl")
+        meta = json.loads((Path(results) / "summary.json").read_text())["meta"]
         records = [r for r in records if r["task"] in tasks]
         knobs = sorted({r["confidence"] for r in records if r["method"].startswith("hamburger@")})
     else:
-        from hamburger.cli.main import load_model, set_threads
+        from hamburger.core.loading import load_model
         from hamburger.eval.run import run_eval, write_outputs
 
-        set_threads(args.threads)
-        model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
-        records, summary = run_eval(model, tokenizer, tasks, knobs, args.limit, args.max_new_tokens,
-                                    batch_size=args.batch_size, reference=reference)
-        meta = {"model": Path(args.model).name, "base": Path(info.spec).name, "limit": args.limit,
-                "max_new_tokens": args.max_new_tokens, "split": "dev"}
-        write_outputs(Path(args.out), records, summary, meta, bands)
-    knob, record = calibrate_from(records, meta, knobs, bands, args.rule)
-    for k, ok in record["knobs"].items():
-        print(f"knob {k}: {'every difference inside its band' if ok else 'a difference outside its band'} "
-              f"(rule: {args.rule})")
-    if args.dry_run:
-        print(f"chosen default knob {knob:g} (dry run: {args.model} left unchanged)")
-    else:
-        print(f"chosen default knob {knob:g} -> {write_default_knob(args.model, knob, record)}")
-    return 0
-
-
-def register(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("calibrate", help="set a model's default knob by rule on the dev prompts",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="HAMburger checkpoint whose default knob is set")
-    p.add_argument("--tasks", default="chat,gsm8k", help="dev tasks, comma list of chat, gsm8k (default both)")
-    p.add_argument("--confidence", default="0.5,0.6,0.7,0.8,0.9,1.0", help="knobs to sweep (default 0.5..1.0)")
-    p.add_argument("--limit", type=int, default=40, help="dev prompts per task (default 40)")
-    p.add_argument("--max-new-tokens", type=int, default=128, help="new tokens per answer (default 128)")
-    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
-    p.add_argument("--rule", default="point", choices=["point", "ci"],
-                   help="inside a band: by the point estimate (default) or by the whole 95%% interval")
-    p.add_argument("--bands", default=None, help="target bands, as for `hamburger eval --bands`")
-    p.add_argument("--results", default=None,
-                   help="choose from an existing `hamburger eval` run on dev tasks (its folder) instead of running one")
-    p.add_argument("--out", default="runs/calibrate", help="folder for the sweep's eval outputs")
-    p.add_argument("--dry-run", action="store_true", help="print the knob, leave the checkpoint unchanged")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.set_defaults(func=cmd_calibrate)
-    return p
+        model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
+        records, summary = run_eval(model, tokenizer, tasks, knobs, limit, max_new_tokens,
+                                    batch_size=batch_size, reference=reference)
+        meta = {"model": Path(model_dir).name, "base": Path(info.spec).name, "limit": limit,
+                "max_new_tokens": max_new_tokens, "split": "dev"}
+        write_outputs(Path(out), records, summary, meta, bands)
+    knob, record = calibrate_from(records, meta, knobs, bands, rule)
+    if not dry_run:
+        write_default_knob(model_dir, knob, record)
+    return knob, record

@@ -21,7 +21,6 @@ serve`) as one more method on the same prompts.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -305,67 +304,29 @@ def _plot(out: Path, summary: list[dict]) -> None:
     plt.close(fig)
 
 
-def cmd_eval(args) -> int:
-    from hamburger.cli.main import load_model, set_threads
+def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_dir: str | None = None, *,
+             limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
+             timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
+             base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
+             base: str | None = None) -> Path:
+    """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
+    outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
+    `paired.DEFAULT_BANDS`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
+    from hamburger.core.loading import load_model
 
-    tasks = args.tasks.split(",")
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
-    confidences = [float(c) for c in args.confidence.split(",")]
     for c in confidences:
         GenerationConfig(confidence=c).validate()
     if "humaneval" in tasks:
-        require(Limits(timeout=args.timeout))
-    from hamburger.eval.paired import parse_bands
-
-    bands = parse_bands(args.bands)
-    set_threads(args.threads)
-    model, tokenizer, info, reference = load_model(args.model, args.dtype, reference=True)
-    endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
-    records, summary = run_eval(model, tokenizer, tasks, confidences, args.limit, args.max_new_tokens,
-                                args.gsm8k_file, args.timeout, args.batch_size, endpoint, reference,
-                                args.chat_file, not args.no_base_sampled, args.verify)
-    import torch as _torch
-
-    meta = {"model": Path(args.model).name if args.model else "default", "base": Path(info.spec).name,
-            "fingerprint": info.fingerprint,
-            "limit": args.limit, "max_new_tokens": args.max_new_tokens,
-            "gsm8k_file": args.gsm8k_file, "chat_file": args.chat_file,
-            "machine": machine_info(_torch.get_num_threads(), args.dtype)}
-    print(write_outputs(Path(args.out), records, summary, meta, bands).read_text())
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("eval", help="quality of HAMburger vs its base model at each confidence",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None, help="HAMburger checkpoint (default: the bundled trained model)")
-    p.add_argument("--tasks", default="gsm8k,humaneval,chat", help=f"comma list of {', '.join(TASKS)}")
-    p.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knob values (default 0.5,0.7,0.8,0.9)")
-    p.add_argument("--limit", type=int, default=50, help="examples per task (default 50)")
-    p.add_argument("--max-new-tokens", type=int, default=256, help="new tokens per answer (default 256)")
-    p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
-    p.add_argument("--chat-file", default=None,
-                   help="jsonl with a 'prompt' field per line for the chat task (default: fixed dev prompts)")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
-    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
-    p.add_argument("--endpoint", default=None,
-                   help="also evaluate an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1, `hamburger serve`) "
-                        "on the same prompts, greedy; its tau comes from the usage extension when present")
-    p.add_argument("--api-key", default=None, help="API key for --endpoint")
-    p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
-    p.add_argument("--verify", action="store_true",
-                   help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
-                        "the base's own answers, with tau = tokens per base forward)")
-    p.add_argument("--no-base-sampled", action="store_true",
-                   help="leave out the base's sampled answers (the reference of the NLL bands)")
-    p.add_argument("--bands", default=None,
-                   help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
-                        "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "
-                        "rep4 <= base; see hamburger/eval/paired.py)")
-    p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.set_defaults(func=cmd_eval)
+        require(Limits(timeout=timeout))
+    model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
+    records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
+                                batch_size, endpoint, reference, chat_file, base_sampled, verify)
+    meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
+            "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
+            "gsm8k_file": gsm8k_file, "chat_file": chat_file,
+            "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
+    return write_outputs(Path(out), records, summary, meta, bands)

@@ -16,12 +16,9 @@ faults), `drain` (SIGTERM: the running requests finish before uvicorn stops).
 
 
 import asyncio
-import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from hamburger.errors import HamburgerError
 from hamburger.serve import lifecycle
@@ -126,75 +123,3 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
 
     return app
 
-
-# ------------------------------------------------------------------------------------ CLI
-def cmd_serve(args) -> int:
-    import uvicorn
-
-    from hamburger.cli.main import load_model, set_threads
-    from hamburger.core.config import check_confidence
-    from hamburger.serve.drain import GRACE_S, DrainingServer
-
-    if args.confidence is not None:
-        check_confidence(args.confidence, "--confidence")
-    for name in ("max_batch_size", "max_queue", "max_tokens", "max_request_bytes"):
-        if getattr(args, name) < 1:
-            raise HamburgerError(f"--{name.replace('_', '-')} must be >= 1")
-    if args.prefill_chunk < 0:
-        raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
-    if args.drain_timeout < 0:
-        raise HamburgerError("--drain-timeout must be >= 0")
-    api_key = args.api_key or os.environ.get("HAMBURGER_API_KEY") or None
-    set_threads(args.threads)
-    from hamburger.engine.verify import on_base
-
-    model, tokenizer, _, reference = load_model(args.model, args.dtype, args.base, reference=True)
-    name = args.served_model_name or Path(args.model or "hamburger").resolve().name
-    app = create_app(model, tokenizer, name, api_key, args.max_batch_size, args.max_queue, args.confidence,
-                     args.max_tokens, args.max_request_bytes, args.prefill_chunk, args.mode, on_base(model, reference))
-    if api_key is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"hamburger serve: warning: listening on {args.host} without --api-key", file=sys.stderr)
-    print(f"hamburger serve: {name} on http://{args.host}:{args.port}/v1 (batches of up to {args.max_batch_size}, "
-          f"queue {args.max_queue})", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
-                            timeout_graceful_shutdown=int(GRACE_S))
-    DrainingServer(config, app, args.drain_timeout).run()
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
-                       description="Serve POST /v1/chat/completions, POST /v1/completions, GET /v1/models and "
-                                   "GET /health. Concurrent requests are batched (up to --max-batch-size rows; waiting "
-                                   "requests join the running batch as rows finish); more than --max-queue waiting requests get 429.")
-    p.add_argument("--model", default=None, help="HAMburger checkpoint folder (default: the bundled trained model)")
-    p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on /v1 (default: $HAMBURGER_API_KEY, else no key)")
-    p.add_argument("--served-model-name", default=None, help="model id shown by /v1/models (default: folder name)")
-    p.add_argument("--max-batch-size", type=int, default=8, help="most requests generated together (default 8)")
-    p.add_argument("--max-queue", type=int, default=64,
-                   help="most requests waiting for a batch; more are refused with 429 (default 64)")
-    p.add_argument("--max-tokens", type=int, default=512,
-                   help="completion tokens when a request sets no max_tokens (default 512)")
-    p.add_argument("--confidence", type=float, default=None,
-                   help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
-    p.add_argument("--mode", default="hamburger", choices=MODES,
-                   help="decoding mode of requests without a 'mode' field: hamburger (merged groups, the confidence "
-                        "knob; one KV slot per group) or verify (lossless: the micro-step decoder drafts, the "
-                        "unchanged base verifies; the base's own output) (default hamburger)")
-    p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
-                   help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
-    p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,
-                   help="prefill longer prompts this many tokens at a time, between the running requests' steps, "
-                        "so one long prompt does not stall them (0: whole prompts at once; default %(default)s)")
-    p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
-                   help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
-                        "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="compute dtype")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="uvicorn log level (default info)")
-    p.set_defaults(func=cmd_serve)

@@ -31,7 +31,7 @@ from hamburger.core.lora import add_lora, has_lora, merge_lora
 from hamburger.core.model import HamburgerModel
 from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
-from hamburger.train.config import TrainConfig, build_config
+from hamburger.train.config import TrainConfig
 from hamburger.train.batching import Row, collate, load_rows, make_plan, padding_fraction, shard
 from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
 from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
@@ -332,37 +332,15 @@ class Trainer:
         torch.set_rng_state(state["rng_torch"])
 
 
-# ---------------------------------------------------------------------------------------- CLI
-def cmd_train(args) -> int:
-    extra = {"out": args.out, "data": args.data, "eval_data": args.eval_data}
-    if args.model:
-        extra["init" if is_checkpoint(args.model) else "base"] = args.model
-    cfg = build_config(args.config, args.set, extra)
-    if args.resume and not args.config and (Path(cfg.out) / "config.json").is_file():
-        saved = json.loads((Path(cfg.out) / "config.json").read_text())  # the run's own settings
-        cfg = build_config(None, args.set, extra, saved=saved)
+# ---------------------------------------------------------------------------------------- entry point
+def train(cfg: TrainConfig, resume: bool = False) -> int:
+    """Train as ``cfg`` says (``resume``: continue the run in ``cfg.out`` exactly where it stopped); under
+    torchrun / accelerate every process calls this. Returns an exit code (0, or 128 + the signal that stopped it)."""
     if not cfg.data:
         raise HamburgerError("no training data: give --data DATASET.jsonl or set `data` in the config")
-    trainer = Trainer(cfg, resume=args.resume)
+    trainer = Trainer(cfg, resume=resume)
     code = trainer.train()
     trainer.dist.close()  # on an exception, the launcher tears the group down instead
     if trainer.dist.main and code == 0:
         print(f"hamburger train: {trainer.step} steps done; checkpoint {Path(cfg.out) / 'last'}", file=sys.stderr)
     return code
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "train", help="train a HAMburger model on segmented data",
-        description="Train the grafted modules (and optionally the base: base_mode frozen|lora|full) on a dataset "
-                    "from `hamburger segment`. Settings come from --config (YAML/TOML), then --set key=value, "
-                    "then the options below. Multi-process: torchrun --nproc_per_node N -m hamburger.cli train ... "
-                    "(docs/training.md lists every setting, launch lines and the run folder layout).")
-    p.add_argument("--config", default=None, help="settings file (.yaml/.toml/.json); keys are TrainConfig fields")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
-    p.add_argument("--model", default=None, help="HAMburger checkpoint to start from, or a base model spec to graft on")
-    p.add_argument("--data", default=None, help="training dataset (jsonl from `hamburger segment`)")
-    p.add_argument("--eval-data", default=None, help="held-out dataset for periodic evaluation")
-    p.add_argument("--out", default=None, help="run folder (metrics.jsonl, config.json, last/)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
-    p.set_defaults(func=cmd_train)

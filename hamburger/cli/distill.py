@@ -1,0 +1,40 @@
+"""`hamburger distill`: the base model writes a response to every prompt of a prompt file (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+
+from hamburger.cli.options import add_base, add_runtime, add_sampling, device_of
+from hamburger.data import distill as library
+
+# float16 too: distillation is HF generate on the base alone, and float16 is the fast dtype of GPUs without
+# bfloat16; every other verb runs the grafted modules, which are tested in float32 and bfloat16 only.
+DISTILL_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def cmd_distill(args: argparse.Namespace) -> int:
+    from hamburger.data.distill import DistillSettings, distill
+
+    device = device_of(args)
+    settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
+                               args.dtype, args.prompt_field)
+    distill(args.prompts, args.out, settings, base=args.base, id_field=args.id_field, batch_size=args.batch_size,
+            limit=args.limit, device=device)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("distill", help="have the base model write responses to a prompt file (resumable)",
+                       description=library.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_base(p)
+    p.add_argument("--prompts", required=True, help="prompt .jsonl (e.g. from `hamburger prompts`)")
+    p.add_argument("--out", required=True, help="output .jsonl (appended; rerun to resume)")
+    p.add_argument("--prompt-field", default="prompt", help="the prompt's field (default prompt)")
+    p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
+    p.add_argument("--batch-size", type=int, default=16, help="prompts generated together (default 16)")
+    add_sampling(p, what="response", knob=None, extra=False, seed=0)
+    p.add_argument("--limit", type=int, default=None, help="use the first N prompts of the file")
+    p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
+    add_runtime(p, dtypes=DISTILL_DTYPES, device_note="; not part of the resume settings, so a run may "
+                "continue on another device")
+    p.set_defaults(func=cmd_distill)

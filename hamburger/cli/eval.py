@@ -1,0 +1,100 @@
+"""`hamburger eval` (quality next to the base model, every knob) and `hamburger calibrate` (the default knob
+chosen by rule on the dev prompts)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hamburger.cli.options import add_confidence_sweep, add_max_new_tokens, add_model, add_runtime, device_of, names
+from hamburger.eval import calibrate as calibrate_library
+from hamburger.eval import run as eval_library
+from hamburger.eval.run import TASKS
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from hamburger.eval.paired import parse_bands
+    from hamburger.eval.run import Endpoint, evaluate
+
+    bands = parse_bands(args.bands)
+    device = device_of(args)
+    endpoint = Endpoint(args.endpoint, args.api_key, args.endpoint_model) if args.endpoint else None
+    summary = evaluate(args.out, args.tasks, args.confidence, args.model, limit=args.limit,
+                       max_new_tokens=args.max_new_tokens, gsm8k_file=args.gsm8k_file, chat_file=args.chat_file,
+                       timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
+                       base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
+                       base=args.base)
+    print(summary.read_text())
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from hamburger.core.checkpoint import CONFIG_FILE
+    from hamburger.eval.calibrate import calibrate
+    from hamburger.eval.paired import parse_bands
+
+    bands = parse_bands(args.bands)
+    device = device_of(args)
+    knob, record = calibrate(args.model, args.tasks, args.confidence, results=args.results, limit=args.limit,
+                             max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, rule=args.rule,
+                             bands=bands, out=args.out, dry_run=args.dry_run, dtype=args.dtype, device=device,
+                             base=args.base)
+    for k, ok in record["knobs"].items():
+        print(f"knob {k}: {'every difference inside its band' if ok else 'a difference outside its band'} "
+              f"(rule: {args.rule})")
+    if args.dry_run:
+        print(f"chosen default knob {knob:g} (dry run: {args.model} left unchanged)")
+    else:
+        print(f"chosen default knob {knob:g} -> {Path(args.model) / CONFIG_FILE}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="quality of HAMburger vs its base model at each confidence",
+                       description=eval_library.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model(p)
+    p.add_argument("--tasks", type=names, default="gsm8k,humaneval,chat", help=f"comma list of {', '.join(TASKS)}")
+    add_confidence_sweep(p, "0.5,0.7,0.8,0.9", "comma list of knob values (default 0.5,0.7,0.8,0.9)")
+    p.add_argument("--limit", type=int, default=50, help="examples per task (default 50)")
+    add_max_new_tokens(p)
+    p.add_argument("--gsm8k-file", default=None, help="jsonl in GSM8K format (question, answer ending '#### n')")
+    p.add_argument("--chat-file", default=None,
+                   help="jsonl with a 'prompt' field per line for the chat task (default: fixed dev prompts)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per HumanEval execution (default 10)")
+    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--endpoint", default=None,
+                   help="also evaluate an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1, `hamburger serve`) "
+                        "on the same prompts, greedy; its tau comes from the usage extension when present")
+    p.add_argument("--api-key", default=None, help="API key for --endpoint")
+    p.add_argument("--endpoint-model", default="hamburger", help="model name sent to --endpoint")
+    p.add_argument("--verify", action="store_true",
+                   help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
+                        "the base's own answers, with tau = tokens per base forward)")
+    p.add_argument("--no-base-sampled", action="store_true",
+                   help="leave out the base's sampled answers (the reference of the NLL bands)")
+    p.add_argument("--bands", default=None,
+                   help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
+                        "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "
+                        "rep4 <= base; see hamburger/eval/paired.py)")
+    p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
+    add_runtime(p)
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("calibrate", help="set a model's default knob by rule on the dev prompts",
+                       description=calibrate_library.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model(p, required=True, help="HAMburger checkpoint whose default knob is set")
+    p.add_argument("--tasks", type=names, default="chat,gsm8k",
+                   help="dev tasks, comma list of chat, gsm8k (default both)")
+    add_confidence_sweep(p, "0.5,0.6,0.7,0.8,0.9,1.0", "knobs to sweep (default 0.5..1.0)")
+    p.add_argument("--limit", type=int, default=40, help="dev prompts per task (default 40)")
+    add_max_new_tokens(p)
+    p.add_argument("--batch-size", type=int, default=4, help="prompts generated together (default 4)")
+    p.add_argument("--rule", default="point", choices=["point", "ci"],
+                   help="inside a band: by the point estimate (default) or by the whole 95%% interval")
+    p.add_argument("--bands", default=None, help="target bands, as for `hamburger eval --bands`")
+    p.add_argument("--results", default=None,
+                   help="choose from an existing `hamburger eval` run on dev tasks (its folder) instead of running one")
+    p.add_argument("--out", default="runs/calibrate", help="folder for the sweep's eval outputs")
+    p.add_argument("--dry-run", action="store_true", help="print the knob, leave the checkpoint unchanged")
+    add_runtime(p)
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,66 @@
+"""`hamburger graft` (an untrained checkpoint on a base model) and `hamburger export` (a checkpoint re-saved
+compactly for shipping)."""
+
+from __future__ import annotations
+
+import argparse
+
+from hamburger.cli.options import DTYPES, add_base, add_model
+
+
+def cmd_graft(args: argparse.Namespace) -> int:
+    from hamburger.core.loading import set_threads
+    from hamburger.core.checkpoint import graft
+    from hamburger.core.config import HamburgerConfig
+
+    set_threads(args.threads)
+    config = HamburgerConfig(max_steps=args.max_steps, decoder_layers=args.decoder_layers,
+                             decoder_init=args.decoder_init, num_taps=args.num_taps,
+                             default_confidence=args.default_confidence)
+    model, out, info = graft(args.out, args.base, config)
+    n = sum(p.numel() for p in model.grafted_parameters())
+    print(f"grafted {n / 1e6:.2f}M parameters (taps after layers {[t + 1 for t in model.config.tap_layers]}, "
+          f"{model.config.decoder_layers} decoder layers, max_steps {model.config.max_steps}) on {info.spec} -> {out}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from hamburger.core.checkpoint import export
+
+    out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
+                 default_confidence=args.default_confidence, base=args.base)
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("graft", help="make an untrained HAMburger checkpoint on a base model",
+                       description="Graft a compositional embedder, micro-step decoder and stop head onto a base "
+                                   "causal LM and save the (untrained) checkpoint. Train it with `hamburger train`.")
+    add_base(p)
+    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--max-steps", type=int, default=4, help="largest token group per base forward (default 4)")
+    p.add_argument("--decoder-layers", type=int, default=2, help="depth of the micro-step decoder (default 2)")
+    p.add_argument("--decoder-init", choices=["copy_last", "random"], default="copy_last",
+                   help="initialise the micro-step decoder from the base's last layers or randomly")
+    p.add_argument("--num-taps", type=int, default=3,
+                   help="intermediate base layers (evenly spaced) fed to the micro-step decoder (default 3)")
+    p.add_argument("--default-confidence", type=float, default=0.9,
+                   help="confidence used when a request gives none (default 0.9)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.set_defaults(func=cmd_graft)
+
+    p = sub.add_parser("export", help="copy a checkpoint in a compact form for shipping",
+                       description="Re-save a HAMburger checkpoint (e.g. a training run's `last/`) with only what "
+                                   "inference needs: config, grafted weights, LoRA adapters if any, stored in --dtype.")
+    add_model(p, required=True, help="checkpoint folder to export")
+    p.add_argument("--out", required=True, help="folder to write (replaced atomically)")
+    p.add_argument("--dtype", default="bfloat16", choices=DTYPES,
+                   help="storage dtype of the weights (default bfloat16: half the size; loading casts back)")
+    p.add_argument("--drop-lora", action="store_true",
+                   help="ship the grafted modules only, on the unchanged base (leave out the LoRA adapters the "
+                        "training put on it): decoding at confidence 1.0 is then exactly the base model")
+    p.add_argument("--default-confidence", type=float, default=None,
+                   help="set the knob used when a request gives none (choose it on a development split)")
+    p.set_defaults(func=cmd_export)

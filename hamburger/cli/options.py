@@ -1,0 +1,100 @@
+"""Options shared by the verbs: one definition each, so names, choices, defaults and help agree everywhere.
+
+    add_model      --model, --base              a HAMburger checkpoint (and where its base moved to)
+    add_base       --base                       a base model (the data verbs, which run the base alone)
+    add_runtime    --device, --dtype, --threads where and how a model runs
+    add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DEVICES = ("cpu", "cuda", "auto")
+DTYPES = ("float32", "bfloat16")
+MAX_NEW_TOKENS = 256  # every verb that writes answers (generate, chat, distill, eval, calibrate)
+
+MODEL_HELP = "HAMburger checkpoint folder (default: the bundled trained model)"
+
+
+def add_model(p: argparse.ArgumentParser, *, required: bool = False, help: str = MODEL_HELP) -> None:
+    """--model CKPT and --base (where the checkpoint's base model is, if it moved)."""
+    p.add_argument("--model", required=required, default=None, help=help)
+    p.add_argument("--base", default=None, help="where the checkpoint's base model is, if it moved")
+
+
+def add_base(p: argparse.ArgumentParser) -> None:
+    """--base: the base model a data verb runs on its own (no checkpoint)."""
+    p.add_argument("--base", default=None,
+                   help="base model: a bundled name (smollm2-135m-instruct, the default), a HF folder or a hub id")
+
+
+def add_runtime(p: argparse.ArgumentParser, *, dtypes: tuple[str, ...] = DTYPES, from_config: bool = False,
+                device_note: str = "") -> None:
+    """--device cpu|cuda|auto, --dtype and --threads. ``from_config``: the defaults come from a settings file
+    (train), so the options default to None and only override it when given. ``device_note``: added to the
+    help of --device."""
+    config = "the config's "
+    p.add_argument("--device", choices=DEVICES, default=None if from_config else "cpu",
+                   help="where the model runs: cpu, cuda or auto (cuda when present); cuda without a GPU is an "
+                        "error (default: " + (config + "`device`, auto" if from_config else "cpu") + ")" + device_note)
+    p.add_argument("--dtype", choices=dtypes, default=None if from_config else "float32",
+                   help=("compute dtype: bfloat16 = autocast, the master weights stay float32 (default: the config's "
+                         "`dtype`, fp32)") if from_config else "compute dtype (default: float32)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: " + (config + "`threads`, " if from_config else "")
+                        + "torch's choice)")
+
+
+def add_max_new_tokens(p: argparse.ArgumentParser, what: str = "answer") -> None:
+    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS,
+                   help=f"most new tokens per {what} (default {MAX_NEW_TOKENS})")
+
+
+KNOB_HELP = ("knob in (0, 1]: a group goes on while 1 - p_stop >= confidence; higher = closer to the base model, "
+             "1.0 = one token per forward (default: the checkpoint's default)")
+
+
+def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str | None = KNOB_HELP,
+                 extra: bool = True, seed: int | None = None) -> None:
+    """--max-new-tokens, --temperature, --top-p, --seed; --confidence with ``knob`` as its help (None: no knob,
+    the base model alone); with ``extra`` --top-k and --stop. ``seed``: the default seed (None: unseeded)."""
+    if knob:
+        p.add_argument("--confidence", type=float, default=None, help=knob)
+    add_max_new_tokens(p, what)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")
+    if extra:
+        p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0 = all)")
+    p.add_argument("--seed", type=int, default=seed,
+                   help="seed for sampling (reproducible output)" + (f" (default {seed})" if seed is not None else ""))
+    if extra:
+        p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
+
+
+def add_confidence_sweep(p: argparse.ArgumentParser, default: str, help: str) -> None:
+    """--confidence as a comma list of knob values (the verbs that sweep the knob: eval, calibrate)."""
+    p.add_argument("--confidence", type=floats, default=default, help=help)
+
+
+def floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+def device_of(args: argparse.Namespace) -> str:
+    """Check --device before any model loads (a one-line error for cuda without a GPU) and set --threads;
+    returns the device name to hand to the library (cpu or cuda)."""
+    from hamburger.core.base import pick_device
+    from hamburger.core.loading import set_threads
+
+    device = pick_device(args.device).type
+    set_threads(args.threads)
+    return device

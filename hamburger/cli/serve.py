@@ -1,0 +1,59 @@
+"""`hamburger serve`: an OpenAI-compatible HTTP server over a HAMburger checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+
+from hamburger.cli.options import add_model, add_runtime, device_of
+from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK
+from hamburger.serve.protocol import MODES
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from hamburger.serve.server import serve
+
+    device = device_of(args)
+    serve(args.model, host=args.host, port=args.port, api_key=args.api_key, served_model_name=args.served_model_name,
+          max_batch_size=args.max_batch_size, max_queue=args.max_queue, max_tokens=args.max_tokens,
+          confidence=args.confidence, mode=args.mode, max_request_bytes=args.max_request_bytes,
+          prefill_chunk=args.prefill_chunk, drain_timeout=args.drain_timeout, dtype=args.dtype, device=device,
+          base=args.base, log_level=args.log_level)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
+                       description="Serve POST /v1/chat/completions, POST /v1/completions, GET /v1/models and "
+                                   "GET /health. Concurrent requests are batched (up to --max-batch-size rows; waiting "
+                                   "requests join the running batch as rows finish); more than --max-queue waiting "
+                                   "requests get 429.")
+    add_model(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on /v1 (default: $HAMBURGER_API_KEY, else no key)")
+    p.add_argument("--served-model-name", default=None, help="model id shown by /v1/models (default: folder name)")
+    p.add_argument("--max-batch-size", type=int, default=8, help="most requests generated together (default 8)")
+    p.add_argument("--max-queue", type=int, default=64,
+                   help="most requests waiting for a batch; more are refused with 429 (default 64)")
+    # A request's `max_tokens` default (OpenAI's field), not --max-new-tokens: a server answers open-ended chats.
+    p.add_argument("--max-tokens", type=int, default=512,
+                   help="completion tokens when a request sets no max_tokens (default 512)")
+    p.add_argument("--confidence", type=float, default=None,
+                   help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
+    p.add_argument("--mode", default="hamburger", choices=MODES,
+                   help="decoding mode of requests without a 'mode' field: hamburger (merged groups, the confidence "
+                        "knob; one KV slot per group) or verify (lossless: the micro-step decoder drafts, the "
+                        "unchanged base verifies; the base's own output) (default hamburger)")
+    p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
+                   help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
+    p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,
+                   help="prefill longer prompts this many tokens at a time, between the running requests' steps, "
+                        "so one long prompt does not stall them (0: whole prompts at once; default %(default)s)")
+    p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
+                   help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
+                        "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")
+    add_runtime(p)
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn log level (default info)")
+    p.set_defaults(func=cmd_serve)

@@ -1,0 +1,57 @@
+"""Loading a HAMburger model for inference, and the process-wide runtime knobs (threads, device).
+
+    from hamburger import load_model, generate, GenerationConfig
+    model, tokenizer, info = load_model()                 # the bundled trained model, on the CPU
+    model, tokenizer, info = load_model("CKPT", "bfloat16", device="auto")
+
+Devices are named cpu, cuda or auto (cuda when present); `core.base.pick_device` turns a name into a
+torch.device and refuses cuda without a GPU in one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hamburger.errors import HamburgerError
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "default_model"
+
+
+def default_model() -> str:
+    """The trained default checkpoint shipped with the package."""
+    from hamburger.core.checkpoint import is_checkpoint
+
+    if not is_checkpoint(DEFAULT_MODEL_DIR):
+        raise HamburgerError("no trained default model is installed in this version; give --model DIR "
+                             "(make one with `hamburger graft --out DIR`, then `hamburger train`)")
+    return str(DEFAULT_MODEL_DIR)
+
+
+def set_threads(n: int | None) -> None:
+    """Torch's CPU threads for this process (None or 0: leave torch's choice)."""
+    import torch
+
+    if n:
+        torch.set_num_threads(n)
+
+
+def load_model(spec: str | None = None, dtype: str = "float32", base: str | None = None, reference: bool = False,
+               device: str = "cpu"):
+    """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info), ready for
+    inference (LoRA adapters folded into the base weights, unless they act at merged slots only) on
+    ``device`` (cpu, cuda or auto; checked before anything loads). With ``reference`` a 4th item: the
+    unchanged base to compare against (see `checkpoint.load_reference`), on the same device."""
+    from hamburger.core.base import pick_device
+    from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, load_reference
+
+    where = pick_device(device)
+    path = spec or default_model()
+    if not is_checkpoint(path):
+        hint = " (it is a base model: run `hamburger graft --base ... --out DIR` first)" if Path(
+            path, "config.json").is_file() else ""
+        raise HamburgerError(f"{path!r} is not a HAMburger checkpoint{hint}")
+    loaded = load_checkpoint(path, dtype, base=base, merge_adapters=True)
+    loaded[0].to(where)
+    if not reference:
+        return loaded
+    return (*loaded, load_reference(path, loaded[0], dtype, base).to(where))

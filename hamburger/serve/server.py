@@ -1,0 +1,47 @@
+"""`serve`: load a checkpoint and run the OpenAI-compatible app (`app.create_app`) under uvicorn until SIGTERM/SIGINT,
+draining the running requests first (`drain`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from hamburger.errors import HamburgerError
+from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK, create_app
+
+
+def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
+          served_model_name: str | None = None, max_batch_size: int = 8, max_queue: int = 64, max_tokens: int = 512,
+          confidence: float | None = None, mode: str = "hamburger", max_request_bytes: int = MAX_REQUEST_BYTES,
+          prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
+          device: str = "cpu", base: str | None = None, log_level: str = "info") -> None:
+    """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
+    ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set."""
+    import uvicorn
+
+    from hamburger.core.loading import load_model
+    from hamburger.engine.verify import on_base
+    from hamburger.serve.drain import GRACE_S, DrainingServer
+
+    if confidence is not None and not 0.0 < confidence <= 1.0:
+        raise HamburgerError(f"--confidence must be in (0, 1], got {confidence}")
+    for name, value in (("max_batch_size", max_batch_size), ("max_queue", max_queue), ("max_tokens", max_tokens),
+                        ("max_request_bytes", max_request_bytes)):
+        if value < 1:
+            raise HamburgerError(f"--{name.replace('_', '-')} must be >= 1")
+    if prefill_chunk < 0:
+        raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
+    if drain_timeout < 0:
+        raise HamburgerError("--drain-timeout must be >= 0")
+    api_key = api_key or os.environ.get("HAMBURGER_API_KEY") or None
+    model, tokenizer, _, reference = load_model(model_dir, dtype, base, True, device)
+    name = served_model_name or Path(model_dir or "hamburger").resolve().name
+    app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
+                     max_request_bytes, prefill_chunk, mode, on_base(model, reference))
+    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
+    print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "
+          f"queue {max_queue})", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=int(GRACE_S))
+    DrainingServer(config, app, drain_timeout).run()
