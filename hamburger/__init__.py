@@ -31,7 +31,7 @@ _EXPORTS = {
     "generate": "hamburger.engine.generate",
     "Generation": "hamburger.engine.generate",
     "GenerationResult": "hamburger.engine.generate",
-    "encode_prompt": "hamburger.engine.generate",
+    "encode_prompt": "hamburger.engine.prompt",
     "GenerationConfig": "hamburger.engine.sampling",
     "verify_generate": "hamburger.engine.verify",
     "VerifyGeneration": "hamburger.engine.verify",
