@@ -181,6 +181,8 @@ class DeviceMicroLoop:
         else:  # compiled: always max_steps (one graph per batch size); eager: no step that no row can use
             steps = model.config.max_steps if compiled else longest
         run = compiled or micro_steps
+        if compiled and hidden.device.type == "cuda":
+            torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs are consumed by now
         tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample,
                                                        self.trace is not None)
         # The one host sync of the macro step: every row's tokens, probabilities and mask at once.
