@@ -134,3 +134,14 @@ def test_draw_tokens_follows_the_warped_distribution():
     greedy = draw_tokens(logits, torch.zeros(3, dtype=torch.float64), torch.zeros(3), torch.ones(3),
                          torch.rand(3, dtype=torch.float64))
     assert greedy.tolist() == logits.argmax(-1).tolist()
+
+
+def test_bench_methods_take_the_micro_loop(char_tokenizer):
+    from hamburger.bench.methods import build_methods
+
+    model = long_groups("llama", seed=3)
+    host, device = (build_methods(model, char_tokenizer, ["hamburger"], [0.5], micro_loop=loop)[0]
+                    for loop in ("host", "device"))
+    assert device.micro_loop == "device"
+    assert device.run_batch(PROMPTS, 10) == host.run_batch(PROMPTS, 10)
+    assert device.run(PROMPTS[0], 10).token_ids == host.run(PROMPTS[0], 10).token_ids
