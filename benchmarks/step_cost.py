@@ -98,17 +98,17 @@ def plain_step_times(base, ids, context: int, reps: int) -> list[float]:
     return times
 
 
-def component_times(model, reps: int = 60) -> dict[str, float]:
-    """Median ms of each piece of the micro loop for one row: what one more token in a group costs."""
+def component_times(model, reps: int = 60, batch: int = 1) -> dict[str, float]:
+    """Median ms of each piece of the micro loop for ``batch`` rows: what one more token in a group costs."""
     from transformers import DynamicCache
 
     from hamburger.engine.sampling import choose_tokens
 
     d, m, device = model.config.hidden_size, model.config.num_features, model.device
     g = torch.Generator().manual_seed(0)
-    hidden = torch.randn(1, d, generator=g).to(device=device, dtype=model.dtype)
-    features = torch.randn(1, m, d, generator=g).to(device=device, dtype=model.dtype)
-    group = torch.randint(3, 1000, (1, model.config.max_steps), generator=g).to(device)
+    hidden = torch.randn(batch, d, generator=g).to(device=device, dtype=model.dtype)
+    features = torch.randn(batch, m, d, generator=g).to(device=device, dtype=model.dtype)
+    group = torch.randint(3, 1000, (batch, model.config.max_steps), generator=g).to(device)
     cfg = GenerationConfig()
 
     def timed(fn) -> float:
@@ -134,14 +134,14 @@ def component_times(model, reps: int = 60) -> dict[str, float]:
 
         times = {
             "lm_head": timed(lambda: model.decode_logits(hidden)),
-            "choose_token_and_prob": timed(lambda: (choose_tokens(logits, [cfg], [None]),
+            "choose_token_and_prob": timed(lambda: (choose_tokens(logits, [cfg] * batch, [None] * batch),
                                                     logits.softmax(-1).gather(1, token[:, None]).tolist())),
             "stop_head": timed(lambda: model.stop_head(hidden, emb).float().tolist()),
             "msd_step": timed(msd_step),
-            "embedder_group": timed(lambda: model.embedder(model.embed(group), torch.tensor([group.shape[1]],
-                                                                                          device=device))),
+            "embedder_group": timed(lambda: model.embedder(model.embed(group), torch.full(
+                (batch,), group.shape[1], device=device))),
         }
-        if device.type == "cpu":  # what an int8 copy of the LM head would cost (not used by the engine yet)
+        if device.type == "cpu" and batch == 1:  # what an int8 copy of the LM head would cost (not used by the engine yet)
             head = model.base.get_output_embeddings()
             linear = torch.nn.Linear(head.in_features, head.out_features, bias=False)
             linear.weight.data = head.weight.detach().float().clone()

@@ -18,6 +18,7 @@ import torch
 
 from hamburger.engine.cache import cache_bytes
 from hamburger.engine.generate import Generation
+from hamburger.engine.micro import compile_micro_loop
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.sampling import GenerationConfig
@@ -70,21 +71,24 @@ class HamburgerMethod:
     """The HAMburger engine at one confidence (1.0 = the base model through our own loop and cache)."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float, name: str | None = None,
-                 static_cache: bool = False):
+                 static_cache: bool = False, micro_loop: str = "host"):
         self.model, self.tokenizer, self.confidence = model, tokenizer, confidence
         self.name = name or f"hamburger@{confidence:g}"
-        self.static_cache = static_cache
+        self.static_cache, self.micro_loop = static_cache, micro_loop
+
+    def _generation(self, prompts: list[list[int]], cfg: GenerationConfig) -> Generation:
+        return Generation(self.model, self.tokenizer, prompts, cfg, static_cache=self.static_cache,
+                          micro_loop=self.micro_loop)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
-        r = Generation(self.model, self.tokenizer, [prompt_ids], cfg, static_cache=self.static_cache).run()[0]
+        r = self._generation([prompt_ids], cfg).run()[0]
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
         cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
-        run = Generation(self.model, self.tokenizer, prompts, cfg, static_cache=self.static_cache)
-        return [r.token_ids for r in run.run()]
+        return [r.token_ids for r in self._generation(prompts, cfg).run()]
 
 
 class VerifyMethod:
@@ -197,15 +201,17 @@ def _as_list(value) -> list[int]:
 
 def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
-                  reference: HamburgerModel | None = None, compile_backend: str | None = None) -> list:
+                  reference: HamburgerModel | None = None, compile_backend: str | None = None,
+                  micro_loop: str = "host") -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
     prompt_lookup, early_exit, verify. Every method but hamburger runs ``reference`` (the unchanged base,
     default ``model``; verify puts ``model``'s grafted modules on it). Early exit defaults to a quarter of
     the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
-    cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU);
-    prompt lookup and early exit stay as HF runs them (assisted generation has no static-cache path)."""
+    cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU), and
+    with ``micro_loop="device"`` the micro loop too; prompt lookup and early exit stay as HF runs them
+    (assisted generation has no static-cache path). ``micro_loop`` picks HAMburger's micro loop (host, device)."""
     reference = reference or model
     base = reference.base
     static = compile_backend is not None
@@ -213,13 +219,17 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
         mode = "reduce-overhead" if model.device.type == "cuda" else None
         for m in dict.fromkeys([model, reference]):
             m.compile_decoding(mode=mode, backend=compile_backend)
+            if micro_loop == "device":
+                compile_micro_loop(m, mode=mode, backend=compile_backend)
     hf_extra = compiled_hf_kwargs(base.device, compile_backend) if static else {}
     methods = []
     for name in names:
         if name == "hamburger":
-            methods += [HamburgerMethod(model, tokenizer, c, static_cache=static) for c in confidences]
+            methods += [HamburgerMethod(model, tokenizer, c, static_cache=static, micro_loop=micro_loop)
+                        for c in confidences]
         elif name == "own_loop":
-            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop", static_cache=static))
+            methods.append(HamburgerMethod(reference, tokenizer, 1.0, name="own_loop", static_cache=static,
+                                           micro_loop=micro_loop))
         elif name == "hf_generate":
             methods.append(HFMethod(base, tokenizer, **hf_extra))
         elif name == "prompt_lookup":

@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hamburger.bench.log import BenchLog, prompts_digest
-from hamburger.bench.methods import METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods
+from hamburger.bench.methods import (METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods,
+                                     compiled_hf_kwargs)
 from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.core.base import pick_device
@@ -40,6 +41,7 @@ class BenchSettings:
     dtype: str = "float32"
     device: str = "cpu"
     compile: str | None = None  # GPU mode: static caches and this torch.compile backend for the per-step forwards
+    micro_loop: str = "host"  # HAMburger's micro loop: "host" (a decision per micro step) or "device"
 
     @classmethod
     def quick(cls) -> "BenchSettings":
@@ -153,11 +155,13 @@ def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confidence=None) -> list[dict]:
+def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confidence=None,
+                 settings: BenchSettings | None = None) -> list[dict]:
     """KV bytes and base forwards vs output length (EOS ignored so every run reaches its length)."""
     out = []
-    for method in (HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
-                   HamburgerMethod(reference or model, tokenizer, 1.0, name="own_loop")):
+    extra = _hamburger_options(settings)
+    for method in (HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence, **extra),
+                   HamburgerMethod(reference or model, tokenizer, 1.0, name="own_loop", **extra)):
         for n in lengths:
             r = method.run(prompt_ids, n, ignore_eos=True)
             out.append({"method": method.name, "new_tokens": r.tokens, "forwards": r.forwards,
@@ -165,14 +169,25 @@ def length_sweep(model, tokenizer, prompt_ids, lengths, reference=None, confiden
     return out
 
 
-def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None, confidence=None) -> list[dict]:
+def _hamburger_options(settings: BenchSettings | None) -> dict:
+    """HamburgerMethod's options from the settings: the static cache in the compiled mode, the micro loop."""
+    if settings is None:
+        return {}
+    return {"static_cache": settings.compile is not None, "micro_loop": settings.micro_loop}
+
+
+def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=None, confidence=None,
+                settings: BenchSettings | None = None) -> list[dict]:
     """Generated tokens per second (wall time, prefill included) at each batch size vs HF batched generate.
 
     EOS is ignored so every row of every method makes exactly ``max_new_tokens``: methods whose answers
     differ in length (HAMburger at a low knob) are compared on the same amount of work."""
     out = []
-    methods = [HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence),
-               HFMethod((reference or model).base, tokenizer)]
+    base = (reference or model).base
+    compiled = settings is not None and settings.compile is not None
+    methods = [HamburgerMethod(model, tokenizer, confidence or model.config.default_confidence,
+                               **_hamburger_options(settings)),
+               HFMethod(base, tokenizer, **(compiled_hf_kwargs(base.device, settings.compile) if compiled else {}))]
     for b in batch_sizes:
         batch = (ids * (b // max(1, len(ids)) + 1))[:b]
         for m in methods:
@@ -197,17 +212,17 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
         prompts = bench_prompts(settings)
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
-                            compile_backend=settings.compile)
+                            compile_backend=settings.compile, micro_loop=settings.micro_loop)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
               "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device)), "base_weight_bytes": weight_bytes}
     sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
-                  model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence)),
+                  model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence, settings)),
               "batch_sweep": (settings.batch_sizes, lambda: batch_sweep(
                   model, tokenizer, ids, settings.batch_sizes, settings.max_new_tokens, reference,
-                  settings.sweep_confidence))}
+                  settings.sweep_confidence, settings))}
     for name, (wanted, run) in sweeps.items():
         if not wanted:
             continue

@@ -20,7 +20,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         value = getattr(args, key)
         if value is not None:
             setattr(settings, key, value)
-    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence", "device", "compile"):
+    for key in ("n_prompts", "max_new_tokens", "repeats", "threads", "dtype", "sweep_confidence", "device", "compile",
+                "micro_loop"):
         if getattr(args, key) is not None:
             setattr(settings, key, getattr(args, key))
     out = bench(args.out, settings, args.model, args.prompts, args.restart, args.base)
@@ -52,7 +53,10 @@ def register(sub) -> None:
     p.add_argument("--compile", default=None, metavar="BACKEND", nargs="?", const="inductor",
                    help="GPU mode: HAMburger, our own loop and HF generate decode on static KV caches with their "
                         "per-step forward compiled by this torch.compile backend (default inductor; CUDA graphs on a "
-                        "GPU); prompt lookup and early exit stay eager")
+                        "GPU), and the micro loop too with --micro-loop device; prompt lookup and early exit stay eager")
+    p.add_argument("--micro-loop", default=None, choices=["host", "device"],
+                   help="HAMburger's micro loop: host (a host decision per micro step, the default) or device (the "
+                        "micro steps on the device, one host transfer per macro step)")
     p.add_argument("--restart", action="store_true",
                    help=f"discard the {LOG_NAME} of an earlier run in --out and measure from scratch (by default a "
                         "run with the same settings resumes where it stopped)")

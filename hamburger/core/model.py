@@ -79,7 +79,8 @@ class HamburgerModel(nn.Module):
         contiguous copy of the head's weight (made once): MKL's fp32 product of a few rows with a [d, V] matrix
         is faster than with the stored [V, d] layout on the CPUs we tried. Same math, another summation order."""
         head = self.base.get_output_embeddings()
-        if hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] > max_rows or torch.is_grad_enabled():
+        if (hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] > max_rows or torch.is_grad_enabled()
+                or torch.compiler.is_compiling()):  # (a compiled graph uses the head as it is)
             return head(hidden)
         w = head.weight
         key = (w.data_ptr(), w._version, w.dtype, tuple(w.shape))

@@ -7,6 +7,10 @@ whatever its group length; finished rows are dropped from the batch.
 
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
+
+`micro_loop` picks how a group is emitted (`engine/micro.py`): "host" decides each micro step on the host,
+"device" keeps the micro loop on the device with one host transfer per macro step (and compiles it after
+`micro.compile_micro_loop`). The text grows incrementally (`engine/detok.py`).
 """
 
 from __future__ import annotations
@@ -16,14 +20,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterator
 
 import torch
-from transformers import DynamicCache
 
 from hamburger.core.model import HamburgerModel
 from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
+from hamburger.engine.detok import Detokenizer
+from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
-from hamburger.engine.sampling import GenerationConfig, choose_tokens, continue_threshold
+from hamburger.engine.sampling import GenerationConfig, continue_threshold
 
 
 @dataclass
@@ -66,8 +71,9 @@ class GenerationResult:
 class _Row:
     """Per-request state."""
 
-    def __init__(self, prompt_ids: list[int], cfg: GenerationConfig, default_confidence: float):
+    def __init__(self, prompt_ids: list[int], cfg: GenerationConfig, default_confidence: float, tokenizer=None):
         self.prompt_ids = prompt_ids
+        self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
         self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
         self.threshold = continue_threshold(self.confidence)
@@ -109,14 +115,21 @@ class Generation:
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False,
                  static_cache: bool = False, prefill_chunk: int | None = None,
-                 poll: Callable[[], None] | None = None):
+                 poll: Callable[[], None] | None = None, micro_loop: str = "host"):
         if not prompts:
             raise HamburgerError("no prompts given")
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
         if len(cfgs) != len(prompts):
             raise HamburgerError("one GenerationConfig per prompt is needed")
         self.model, self.tokenizer = model, tokenizer
-        self.eos = set(eos_ids(model, tokenizer))
+        eos = eos_ids(model, tokenizer)
+        self.eos = set(eos)
+        if micro_loop not in ("host", "device"):
+            raise HamburgerError(f"micro_loop must be 'host' or 'device', got {micro_loop!r}")
+        trace = (lambda row, logits: self.logits[self.rows.index(row)].append(logits.clone())) \
+            if trace_logits else None
+        self._micro = (DeviceMicroLoop if micro_loop == "device" else HostMicroLoop)(
+            model, eos, trace)
         self.rows: list[_Row] = []
         self._pending: list[int] = []  # rows added but not prefilled yet
         self._kept: set[int] = set()  # rows not released
@@ -145,7 +158,7 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
-        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence))
+        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer))
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)
@@ -163,7 +176,7 @@ class Generation:
         if r.done and row in self._kept:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
-            r.generator = None
+            r.generator, r.detok = None, None
             self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:
@@ -209,7 +222,7 @@ class Generation:
                     self.poll()
                 continue
             clock = time.perf_counter()
-            self._micro_loop(hidden, features, [rows[i] for i in active])
+            groups = self._micro(hidden, features, [rows[i] for i in active])  # on the device, or None
             events = [self._close_group(rows[i], i) for i in active]
             now = time.perf_counter()
             for i in active:
@@ -219,11 +232,12 @@ class Generation:
                     rows[i].decode_s += now - clock
             slot_bytes = cache.bytes_per_slot()
             self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
-            slots = cache.kv_slots()
-            for pos, i in enumerate(active):
-                if rows[i].done:
-                    rows[i].kv_slots = slots[pos]
-                    rows[i].kv_bytes = slots[pos] * slot_bytes
+            if any(rows[i].done for i in active):  # (reading the slots is a host sync)
+                slots = cache.kv_slots()
+                for pos, i in enumerate(active):
+                    if rows[i].done:
+                        rows[i].kv_slots = slots[pos]
+                        rows[i].kv_bytes = slots[pos] * slot_bytes
             yield from events
             if self.poll:
                 self.poll()
@@ -236,7 +250,8 @@ class Generation:
                 index = torch.tensor(keep, device=model.device)
                 cache.select_rows(index)
                 active = [active[pos] for pos in keep]
-            hidden, features = self._macro_step(cache, [rows[i] for i in active])
+                groups = None if groups is None else (groups[0][index], groups[1][index])
+            hidden, features = self._macro_step(cache, [rows[i] for i in active], groups)
             for i in active:
                 rows[i].forwards += 1
                 rows[i].decode_s += time.perf_counter() - clock
@@ -294,67 +309,24 @@ class Generation:
                                              mask, cache.kv)
         return cache, final[:, -1], features[:, -1]
 
-    def _macro_step(self, cache: SlotCache, rows: list[_Row]):
-        """Merge each row's last group into one vector and run one base forward for all rows."""
+    def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None):
+        """Merge each row's last group into one vector and run one base forward for all rows. ``groups``: the
+        groups as (tokens, sizes) on the device already (the device micro loop), else made from the rows."""
         model = self.model
-        group_ids, sizes = group_tensors([r.group for r in rows], max(len(r.group) for r in rows), model.device)
+        width = max(len(r.group) for r in rows)
+        group_ids, sizes = (groups[0][:, :width], groups[1]) if groups is not None else \
+            group_tensors([r.group for r in rows], width, model.device)
         merged = model.embedder(model.embed(group_ids), sizes)[:, None]
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
         final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None])
         return final[:, -1], features[:, -1]
 
-    # ------------------------------------------------------------------ micro steps
-    def _micro_loop(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> None:
-        """Emit one group per row: token 1 from the base's own head, tokens 2.. from the MSD.
-
-        Rows whose group has ended leave the micro batch (and its MSD cache) at once.
-        """
-        model = self.model
-        max_steps, m = model.config.max_steps, features.shape[1]
-        for r in rows:
-            r.group = []
-        live = list(rows)  # rows whose group is still going, in micro-batch order
-        msd_cache = DynamicCache()
-        step = 0
-        while True:
-            logits = model.decode_logits(hidden).float()
-            tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
-            token_embeddings = model.embed(tokens)
-            stop_logits = model.stop_head(hidden, token_embeddings).float()
-            probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
-            step += 1
-            values = zip(live, tokens.tolist(), stop_logits.tolist(), torch.sigmoid(-stop_logits).tolist(),
-                         probs.tolist())
-            keep = []
-            for b, (row, t, s, c, p) in enumerate(values):
-                if self.trace_logits:
-                    self.logits[self.rows.index(row)].append(logits[b].clone())
-                if self._accept(row, t, s, c, p, max_steps):
-                    keep.append(b)
-            if not keep:
-                return
-            if len(keep) < len(live):
-                index = torch.tensor(keep, device=tokens.device)
-                features, token_embeddings = features[index], token_embeddings[index]
-                msd_cache.batch_select_indices(index)
-                live = [live[b] for b in keep]
-            x = token_embeddings[:, None]
-            if step == 1:
-                x = torch.cat([features, x], 1)
-            hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
-
-    def _accept(self, row: _Row, token: int, stop_logit: float, p_continue: float, prob: float,
-                max_steps: int) -> bool:
-        """Record one token; return whether the group goes on."""
-        row.take(token, prob, p_continue, self.eos, self.model.context_length)
-        if row.done:
-            return False
-        return len(row.group) < max_steps and -stop_logit >= row.threshold
-
     def _close_group(self, row: _Row, index: int) -> GroupEvent:
         row.groups.append(len(row.group))
-        text, stopped = cut_at_stop(self.tokenizer.decode(row.tokens, skip_special_tokens=True), row.cfg.stop)
+        full = row.detok.update(row.tokens)
+        longest = max(map(len, row.cfg.stop), default=1)  # an earlier text held no stop string: search the rest
+        text, stopped = cut_at_stop(full, row.cfg.stop, max(0, row.detok.kept - longest + 1))
         if stopped:
             row.reason = "stop"
         row.text = text

@@ -45,11 +45,12 @@ def eos_ids(model, tokenizer, required: bool = False) -> list[int]:
     return ids
 
 
-def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
-    """(the text cut before the first occurrence of each stop string in turn, whether any occurred)."""
+def cut_at_stop(text: str, stops: list[str], start: int = 0) -> tuple[str, bool]:
+    """(the text cut before the first occurrence of each stop string in turn, whether any occurred).
+    ``start``: no occurrence begins before it (the caller checked the text before it)."""
     hit = False
     for stop in stops:
-        at = text.find(stop)
+        at = text.find(stop, start)
         if at >= 0:
             text = text[:at]
             hit = True
@@ -64,7 +65,7 @@ def safe_prefix(text: str, stops: list[str]) -> int:
         cut -= 1
     for stop in stops:
         for k in range(min(len(stop) - 1, cut), 0, -1):
-            if text[:cut].endswith(stop[:k]):
-                cut = min(cut, len(text[:cut]) - k)
+            if text.endswith(stop[:k], 0, cut):
+                cut -= k
                 break
     return cut

@@ -99,3 +99,21 @@ def choose_tokens(logits: torch.Tensor, cfgs: list[GenerationConfig],
             probs = warp_logits(logits[b], cfg).softmax(-1)
             out[b] = torch.multinomial(probs, 1, generator=gen)[0]
     return out
+
+
+def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+                uniform: torch.Tensor) -> torch.Tensor:
+    """One token per row of logits [B, V] on the device, each row with its own settings [B] (temperature 0 is
+    greedy) and a uniform draw in [0, 1) [B]: `warp_logits` for all rows at once, then the inverse of the
+    warped CDF at the uniform (no host sync; the caller draws the uniforms from each row's generator)."""
+    greedy = temperature == 0
+    scaled = logits.float() / torch.where(greedy, 1.0, temperature).float()[:, None]
+    ordered, order = torch.sort(scaled, -1, descending=True)
+    vocab = logits.shape[-1]
+    k = torch.where((top_k > 0) & (top_k < vocab), top_k, vocab).long()
+    ordered = ordered.masked_fill(ordered < ordered.gather(1, k[:, None] - 1), -math.inf)
+    probs = ordered.softmax(-1)
+    drop = (probs.cumsum(-1) - probs >= top_p[:, None]) & (top_p < 1.0)[:, None]
+    cdf = probs.masked_fill(drop, 0.0).double().cumsum(-1)
+    at = torch.searchsorted(cdf, (uniform.double() * cdf[:, -1])[:, None], right=True).clamp(max=vocab - 1)
+    return torch.where(greedy, logits.argmax(-1), order.gather(1, at)[:, 0])
