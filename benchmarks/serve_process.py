@@ -34,11 +34,9 @@ def free_port() -> int:
 def tiny_checkpoint(out: Path) -> Path:
     """The test suite's tiny random checkpoint (with a chat template), written under `out`."""
     sys.path.insert(0, str(ROOT))
-    from tests import conftest
-    from tests.test_serve import save_tiny_checkpoint
+    from tests.helpers import make_char_tokenizer, save_tiny_chat_checkpoint
 
-    make_tokenizer = getattr(conftest.char_tokenizer, "__wrapped__", conftest.char_tokenizer)
-    return save_tiny_checkpoint(out, make_tokenizer())
+    return save_tiny_chat_checkpoint(out, make_char_tokenizer())
 
 
 @contextmanager

@@ -12,7 +12,9 @@ import pytest
 
 httpx = pytest.importorskip("httpx")
 
-from tests.test_serve import KEY, Server, checkpoint, error_of, long_body, one_thread, server  # noqa: E402,F401
+from tests.helpers import KEY, Server, error_of, free_port, long_body  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 JSON = {**AUTH, "Content-Type": "application/json"}
@@ -79,7 +81,6 @@ def faulty_app_server(checkpoint):
     import uvicorn
 
     from hamburger.serve.app import create_app
-    from tests.test_serve import free_port
 
     _, model, tok = checkpoint
     broken = copy.deepcopy(tok)

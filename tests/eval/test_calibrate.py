@@ -84,7 +84,7 @@ def test_calibrate_cli_from_eval_results(tmp_path, capsys):
 
 
 def test_calibrate_end_to_end_on_a_tiny_model(tmp_path, char_tokenizer):
-    from tests.test_batch import save_tiny_checkpoint
+    from tests.helpers import save_tiny_checkpoint
 
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     assert main(["calibrate", "--model", str(ckpt), "--tasks", "chat", "--limit", "1", "--max-new-tokens", "4",

@@ -10,7 +10,7 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.serve.scheduler import Request, Scheduler
-from tests.conftest import tiny_hamburger
+from tests.helpers import tiny_hamburger
 
 
 def model_with_short_groups():

@@ -15,6 +15,7 @@ from hamburger.errors import HamburgerError  # noqa: E402
 from hamburger.data.dataset import check_dataset_compatible, load_dataset  # noqa: E402
 from hamburger.data.segment import (STRATEGIES, SegmentSettings, decreasing, decreasing_v2,  # noqa: E402
                                     entropy_threshold, segment_entropies, sliding, small_group)
+from tests.helpers import FakeTokenizer  # noqa: E402
 
 
 def run_segment(argv):
@@ -69,17 +70,6 @@ def test_groups_cover_response_and_respect_max_steps(name, max_steps):
 def test_unknown_strategy_lists_names():
     with pytest.raises(HamburgerError, match="decreasing_v2.*small_group"):
         segment_entropies([0.1], SegmentSettings(strategy="nope"), 100)
-
-
-class FakeTokenizer:
-    def __init__(self, n):
-        self.vocab = {f"t{i}": i for i in range(n)}
-
-    def get_vocab(self):
-        return dict(self.vocab)
-
-    def __len__(self):
-        return len(self.vocab)
 
 
 def _write_dataset(path, rows, vocab=100, max_steps=4):

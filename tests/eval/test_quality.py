@@ -7,7 +7,7 @@ import torch
 
 from hamburger.eval.paired import Band, compare, paired_bootstrap, parse_bands, per_type, verdict
 from hamburger.eval.plausibility import plausibility, repeated_ngram_rate, token_nll
-from tests.conftest import tiny_base
+from tests.helpers import tiny_base
 
 
 def test_nll_equals_direct_computation():

@@ -2,18 +2,11 @@
 
 import asyncio
 import concurrent.futures
-import copy
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 from contextlib import ExitStack
-from pathlib import Path
 
 import pytest
-import torch
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -21,107 +14,9 @@ httpx = pytest.importorskip("httpx")
 from hamburger.engine.generate import Generation, generate  # noqa: E402
 from hamburger.engine.prompt import encode_prompt  # noqa: E402
 from hamburger.engine.sampling import GenerationConfig  # noqa: E402
-from tests.conftest import tiny_hamburger  # noqa: E402
+from tests.helpers import KEY, MAX_QUEUE, error_of, long_body, tiny_long_group_model  # noqa: E402
 
-KEY = "sk-test-key"
-TEMPLATE = ("{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}assistant:{% endif %}")
-ROOT = Path(__file__).resolve().parents[1]
-MAX_QUEUE = 40  # the load test sends 32 requests at once: none may be refused
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The reference generations share 2 cores with the servers: several torch threads would fight."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def tiny_model():
-    m = tiny_hamburger("llama", seed=5)
-    with torch.no_grad():
-        m.stop_head.net[2].bias.fill_(-2.0)  # long groups at confidence 0.5
-    return m
-
-
-def save_tiny_checkpoint(out: Path, char_tokenizer) -> Path:
-    """A tiny random checkpoint (base in out/base) whose tokenizer has a chat template."""
-    from hamburger.core.base import BaseInfo, weights_fingerprint
-    from hamburger.core.checkpoint import save_checkpoint
-
-    model, tokenizer = tiny_model(), copy.deepcopy(char_tokenizer)
-    tokenizer.chat_template = TEMPLATE
-    model.base.save_pretrained(out / "base")
-    tokenizer.save_pretrained(out / "base")
-    return save_checkpoint(model, out / "ckpt", BaseInfo(str(out / "base"), str(out / "base"),
-                                                         weights_fingerprint(model.base)))
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, char_tokenizer):
-    """The checkpoint folder, and (model, tokenizer) loaded from it to compute expected outputs."""
-    from hamburger.core.checkpoint import load_checkpoint
-
-    ckpt = save_tiny_checkpoint(tmp_path_factory.mktemp("serve"), char_tokenizer)
-    model, tok, _ = load_checkpoint(ckpt)
-    return ckpt, model, tok
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, ckpt, log: Path, *extra: str):
-        self.port, self.log = free_port(), log
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hamburger.cli", "serve", "--model", str(ckpt), "--port", str(self.port),
-             "--threads", "1", "--device", "cpu", "--log-level", "warning", *extra],
-            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-
-    def wait(self, timeout: float = 120.0) -> "Server":
-        end = time.time() + timeout
-        while time.time() < end:
-            if self.proc.poll() is not None:
-                pytest.fail(f"the server exited ({self.proc.returncode}):\n{self.log.read_text()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        pytest.fail(f"the server did not come up:\n{self.log.read_text()}")
-
-    def health(self) -> dict:
-        return httpx.get(self.url + "/health", timeout=5).json()
-
-    def client(self, key: str = KEY, **kw):
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=60, **kw)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def server(checkpoint, tmp_path_factory):
-    log = tmp_path_factory.mktemp("logs") / "server.log"
-    srv = Server(checkpoint[0], log, "--api-key", KEY, "--confidence", "0.5", "--max-batch-size", "8",
-                 "--max-queue", str(MAX_QUEUE))
-    try:
-        yield srv.wait()
-    finally:
-        srv.stop()
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def expect(checkpoint, prompt, max_tokens, confidence=0.5, raw=False, **cfg):
@@ -136,7 +31,7 @@ def chat(text):
 
 # ------------------------------------------------------------------------------ engine hook
 def test_cancel_drops_the_row_and_keeps_the_others(char_tokenizer):
-    model = tiny_model()
+    model = tiny_long_group_model()
     prompts = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22], [1, 77]]
     cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
     singles = [generate(model, char_tokenizer, p, cfg) for p in prompts]
@@ -263,14 +158,6 @@ def test_completions_stop_and_seed(server, checkpoint):
 
 
 # ------------------------------------------------------------------------------ errors
-def error_of(exc) -> dict:
-    """The OpenAI-shaped error of a pytest.raises result, an openai exception or an httpx response."""
-    exc = getattr(exc, "value", exc)
-    body = getattr(exc, "response", exc).json()
-    assert set(body["error"]) == {"message", "type", "param", "code"}, body
-    return body["error"]
-
-
 def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoint):
     client, too_long = server.client(), checkpoint[1].context_length + 1
     kw = dict(model="ckpt", messages=chat("Hi"), max_tokens=4)
@@ -319,12 +206,6 @@ def wait_idle(server, timeout: float = 30.0) -> dict:
             return health
         time.sleep(0.05)
     pytest.fail(f"the server did not become idle: {server.health()}")
-
-
-def long_body(checkpoint, **kw) -> dict:
-    """A request that runs for seconds on the tiny model unless cancelled: one token per forward up to the context."""
-    return {"model": "ckpt", "prompt": "hello", "max_tokens": checkpoint[1].context_length - 16, "confidence": 1.0,
-            "stream": True, **kw}
 
 
 def test_full_queue_answers_429_and_gone_clients_are_dropped(server, checkpoint):

@@ -4,17 +4,8 @@ import pytest
 import torch
 
 from hamburger.engine.generate import Generation, generate
-from hamburger.core.packing import TrainBatch
 from hamburger.engine.sampling import GenerationConfig
-from tests.conftest import tiny_hamburger
-
-PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77]]
-
-
-def hf_greedy(base, prompt, n):
-    out = base.generate(torch.tensor([prompt]), max_new_tokens=n, do_sample=False, eos_token_id=[2, 3],
-                        pad_token_id=0, attention_mask=torch.ones(1, len(prompt), dtype=torch.long))
-    return out[0, len(prompt):].tolist()
+from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_hamburger
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
@@ -25,22 +16,6 @@ def test_confidence_one_equals_base_greedy(family, char_tokenizer):
         assert res.token_ids == hf_greedy(model.base, prompt, 24)
         assert res.groups == [1] * res.tokens
         assert res.tau == 1.0
-
-
-def assert_engine_matches_training_forward(model, tokenizer):
-    """Decode each prompt with merges; the teacher-forced training forward on the result gives the same
-    logits token by token (the engine and training compute one function)."""
-    with torch.no_grad():
-        model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
-    for prompt in PROMPTS:
-        run = Generation(model, tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
-                         trace_logits=True)
-        res = run.run()[0]
-        assert max(res.groups) > 1, "the test needs merged groups"
-        with torch.no_grad():
-            out = model.training_forward(TrainBatch([prompt], [res.token_ids], [res.groups]))
-        torch.testing.assert_close(out.token_logits, torch.stack(run.logits[0]), rtol=1e-4, atol=1e-4)
-        assert out.targets.tolist() == res.token_ids
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])

@@ -4,6 +4,7 @@ import pytest
 
 from hamburger.eval.scorers import (chrf, extract_final_number, gsm8k_reference, humaneval_program, normalise_number,
                                rouge_l, run_sandboxed)
+from tests.helpers import PROBLEM
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -33,10 +34,6 @@ def test_rouge_and_chrf():
     assert chrf("hello world", "hello world") == pytest.approx(1.0)
     assert 0.0 < chrf("hello world", "hello there") < 1.0
     assert chrf("abc", "xyz") == 0.0
-
-
-PROBLEM = {"prompt": "def add(a, b):\n    \"\"\"Add two numbers.\"\"\"\n", "entry_point": "add",
-           "test": "def check(f):\n    assert f(2, 3) == 5\n    assert f(-1, 1) == 0\n"}
 
 
 def test_humaneval_correct_body_and_fenced_function_pass():

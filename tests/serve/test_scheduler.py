@@ -7,7 +7,7 @@ import torch
 from hamburger.engine.generate import generate
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.serve.scheduler import Request, Scheduler
-from tests.conftest import tiny_hamburger
+from tests.helpers import tiny_hamburger
 
 
 def test_request_joins_the_running_batch(char_tokenizer):

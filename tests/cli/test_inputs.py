@@ -8,7 +8,7 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import GenerationConfig
-from tests.conftest import tiny_hamburger
+from tests.helpers import tiny_hamburger
 
 
 @pytest.mark.parametrize("kwargs, match", [

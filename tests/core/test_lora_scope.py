@@ -10,8 +10,7 @@ from hamburger.engine.generate import Generation, generate
 from hamburger.core.lora import adapters_gated, add_lora, lora_modules
 from hamburger.engine.sampling import GenerationConfig
 from hamburger.train.config import TrainConfig
-from tests.conftest import tiny_base, tiny_hamburger
-from tests.test_engine import PROMPTS, assert_engine_matches_training_forward, hf_greedy
+from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base, tiny_hamburger
 
 
 def adapted(model, seed=0, std=0.5):

@@ -8,7 +8,7 @@ import torch
 from hamburger.cli.main import main
 from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import GenerationConfig
-from tests.conftest import tiny_hamburger
+from tests.helpers import save_tiny_checkpoint, tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
 
@@ -63,22 +63,6 @@ def test_batch_kv_memory_is_per_row(model, char_tokenizer):
     for prompt, res in zip(PROMPTS, results):
         assert res.kv_slots == len(prompt) + len(res.groups) - 1
     assert run.peak_kv_bytes >= max(r.kv_bytes for r in results)
-
-
-def save_tiny_checkpoint(tmp_path, tokenizer, model=None):
-    """A tiny random HAMburger checkpoint (with its base folder) for CLI tests."""
-    from hamburger.core.base import BaseInfo, weights_fingerprint
-    from hamburger.core.checkpoint import save_checkpoint
-
-    if model is None:
-        model = tiny_hamburger("llama", seed=5)
-        with torch.no_grad():
-            model.stop_head.net[2].bias.fill_(-2.0)
-    base_dir = tmp_path / "base"
-    model.base.save_pretrained(base_dir)
-    tokenizer.save_pretrained(base_dir)
-    return save_checkpoint(model, tmp_path / "ckpt", BaseInfo(str(base_dir), str(base_dir),
-                                                              weights_fingerprint(model.base)))
 
 
 def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model):

@@ -4,7 +4,7 @@ import io
 import json
 
 from hamburger.cli.main import main
-from tests.test_batch import save_tiny_checkpoint
+from tests.helpers import save_tiny_checkpoint
 
 TEMPLATE = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
             "{% if add_generation_prompt %}assistant: {% endif %}")

@@ -6,10 +6,8 @@ trace: the folder the tests watch is world-writable, so only the sandbox stops t
 
 import os
 import random
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,67 +17,7 @@ import pytest
 from hamburger.errors import HamburgerError
 from hamburger.eval.sandbox import Limits, command, require, run_python
 from hamburger.eval.scorers import humaneval_program, run_sandboxed
-from tests.test_scorers import PROBLEM
-
-# name -> statement that tries to leave a trace in folder D (victim file V, listener on port P)
-ESCAPE_ACTIONS = {
-    "posix.system": "import posix; posix.system('touch {D}/system')",
-    "os.posix_spawn": "import os; os.waitpid(os.posix_spawn('/bin/sh', ['sh', '-c', 'touch {D}/spawn'], {{}}), 0)",
-    "io.open": "import io; io.open('{D}/io_open', 'w').write('x')",
-    "pathlib.write_text": "import pathlib; pathlib.Path('{D}/pathlib').write_text('x')",
-    "os.open+os.write": "import os; os.write(os.open('{D}/os_open', os.O_WRONLY | os.O_CREAT, 0o666), b'x')",
-    "posix.unlink": "import posix; posix.unlink('{V}')",
-    "_socket.connect": "import _socket; s = _socket.socket(); s.settimeout(3); s.connect(('127.0.0.1', {P}))",
-}
-
-
-def escape_code(action: str, place: "Outside") -> str:
-    """Module-level code that tries one escape, then exits with 'tried: <outcome>'."""
-    statement = action.format(D=place.folder, V=place.victim, P=place.port)
-    return (f"try:\n    {statement}\n    outcome = 'done'\nexcept Exception as e:\n    outcome = repr(e)\n"
-            "raise SystemExit('tried: ' + outcome)\n")
-
-
-class Outside:
-    """A world-writable folder with a victim file and a listening socket, all outside the sandbox."""
-
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="hamburger-outside-"))
-        self.folder.chmod(0o777)
-        self.victim = self.folder / "victim.txt"
-        self.victim.write_text("precious")
-        self.victim.chmod(0o666)
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(8)
-        self.port = self.listener.getsockname()[1]
-
-    def traces(self) -> list[str]:
-        """Everything an escape left behind: new files, a lost victim, a connection to the listener."""
-        found = sorted(p.name for p in self.folder.iterdir() if p.name != "victim.txt")
-        if not self.victim.exists() or self.victim.read_text() != "precious":
-            found.append("victim changed")
-        self.listener.setblocking(False)
-        try:
-            self.listener.accept()[0].close()
-            found.append("connection")
-        except BlockingIOError:
-            pass
-        self.listener.setblocking(True)
-        return found
-
-    def close(self):
-        self.listener.close()
-        for p in self.folder.iterdir():
-            p.unlink()
-        self.folder.rmdir()
-
-
-@pytest.fixture
-def outside():
-    place = Outside()
-    yield place
-    place.close()
+from tests.helpers import ESCAPE_ACTIONS, PROBLEM, escape_code
 
 
 @pytest.mark.parametrize("name", sorted(ESCAPE_ACTIONS))

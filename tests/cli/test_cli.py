@@ -4,14 +4,14 @@ library that neither imports argparse nor the CLI."""
 import ast
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from hamburger.cli.main import VERBS, build_parser, main
+from tests.helpers import ROOT
 
-PACKAGE = Path(__file__).resolve().parents[1] / "hamburger"
+PACKAGE = ROOT / "hamburger"
 MODEL_VERBS = ("generate", "chat", "serve", "eval", "calibrate", "bench", "distill", "segment", "train")
 ANSWER_VERBS = ("generate", "chat", "distill", "eval", "calibrate")
 
@@ -111,7 +111,7 @@ def test_device_cuda_without_a_gpu_is_one_line_before_any_model_loads(verb, tmp_
 
 def test_load_model_puts_the_model_on_the_device(tmp_path, char_tokenizer, monkeypatch):
     from hamburger import load_model
-    from tests.test_batch import save_tiny_checkpoint
+    from tests.helpers import save_tiny_checkpoint
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)

@@ -4,7 +4,7 @@ import json
 
 from hamburger.bench.run import agreement
 from hamburger.cli.main import main
-from tests.test_batch import save_tiny_checkpoint
+from tests.helpers import save_tiny_checkpoint
 
 
 def test_agreement():

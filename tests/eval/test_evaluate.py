@@ -5,8 +5,7 @@ import json
 import pytest
 
 from hamburger.cli.main import main
-from tests.test_batch import save_tiny_checkpoint
-from tests.test_sandbox import outside  # noqa: F401  (fixture)
+from tests.helpers import ESCAPE_ACTIONS, escape_code, save_tiny_checkpoint
 
 
 def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
@@ -109,8 +108,6 @@ class HostileServer:
 
 def test_eval_of_a_hostile_endpoint_leaves_no_trace(tmp_path, char_tokenizer, outside):
     """`eval --endpoint` executes whatever a server writes: every known escape stays inside the sandbox."""
-    from tests.test_sandbox import ESCAPE_ACTIONS, escape_code
-
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     hostile = ["```python\n" + escape_code(a, outside) + "```\n" for a in ESCAPE_ACTIONS.values()]
     server = HostileServer(hostile)

@@ -12,8 +12,7 @@ from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.sampling import GenerationConfig, warp_logits
 from hamburger.engine.verify import VerifyGeneration, verify_generate
-from tests.conftest import tiny_base, tiny_hamburger
-from tests.test_engine import PROMPTS, hf_greedy
+from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
 
 
 def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> HamburgerModel:
@@ -292,8 +291,6 @@ def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokeni
     import json
 
     from hamburger.cli.main import main
-    from tests.test_checkpoint import save_tiny_lora
-
     _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     text = "hello there"
     assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--draft", "2", "--json", "--raw",

@@ -23,9 +23,8 @@ from hamburger.train.trainer import Trainer
 from hamburger.train.config import TrainConfig, build_config
 from hamburger.train.batching import epoch_batches, make_plan, shard
 from hamburger.train.objective import chain_starts, lr_at
-from tests.conftest import tiny_base, tiny_hamburger
+from tests.helpers import ROOT, tiny_base, tiny_hamburger
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_dataset(path: Path, tokenizer, rows: int = 24, seed: int = 0, max_steps: int = 4, singleton=False,
@@ -346,7 +345,6 @@ def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, 
 
 def test_accepted_stop_target_also_stops_before_wrong_micro_tokens():
     from hamburger.core.packing import TrainBatch
-    from tests.conftest import tiny_hamburger
 
     batch = TrainBatch([[1, 40, 41], [1, 50, 60, 70]], [[5, 6, 7, 8, 9, 10, 11], [12, 13, 14, 15, 16]],
                        [[3, 4], [1, 4]])

@@ -10,17 +10,7 @@ from hamburger.core.checkpoint import CONFIG_FILE, WEIGHTS_FILE, load_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
 from hamburger.engine.sampling import GenerationConfig
-from tests.conftest import tiny_base, tiny_hamburger
-
-
-def save_tiny(tmp_path, char_tokenizer, seed=3):
-    base_dir = tmp_path / "base"
-    model = tiny_hamburger("llama", seed=seed)
-    model.base.save_pretrained(base_dir)
-    char_tokenizer.save_pretrained(base_dir)
-    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(model.base))
-    ckpt = save_checkpoint(model, tmp_path / "ckpt", info)
-    return model, ckpt, base_dir
+from tests.helpers import ROOT, save_tiny, save_tiny_lora, tiny_base, tiny_hamburger
 
 
 def test_save_load_identical_outputs(tmp_path, char_tokenizer):
@@ -69,20 +59,6 @@ def test_bad_checkpoints_give_clear_errors(tmp_path, char_tokenizer):
     (ckpt / WEIGHTS_FILE).write_bytes(b"garbage")
     with pytest.raises(HamburgerError, match="cannot read"):
         load_checkpoint(ckpt)
-
-
-def save_tiny_lora(tmp_path, char_tokenizer):
-    """A tiny checkpoint whose base carries non-zero LoRA adapters (as after `train --set base_mode=lora`)."""
-    from hamburger.core.lora import add_lora, lora_modules
-
-    model, _, base_dir = save_tiny(tmp_path, char_tokenizer)
-    add_lora(model.base, r=2, alpha=4.0)
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for _, module in lora_modules(model.base):
-            module.lora_B.copy_(torch.randn(module.lora_B.shape, generator=gen) * 0.5)
-    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(tiny_base("llama", seed=3)))
-    return model, save_checkpoint(model, tmp_path / "lora_ckpt", info)
 
 
 def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
@@ -141,7 +117,6 @@ def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
     """recipes/upgrade_stop_head.py: a hidden-only stop head becomes token-aware with the same outputs."""
     import subprocess
     import sys
-    from pathlib import Path
 
     base_dir = tmp_path / "base"
     model = tiny_hamburger("llama", seed=3, stop_sees_token=False)
@@ -149,7 +124,7 @@ def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
     char_tokenizer.save_pretrained(base_dir)
     ckpt = save_checkpoint(model, tmp_path / "old", BaseInfo(str(base_dir), str(base_dir),
                                                               weights_fingerprint(model.base)))
-    script = Path(__file__).parents[1] / "recipes" / "upgrade_stop_head.py"
+    script = ROOT / "recipes" / "upgrade_stop_head.py"
     run = subprocess.run([sys.executable, str(script), str(ckpt), str(tmp_path / "new")], capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -5,7 +5,7 @@ import torch
 from benchmarks.skip_path_split import skip_sources, split_accuracy
 from hamburger.train.batching import Row, to_batch
 from hamburger.train.objective import HEAD, batch_stats
-from tests.conftest import tiny_hamburger
+from tests.helpers import tiny_hamburger
 
 
 def test_skip_sources():
