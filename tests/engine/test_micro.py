@@ -6,7 +6,7 @@ import torch
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
 from hamburger.engine.sampling import GenerationConfig, draw_tokens, warp_logits
-from tests.conftest import tiny_hamburger
+from tests.helpers import tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
 
