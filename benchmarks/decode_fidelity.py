@@ -28,7 +28,7 @@ from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
 from hamburger.eval.plausibility import base_reading, micro_agreement, plausibility
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 
 def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos: set[int]) -> dict:
@@ -38,7 +38,7 @@ def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos
             "micro_ok": micro_ok}
 
 
-def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[GenerationConfig], batch_size: int) -> list:
+def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[DecodingConfig], batch_size: int) -> list:
     out = []
     for i in range(0, len(prompts), batch_size):
         out += Generation(model, tokenizer, prompts[i:i + batch_size], cfgs[i:i + batch_size]).run()
@@ -75,7 +75,7 @@ def main() -> None:
     result = {"settings": vars(args), "prompts": [p["id"] for p in texts], "base": info.spec,
               "machine": machine_info(args.threads, "float32"), "runs": []}
 
-    def record(label: str, knob: float | None, cfgs: list[GenerationConfig], model) -> None:
+    def record(label: str, knob: float | None, cfgs: list[DecodingConfig], model) -> None:
         t0 = time.perf_counter()
         outs = decode(model, tokenizer, prompts, cfgs, args.batch_size)
         eos = eos_ids(model, tokenizer)
@@ -96,11 +96,11 @@ def main() -> None:
             raise SystemExit(f"{path} was made on another base than {info.spec}")
         model.eval()
         if i == 0:  # the references: knob 1.0 is the base's greedy decoding exactly; then the base sampled
-            record("base greedy", 1.0, [GenerationConfig(args.max_new_tokens, confidence=1.0)] * len(prompts), model)
-            record("base sampled", 1.0, [GenerationConfig(args.max_new_tokens, confidence=1.0, temperature=0.7,
+            record("base greedy", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0)] * len(prompts), model)
+            record("base sampled", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0, temperature=0.7,
                                                           top_p=0.9, seed=s) for s in range(len(prompts))], model)
         for knob in knobs:
-            record(path, knob, [GenerationConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
+            record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
 
 
 if __name__ == "__main__":

@@ -96,11 +96,11 @@ def main() -> None:
         from hamburger.core.checkpoint import load_checkpoint
         from hamburger.engine.generate import generate
         from hamburger.engine.prompt import encode_prompt
-        from hamburger.engine.sampling import GenerationConfig
+        from hamburger.engine.sampling import DecodingConfig
 
         torch.set_num_threads(args.threads)
         model, tok, _ = load_checkpoint(ckpt, args.dtype)
-        cfg = GenerationConfig(max_new_tokens=args.max_tokens, confidence=args.confidence)
+        cfg = DecodingConfig(max_new_tokens=args.max_tokens, confidence=args.confidence)
         same = sum(generate(model, tok, encode_prompt(tok, [{"role": "user", "content": t}]), cfg).text == o["text"]
                    for t, o in zip(texts, outs))
         results["equal_to_batch_1"] = f"{same}/{len(texts)}"

@@ -35,7 +35,7 @@ from hamburger.bench.prompts import category_prompts  # noqa: E402
 from hamburger.engine.generate import Generation  # noqa: E402
 from hamburger.engine.micro import compile_micro_loop  # noqa: E402
 from hamburger.engine.prompt import encode_prompt  # noqa: E402
-from hamburger.engine.sampling import GenerationConfig  # noqa: E402
+from hamburger.engine.sampling import DecodingConfig  # noqa: E402
 
 
 def load(args):
@@ -98,7 +98,7 @@ def median_ms(values) -> float | None:
 
 
 def measure(model, tokenizer, ids, args, loop: str) -> dict:
-    cfg = GenerationConfig(max_new_tokens=args.new_tokens, confidence=args.confidence, ignore_eos=True)
+    cfg = DecodingConfig(max_new_tokens=args.new_tokens, confidence=args.confidence, ignore_eos=True)
     static = args.compile is not None
     plain, records = [], []
     for _ in range(args.repeats):
@@ -157,7 +157,7 @@ def main() -> None:
         for batch in [int(b) for b in args.batch_sizes.split(",")]:
             ids = prompt_ids(tokenizer, model, batch)
             for loop in loops:  # warm-up (and compilation)
-                Generation(model, tokenizer, ids, GenerationConfig(max_new_tokens=16, ignore_eos=True,
+                Generation(model, tokenizer, ids, DecodingConfig(max_new_tokens=16, ignore_eos=True,
                                                                    confidence=args.confidence),
                            static_cache=args.compile is not None, micro_loop=loop).run()
             for loop in loops:

@@ -28,7 +28,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 from hamburger.bench.machine import machine_info
 
@@ -68,7 +68,7 @@ def step_gaps(model, tokenizer, ids, k: int, new_tokens: int) -> list[float]:
     """Seconds between consecutive groups (= one macro step each), with groups forced to k tokens."""
     model.config.max_steps = k
     confidence = 1.0 if k == 1 else 0.5
-    run = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=new_tokens, confidence=confidence,
+    run = Generation(model, tokenizer, [ids], DecodingConfig(max_new_tokens=new_tokens, confidence=confidence,
                                                                ignore_eos=True))
     gaps, last = [], None
     for event in run:
@@ -109,7 +109,7 @@ def component_times(model, reps: int = 60, batch: int = 1) -> dict[str, float]:
     hidden = torch.randn(batch, d, generator=g).to(device=device, dtype=model.dtype)
     features = torch.randn(batch, m, d, generator=g).to(device=device, dtype=model.dtype)
     group = torch.randint(3, 1000, (batch, model.config.max_steps), generator=g).to(device)
-    cfg = GenerationConfig()
+    cfg = DecodingConfig()
 
     def timed(fn) -> float:
         times = []

@@ -32,7 +32,7 @@ _EXPORTS = {
     "Generation": "hamburger.engine.generate",
     "GenerationResult": "hamburger.engine.generate",
     "encode_prompt": "hamburger.engine.prompt",
-    "GenerationConfig": "hamburger.engine.sampling",
+    "DecodingConfig": "hamburger.engine.sampling",
     "verify_generate": "hamburger.engine.verify",
     "VerifyGeneration": "hamburger.engine.verify",
     "HamburgerError": "hamburger.errors",

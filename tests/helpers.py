@@ -154,12 +154,12 @@ def assert_engine_matches_training_forward(model, tokenizer):
     logits token by token (the engine and training compute one function)."""
     from hamburger.core.packing import TrainBatch
     from hamburger.engine.generate import Generation
-    from hamburger.engine.sampling import GenerationConfig
+    from hamburger.engine.sampling import DecodingConfig
 
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
     for prompt in PROMPTS:
-        run = Generation(model, tokenizer, [prompt], GenerationConfig(max_new_tokens=20, confidence=0.5),
+        run = Generation(model, tokenizer, [prompt], DecodingConfig(max_new_tokens=20, confidence=0.5),
                          trace_logits=True)
         res = run.run()[0]
         assert max(res.groups) > 1, "the test needs merged groups"

@@ -21,7 +21,7 @@ from hamburger.engine.generate import Generation
 from hamburger.engine.micro import compile_micro_loop
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 
 @dataclass
@@ -76,18 +76,18 @@ class HamburgerMethod:
         self.name = name or f"hamburger@{confidence:g}"
         self.static_cache, self.micro_loop = static_cache, micro_loop
 
-    def _generation(self, prompts: list[list[int]], cfg: GenerationConfig) -> Generation:
+    def _generation(self, prompts: list[list[int]], cfg: DecodingConfig) -> Generation:
         return Generation(self.model, self.tokenizer, prompts, cfg, static_cache=self.static_cache,
                           micro_loop=self.micro_loop)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
-        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        cfg = DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
         r = self._generation([prompt_ids], cfg).run()[0]
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
-        cfg = GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        cfg = DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
         return [r.token_ids for r in self._generation(prompts, cfg).run()]
 
 
@@ -102,8 +102,8 @@ class VerifyMethod:
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
 
-    def _config(self, max_new_tokens: int, ignore_eos: bool) -> GenerationConfig:
-        return GenerationConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+    def _config(self, max_new_tokens: int, ignore_eos: bool) -> DecodingConfig:
+        return DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         from hamburger.engine.verify import VerifyGeneration

@@ -20,9 +20,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from hamburger.core.loading import load_model
     from hamburger.engine.generate import Generation
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.engine.sampling import GenerationConfig
+    from hamburger.engine.sampling import DecodingConfig
 
-    config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
+    config = DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
                               temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                               stop=args.stop or []).validate()
     device = device_of(args)

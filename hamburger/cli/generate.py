@@ -71,11 +71,11 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.engine.sampling import GenerationConfig
+    from hamburger.engine.sampling import DecodingConfig
 
     if args.draft is not None and args.mode != "verify":
         raise HamburgerError("--draft applies to --mode verify only")
-    config = GenerationConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
+    config = DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
                               temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                               stop=args.stop or []).validate()
     device = device_of(args)

@@ -1,6 +1,6 @@
 """Loading a HAMburger model for inference, and the process-wide runtime knobs (threads, device).
 
-    from hamburger import load_model, generate, GenerationConfig
+    from hamburger import load_model, generate, DecodingConfig
     model, tokenizer, info = load_model()                 # the bundled trained model, on the CPU
     model, tokenizer, info = load_model("CKPT", "bfloat16", device="auto")
 

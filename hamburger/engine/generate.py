@@ -28,7 +28,7 @@ from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
-from hamburger.engine.sampling import GenerationConfig, continue_threshold
+from hamburger.engine.sampling import DecodingConfig, continue_threshold
 
 
 @dataclass
@@ -71,7 +71,7 @@ class GenerationResult:
 class _Row:
     """Per-request state."""
 
-    def __init__(self, prompt_ids: list[int], cfg: GenerationConfig, default_confidence: float, tokenizer=None):
+    def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None):
         self.prompt_ids = prompt_ids
         self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
@@ -113,14 +113,14 @@ class Generation:
     """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
-                 configs: GenerationConfig | list[GenerationConfig], trace_logits: bool = False,
+                 configs: DecodingConfig | list[DecodingConfig], trace_logits: bool = False,
                  static_cache: bool = False, prefill_chunk: int | None = None,
                  poll: Callable[[], None] | None = None, micro_loop: str = "host"):
         if not prompts:
             raise HamburgerError("no prompts given")
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
         if len(cfgs) != len(prompts):
-            raise HamburgerError("one GenerationConfig per prompt is needed")
+            raise HamburgerError("one DecodingConfig per prompt is needed")
         self.model, self.tokenizer = model, tokenizer
         eos = eos_ids(model, tokenizer)
         self.eos = set(eos)
@@ -149,7 +149,7 @@ class Generation:
         for p, c in zip(prompts, cfgs):
             self.add(p, c)
 
-    def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
+    def add(self, prompt_ids: list[int], config: DecodingConfig) -> int:
         """Add a request; returns its row index. Callable between events while iterating
         (continuous batching): the row is prefilled at the next macro step and joins the batch."""
         config.validate()
@@ -362,7 +362,7 @@ def join_batch(running: tuple, joining: tuple) -> tuple:
     return cache, torch.cat([hidden, new_hidden]), torch.cat([features, new_features])
 
 
-def generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None
+def generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: DecodingConfig | None = None
              ) -> GenerationResult:
     """Generate for one tokenized prompt."""
-    return Generation(model, tokenizer, [prompt_ids], config or GenerationConfig()).run()[0]
+    return Generation(model, tokenizer, [prompt_ids], config or DecodingConfig()).run()[0]

@@ -12,8 +12,8 @@ from hamburger.errors import HamburgerError
 
 
 @dataclass
-class GenerationConfig:
-    """Settings of one generation request.
+class DecodingConfig:
+    """Settings of one generation request (named apart from transformers' `GenerationConfig`, a different class).
 
     confidence: the HAMburger knob in (0, 1]. After each token the stop head gives p_stop; the group
         goes on while 1 - p_stop >= confidence (and it has fewer than max_steps tokens). Higher is
@@ -35,7 +35,7 @@ class GenerationConfig:
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
 
-    def validate(self) -> "GenerationConfig":
+    def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise HamburgerError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
         if self.confidence is not None:
@@ -73,7 +73,7 @@ def continue_threshold(confidence: float) -> float:
     return math.log(confidence / (1.0 - confidence))
 
 
-def warp_logits(logits: torch.Tensor, cfg: GenerationConfig) -> torch.Tensor:
+def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     """Temperature, then top-k, then top-p (nucleus) filtering of one row's logits [V]."""
     logits = logits.float() / cfg.temperature
     if cfg.top_k and cfg.top_k < logits.shape[-1]:
@@ -87,7 +87,7 @@ def warp_logits(logits: torch.Tensor, cfg: GenerationConfig) -> torch.Tensor:
     return logits
 
 
-def choose_tokens(logits: torch.Tensor, cfgs: list[GenerationConfig],
+def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
                   generators: list[torch.Generator | None]) -> torch.Tensor:
     """One token per row of logits [B, V]; each row uses its own settings and generator, so a
     row's random stream never depends on what else is in the batch."""

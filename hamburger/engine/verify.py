@@ -30,7 +30,7 @@ from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.sampling import GenerationConfig, choose_tokens, warp_logits
+from hamburger.engine.sampling import DecodingConfig, choose_tokens, warp_logits
 
 VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
@@ -64,7 +64,7 @@ class _Drafts:
     p_continue: list[float] = field(default_factory=list)
 
 
-def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: GenerationConfig,
+def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfig,
                        generator: torch.Generator | None) -> tuple[int, int]:
     """Base logits [n+1, V] at the pending token and each of n drafts -> (drafts kept, the base's next token).
 
@@ -105,7 +105,7 @@ class VerifyGeneration(Generation):
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
-                 configs: GenerationConfig | list[GenerationConfig], draft: int | None = None,
+                 configs: DecodingConfig | list[DecodingConfig], draft: int | None = None,
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None):
         if draft is not None and draft < 0:
@@ -123,7 +123,7 @@ class VerifyGeneration(Generation):
             draft if draft is not None else model.config.max_steps - 1)
         super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll)
 
-    def add(self, prompt_ids: list[int], config: GenerationConfig) -> int:
+    def add(self, prompt_ids: list[int], config: DecodingConfig) -> int:
         if config.confidence is None:
             config = replace(config, confidence=VERIFY_CONFIDENCE)
         index = super().add(prompt_ids, config)
@@ -316,10 +316,10 @@ class VerifyGeneration(Generation):
             cache.compact()
 
 
-def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: GenerationConfig | None = None,
+def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: DecodingConfig | None = None,
                     draft: int | None = None, draft_vocab: torch.Tensor | None = None) -> VerifyResult:
     """Lossless generation for one tokenized prompt (see `VerifyGeneration`)."""
-    return VerifyGeneration(model, tokenizer, [prompt_ids], config or GenerationConfig(), draft=draft,
+    return VerifyGeneration(model, tokenizer, [prompt_ids], config or DecodingConfig(), draft=draft,
                             draft_vocab=draft_vocab).run()[0]
 
 

@@ -32,7 +32,7 @@ from hamburger.data.io import read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.eval.sandbox import Limits, require
 from hamburger.eval.scorers import chrf, extract_final_number, gsm8k_reference, humaneval_program, rouge_l, run_sandboxed
 
@@ -206,7 +206,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
             else:
                 extra = SAMPLED if name == "base-sampled" else {}
-                cfgs = [GenerationConfig(max_new_tokens=max_new_tokens, confidence=confidence,
+                cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                          seed=i if extra else None, **extra) for i in range(len(ids))]
                 runner = judge if name.startswith("base") else drafter if name == "verify" else model
                 engine = VerifyGeneration if name == "verify" else Generation
@@ -319,7 +319,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     if bad:
         raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
     for c in confidences:
-        GenerationConfig(confidence=c).validate()
+        DecodingConfig(confidence=c).validate()
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from hamburger.engine.generate import GenerationResult
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.serve.protocol import APIError, Chunks, bad, internal_error, shutting_down, sse
 from hamburger.serve.scheduler import QueueFull, Request, Scheduler, ShuttingDown
 
@@ -36,7 +36,7 @@ def failure(error: BaseException) -> APIError:
     return APIError(500, f"generation failed: {error}", "server_error")
 
 
-def submit(scheduler: Scheduler, ids: list[int], config: GenerationConfig, mode: str, context_length: int) -> Request:
+def submit(scheduler: Scheduler, ids: list[int], config: DecodingConfig, mode: str, context_length: int) -> Request:
     """Queue a request on the running event loop's behalf (see the module doc for the refusals)."""
     if len(ids) >= context_length:
         raise bad(f"this model's maximum context length is {context_length} tokens; the prompt has "

@@ -1,6 +1,6 @@
 """The OpenAI wire protocol of `hamburger serve`, as pure functions: requests in, response shapes out.
 
-In: a request body (bytes) -> `Parsed` (GenerationConfig, decoding mode, prompt token ids, streaming options),
+In: a request body (bytes) -> `Parsed` (DecodingConfig, decoding mode, prompt token ids, streaming options),
 and the `Authorization` header. Out: the OpenAI shapes the clients read: error bodies (`APIError`), `usage`,
 the non-streamed completion body, the streamed chunks (`Chunks`) and their server-sent-event framing (`sse`),
 the finish reasons, the model cards.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import GenerationResult
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyResult
 
 ROLES = {"system", "developer", "user", "assistant"}
@@ -145,8 +145,8 @@ def _check_fields(body: dict, kind: str) -> None:
 
 
 def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
-                 ) -> tuple[GenerationConfig, bool, bool]:
-    """The GenerationConfig, `stream` and `include_usage` of a request body (400 on anything wrong)."""
+                 ) -> tuple[DecodingConfig, bool, bool]:
+    """The DecodingConfig, `stream` and `include_usage` of a request body (400 on anything wrong)."""
     _check_fields(body, kind)
     if body.get("model") is not None and not isinstance(body["model"], str):
         raise bad("'model' must be a string", "model")
@@ -170,7 +170,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
     if not isinstance(options, dict) or set(options) - {"include_usage", "include_obfuscation"} or \
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
-    config = GenerationConfig(
+    config = DecodingConfig(
         max_new_tokens=max_tokens,
         confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
         temperature=float(_number(body, "temperature", 0.0, 0.0, 2.0)),
@@ -247,7 +247,7 @@ def parse_mode(body: dict, default: str) -> str:
 class Parsed:
     """What a request asks for: its generation config, decoding mode, prompt ids and streaming options."""
 
-    config: GenerationConfig
+    config: DecodingConfig
     mode: str
     prompt_ids: list[int]
     stream: bool

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from hamburger.engine.generate import Generation
 from hamburger.engine.verify import VerifyGeneration
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 
 class QueueFull(Exception):
@@ -46,7 +46,7 @@ class Request:
     ("error", exception)."""
 
     prompt_ids: list[int]
-    config: GenerationConfig
+    config: DecodingConfig
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     cancelled: bool = False

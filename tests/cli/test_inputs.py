@@ -7,7 +7,7 @@ from hamburger.cli.main import main
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from tests.helpers import tiny_hamburger
 
 
@@ -19,7 +19,7 @@ from tests.helpers import tiny_hamburger
 ])
 def test_invalid_generation_settings(kwargs, match):
     with pytest.raises(HamburgerError, match=match):
-        GenerationConfig(**kwargs).validate()
+        DecodingConfig(**kwargs).validate()
 
 
 def test_empty_and_too_long_prompts(char_tokenizer):
@@ -27,16 +27,16 @@ def test_empty_and_too_long_prompts(char_tokenizer):
     with pytest.raises(HamburgerError, match="empty"):
         encode_prompt(char_tokenizer, "   ", raw=True)
     with pytest.raises(HamburgerError, match="empty"):
-        Generation(model, char_tokenizer, [[]], GenerationConfig())
+        Generation(model, char_tokenizer, [[]], DecodingConfig())
     with pytest.raises(HamburgerError, match="context"):
-        Generation(model, char_tokenizer, [[5] * model.context_length], GenerationConfig())
+        Generation(model, char_tokenizer, [[5] * model.context_length], DecodingConfig())
 
 
 def test_generation_stops_at_the_context_end(char_tokenizer):
     model = tiny_hamburger("llama", seed=3)
     model.base.generation_config.eos_token_id = [99]
     prompt = [5] * (model.context_length - 6)
-    res = Generation(model, char_tokenizer, [prompt], GenerationConfig(max_new_tokens=50, confidence=0.5)).run()[0]
+    res = Generation(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=50, confidence=0.5)).run()[0]
     assert res.tokens == 6 and res.finish_reason == "length"
 
 

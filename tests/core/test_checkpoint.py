@@ -9,7 +9,7 @@ from hamburger.core.base import BaseInfo, weights_fingerprint
 from hamburger.core.checkpoint import CONFIG_FILE, WEIGHTS_FILE, load_checkpoint, read_meta, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from tests.helpers import ROOT, save_tiny, save_tiny_lora, tiny_base, tiny_hamburger
 
 
@@ -18,7 +18,7 @@ def test_save_load_identical_outputs(tmp_path, char_tokenizer):
     loaded, tokenizer, _ = load_checkpoint(ckpt)
     for name, tensor in model.grafted_state_dict().items():
         assert torch.equal(tensor, loaded.grafted_state_dict()[name]), name
-    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.5)
     a = generate(model, char_tokenizer, [1, 40, 41, 42], cfg)
     b = generate(loaded, tokenizer, [1, 40, 41, 42], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
@@ -83,7 +83,7 @@ def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
 
 def test_merged_adapters_match_unmerged(tmp_path, char_tokenizer):
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
-    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=16, confidence=0.5)
     a = generate(load_checkpoint(ckpt)[0], char_tokenizer, [1, 40, 41, 42], cfg)
     b = generate(load_checkpoint(ckpt, merge_adapters=True)[0], char_tokenizer, [1, 40, 41, 42], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
@@ -130,7 +130,7 @@ def test_upgraded_stop_head_computes_the_same(tmp_path, char_tokenizer):
     assert run.returncode == 0, run.stderr
     new = load_checkpoint(tmp_path / "new")[0]
     assert new.config.stop_sees_token and not load_checkpoint(ckpt)[0].config.stop_sees_token
-    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.5)
     a = generate(model, char_tokenizer, [1, 40, 41, 42], cfg)
     b = generate(new, char_tokenizer, [1, 40, 41, 42], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
@@ -145,7 +145,7 @@ def test_export_drop_lora_gives_the_unchanged_base(tmp_path, char_tokenizer):
     assert main(["export", "--model", str(ckpt), "--out", str(out), "--drop-lora", "--dtype", "float32"]) == 0
     assert "lora" not in read_meta(out)
     loaded = load_checkpoint(out)[0]
-    cfg = GenerationConfig(max_new_tokens=12, confidence=1.0)
+    cfg = DecodingConfig(max_new_tokens=12, confidence=1.0)
     pristine = tiny_hamburger("llama", seed=3)
     a = generate(loaded, char_tokenizer, [1, 40, 41, 42], cfg)
     b = generate(pristine, char_tokenizer, [1, 40, 41, 42], cfg)

@@ -3,7 +3,7 @@
 import pytest
 
 from hamburger.core.config import HamburgerConfig, check_confidence
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
 
 
@@ -13,6 +13,6 @@ def test_the_knob_range_is_checked_in_one_place():
         with pytest.raises(HamburgerError, match=r"confidence must be in \(0, 1\]"):
             check_confidence(bad)
     with pytest.raises(HamburgerError, match=r"^confidence must be in \(0, 1\], got 2"):
-        GenerationConfig(confidence=2.0).validate()
+        DecodingConfig(confidence=2.0).validate()
     with pytest.raises(HamburgerError, match=r"^default_confidence must be in \(0, 1\]"):
         HamburgerConfig(default_confidence=0.0).validate()

@@ -8,7 +8,7 @@ from hamburger.core.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
 from hamburger.core.lora import adapters_gated, add_lora, lora_modules
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.train.config import TrainConfig
 from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base, tiny_hamburger
 
@@ -51,9 +51,9 @@ def test_merged_scope_at_confidence_one_is_the_base(family, char_tokenizer):
     differs = False
     for prompt in PROMPTS:
         expected = hf_greedy(pristine, prompt, 24)
-        res = generate(scoped, char_tokenizer, prompt, GenerationConfig(max_new_tokens=24, confidence=1.0))
+        res = generate(scoped, char_tokenizer, prompt, DecodingConfig(max_new_tokens=24, confidence=1.0))
         assert res.token_ids == expected and res.groups == [1] * res.tokens
-        other = generate(everywhere, char_tokenizer, prompt, GenerationConfig(max_new_tokens=24, confidence=1.0))
+        other = generate(everywhere, char_tokenizer, prompt, DecodingConfig(max_new_tokens=24, confidence=1.0))
         differs |= other.token_ids != expected
     assert differs, "adapters applied everywhere must change the base (else this test proves nothing)"
 
@@ -66,8 +66,8 @@ def test_merged_scope_engine_matches_training_forward(family, char_tokenizer):
     # A batch in which one row merges and the other does not: the unmerged row is the base's own.
     prompts = [PROMPTS[0], PROMPTS[1]]
     plain = [hf_greedy(tiny_base(family, seed=3), p, 12) for p in prompts]
-    out = Generation(model, char_tokenizer, prompts, [GenerationConfig(max_new_tokens=12, confidence=0.5),
-                                                      GenerationConfig(max_new_tokens=12, confidence=1.0)]).run()
+    out = Generation(model, char_tokenizer, prompts, [DecodingConfig(max_new_tokens=12, confidence=0.5),
+                                                      DecodingConfig(max_new_tokens=12, confidence=1.0)]).run()
     assert out[1].token_ids == plain[1]
 
 
@@ -80,7 +80,7 @@ def test_merged_scope_checkpoint_keeps_adapters_apart(tmp_path, char_tokenizer):
     ckpt = save_checkpoint(model, tmp_path / "ckpt", info)
     loaded, tokenizer, _ = load_checkpoint(ckpt, merge_adapters=True)  # what inference asks for
     assert loaded.config.lora_scope == "merged" and list(lora_modules(loaded.base))  # not folded in
-    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=16, confidence=0.5)
     a, b = generate(model, char_tokenizer, PROMPTS[0], cfg), generate(loaded, tokenizer, PROMPTS[0], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
 

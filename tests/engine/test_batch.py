@@ -7,7 +7,7 @@ import torch
 
 from hamburger.cli.main import main
 from hamburger.engine.generate import Generation, generate
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from tests.helpers import save_tiny_checkpoint, tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
@@ -22,11 +22,11 @@ def model():
 
 
 def test_rows_finishing_early_do_not_change_the_others(model, char_tokenizer):
-    singles = [generate(model, char_tokenizer, p, GenerationConfig(max_new_tokens=16, confidence=0.5))
+    singles = [generate(model, char_tokenizer, p, DecodingConfig(max_new_tokens=16, confidence=0.5))
                for p in PROMPTS]
     # Row 0 ends after its first group: give it the first token it emits as an extra EOS via max_new_tokens=1.
-    configs = [GenerationConfig(max_new_tokens=1, confidence=0.5)] + \
-              [GenerationConfig(max_new_tokens=16, confidence=0.5)] * 3
+    configs = [DecodingConfig(max_new_tokens=1, confidence=0.5)] + \
+              [DecodingConfig(max_new_tokens=16, confidence=0.5)] * 3
     batch = Generation(model, char_tokenizer, PROMPTS, configs).run()
     assert batch[0].tokens == 1 and batch[0].forwards == 1
     for single, res in zip(singles[1:], batch[1:]):
@@ -34,11 +34,11 @@ def test_rows_finishing_early_do_not_change_the_others(model, char_tokenizer):
 
 
 def test_row_with_eos_in_first_group(model, char_tokenizer):
-    first = generate(model, char_tokenizer, PROMPTS[2], GenerationConfig(max_new_tokens=16, confidence=0.5))
+    first = generate(model, char_tokenizer, PROMPTS[2], DecodingConfig(max_new_tokens=16, confidence=0.5))
     model.base.generation_config.eos_token_id = [2, 3, first.token_ids[0]]
     try:
-        batch = Generation(model, char_tokenizer, PROMPTS, GenerationConfig(max_new_tokens=16, confidence=0.5)).run()
-        singles = [generate(model, char_tokenizer, p, GenerationConfig(max_new_tokens=16, confidence=0.5))
+        batch = Generation(model, char_tokenizer, PROMPTS, DecodingConfig(max_new_tokens=16, confidence=0.5)).run()
+        singles = [generate(model, char_tokenizer, p, DecodingConfig(max_new_tokens=16, confidence=0.5))
                    for p in PROMPTS]
     finally:
         model.base.generation_config.eos_token_id = [2, 3]
@@ -48,7 +48,7 @@ def test_row_with_eos_in_first_group(model, char_tokenizer):
 
 
 def test_per_row_seeds_do_not_depend_on_batch_composition(model, char_tokenizer):
-    cfgs = [GenerationConfig(max_new_tokens=14, confidence=0.6, temperature=0.9, seed=s) for s in (11, 12, 13, 14)]
+    cfgs = [DecodingConfig(max_new_tokens=14, confidence=0.6, temperature=0.9, seed=s) for s in (11, 12, 13, 14)]
     together = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
     for prompt, cfg, res in zip(PROMPTS, cfgs, together):
         alone = generate(model, char_tokenizer, prompt, cfg)
@@ -58,7 +58,7 @@ def test_per_row_seeds_do_not_depend_on_batch_composition(model, char_tokenizer)
 
 
 def test_batch_kv_memory_is_per_row(model, char_tokenizer):
-    run = Generation(model, char_tokenizer, PROMPTS, GenerationConfig(max_new_tokens=12, confidence=0.5))
+    run = Generation(model, char_tokenizer, PROMPTS, DecodingConfig(max_new_tokens=12, confidence=0.5))
     results = run.run()
     for prompt, res in zip(PROMPTS, results):
         assert res.kv_slots == len(prompt) + len(res.groups) - 1
@@ -76,7 +76,7 @@ def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model
     assert len(lines) == 4
     for text, line in zip(texts, lines):
         ids = char_tokenizer(text)["input_ids"]
-        single = generate(model, char_tokenizer, ids, GenerationConfig(max_new_tokens=10, confidence=0.5))
+        single = generate(model, char_tokenizer, ids, DecodingConfig(max_new_tokens=10, confidence=0.5))
         assert line["token_ids"] == single.token_ids and line["groups"] == single.groups
     prompts.write_text('{"text": "no prompt field"}\n')
     assert main(["generate", "--model", str(ckpt), "--prompts-file", str(prompts)]) == 1
@@ -85,7 +85,7 @@ def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model
 
 def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
     """Continuous batching: requests join a running batch and still get their batch-1 output."""
-    cfg = GenerationConfig(max_new_tokens=14, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=14, confidence=0.5)
     run = Generation(model, char_tokenizer, PROMPTS[:2], cfg)
     added = False
     events = 0
@@ -101,7 +101,7 @@ def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
 
 
 def test_row_added_after_all_others_finished(model, char_tokenizer):
-    cfg = GenerationConfig(max_new_tokens=3, confidence=1.0)
+    cfg = DecodingConfig(max_new_tokens=3, confidence=1.0)
     run = Generation(model, char_tokenizer, [PROMPTS[0]], cfg)
     for event in run:
         if event.finish_reason and event.row == 0:

@@ -5,7 +5,7 @@ import torch
 
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
-from hamburger.engine.sampling import GenerationConfig, draw_tokens, warp_logits
+from hamburger.engine.sampling import DecodingConfig, draw_tokens, warp_logits
 from tests.helpers import tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
@@ -33,11 +33,11 @@ def test_device_loop_equals_host_loop_on_a_ragged_batch_with_early_eos(family, c
     """Rows with different prompt lengths, max_new_tokens, knobs (1.0 among them) and an EOS inside a group:
     the on-device bookkeeping ends every group and row where the host's does."""
     model = long_groups(family, seed=3)
-    free = Generation(model, char_tokenizer, [PROMPTS[1]], GenerationConfig(max_new_tokens=20, confidence=0.5)).run()
+    free = Generation(model, char_tokenizer, [PROMPTS[1]], DecodingConfig(max_new_tokens=20, confidence=0.5)).run()
     eos = free[0].token_ids[5]  # a token the row emits inside a group: declared an EOS id below
     model.base.generation_config.eos_token_id = [2, 3, eos]
-    cfgs = [GenerationConfig(max_new_tokens=n, confidence=c) for n, c in ((20, 0.5), (20, 0.5), (1, 0.5), (9, 1.0))]
-    cfgs.append(GenerationConfig(max_new_tokens=11, confidence=0.6, ignore_eos=True))
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=c) for n, c in ((20, 0.5), (20, 0.5), (1, 0.5), (9, 1.0))]
+    cfgs.append(DecodingConfig(max_new_tokens=11, confidence=0.6, ignore_eos=True))
     try:
         host_run, host, device_run, device = both_loops(model, char_tokenizer, PROMPTS + [PROMPTS[1]], cfgs)
     finally:
@@ -60,7 +60,7 @@ def test_device_loop_is_exact_at_batch_one(family, char_tokenizer):
     """Same shapes as the host loop: every result field equal, probabilities to the bit, streamed events alike."""
     model = long_groups(family, seed=3)
     for prompt in PROMPTS[:2]:
-        cfg = GenerationConfig(max_new_tokens=17, confidence=0.5, stop=["zz"])
+        cfg = DecodingConfig(max_new_tokens=17, confidence=0.5, stop=["zz"])
         host_run, (h,), device_run, (d,) = both_loops(model, char_tokenizer, [prompt], cfg)
         assert max(h.groups) > 1
         assert d.to_dict() | {"prefill_s": 0, "decode_s": 0, "decode_tok_s": 0} == \
@@ -70,7 +70,7 @@ def test_device_loop_is_exact_at_batch_one(family, char_tokenizer):
 def test_device_loop_with_static_cache_and_joining_rows(char_tokenizer):
     """The device loop under the static base cache, and with rows joining a running batch."""
     model = long_groups("llama")
-    cfgs = [GenerationConfig(max_new_tokens=n, confidence=0.5) for n in (14, 6, 10)]
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.5) for n in (14, 6, 10)]
     singles = [Generation(model, char_tokenizer, [p], c).run()[0] for p, c in zip(PROMPTS, cfgs)]
     static = Generation(model, char_tokenizer, PROMPTS[:3], cfgs, static_cache=True, micro_loop="device").run()
     run = Generation(model, char_tokenizer, PROMPTS[:1], cfgs[:1], micro_loop="device")
@@ -85,7 +85,7 @@ def test_device_loop_with_static_cache_and_joining_rows(char_tokenizer):
 def test_compiled_micro_loop_equals_eager(backend, char_tokenizer):
     """One graph for all micro steps (always max_steps, masked), with the compiled macro step next to it."""
     model = long_groups("llama", seed=3)
-    cfgs = [GenerationConfig(max_new_tokens=12, confidence=0.5), GenerationConfig(max_new_tokens=12, confidence=0.7)]
+    cfgs = [DecodingConfig(max_new_tokens=12, confidence=0.5), DecodingConfig(max_new_tokens=12, confidence=0.7)]
     eager = Generation(model, char_tokenizer, PROMPTS[:2], cfgs, micro_loop="device").run()
     model.compile_decoding(mode=None, backend=backend)
     compile_micro_loop(model, backend=backend)
@@ -100,8 +100,8 @@ def test_compiled_micro_loop_equals_eager(backend, char_tokenizer):
 
 def test_device_sampling_is_seeded_per_row_and_cold_is_greedy(char_tokenizer):
     model = long_groups("llama")
-    cfgs = [GenerationConfig(max_new_tokens=12, confidence=0.6, temperature=0.9, top_p=0.95, top_k=30, seed=s)
-            for s in (11, 12, 13)] + [GenerationConfig(max_new_tokens=12, confidence=0.6)]
+    cfgs = [DecodingConfig(max_new_tokens=12, confidence=0.6, temperature=0.9, top_p=0.95, top_k=30, seed=s)
+            for s in (11, 12, 13)] + [DecodingConfig(max_new_tokens=12, confidence=0.6)]
 
     def run(prompts, configs):
         return Generation(model, char_tokenizer, prompts, configs, micro_loop="device").run()
@@ -111,7 +111,7 @@ def test_device_sampling_is_seeded_per_row_and_cold_is_greedy(char_tokenizer):
     for prompt, cfg, res in zip(PROMPTS, cfgs, together):  # a row's draws do not depend on the batch
         assert (run([prompt], cfg)[0].token_ids, run([prompt], cfg)[0].groups) == (res.token_ids, res.groups)
     greedy = Generation(model, char_tokenizer, [PROMPTS[3]], cfgs[3]).run()[0]
-    cold = run([PROMPTS[3]], GenerationConfig(max_new_tokens=12, confidence=0.6, temperature=1e-6, seed=1))[0]
+    cold = run([PROMPTS[3]], DecodingConfig(max_new_tokens=12, confidence=0.6, temperature=1e-6, seed=1))[0]
     assert cold.token_ids == greedy.token_ids == together[3].token_ids
 
 
@@ -119,8 +119,8 @@ def test_draw_tokens_follows_the_warped_distribution():
     """Inverting the warped CDF at uniform draws samples `warp_logits`' distribution (and nothing outside it)."""
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(3, 40, generator=g) * 2
-    settings = [GenerationConfig(temperature=1.0), GenerationConfig(temperature=0.7, top_k=5),
-                GenerationConfig(temperature=1.3, top_p=0.6)]
+    settings = [DecodingConfig(temperature=1.0), DecodingConfig(temperature=0.7, top_k=5),
+                DecodingConfig(temperature=1.3, top_p=0.6)]
     n = 20000
     for b, cfg in enumerate(settings):
         expected = warp_logits(logits[b], cfg).softmax(-1)

@@ -8,7 +8,7 @@ import torch
 
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.serve.scheduler import Request, Scheduler
 from tests.helpers import tiny_hamburger
 
@@ -28,7 +28,7 @@ def prompt(n: int, start: int = 0) -> list[int]:
 def test_chunked_prefill_gives_the_same_tokens(char_tokenizer):
     model = model_with_short_groups()
     prompts = [prompt(37), prompt(5, 3), prompt(64, 11), prompt(8, 5)]
-    cfg = GenerationConfig(max_new_tokens=12, confidence=0.6)
+    cfg = DecodingConfig(max_new_tokens=12, confidence=0.6)
     whole = Generation(model, char_tokenizer, prompts, cfg).run()
     for chunk in (1, 8, 16, 64):
         chunked = Generation(model, char_tokenizer, prompts, cfg, prefill_chunk=chunk).run()
@@ -45,7 +45,7 @@ def test_chunked_prefill_gives_the_same_tokens(char_tokenizer):
 def test_a_short_row_runs_while_a_long_prompt_is_read(char_tokenizer):
     model = model_with_short_groups()
     long_p, short_p = prompt(60), prompt(3, 9)
-    cfg = GenerationConfig(max_new_tokens=10, confidence=1.0)  # one token per group: one event per step
+    cfg = DecodingConfig(max_new_tokens=10, confidence=1.0)  # one token per group: one event per step
     run = Generation(model, char_tokenizer, [long_p, short_p], cfg, prefill_chunk=4)
     order = [e.row for e in run]
     first_long = order.index(0)
@@ -56,7 +56,7 @@ def test_a_short_row_runs_while_a_long_prompt_is_read(char_tokenizer):
 
 def test_a_row_cancelled_while_its_prompt_is_read_is_dropped(char_tokenizer):
     model = model_with_short_groups()
-    cfg = GenerationConfig(max_new_tokens=6, confidence=1.0)
+    cfg = DecodingConfig(max_new_tokens=6, confidence=1.0)
     polls = []
 
     def poll():
@@ -72,7 +72,7 @@ def test_a_row_cancelled_while_its_prompt_is_read_is_dropped(char_tokenizer):
 
 def test_scheduler_answers_a_short_request_before_a_long_prompt_is_read(char_tokenizer):
     model = model_with_short_groups()
-    long_cfg, short_cfg = GenerationConfig(max_new_tokens=4, confidence=1.0), GenerationConfig(max_new_tokens=3)
+    long_cfg, short_cfg = DecodingConfig(max_new_tokens=4, confidence=1.0), DecodingConfig(max_new_tokens=3)
     scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8, prefill_chunk=3).start()
 
     async def scenario():

@@ -10,7 +10,7 @@ from hamburger.engine import verify
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
-from hamburger.engine.sampling import GenerationConfig, warp_logits
+from hamburger.engine.sampling import DecodingConfig, warp_logits
 from hamburger.engine.verify import VerifyGeneration, verify_generate
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
 
@@ -29,7 +29,7 @@ def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> Hambu
 def test_greedy_verify_equals_base_greedy(family, init, draft, char_tokenizer):
     model = drafting_model(family, init)
     for prompt in PROMPTS:
-        res = verify_generate(model, char_tokenizer, prompt, GenerationConfig(max_new_tokens=30, confidence=0.2),
+        res = verify_generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=30, confidence=0.2),
                               draft=draft)
         assert res.token_ids == hf_greedy(model.base, prompt, 30)
         assert sum(res.groups) == res.tokens and res.forwards == len(res.groups)
@@ -43,13 +43,13 @@ def test_draft_vocabulary_keeps_greedy_exact(tmp_path, char_tokenizer):
     import json
 
     model = drafting_model("llama", "copy_last")
-    free = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+    free = verify_generate(model, char_tokenizer, PROMPTS[1], DecodingConfig(max_new_tokens=30), draft=3)
     data = tmp_path / "data.jsonl"
     common = free.token_ids[:3]
     data.write_text("\n".join(json.dumps({"response_ids": common * 5 + [7, 8, 9]}) for _ in range(3)) + "\n")
     vocab = verify.draft_vocabulary(str(data), 3)
     assert vocab.tolist() == sorted(set(common)) or len(set(common)) < 3
-    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], GenerationConfig(max_new_tokens=30), draft=3,
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], DecodingConfig(max_new_tokens=30), draft=3,
                            draft_vocab=vocab)
     drafted = []
     original = run._draft
@@ -96,7 +96,7 @@ def test_rollback_leaves_the_cache_of_an_ordinary_decode(compact_at, char_tokeni
     model = drafting_model("llama", "random")
     with torch.inference_mode():
         for prompts in ([PROMPTS[1]], PROMPTS):
-            run = VerifyGeneration(model, char_tokenizer, prompts, GenerationConfig(max_new_tokens=60), draft=3)
+            run = VerifyGeneration(model, char_tokenizer, prompts, DecodingConfig(max_new_tokens=60), draft=3)
             cache = run_steps(run, 6)
             rows = run.rows
             assert any(a < d for r in rows for a, d in zip(r.accepted, r.drafts)), "the test needs rejections"
@@ -118,7 +118,7 @@ def test_rollback_leaves_the_cache_of_an_ordinary_decode(compact_at, char_tokeni
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_ragged_batch_equals_base_greedy_per_row(family, char_tokenizer):
     model = drafting_model(family, "random")
-    cfgs = [GenerationConfig(max_new_tokens=n, confidence=0.2) for n in (30, 9, 21)]
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2) for n in (30, 9, 21)]
     results = VerifyGeneration(model, char_tokenizer, PROMPTS, cfgs).run()
     for prompt, cfg, res in zip(PROMPTS, cfgs, results):
         assert res.token_ids == hf_greedy(model.base, prompt, cfg.max_new_tokens)
@@ -129,7 +129,7 @@ def test_ragged_batch_equals_base_greedy_per_row(family, char_tokenizer):
 
 def test_rows_join_a_running_batch(char_tokenizer):
     model = drafting_model("llama", "random")
-    cfg = GenerationConfig(max_new_tokens=20, confidence=0.2)
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.2)
     run = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg)
     added = False
     for event in run:
@@ -147,7 +147,7 @@ def test_max_new_tokens_exact(n, char_tokenizer):
     model = drafting_model("llama")
     model.base.generation_config.eos_token_id = [3]
     try:
-        res = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=n), draft=3)
+        res = verify_generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(max_new_tokens=n), draft=3)
     finally:
         model.base.generation_config.eos_token_id = [2, 3]
     if res.finish_reason == "length":
@@ -157,12 +157,12 @@ def test_max_new_tokens_exact(n, char_tokenizer):
 
 def test_every_eos_id_ends_the_output(char_tokenizer):
     model = drafting_model("llama")
-    free = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+    free = verify_generate(model, char_tokenizer, PROMPTS[1], DecodingConfig(max_new_tokens=30), draft=3)
     target = free.token_ids[4]  # declared an end-of-sequence id (inside an accepted draft run)
     for eos in ([2, target], [target, 3]):
         model.base.generation_config.eos_token_id = eos
         try:
-            res = verify_generate(model, char_tokenizer, PROMPTS[1], GenerationConfig(max_new_tokens=30), draft=3)
+            res = verify_generate(model, char_tokenizer, PROMPTS[1], DecodingConfig(max_new_tokens=30), draft=3)
         finally:
             model.base.generation_config.eos_token_id = [2, 3]
         first = free.token_ids.index(target)
@@ -171,9 +171,9 @@ def test_every_eos_id_ends_the_output(char_tokenizer):
 
 def test_stop_strings_and_streaming(char_tokenizer):
     model = drafting_model("llama")
-    full = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(max_new_tokens=30), draft=3)
+    full = verify_generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(max_new_tokens=30), draft=3)
     stop = full.text[5:7]
-    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], GenerationConfig(max_new_tokens=30, stop=[stop]),
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, stop=[stop]),
                            draft=3)
     events = list(run)
     res = run.results[0]
@@ -185,11 +185,11 @@ def test_stop_strings_and_streaming(char_tokenizer):
 
 def test_sampling_is_reproducible_with_a_seed(char_tokenizer):
     model = drafting_model("llama", "random")
-    cfg = GenerationConfig(max_new_tokens=25, temperature=1.0, top_p=0.95, top_k=30, seed=11, confidence=0.2)
+    cfg = DecodingConfig(max_new_tokens=25, temperature=1.0, top_p=0.95, top_k=30, seed=11, confidence=0.2)
     a = verify_generate(model, char_tokenizer, PROMPTS[0], cfg)
     b = verify_generate(model, char_tokenizer, PROMPTS[0], cfg)
     assert a.token_ids == b.token_ids and a.groups == b.groups
-    other = verify_generate(model, char_tokenizer, PROMPTS[0], GenerationConfig(
+    other = verify_generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(
         max_new_tokens=25, temperature=1.0, top_p=0.95, top_k=30, seed=12, confidence=0.2))
     assert other.token_ids != a.token_ids
 
@@ -226,7 +226,7 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
     with torch.inference_mode():  # exact joint of the first three tokens under the warped base
         seqs = torch.tensor([prompt + [a, b] for a in range(vocab) for b in range(vocab)])
         logits = base(seqs).logits[:, -3:].float()
-        p = torch.stack([torch.stack([warp_logits(x, GenerationConfig(**cfg)).softmax(-1) for x in row])
+        p = torch.stack([torch.stack([warp_logits(x, DecodingConfig(**cfg)).softmax(-1) for x in row])
                          for row in logits]).view(vocab, vocab, 3, vocab)
         joint = p[0, 0, 0][:, None, None] * p[:, 0, 1][:, :, None] * p[:, :, 2]  # P(t1, t2, t3)
     exact = joint.sum(0).flatten()  # P(t2, t3)
@@ -234,7 +234,7 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
     counts = torch.zeros(vocab * vocab)
     drafted = accepted = 0
     for start in range(0, samples, 500):
-        cfgs = [GenerationConfig(**cfg, seed=start + i) for i in range(500)]
+        cfgs = [DecodingConfig(**cfg, seed=start + i) for i in range(500)]
         vocab_ids = torch.tensor(draft_vocab) if draft_vocab else None
         for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2, draft_vocab=vocab_ids).run():
             counts[res.token_ids[1] * vocab + res.token_ids[2]] += 1
@@ -251,7 +251,7 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
         prefill = model.base_forward(model.embed(torch.tensor([prompt])), torch.arange(3)[None],
                                      torch.ones(1, 1, 3, 3, dtype=torch.bool).tril())[1][:, -1]
         h = model.micro_hidden(prefill.expand(vocab, -1, -1), torch.arange(vocab)[:, None])[:, 0]
-        q = torch.stack([warp_logits(x, GenerationConfig(**cfg)).softmax(-1) for x in model.lm_head(h).float()])
+        q = torch.stack([warp_logits(x, DecodingConfig(**cfg)).softmax(-1) for x in model.lm_head(h).float()])
         if draft_vocab:  # the drafts' own distribution, restricted to the draft vocabulary
             outside = torch.ones(vocab, dtype=torch.bool)
             outside[draft_vocab] = False
@@ -276,9 +276,9 @@ def test_bundled_model_verify_equals_base_greedy():
         out = model.base.generate(torch.tensor([x]), attention_mask=torch.ones(1, len(x), dtype=torch.long),
                                   max_new_tokens=24, do_sample=False)
         refs.append(out[0, len(x):].tolist())
-    single = verify_generate(model, tokenizer, ids[1], GenerationConfig(max_new_tokens=24))
+    single = verify_generate(model, tokenizer, ids[1], DecodingConfig(max_new_tokens=24))
     assert single.token_ids == refs[1]
-    batch = VerifyGeneration(model, tokenizer, ids, [GenerationConfig(max_new_tokens=n) for n in (24, 24, 16)],
+    batch = VerifyGeneration(model, tokenizer, ids, [DecodingConfig(max_new_tokens=n) for n in (24, 24, 16)],
                              draft=3).run()
     for res, ref, n in zip(batch, refs, (24, 24, 16)):
         assert res.token_ids == ref[:n]
@@ -319,7 +319,7 @@ def test_verify_with_chunked_prefill_and_rows_joining_mid_run(char_tokenizer):
     still every row is the base's greedy output."""
     model = drafting_model("llama", "copy_last")
     long_prompt = [1] + [4 + (7 * k) % 90 for k in range(40)]
-    cfg = GenerationConfig(max_new_tokens=16)
+    cfg = DecodingConfig(max_new_tokens=16)
     late = [PROMPTS[2], long_prompt]
     run = None
 

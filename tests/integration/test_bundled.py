@@ -12,7 +12,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.engine.generate import generate
 from hamburger.engine.prompt import encode_prompt
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea."]
 
@@ -27,7 +27,7 @@ def test_confidence_one_reproduces_base_greedy(bundled):
     model, tokenizer, _ = bundled
     for prompt in PROMPTS:
         ids = encode_prompt(tokenizer, prompt)
-        res = generate(model, tokenizer, ids, GenerationConfig(max_new_tokens=24, confidence=1.0))
+        res = generate(model, tokenizer, ids, DecodingConfig(max_new_tokens=24, confidence=1.0))
         ref = model.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                   max_new_tokens=24, do_sample=False)
         assert res.token_ids == ref[0, len(ids):].tolist()
@@ -66,7 +66,7 @@ def test_batch_equals_single_runs_on_the_real_model(bundled):
         for p in model.stop_head.parameters():
             p.copy_(torch.randn(p.shape, generator=g) * 0.05)
     ids = [encode_prompt(tokenizer, p) for p in PROMPTS]
-    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.5)
     batch = Generation(model, tokenizer, ids, cfg).run()
     assert any(max(r.groups) > 1 for r in batch)
     for prompt_ids, res in zip(ids, batch):

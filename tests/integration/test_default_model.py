@@ -11,7 +11,7 @@ from hamburger.core.checkpoint import read_meta
 from hamburger.core.loading import DEFAULT_MODEL_DIR, load_model
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 
 PROMPTS = ["What is 2+2?", "Name three colours.", "Write one sentence about the sea.",
            "List the days of the week."]
@@ -35,7 +35,7 @@ def test_shipped_files_are_small_safetensors():
 def test_default_model_merges_groups_and_keeps_one_slot_per_group(default):
     model, tokenizer, _, _ = default
     ids = [encode_prompt(tokenizer, p) for p in PROMPTS]
-    results = Generation(model, tokenizer, ids, GenerationConfig(max_new_tokens=48, confidence=0.5)).run()
+    results = Generation(model, tokenizer, ids, DecodingConfig(max_new_tokens=48, confidence=0.5)).run()
     tokens, forwards = sum(r.tokens for r in results), sum(r.forwards for r in results)
     assert tokens / forwards > 1.2, "a trained model at a low knob merges tokens"
     for prompt_ids, r in zip(ids, results):
@@ -48,7 +48,7 @@ def test_default_model_sits_on_the_unchanged_bundled_base(default):
     model, tokenizer, _, reference = default
     assert reference is model
     ids = encode_prompt(tokenizer, "What is 2+2?")
-    ours = Generation(model, tokenizer, [ids], GenerationConfig(max_new_tokens=12, confidence=1.0)).run()[0]
+    ours = Generation(model, tokenizer, [ids], DecodingConfig(max_new_tokens=12, confidence=1.0)).run()[0]
     ref = model.base.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                               max_new_tokens=12, do_sample=False)[0, len(ids):].tolist()
     assert ours.token_ids == ref

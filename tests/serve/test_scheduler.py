@@ -5,7 +5,7 @@ import asyncio
 import torch
 
 from hamburger.engine.generate import generate
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.serve.scheduler import Request, Scheduler
 from tests.helpers import tiny_hamburger
 
@@ -16,7 +16,7 @@ def test_request_joins_the_running_batch(char_tokenizer):
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(3.0)  # one token per group: many macro steps
     scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8).start()
-    long_cfg, short_cfg = GenerationConfig(max_new_tokens=200, confidence=0.5), GenerationConfig(max_new_tokens=4)
+    long_cfg, short_cfg = DecodingConfig(max_new_tokens=200, confidence=0.5), DecodingConfig(max_new_tokens=4)
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -48,7 +48,7 @@ def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
 
     model = tiny_hamburger("llama", seed=5)
     model.base.generation_config.eos_token_id = [99]
-    cfg = GenerationConfig(max_new_tokens=3)
+    cfg = DecodingConfig(max_new_tokens=3)
     run = Generation(model, char_tokenizer, [[1, 40, 41]], cfg)
     answered = []
     for event in run:
@@ -74,7 +74,7 @@ def test_modes_run_in_batches_of_their_own(char_tokenizer):
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-1.0)
     scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8).start()
-    cfg = GenerationConfig(max_new_tokens=12, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=12, confidence=0.5)
     prompts = {"a": [1, 40, 41], "b": [1, 50, 51, 52], "c": [1, 60, 61], "d": [1, 70]}
     modes = {"a": "hamburger", "b": "verify", "c": "hamburger", "d": "verify"}
 
@@ -108,7 +108,7 @@ def test_a_batch_takes_the_oldest_request_and_those_of_its_mode(char_tokenizer):
     scheduler = Scheduler(model, char_tokenizer, max_batch_size=2, max_queue=8)  # not started: _take by hand
     loop = asyncio.new_event_loop()
     try:
-        reqs = [Request([1, 40 + i], GenerationConfig(), loop, mode=m)
+        reqs = [Request([1, 40 + i], DecodingConfig(), loop, mode=m)
                 for i, m in enumerate(["verify", "hamburger", "verify", "verify", "hamburger"])]
         for r in reqs:
             scheduler.submit(r)

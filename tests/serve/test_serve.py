@@ -13,7 +13,7 @@ httpx = pytest.importorskip("httpx")
 
 from hamburger.engine.generate import Generation, generate  # noqa: E402
 from hamburger.engine.prompt import encode_prompt  # noqa: E402
-from hamburger.engine.sampling import GenerationConfig  # noqa: E402
+from hamburger.engine.sampling import DecodingConfig  # noqa: E402
 from tests.helpers import KEY, MAX_QUEUE, error_of, long_body, tiny_long_group_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def expect(checkpoint, prompt, max_tokens, confidence=0.5, raw=False, **cfg):
     _, model, tok = checkpoint
     ids = encode_prompt(tok, prompt, raw=raw)
-    return generate(model, tok, ids, GenerationConfig(max_new_tokens=max_tokens, confidence=confidence, **cfg))
+    return generate(model, tok, ids, DecodingConfig(max_new_tokens=max_tokens, confidence=confidence, **cfg))
 
 
 def chat(text):
@@ -33,7 +33,7 @@ def chat(text):
 def test_cancel_drops_the_row_and_keeps_the_others(char_tokenizer):
     model = tiny_long_group_model()
     prompts = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22], [1, 77]]
-    cfg = GenerationConfig(max_new_tokens=16, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=16, confidence=0.5)
     singles = [generate(model, char_tokenizer, p, cfg) for p in prompts]
     run = Generation(model, char_tokenizer, prompts, cfg)
     seen = [0, 0, 0]
@@ -73,8 +73,8 @@ def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
     _, model, tok = checkpoint
     client = server.client()
     ids = encode_prompt(tok, chat("Verify me"))
-    ref = verify_generate(model, tok, ids, GenerationConfig(max_new_tokens=20))
-    base = generate(model, tok, ids, GenerationConfig(max_new_tokens=20, confidence=1.0))
+    ref = verify_generate(model, tok, ids, DecodingConfig(max_new_tokens=20))
+    base = generate(model, tok, ids, DecodingConfig(max_new_tokens=20, confidence=1.0))
     assert ref.token_ids == base.token_ids
     out = client.chat.completions.create(model="ckpt", messages=chat("Verify me"), max_tokens=20,
                                          extra_body={"mode": "verify"})

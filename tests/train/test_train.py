@@ -17,7 +17,7 @@ from hamburger.cli.main import main as cli_main
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
 from hamburger.core.lora import adapters_disabled, add_lora, lora_modules, merge_lora
-from hamburger.engine.sampling import GenerationConfig
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.dataset import vocab_hash
 from hamburger.train.trainer import Trainer
 from hamburger.train.config import TrainConfig, build_config
@@ -283,7 +283,7 @@ def test_lora_checkpoint_roundtrip_generates_identically(tmp_path, char_tokenize
     ckpt = save_checkpoint(model, tmp_path / "ckpt", info)
     assert (ckpt / LORA_FILE).is_file() and len(load_file(str(ckpt / LORA_FILE))) == 2 * 7 * 4
     loaded, tokenizer, _ = load_checkpoint(ckpt)
-    cfg = GenerationConfig(max_new_tokens=20, confidence=0.5)
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.5)
     a = generate(model, char_tokenizer, [1, 40, 41, 42], cfg)
     b = generate(loaded, tokenizer, [1, 40, 41, 42], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
