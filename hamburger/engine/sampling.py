@@ -87,6 +87,14 @@ def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     return logits
 
 
+def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
+    """One draw from ``probs`` [V] with a request's generator. The generator lives on the CPU, so the draw
+    happens there whatever device the model runs on: a seed gives the same tokens on a CPU and a GPU."""
+    if generator is not None and probs.device != generator.device:
+        probs = probs.to(generator.device)
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
 def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
                   generators: list[torch.Generator | None]) -> torch.Tensor:
     """One token per row of logits [B, V]; each row uses its own settings and generator, so a
@@ -97,7 +105,7 @@ def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
     for b, (cfg, gen) in enumerate(zip(cfgs, generators)):
         if not cfg.greedy:
             probs = warp_logits(logits[b], cfg).softmax(-1)
-            out[b] = torch.multinomial(probs, 1, generator=gen)[0]
+            out[b] = sample(probs, gen)
     return out
 
 

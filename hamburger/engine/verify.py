@@ -30,7 +30,7 @@ from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.sampling import DecodingConfig, choose_tokens, warp_logits
+from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
 
 VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
@@ -87,8 +87,8 @@ def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfi
         residual = (p - q).clamp(min=0)
         mass = residual.sum()
         probs = residual / mass if mass > 0 else p
-        return i, int(torch.multinomial(probs, 1, generator=generator))
-    return n, int(torch.multinomial(warp_logits(logits[n], cfg).softmax(-1), 1, generator=generator))
+        return i, sample(probs, generator)
+    return n, sample(warp_logits(logits[n], cfg).softmax(-1), generator)
 
 
 class VerifyGeneration(Generation):
