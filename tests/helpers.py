@@ -6,6 +6,7 @@ Test modules import from here (``from tests.helpers import ...``), never from ea
 """
 
 import copy
+import json
 import os
 import socket
 import subprocess
@@ -181,6 +182,33 @@ class FakeTokenizer:
 
     def __len__(self):
         return len(self.vocab)
+
+
+def write_dataset(path: Path, tokenizer, rows: int = 24, seed: int = 0, max_steps: int = 4, singleton=False,
+                  meta_overrides: dict | None = None, entropies: bool = False) -> Path:
+    """A dataset in the `hamburger segment` format: jsonl rows + OUT.meta.json (random groups; with
+    ``entropies`` also random entropies in [0, 4) nats, drawn after all the rows)."""
+    from hamburger.data.dataset import vocab_hash
+
+    g = torch.Generator().manual_seed(seed)
+    lines = []
+    for i in range(rows):
+        p = [1] + torch.randint(10, 60, (int(torch.randint(3, 8, (1,), generator=g)),), generator=g).tolist()
+        r = torch.randint(10, 60, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g).tolist()
+        groups, left = [], len(r)
+        while left:
+            n = 1 if singleton else min(left, int(torch.randint(1, max_steps + 1, (1,), generator=g)))
+            groups.append(n)
+            left -= n
+        lines.append({"id": f"r{i}", "prompt_ids": p, "response_ids": r, "groups": groups})
+    for row in lines if entropies else ():
+        row["entropies"] = [round(4 * float(x), 4) for x in torch.rand(len(row["response_ids"]), generator=g)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in lines))
+    meta = {"kind": "hamburger-dataset", "format": 1, "max_steps": max_steps, "settings": {"max_steps": max_steps},
+            "tokenizer": {"name": "chars", "vocab_size": len(tokenizer), "vocab_hash": vocab_hash(tokenizer)},
+            **(meta_overrides or {})}
+    Path(f"{path}.meta.json").write_text(json.dumps(meta))
+    return path
 
 
 # ------------------------------------------------------------------------------ eval: HumanEval and the sandbox

@@ -1,9 +1,11 @@
 """Training data: segmented (prompt, response, groups) rows and length-bucketed, shardable batches.
 
 Rows come from `hamburger segment` (jsonl with ``prompt_ids``, ``response_ids``, ``groups`` and a
-sidecar ``OUT.meta.json``). A *step batch* is the set of rows of one optimizer step, the same for
-any number of processes; `shard` cuts it into each process's micro-batches. Everything is
-deterministic given the seed, so a resumed run sees exactly the batches it would have seen.
+sidecar ``OUT.meta.json``). With ``recut`` settings every row is cut again from its stored ``entropies``
+once per setting, and epoch e trains on cut ``e mod len(recut)``, bucketed by that cut's lengths. A
+*step batch* is the set of rows of one optimizer step, the same for any number of processes; `shard`
+cuts it into each process's micro-batches. Everything is deterministic given the seed, so a resumed
+run sees exactly the batches (and groups) it would have seen.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from hamburger.core.packing import PackedBatch, TrainBatch, pack
 from hamburger.data.dataset import load_dataset
+from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.errors import HamburgerError
 
 
@@ -22,23 +26,39 @@ class Row:
     prompt_ids: list[int]
     response_ids: list[int]
     groups: list[int]
+    recuts: tuple[list[int], ...] = ()  # group sizes under each `recut` setting (empty: the stored groups only)
 
     @property
     def slots(self) -> int:
         """Base positions of the merged sequence: the prompt, then one per group but the last."""
         return len(self.prompt_ids) + len(self.groups) - 1
 
+    def at_epoch(self, epoch: int) -> "Row":
+        """This row as epoch ``epoch`` trains on it: cut ``epoch mod len(recuts)``, or itself without recuts."""
+        if not self.recuts:
+            return self
+        return Row(self.prompt_ids, self.response_ids, self.recuts[epoch % len(self.recuts)])
+
 
 def to_batch(rows: list[Row]) -> TrainBatch:
     return TrainBatch([r.prompt_ids for r in rows], [r.response_ids for r in rows], [r.groups for r in rows])
 
 
-def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int) -> tuple[list[Row], dict]:
-    """Read and check a segmented dataset (`load_dataset`); refuse one made for another tokenizer or larger groups."""
+def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int,
+              recut: Sequence[SegmentSettings] = ()) -> tuple[list[Row], dict]:
+    """Read and check a segmented dataset (`load_dataset`); refuse one made for another tokenizer or larger groups.
+    With ``recut``, every row also gets its groups under each setting, cut from its ``entropies`` (required)
+    with H(p) over the vocabulary the entropies were measured on."""
     records, meta = load_dataset(path or "", tokenizer, max_steps, vocab_size)
-    rows = [Row(r["prompt_ids"], r["response_ids"], r["groups"]) for r in records]
-    if not rows:
+    if not records:
         raise HamburgerError(f"dataset {path} has no rows")
+    lacking = next((r["id"] for r in records if "entropies" not in r), None) if recut else None
+    if lacking is not None:
+        raise HamburgerError(f"recut needs entropies, but row {lacking!r} of {path} has none (re-make it with "
+                             "`hamburger segment --data`)")
+    vocab = meta.get("entropy_vocab_size") or vocab_size
+    rows = [Row(r["prompt_ids"], r["response_ids"], r["groups"],
+                tuple(segment_entropies(r["entropies"], s, vocab) for s in recut)) for r in records]
     return rows, meta
 
 
@@ -82,9 +102,12 @@ class Plan:
     batches_per_epoch: int
 
 
-def make_plan(lengths: list[int], batch_size: int, max_tokens: int, bucket_size: int, seed: int, epochs: float,
-              max_train_steps: int) -> Plan:
-    first = epoch_batches(lengths, batch_size, max_tokens, bucket_size, seed, 0)
+def make_plan(lengths: list[int] | Callable[[int], list[int]], batch_size: int, max_tokens: int, bucket_size: int,
+              seed: int, epochs: float, max_train_steps: int) -> Plan:
+    """``lengths``: the rows' lengths, or a function epoch -> that epoch's lengths (rows re-cut per epoch).
+    The number of steps is ``epochs`` times the first epoch's batch count (capped by ``max_train_steps``)."""
+    lengths_at = lengths if callable(lengths) else (lambda epoch: lengths)
+    first = epoch_batches(lengths_at(0), batch_size, max_tokens, bucket_size, seed, 0)
     total = max(1, math.ceil(epochs * len(first)))
     if max_train_steps:
         total = min(total, max_train_steps)
@@ -92,7 +115,7 @@ def make_plan(lengths: list[int], batch_size: int, max_tokens: int, bucket_size:
     while len(steps) < total:
         steps += [(epoch, i, b) for i, b in enumerate(batches)][:total - len(steps)]
         epoch += 1
-        batches = epoch_batches(lengths, batch_size, max_tokens, bucket_size, seed, epoch)
+        batches = epoch_batches(lengths_at(epoch), batch_size, max_tokens, bucket_size, seed, epoch)
     return Plan(steps, len(first))
 
 

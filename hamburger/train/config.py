@@ -18,6 +18,7 @@ import yaml
 from hamburger.errors import HamburgerError
 from hamburger.core.config import LORA_SCOPES, STOP_TARGETS
 from hamburger.core.lora import DEFAULT_TARGETS
+from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.train.objective import MSD_CHAINS
 
 BASE_MODES = ("frozen", "lora", "full")
@@ -50,6 +51,9 @@ class TrainConfig:
     data: str = ""  # training dataset (segment jsonl: prompt_ids, response_ids, groups)
     eval_data: str | None = None  # held-out dataset in the same format
     eval_max_rows: int = 0  # evaluate on at most this many rows (0 = all)
+    recut: list[dict] = field(default_factory=list)  # segmentation settings ({strategy: sliding, sliding_p: 0.7},
+    #   keys of segment.SegmentSettings but max_steps); epoch e re-cuts every row's stored entropies with entry
+    #   e mod len(recut) instead of using its stored groups (empty = the stored groups every epoch)
     out: str = "runs/train"  # run folder: metrics.jsonl, config.json, last/ (checkpoint + trainer state)
     # --- optimisation (AdamW)
     lr_grafted: float = 3e-4  # peak learning rate of the embedder, micro-step decoder and stop head
@@ -114,7 +118,17 @@ class TrainConfig:
         need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")
         need(self.msd_chains == "groups" or self.stop_target == "accepted",
              "msd_chains 'all' has no group ends to learn: use stop_target accepted")
+        need(not self.recut or self.msd_chains == "groups", "recut needs msd_chains groups (all uses no groups)")
+        for n, entry in enumerate(self.recut):
+            try:
+                segment_entropies([0.0], _segment_settings(entry, 1), 2)  # strategy and thresholds
+            except HamburgerError as e:
+                need(False, f"recut[{n}] {entry}: {e}")
         return self
+
+    def recut_settings(self, max_steps: int) -> list[SegmentSettings]:
+        """The `recut` entries as segmentation settings for groups of at most ``max_steps`` tokens."""
+        return [_segment_settings(entry, max_steps) for entry in self.recut]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -137,6 +151,21 @@ class TrainConfig:
             raise HamburgerError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(known)}")
         values = {k: _coerce(k, v, hints[k], where) for k, v in data.items()}
         return cls(**values).validate()
+
+
+RECUT_KEYS = tuple(f.name for f in fields(SegmentSettings) if f.name != "max_steps")
+
+
+def _segment_settings(entry: dict, max_steps: int) -> SegmentSettings:
+    """One `recut` entry (a mapping of RECUT_KEYS with a strategy; numbers for the thresholds) as settings."""
+    unknown = sorted(set(entry) - set(RECUT_KEYS))
+    if unknown or "strategy" not in entry:
+        raise HamburgerError(f"needs a strategy and only the keys {', '.join(RECUT_KEYS)} (got {sorted(entry)})")
+    numbers = {k: v for k, v in entry.items() if k != "strategy"}
+    bad = [k for k, v in numbers.items() if isinstance(v, bool) or not isinstance(v, (int, float))]
+    if bad or not all(v >= 0 for k, v in numbers.items() if k not in bad):
+        raise HamburgerError(f"{', '.join(bad) or 'the thresholds'} must be numbers >= 0")
+    return SegmentSettings(str(entry["strategy"]), max_steps, **{k: float(v) for k, v in numbers.items()})
 
 
 def _coerce(name: str, value, hint, where: str):

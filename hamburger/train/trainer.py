@@ -67,11 +67,12 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)
         vocab = self.model.base.get_input_embeddings().num_embeddings
         k = self.model.config.max_steps
-        self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab)
+        self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab, cfg.recut_settings(k))
         self.eval_rows = load_rows(cfg.eval_data, self.tokenizer, k, vocab)[0] if cfg.eval_data else []
         if cfg.eval_max_rows:
             self.eval_rows = self.eval_rows[:cfg.eval_max_rows]
-        self.lengths = [r.slots for r in self.rows]
+        # the rows' lengths (merged base positions) under each cut an epoch can use: the stored groups, or each recut
+        self.cut_lengths = [[r.at_epoch(c).slots for r in self.rows] for c in range(max(1, len(cfg.recut)))]
         self.plan = make_plan(self.lengths, cfg.batch_size, cfg.max_tokens, cfg.bucket_size, cfg.seed, cfg.epochs,
                               cfg.max_train_steps)
         self.step = 0
@@ -154,16 +155,25 @@ class Trainer:
     def teacher(self, batch: TrainBatch | PackedBatch) -> torch.Tensor | None:
         return self.objective.teacher(batch)
 
+    def lengths(self, epoch: int) -> list[int]:
+        """The rows' merged lengths in epoch ``epoch`` (with `recut`, under that epoch's cut)."""
+        return self.cut_lengths[epoch % len(self.cut_lengths)]
+
+    def step_rows(self, step: int) -> list[Row]:
+        """The rows (with the groups they train on) of the plan's step ``step``."""
+        epoch, _, rows = self.plan.steps[step]
+        return [self.rows[i].at_epoch(epoch) for i in rows]
+
     # ------------------------------------------------------------------------------------ loop
-    def train_step(self, rows: list[int]) -> torch.Tensor:
-        """One optimizer step on a step batch; returns the summed stats of this process's share."""
+    def train_step(self, rows: list[int], epoch: int = 0) -> torch.Tensor:
+        """One optimizer step on a step batch of epoch ``epoch``; returns the summed stats of this process's share."""
         cfg, k = self.cfg, self.model.config.max_steps
-        micro = shard(rows, self.lengths, self.dist.world, self.dist.rank, cfg.grad_accum)
+        micro = shard(rows, self.lengths(epoch), self.dist.world, self.dist.rank, cfg.grad_accum)
         total = sum(len(self.rows[i].response_ids) for i in rows)
         stats = empty_stats(k)
         self.net.train()
         for j, part in enumerate(micro):
-            batch_rows = [self.rows[i] for i in part] or [self.rows[rows[0]]]  # an empty share still joins in
+            batch_rows = [self.rows[i].at_epoch(epoch) for i in part or rows[:1]]  # an empty share still joins in
             weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
             with grad_sync(self.net, j == len(micro) - 1):
                 with self._autocast():
@@ -201,7 +211,7 @@ class Trainer:
         try:
             while self.step < total:
                 epoch, index, rows = self.plan.steps[self.step]
-                stats = self.train_step(rows)
+                stats = self.train_step(rows, epoch)
                 window = stats if window is None else window + stats
                 if self.step % max(cfg.log_every, 1) == 0 or self.step == total:
                     m = summarize(self.dist.all_sum(window), self.model.config.max_steps, cfg.kl_weight,
@@ -300,7 +310,7 @@ class Trainer:
             state = {"step": self.step, "epoch": epoch, "index": index, "optimizer": opt_state,
                      "rng_python": list(random.getstate()[1]), "rng_torch": torch.get_rng_state(),
                      "config": json.dumps(self.cfg.to_dict()), "data_rows": len(self.rows),
-                     "data_lengths": torch.tensor(self.lengths)}
+                     "data_lengths": self._lengths_tensor()}
             torch.save(state, staging / STATE_FILE)
             old = self.run / "last.old"
             if last.exists():
@@ -308,6 +318,10 @@ class Trainer:
             staging.rename(last)
             if old.exists():
                 shutil.rmtree(old)
+
+    def _lengths_tensor(self) -> torch.Tensor:
+        """The rows' lengths under every cut (one cut without recut), to recognise the data on resume."""
+        return torch.tensor([n for lengths in self.cut_lengths for n in lengths])
 
     def _read_state(self, last: Path) -> dict:
         if not (last / STATE_FILE).is_file():
@@ -321,7 +335,7 @@ class Trainer:
         return state
 
     def _restore(self, state: dict) -> None:
-        if state["data_rows"] != len(self.rows) or not torch.equal(state["data_lengths"], torch.tensor(self.lengths)):
+        if state["data_rows"] != len(self.rows) or not torch.equal(state["data_lengths"], self._lengths_tensor()):
             raise HamburgerError("--resume: the training data is not the data this run started with")
         self.step = int(state["step"])
         at = tuple(self.plan.steps[self.step][:2]) if self.step < len(self.plan.steps) else None

@@ -18,35 +18,11 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.generate import generate
 from hamburger.core.lora import adapters_disabled, add_lora, lora_modules, merge_lora
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.data.dataset import vocab_hash
 from hamburger.train.trainer import Trainer
 from hamburger.train.config import TrainConfig, build_config
 from hamburger.train.batching import epoch_batches, make_plan, shard
 from hamburger.train.objective import chain_starts, lr_at
-from tests.helpers import ROOT, tiny_base, tiny_hamburger
-
-
-
-def write_dataset(path: Path, tokenizer, rows: int = 24, seed: int = 0, max_steps: int = 4, singleton=False,
-                  meta_overrides: dict | None = None) -> Path:
-    """A dataset in the `hamburger segment` format: jsonl rows + OUT.meta.json."""
-    g = torch.Generator().manual_seed(seed)
-    lines = []
-    for i in range(rows):
-        p = [1] + torch.randint(10, 60, (int(torch.randint(3, 8, (1,), generator=g)),), generator=g).tolist()
-        r = torch.randint(10, 60, (int(torch.randint(4, 12, (1,), generator=g)),), generator=g).tolist()
-        groups, left = [], len(r)
-        while left:
-            n = 1 if singleton else min(left, int(torch.randint(1, max_steps + 1, (1,), generator=g)))
-            groups.append(n)
-            left -= n
-        lines.append(json.dumps({"id": f"r{i}", "prompt_ids": p, "response_ids": r, "groups": groups}))
-    path.write_text("\n".join(lines) + "\n")
-    meta = {"kind": "hamburger-dataset", "format": 1, "max_steps": max_steps, "settings": {"max_steps": max_steps},
-            "tokenizer": {"name": "chars", "vocab_size": len(tokenizer), "vocab_hash": vocab_hash(tokenizer)},
-            **(meta_overrides or {})}
-    Path(f"{path}.meta.json").write_text(json.dumps(meta))
-    return path
+from tests.helpers import ROOT, tiny_base, tiny_hamburger, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,115 @@
+"""`recut`: every epoch re-cuts the rows' stored entropies with the next segmentation setting."""
+
+import json
+import os
+import signal
+
+import pytest
+import torch
+
+from hamburger.data.segment import SegmentSettings, segment_entropies
+from hamburger.errors import HamburgerError
+from hamburger.train.config import TrainConfig, build_config
+from hamburger.train.trainer import Trainer
+from tests.helpers import tiny_base, write_dataset
+
+RECUT = [{"strategy": "sliding", "sliding_p": 0.5}, {"strategy": "sliding", "sliding_p": 0.95},
+         {"strategy": "decreasing_v2", "ratio": 0.5, "abs_threshold": 1}]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, char_tokenizer):
+    root = tmp_path_factory.mktemp("recut")
+    tiny_base("llama", seed=0).save_pretrained(root / "base")
+    char_tokenizer.save_pretrained(root / "base")
+    return {"base": str(root / "base"), "data": str(write_dataset(root / "e.jsonl", char_tokenizer, entropies=True)),
+            "plain": str(write_dataset(root / "plain.jsonl", char_tokenizer))}
+
+
+def recut_config(env, out, **kw) -> TrainConfig:
+    """24 rows in batches of 8: 3 steps an epoch, 12 steps = 4 epochs (the cuts 0, 1, 2, 0)."""
+    settings = dict(base=env["base"], data=env["data"], out=str(out), base_mode="frozen", batch_size=8,
+                    epochs=100.0, max_train_steps=12, lr_grafted=3e-3, warmup_steps=2, threads=1, progress=False,
+                    save_every=3, decoder_layers=1, recut=RECUT)
+    return TrainConfig.from_dict({**settings, **kw})
+
+
+def groups_by_step(trainer: Trainer) -> list[list[tuple]]:
+    return [[(tuple(r.response_ids), tuple(r.groups)) for r in trainer.step_rows(s)]
+            for s in range(len(trainer.plan.steps))]
+
+
+def test_each_epoch_trains_on_its_own_cut_and_resume_sees_the_same(env, tmp_path):
+    straight = Trainer(recut_config(env, tmp_path / "a"))
+    rows = [json.loads(line) for line in open(env["data"])]
+    entropies = {tuple(r["response_ids"]): r["entropies"] for r in rows}
+    settings = [SegmentSettings("sliding", 4, sliding_p=0.5), SegmentSettings("sliding", 4, sliding_p=0.95),
+                SegmentSettings("decreasing_v2", 4, ratio=0.5, abs_threshold=1.0)]
+    seen: dict[int, dict] = {}
+    for (epoch, _, _), rows in zip(straight.plan.steps, groups_by_step(straight)):
+        for response, groups in rows:
+            assert sum(groups) == len(response) and max(groups) <= 4
+            assert list(groups) == segment_entropies(entropies[response], settings[epoch % 3], 100)
+            seen.setdefault(epoch, {})[response] = groups
+    assert sorted(seen) == [0, 1, 2, 3] and all(len(seen[e]) == 24 for e in seen)
+    assert seen[0] != seen[1] != seen[2] != seen[0] and seen[3] == seen[0]
+    assert straight.train() == 0
+
+    def kill_at_5(trainer):  # mid-epoch (epoch 1, batch 2 of 3)
+        if trainer.step == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    first = Trainer(recut_config(env, tmp_path / "b"))
+    assert first.train(on_step=kill_at_5) == 128 + signal.SIGTERM
+    resumed = Trainer(recut_config(env, tmp_path / "b"), resume=True)
+    assert resumed.step == 5 and groups_by_step(resumed) == groups_by_step(straight)  # from any step on
+    assert resumed.train() == 0
+    for name, p in straight.model.named_parameters():
+        assert torch.allclose(p, dict(resumed.model.named_parameters())[name], atol=1e-6, rtol=0), name
+    with pytest.raises(HamburgerError, match="differ"):
+        Trainer(recut_config(env, tmp_path / "b", recut=RECUT[:2]), resume=True)
+
+
+def test_batches_are_bucketed_by_each_epochs_lengths(env, tmp_path):
+    trainer = Trainer(recut_config(env, tmp_path / "t", batch_size=0, max_tokens=60, max_train_steps=0,
+                                   epochs=3.0))
+    assert trainer.cut_lengths[0] != trainer.cut_lengths[1]
+    for step, (epoch, _, rows) in enumerate(trainer.plan.steps):
+        slots = [r.slots for r in trainer.step_rows(step)]
+        assert slots == [trainer.lengths(epoch)[i] for i in rows]
+        assert len(rows) == 1 or len(rows) * max(slots) <= 60
+    assert {e for e, _, _ in trainer.plan.steps} == {0, 1, 2}
+    assert sorted(i for e, _, rows in trainer.plan.steps if e == 1 for i in rows) == list(range(24))
+
+
+def test_recut_refuses_rows_without_entropies(env, tmp_path):
+    with pytest.raises(HamburgerError) as info:
+        Trainer(recut_config(env, tmp_path / "p", data=env["plain"]))
+    message = str(info.value)
+    assert "recut needs entropies" in message and env["plain"] in message and "\n" not in message
+    Trainer(recut_config(env, tmp_path / "q", data=env["plain"], recut=[]))  # the stored groups need none
+
+
+@pytest.mark.parametrize("value, problem", [
+    ([{"strategy": "zigzag"}], "unknown strategy 'zigzag'"),
+    ([{"sliding_p": 0.5}], "needs a strategy"),
+    ([{"strategy": "sliding", "max_steps": 2}], "only the keys strategy, abs_threshold"),
+    ([{"strategy": "sliding", "sliding_p": 1.5}], r"H\(p\) needs 0 < p < 1"),
+    ([{"strategy": "decreasing", "ratio": "high"}], "ratio must be numbers >= 0"),
+    ([{"strategy": "decreasing", "ratio": True}], "ratio must be numbers >= 0"),
+    ([{"strategy": "decreasing", "ratio": -1}], "the thresholds must be numbers >= 0"),
+    ("sliding", "recut must be list"),
+])
+def test_recut_config_validation(value, problem):
+    with pytest.raises(HamburgerError, match=problem):
+        TrainConfig.from_dict({"recut": value})
+
+
+def test_recut_config_forms():
+    cfg = build_config(None, ["recut=[{strategy: sliding, sliding_p: 0.6}, {strategy: small_group}]"])
+    assert cfg.recut == [{"strategy": "sliding", "sliding_p": 0.6}, {"strategy": "small_group"}]
+    assert cfg.recut_settings(3) == [SegmentSettings("sliding", 3, sliding_p=0.6), SegmentSettings("small_group", 3)]
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg and TrainConfig().recut == []
+    with pytest.raises(HamburgerError, match="recut needs msd_chains groups"):
+        TrainConfig.from_dict({"recut": RECUT, "stage": "msd", "base_mode": "frozen", "msd_chains": "all",
+                               "stop_target": "accepted"})
