@@ -17,7 +17,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
     device = device_of(args)
     settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
-                               args.dtype, args.prompt_field)
+                               args.dtype, args.prompt_field, args.samples, args.sample_temperature, args.sample_top_p)
     distill(args.prompts, args.out, settings, base=args.base, id_field=args.id_field, batch_size=args.batch_size,
             limit=args.limit, device=device)
     return 0
@@ -33,6 +33,14 @@ def register(sub) -> None:
     p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
     p.add_argument("--batch-size", type=int, default=16, help="prompts generated together (default 16)")
     add_sampling(p, what="response", knob=None, extra=False, seed=0)
+    p.add_argument("--samples", type=int, default=1, metavar="N",
+                   help="responses per prompt (default 1): the main one (--temperature, greedy by default; id ID) "
+                        "plus N-1 sampled ones at --sample-temperature/--sample-top-p (ids ID#s1 .. ID#s{N-1}, "
+                        "field `sample`), each seeded by --seed and its id")
+    p.add_argument("--sample-temperature", type=float, default=1.0,
+                   help="temperature of the extra samples, > 0 (default 1.0: the base's own distribution)")
+    p.add_argument("--sample-top-p", type=float, default=1.0,
+                   help="nucleus mass of the extra samples in (0, 1] (default 1.0)")
     p.add_argument("--limit", type=int, default=None, help="use the first N prompts of the file")
     p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
     add_runtime(p, dtypes=DISTILL_DTYPES, device_note="; not part of the resume settings, so a run may "

@@ -6,11 +6,18 @@ generation prompt), greedy by default, stopping at every EOS id of the model's g
 within windows of 16 batches so rows of a batch are alike, and generation runs in chunks of 32 tokens
 between which finished rows are dropped from the batch and its KV cache.
 
-Output: one jsonl row per prompt, appended (flush + fsync) after every batch: ``id``, ``prompt``,
+Several responses per prompt (``samples`` N > 1): the main answer (``temperature``, greedy by default) with
+the prompt's id, then N - 1 answers sampled at ``sample_temperature`` / ``sample_top_p`` with ids
+``ID#s1`` .. ``ID#s{N-1}`` and a field ``sample`` (0 .. N-1). Every sampled row (the main one too, at a
+temperature > 0) draws its tokens from a generator of its own, seeded by (``seed``, row id), so its answer
+does not depend on the batch it ran in or on a resume.
+
+Output: one jsonl row per prompt (and sample), appended (flush + fsync) after every batch: ``id``, ``prompt``,
 ``response`` (text, no EOS), ``response_token_ids`` (no EOS), ``finish_reason`` ("eos" | "length"),
 ``stop_token_id`` (the EOS id that ended it, or null), ``n_prompt_tokens``, ``base_fingerprint``, plus
 the other fields of the prompt record (``source``, ``reference``, ``answer``...). The base and the
-generation settings live in a sidecar ``OUT.meta.json``.
+generation settings live in a sidecar ``OUT.meta.json`` (the ``sample_*`` settings only when samples > 1, so
+files of one response per prompt keep the meta they had).
 
 Resuming: run the same command again. Ids already in OUT are skipped; a truncated last line (from a
 kill) is cut off; a resume with another base fingerprint or other settings is refused.
@@ -23,6 +30,7 @@ index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sys
 import time
@@ -33,6 +41,7 @@ import torch
 
 from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
+from hamburger.engine.sampling import draw_tokens
 from hamburger.errors import HamburgerError
 
 SORT_WINDOW_BATCHES = 16
@@ -50,20 +59,62 @@ class DistillSettings:
     system: str | None = None
     dtype: str = "float32"
     prompt_field: str = "prompt"
+    samples: int = 1  # responses per prompt: the main one (temperature, top_p) + samples - 1 sampled ones
+    sample_temperature: float = 1.0  # temperature of the extra samples (> 0)
+    sample_top_p: float = 1.0  # nucleus mass of the extra samples
+
+    def draw(self, sample: int, row_id: str) -> tuple[float, float, int]:
+        """(temperature, top_p, seed) of one response: sample 0 is the main answer; the seed is the row's own."""
+        t, p = (self.temperature, self.top_p) if sample == 0 else (self.sample_temperature, self.sample_top_p)
+        return t, p, _seed(f"{self.seed}|{row_id}")
+
+    def meta(self) -> dict:
+        """The settings recorded in (and checked against) the sidecar: the sample_* ones only with samples > 1."""
+        out = asdict(self)
+        return out if self.samples > 1 else {k: v for k, v in out.items() if k not in SAMPLE_FIELDS}
+
+
+SAMPLE_FIELDS = ("samples", "sample_temperature", "sample_top_p")
+
+
+def _seed(key: str) -> int:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+
+
+class RowSampler:
+    """A logits processor for greedy HF ``generate``: each active row draws its token with its own (temperature,
+    top_p) and CPU generator (`draw_tokens`, on the model's device) and the scores keep only that token, so a
+    row's draws never depend on the other rows of its batch. ``rows``: the batch rows still generating."""
+
+    def __init__(self, draws: list[tuple[float, float, int]]):
+        self.temperature = torch.tensor([t for t, _, _ in draws])
+        self.top_p = torch.tensor([p for _, p, _ in draws])
+        self.generators = [torch.Generator().manual_seed(seed) for _, _, seed in draws]
+        self.rows = list(range(len(draws)))
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        rows, dev = torch.tensor(self.rows), scores.device
+        uniform = torch.cat([torch.rand(1, generator=self.generators[r], dtype=torch.float64) for r in self.rows])
+        picked = draw_tokens(scores, self.temperature[rows].to(dev), torch.zeros(len(rows), dtype=torch.long,
+                             device=dev), self.top_p[rows].to(dev), uniform.to(dev))
+        return torch.full_like(scores, -math.inf).scatter_(1, picked[:, None], 0.0)
 
 
 # ---------------------------------------------------------------- generation
 def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int, settings: DistillSettings,
-                   chunk: int = CHUNK_TOKENS) -> list[tuple[list[int], str, int | None]]:
-    """(response ids without EOS, finish reason, stop id) per prompt; finished rows leave the batch early."""
-    from transformers import DynamicCache, GenerationConfig
+                   chunk: int = CHUNK_TOKENS, draws: list[tuple[float, float, int]] | None = None
+                   ) -> list[tuple[list[int], str, int | None]]:
+    """(response ids without EOS, finish reason, stop id) per prompt; finished rows leave the batch early.
+    ``draws``: (temperature, top_p, seed) per prompt (default: the settings' main answer, seeds seed + index)."""
+    from transformers import DynamicCache, GenerationConfig, LogitsProcessorList
 
     width = max(map(len, prompts))
     ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=model.device)
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=model.device)
-    sample = settings.temperature > 0
-    cfg = dict(do_sample=sample, temperature=settings.temperature if sample else None,
-               top_p=settings.top_p if sample else None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
+    draws = draws or [(settings.temperature, settings.top_p, settings.seed + j) for j in range(len(prompts))]
+    sampler = RowSampler(draws) if any(t > 0 for t, _, _ in draws) else None
+    processors = LogitsProcessorList([sampler] if sampler else [])
+    cfg = dict(do_sample=False, temperature=None, top_p=None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
                bos_token_id=None, return_dict_in_generate=True)
     out: list[list[int]] = [[] for _ in prompts]
     finish: list[str | None] = [None] * len(prompts)
@@ -72,7 +123,9 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
     with torch.inference_mode():
         while active and produced < settings.max_new_tokens:
             step = min(chunk, settings.max_new_tokens - produced)
-            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache,
+            if sampler:
+                sampler.rows = active
+            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, logits_processor=processors,
                                  generation_config=GenerationConfig(max_new_tokens=step, **cfg))
             new = res.sequences[:, ids.shape[1]:]
             produced += new.shape[1]
@@ -95,7 +148,7 @@ def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int,
     return [(o, f or "length", s) for o, f, s in zip(out, finish, stop)]
 
 
-def _batches(pending: list[tuple[dict, list[int]]], batch_size: int):
+def _batches(pending: list[tuple[dict, list[int], int]], batch_size: int):
     window = batch_size * SORT_WINDOW_BATCHES
     for w in range(0, len(pending), window):
         part = sorted(pending[w:w + window], key=lambda x: (str(x[0].get("source", "")), len(x[1])))
@@ -114,6 +167,8 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
 
     if batch_size < 1 or settings.max_new_tokens < 1 or settings.temperature < 0 or not 0 < settings.top_p <= 1:
         raise HamburgerError("need --batch-size >= 1, --max-new-tokens >= 1, --temperature >= 0, 0 < --top-p <= 1")
+    if settings.samples < 1 or settings.sample_temperature <= 0 or not 0 < settings.sample_top_p <= 1:
+        raise HamburgerError("need --samples >= 1, --sample-temperature > 0, 0 < --sample-top-p <= 1")
     where = pick_device(device)
     records = read_jsonl(prompts, tail="ignore", missing_ok=True)
     if limit is not None:
@@ -122,6 +177,9 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     if records and field not in records[0]:
         raise HamburgerError(f"{prompts}: no field {field!r} (fields: {sorted(records[0])})")
     ids = row_ids(records, id_field, Path(prompts).stem)
+    names = [[rid] + [f"{rid}#s{i}" for i in range(1, settings.samples)] for rid in ids]
+    if settings.samples > 1 and len({n for ns in names for n in ns}) < len(ids) * settings.samples:
+        raise HamburgerError(f"{prompts}: a prompt id ends in '#s<number>' like the sample ids; rename it")
     rank, world = shard_info()
     out = shard_path(out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,37 +187,39 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     model, tok, info = load_base(base, settings.dtype)
     model.to(where)
     meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
-            "tokenizer_vocab_size": len(tok), "settings": asdict(settings), "prompts": str(prompts)}
+            "tokenizer_vocab_size": len(tok), "settings": settings.meta(), "prompts": str(prompts)}
     check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
     eos = eos_ids(model, tok, required=True)
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
     context = getattr(model.config, "max_position_embeddings", None) or 10**9
     pending, skipped = [], {"done": 0, "empty": 0, "too_long": 0}
-    for i, (rec, rid) in enumerate(zip(records, ids)):
+    for i, (rec, rows_of) in enumerate(zip(records, names)):
         if i % world != rank:
             continue
+        todo = [(n, rid) for n, rid in enumerate(rows_of) if rid not in done]  # n: the sample (0 = main answer)
+        skipped["done"] += len(rows_of) - len(todo)
         text = rec.get(field)
-        if rid in done:
-            skipped["done"] += 1
-        elif not isinstance(text, str) or not text.strip():
+        if not todo:
+            continue
+        if not isinstance(text, str) or not text.strip():
             skipped["empty"] += 1
         else:
             p_ids = chat_prompt_ids(tok, text, settings.system)
             if len(p_ids) + settings.max_new_tokens > context:
                 skipped["too_long"] += 1
             else:
-                pending.append(({**rec, "id": rid}, p_ids))
-    print(f"distill: {len(pending)} prompts to do on rank {rank}/{world} -> {out}; skipped: "
+                pending += [({**rec, "id": rid}, p_ids, n) for n, rid in todo]
+    what = "responses" if settings.samples > 1 else "prompts"
+    print(f"distill: {len(pending)} {what} to do on rank {rank}/{world} -> {out}; skipped: "
           + ", ".join(f"{k} {v}" for k, v in skipped.items()), file=sys.stderr)
     n_tok, n_rows, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
     for batch in _batches(pending, batch_size):
-        key = f"{settings.seed}|" + "|".join(r["id"] for r, _ in batch)
-        torch.manual_seed(int(hashlib.sha256(key.encode()).hexdigest()[:8], 16))
-        results = generate_batch(model, [p for _, p in batch], eos, pad, settings)
+        draws = [settings.draw(n, rec["id"]) for rec, _, n in batch]
+        results = generate_batch(model, [p for _, p, _ in batch], eos, pad, settings, draws=draws)
         rows = []
-        for (rec, p_ids), (resp, reason, stop_id) in zip(batch, results):
-            row = {"id": rec["id"], "prompt": rec[field],
+        for (rec, p_ids, n), (resp, reason, stop_id) in zip(batch, results):
+            row = {"id": rec["id"], **({"sample": n} if settings.samples > 1 else {}), "prompt": rec[field],
                    "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
                    "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
                    "base_fingerprint": info.fingerprint}

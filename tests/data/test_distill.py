@@ -227,3 +227,46 @@ def test_pick_device_names_and_errors():
     if not torch.cuda.is_available():
         with pytest.raises(HamburgerError, match="no CUDA device"):
             pick_device("cuda")
+
+
+def test_sampled_rows_do_not_depend_on_their_batch(tiny_dir):
+    """Each row draws with its own (temperature, top_p, seed): alone or in a batch, the same tokens."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    prompts = [chat_prompt_ids(tok, p) for p in PROMPTS[:4]]
+    settings = D.DistillSettings(max_new_tokens=20)
+    draws = [(0.0, 1.0, 0), (1.5, 1.0, 7), (1.5, 0.9, 8), (1.5, 1.0, 9)]
+    together = D.generate_batch(model, prompts, [2], 2, settings, chunk=6, draws=draws)
+    alone = [D.generate_batch(model, [p], [2], 2, settings, draws=[d])[0] for p, d in zip(prompts, draws)]
+    assert together == alone
+    assert together[0] == D.generate_batch(model, prompts[:1], [2], 2, settings)[0]  # temperature 0: greedy
+    other_seed = D.generate_batch(model, prompts[1:2], [2], 2, settings, draws=[(1.5, 1.0, 70)])[0]
+    assert other_seed != together[1]
+
+
+def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_path, capsys):
+    greedy, out = tmp_path / "g.jsonl", tmp_path / "s.jsonl"
+    samples = ["--samples", "3", "--sample-temperature", "1.5", "--limit", "3"]
+    assert run(distill_args(tiny_dir, prompts_file, greedy, "--limit", "3")) == 0
+    assert "samples" not in json.loads((tmp_path / "g.jsonl.meta.json").read_text())["settings"]
+    assert run(distill_args(tiny_dir, prompts_file, out, *samples)) == 0
+    rows = {r["id"]: r for r in read_jsonl(out)}
+    assert sorted(rows) == sorted(f"p{i}{s}" for i in range(3) for s in ("", "#s1", "#s2"))
+    assert [rows[f"p1{s}"]["sample"] for s in ("", "#s1", "#s2")] == [0, 1, 2]
+    for r in read_jsonl(greedy):
+        assert rows[r["id"]]["response_token_ids"] == r["response_token_ids"]  # sample 0 is the greedy answer
+    assert any(rows[f"p{i}#s{s}"]["response_token_ids"] != rows[f"p{i}"]["response_token_ids"]
+               for i in range(3) for s in (1, 2))
+    # killed after 4 rows and half a line, resumed in other batches: every row as before
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines[:4]) + lines[4][:20])
+    assert run(distill_args(tiny_dir, prompts_file, out, *samples, "--batch-size", "2")) == 0
+    assert "5 responses to do" in capsys.readouterr().err
+    assert {r["id"]: r for r in read_jsonl(out)} == rows
+    for changed in (["--samples", "2"], ["--sample-temperature", "1.0"], ["--sample-top-p", "0.5"]):
+        with pytest.raises(HamburgerError, match="other settings"):
+            run(distill_args(tiny_dir, prompts_file, out, *samples, *changed))
+    with pytest.raises(HamburgerError, match="--samples >= 1, --sample-temperature > 0"):
+        run(distill_args(tiny_dir, prompts_file, tmp_path / "x.jsonl", "--samples", "2", "--sample-temperature", "0"))
