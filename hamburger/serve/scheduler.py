@@ -165,7 +165,7 @@ class Scheduler:
             engine, model = (VerifyGeneration, self.verify_model) if batch[0].mode == "verify" else \
                 (Generation, self.model)
             run = engine(model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
-                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows))
+                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows, batch[0].mode))
             for event in run:
                 req = rows.get(event.row)
                 if req is not None:
@@ -188,7 +188,7 @@ class Scheduler:
             req.push("done", run.result(row))
         run.release(row)
 
-    def _between_steps(self, run: Generation, rows: dict[int, Request]) -> None:
+    def _between_steps(self, run: Generation, rows: dict[int, Request], mode: str) -> None:
         """Cancellations (and the drain's cut) take effect at the next macro step; then waiting requests join."""
         cut = self.draining and time.monotonic() >= self._drain_deadline
         for row, req in list(rows.items()):
@@ -200,12 +200,11 @@ class Scheduler:
                 elif not cut:
                     req.push("error", ShuttingDown("the server is shutting down"))
                 self._close(run, rows, row, "done" if cut and not req.cancelled else None)  # cut: what it has
-        self._admit(run, rows)
+        self._admit(run, rows, mode)
 
-    def _admit(self, run: Generation, rows: dict[int, Request]) -> None:
+    def _admit(self, run: Generation, rows: dict[int, Request], mode: str) -> None:
         """Move waiting requests into the running batch while it has free rows. A waiting request of the other
         mode stops admission: the batch drains, and the next one starts with it (no mode waits forever)."""
-        mode = "verify" if isinstance(run, VerifyGeneration) else "hamburger"
         with self._cond:
             while self._waiting and not (self._stopping or self.draining) and run.active_rows < self.max_batch_size:
                 req = self._waiting[0]
