@@ -5,6 +5,8 @@ unchanged base then reads every answer teacher-forced (chat-templated prompt + a
   * nll_per_token, worst_token_nll, rep4: `hamburger.eval.plausibility` (averaged over answers);
   * micro_ok   over all micro tokens (token 2..k of a group): how often the token is the base's own greedy
                choice at that point of the answer (the issue's fidelity target: >= 95% at the default knob);
+  * after_merge_ok  the same for the first token of every group after a merged one (the skip path reading a
+               smashed group);
   * tau        tokens per base forward.
 References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
 sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
@@ -27,15 +29,16 @@ from hamburger.core.checkpoint import load_checkpoint
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
-from hamburger.eval.plausibility import base_reading, micro_agreement, plausibility
+from hamburger.eval.plausibility import after_merge_agreement, base_reading, micro_agreement, plausibility
 from hamburger.engine.sampling import DecodingConfig
 
 
 def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos: set[int]) -> dict:
     nll, greedy = base_reading(base, prompt_ids, answer)
     micro, micro_ok = micro_agreement(answer, groups, greedy)
+    after, after_ok = after_merge_agreement(answer, groups, greedy)
     return {"tokens": len(answer), **plausibility(base, prompt_ids, answer, eos, reading=nll), "micro": micro,
-            "micro_ok": micro_ok}
+            "micro_ok": micro_ok, "after_merge": after, "after_merge_ok": after_ok}
 
 
 def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[DecodingConfig], batch_size: int) -> list:
@@ -47,18 +50,22 @@ def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[DecodingConfig
 
 def summarise(rows: list[dict]) -> dict:
     n = len(rows)
-    micro = sum(r["micro"] for r in rows)
+    micro, after = sum(r["micro"] for r in rows), sum(r["after_merge"] for r in rows)
     tokens, forwards = sum(r["tokens"] for r in rows), sum(r["forwards"] for r in rows)
     return {"answers": n, "tokens": tokens, "tau": tokens / max(1, forwards),
             **{k: sum(r[k] for r in rows) / n for k in ("nll_per_token", "worst_token_nll", "rep4")},
             "micro_tokens": micro,
-            "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None}
+            "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None, "after_merge_tokens": after,
+            "after_merge_ok": sum(r["after_merge_ok"] for r in rows) / after if after else None}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", required=True, help="HAMburger checkpoint folders")
     parser.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knobs")
+    parser.add_argument("--gates", default=None,
+                        help="comma list of gates (stop_head, token_prob) to decode every model with (default: each "
+                             "model's own)")
     parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
     parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -81,13 +88,14 @@ def main() -> None:
         eos = eos_ids(model, tokenizer)
         rows = [{"id": p["id"], "forwards": o.forwards, **score(base, ids, o.token_ids, o.groups, eos)}
                 for p, ids, o in zip(texts, prompts, outs)]
-        run = {"model": label, "confidence": knob, "temperature": cfgs[0].temperature,
+        run = {"model": label, "confidence": knob, "gate": model.config.gate, "temperature": cfgs[0].temperature,
                "seconds": time.perf_counter() - t0, "summary": summarise(rows), "rows": rows}
         result["runs"].append(run)
         s = run["summary"]
-        print(f"{label} @{knob} T{cfgs[0].temperature}: tau {s['tau']:.2f} nll {s['nll_per_token']:.3f} "
-              f"worst {s['worst_token_nll']:.2f} "
-              f"rep4 {s['rep4']:.3f} micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens)", flush=True)
+        print(f"{label} [{model.config.gate}] @{knob} T{cfgs[0].temperature}: tau {s['tau']:.3f} "
+              f"nll {s['nll_per_token']:.3f} worst {s['worst_token_nll']:.2f} rep4 {s['rep4']:.3f} "
+              f"micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens) after_merge_ok {s['after_merge_ok']} "
+              f"({s['after_merge_tokens']})", flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
 
     for i, path in enumerate(args.models):
@@ -99,8 +107,11 @@ def main() -> None:
             record("base greedy", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0)] * len(prompts), model)
             record("base sampled", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0, temperature=0.7,
                                                           top_p=0.9, seed=s) for s in range(len(prompts))], model)
-        for knob in knobs:
-            record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
+        for gate in args.gates.split(",") if args.gates else [model.config.gate]:
+            model.config.gate = gate
+            model.config.validate()
+            for knob in knobs:
+                record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hamburger.cli.options import DTYPES, add_base, add_model
+from hamburger.core.config import GATES
 
 
 def cmd_graft(args: argparse.Namespace) -> int:
@@ -28,7 +29,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from hamburger.core.checkpoint import export
 
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
-                 default_confidence=args.default_confidence, base=args.base)
+                 default_confidence=args.default_confidence, base=args.base, gate=args.gate)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -63,4 +64,8 @@ def register(sub) -> None:
                         "training put on it): decoding at confidence 1.0 is then exactly the base model")
     p.add_argument("--default-confidence", type=float, default=None,
                    help="set the knob used when a request gives none (choose it on a development split)")
+    p.add_argument("--gate", choices=GATES, default=None,
+                   help="what the knob thresholds for each micro token: stop_head (the stop head's 1 - p_stop after "
+                        "the previous token) or token_prob (the micro-step decoder's probability of the token itself; "
+                        "one more micro step per group). Default: keep the checkpoint's")
     p.set_defaults(func=cmd_export)

@@ -51,7 +51,9 @@ def add_max_new_tokens(p: argparse.ArgumentParser, what: str = "answer") -> None
                    help=f"most new tokens per {what} (default {MAX_NEW_TOKENS})")
 
 
-KNOB_HELP = ("knob in (0, 1]: a group goes on while 1 - p_stop >= confidence; higher = closer to the base model, "
+KNOB_HELP = ("knob in (0, 1]: a group goes on while 1 - p_stop >= confidence (with the checkpoint's gate "
+             "token_prob: while the micro-step decoder gives its next token probability >= confidence); "
+             "higher = closer to the base model, "
              "1.0 = one token per forward (default: the checkpoint's default)")
 
 

@@ -35,6 +35,12 @@ STOP_TARGETS = ("group_end", "accepted")
 # "merged" slots (a slot holding a group of 2+ tokens). With "merged" the base is untouched wherever nothing was
 # merged (the prompt, single-token groups), so confidence 1.0 is the base model exactly, adapters and all.
 LORA_SCOPES = ("all", "merged")
+# What the confidence knob gates, for each micro token (2..max_steps of a group). "stop_head": the group goes on
+# while the stop head's 1 - p_stop after its last token is >= confidence (decided before the MSD's next token
+# exists). "token_prob": the MSD's next token joins the group only if the MSD gives it probability >= confidence
+# (the stop head is not consulted; each group computes one micro step more, for the token it turns down). Either
+# way confidence 1.0 makes every group one token: the base model exactly.
+GATES = ("stop_head", "token_prob")
 
 
 @dataclass
@@ -56,6 +62,7 @@ class HamburgerConfig:
     stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
     lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
+    gate: str = "stop_head"  # what the knob thresholds, see GATES
 
     @property
     def num_features(self) -> int:
@@ -73,6 +80,8 @@ class HamburgerConfig:
         if self.lora_scope not in LORA_SCOPES:
             raise HamburgerError(f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         check_confidence(self.default_confidence, "default_confidence")
+        if self.gate not in GATES:
+            raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:
             raise HamburgerError(f"merger_heads={self.merger_heads} does not divide hidden_size={self.hidden_size}")
         return self

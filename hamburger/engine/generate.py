@@ -28,7 +28,7 @@ from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
-from hamburger.engine.sampling import DecodingConfig, continue_threshold
+from hamburger.engine.sampling import DecodingConfig, knob_gates
 
 
 @dataclass
@@ -71,12 +71,14 @@ class GenerationResult:
 class _Row:
     """Per-request state."""
 
-    def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None):
+    def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None,
+                 gate: str = "stop_head"):
         self.prompt_ids = prompt_ids
         self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
         self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
-        self.threshold = continue_threshold(self.confidence)
+        # the least -stop_logit for the group to go on; the least MSD probability of a micro token it takes
+        self.threshold, self.floor = knob_gates(self.confidence, gate)
         self.generator = cfg.make_generator()
         self.tokens: list[int] = []
         self.groups: list[int] = []
@@ -158,7 +160,8 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
-        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer))
+        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
+                              self.model.config.gate))
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)

@@ -69,21 +69,25 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
     """``steps`` micro steps for every row, no host sync -> (tokens [B, steps], probs, p_continue (float32),
     going [B, steps] (token j is part of the row's group), logits [steps, B, V] or None).
 
-    ``state`` [B, 6 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
-    -stop_logit, whether EOS ids end the row, temperature, top_k, top_p, then one uniform per micro step."""
+    ``state`` [B, 7 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
+    -stop_logit, the least probability of a micro token (`sampling.knob_gates`), whether EOS ids end the row,
+    temperature, top_k, top_p, then one uniform per micro step."""
     b, m = features.shape[:2]
-    limit, threshold, eos_on = state[:, 0], state[:, 1], state[:, 2] > 0
+    limit, threshold, floor, eos_on = state[:, 0], state[:, 1], state[:, 2], state[:, 3] > 0
     cache = MicroCache(m + steps - 1)
     going = torch.ones(b, dtype=torch.bool, device=hidden.device)
     tokens_, probs_, continue_, going_, logits_ = [], [], [], [], []
     for s in range(steps):
         logits = model.decode_logits(hidden).float()
-        tokens = draw_tokens(logits, state[:, 3], state[:, 4], state[:, 5], state[:, 6 + s]) if sample \
+        tokens = draw_tokens(logits, state[:, 4], state[:, 5], state[:, 6], state[:, 7 + s]) if sample \
             else logits.argmax(-1)
         embeddings = model.embed(tokens)
         stop_logits = model.stop_head(hidden, embeddings).float()
+        probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
+        if s:  # a micro token the MSD doubts ends the group before it
+            going = going & (probs.double() >= floor)
         tokens_.append(tokens)
-        probs_.append(logits.softmax(-1).gather(1, tokens[:, None])[:, 0])
+        probs_.append(probs)
         continue_.append(torch.sigmoid(-stop_logits))
         going_.append(going)
         if trace:
@@ -123,6 +127,8 @@ class HostMicroLoop:
                          probs.tolist())
             keep = []
             for b, (row, t, s, c, p) in enumerate(values):
+                if step > 1 and p < row.floor:  # the MSD doubts this micro token: the group ends before it
+                    continue
                 if self.trace:
                     self.trace(row, logits[b])
                 row.take(t, p, c, self.eos, model.context_length)
@@ -156,7 +162,7 @@ class DeviceMicroLoop:
         for r in rows:
             n = len(r.tokens)  # the most tokens this group may have: 1 for a cancelled row
             limit = 1 if r.done else min(max_steps, r.cfg.max_new_tokens - n, context - len(r.prompt_ids) - n)
-            entry = [limit, r.threshold, 0.0 if r.cfg.ignore_eos else 1.0]
+            entry = [limit, r.threshold, r.floor, 0.0 if r.cfg.ignore_eos else 1.0]
             if sample:
                 greedy = r.cfg.greedy
                 entry += [r.cfg.temperature, r.cfg.top_k, r.cfg.top_p]

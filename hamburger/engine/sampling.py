@@ -16,10 +16,12 @@ class DecodingConfig:
     """Settings of one generation request (named apart from transformers' `GenerationConfig`, a different class).
 
     confidence: the HAMburger knob in (0, 1]. After each token the stop head gives p_stop; the group
-        goes on while 1 - p_stop >= confidence (and it has fewer than max_steps tokens). Higher is
-        closer to the base model; 1.0 makes every group one token (plain decoding). None uses the
-        model's default. The stop decision is this deterministic threshold also when sampling:
-        sampling changes which tokens are drawn, never how many are drawn per base forward.
+        goes on while 1 - p_stop >= confidence (and it has fewer than max_steps tokens); with the model's
+        `gate` "token_prob" a micro token joins instead while the MSD's probability of it is >= confidence.
+        Higher is closer to the base model; 1.0 makes every group one token (plain decoding). None uses the
+        model's default. The stop decision is this deterministic threshold also when sampling: with the
+        stop_head gate sampling changes which tokens are drawn, never how many per base forward; with
+        token_prob the drawn token's probability (under the MSD's unwarped distribution) is compared.
     temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
@@ -60,6 +62,14 @@ class DecodingConfig:
         g = torch.Generator()
         g.manual_seed(self.seed if self.seed is not None else torch.seed())
         return g
+
+
+def knob_gates(confidence: float, gate: str) -> tuple[float, float]:
+    """The knob as the two tests a micro token passes (`core.config.GATES`): (the least -stop_logit after the
+    previous token for the group to go on, the least probability the MSD must give the token itself)."""
+    if confidence >= 1.0 or gate == "stop_head":
+        return continue_threshold(confidence), 0.0
+    return -math.inf, confidence
 
 
 def continue_threshold(confidence: float) -> float:

@@ -46,6 +46,14 @@ def micro_agreement(answer_ids: list[int], groups: list[int], greedy: list[int])
     return len(micro), sum(answer_ids[i] == greedy[i] for i in micro)
 
 
+def after_merge_agreement(answer_ids: list[int], groups: list[int], greedy: list[int]) -> tuple[int, int]:
+    """(tokens the base predicted from a merged slot, how many equal its greedy choice there): the first token
+    of every group after a group of 2+ tokens, the skip path reading a smashed group."""
+    firsts = [start for i, start in enumerate(group_starts(groups)) if i and groups[i - 1] > 1
+              and start < len(answer_ids)]
+    return len(firsts), sum(answer_ids[i] == greedy[i] for i in firsts)
+
+
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
     grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
     return 1.0 - len(set(grams)) / len(grams) if grams else 0.0

@@ -90,3 +90,14 @@ def test_micro_agreement_counts_tokens_2_to_k_of_each_group():
     assert micro_agreement(answer, [1, 3, 2], greedy) == (3, 2)  # micro tokens at 2, 3 and 5
     assert micro_agreement(answer, [1] * 6, greedy) == (0, 0)
     assert micro_agreement(answer[:4], [4, 2], greedy) == (3, 2)  # an answer cut inside its last group
+
+
+def test_after_merge_agreement_counts_the_first_token_after_each_merged_group():
+    from hamburger.eval.plausibility import after_merge_agreement
+
+    answer = [10, 11, 12, 13, 14, 15, 16]
+    greedy = [10, 11, 12, 99, 14, 99, 99]  # the base disagrees at positions 3, 5 and 6
+    assert after_merge_agreement(answer, [1, 3, 1, 1, 1], greedy) == (1, 1)  # position 4 only (after the 3-group)
+    assert after_merge_agreement(answer, [2, 1, 2, 2], greedy) == (2, 1)  # positions 2 and 5
+    assert after_merge_agreement(answer, [1] * 7, greedy) == (0, 0)
+    assert after_merge_agreement(answer[:2], [2, 2], greedy) == (0, 0)  # the answer ended inside the merged group

@@ -1,0 +1,91 @@
+"""What the knob gates (`core.config.GATES`): the stop head's word before a micro token, or the MSD's probability
+of the micro token itself."""
+
+import math
+
+import pytest
+import torch
+
+from hamburger.core.config import HamburgerConfig
+from hamburger.engine.generate import Generation, _Row
+from hamburger.engine.micro import HostMicroLoop
+from hamburger.engine.sampling import DecodingConfig, knob_gates
+from hamburger.errors import HamburgerError
+from tests.helpers import PROMPTS, hf_greedy, tiny_hamburger
+
+
+def token_prob_model(seed: int = 3):
+    return tiny_hamburger("llama", seed=seed, gate="token_prob")
+
+
+def rule_groups(model, hidden, features, floor):
+    """The token_prob rule, computed teacher-forced with the training-time MSD (`micro_hidden`, no cache):
+    token 1 from the skip path, then each MSD token while its probability is >= floor, up to max_steps."""
+    groups = []
+    for h, f in zip(hidden, features):
+        tokens = [int(model.lm_head(h).argmax())]
+        while len(tokens) < model.config.max_steps:
+            probs = model.lm_head(model.micro_hidden(f[None], torch.tensor([tokens]))[0, -1]).float().softmax(-1)
+            if float(probs.max()) < floor:
+                break
+            tokens.append(int(probs.argmax()))
+        groups.append(tokens)
+    return groups
+
+
+def micro_loop_groups(model, hidden, features, confidence):
+    rows = [_Row([1, 2], DecodingConfig(max_new_tokens=50, confidence=confidence), 0.9, None, model.config.gate)
+            for _ in range(len(hidden))]
+    HostMicroLoop(model, eos=[])(hidden, features, rows)
+    return [r.group for r in rows]
+
+
+def test_token_prob_gate_takes_a_micro_token_iff_the_msd_gives_it_the_knob():
+    model = token_prob_model()
+    g = torch.Generator().manual_seed(0)
+    d = model.config.hidden_size
+    hidden, features = torch.randn(12, d, generator=g), torch.randn(12, model.config.num_features, d, generator=g)
+    with torch.no_grad():
+        everything = rule_groups(model, hidden, features, 0.0)
+        probs = sorted(float(model.lm_head(model.micro_hidden(f[None], torch.tensor([t[:-1]]))[0, -1])
+                             .float().softmax(-1).max()) for f, t in zip(features, everything))
+        knob = probs[len(probs) // 2]  # the median last-micro-token probability: some groups pass, some end early
+        expected = rule_groups(model, hidden, features, knob)
+        got = micro_loop_groups(model, hidden, features, knob)
+    assert got == expected
+    assert {len(t) for t in expected} > {1} and min(len(t) for t in expected) < model.config.max_steps
+    assert all(len(t) == model.config.max_steps for t in everything)  # the stop head is not consulted
+
+
+def test_token_prob_gate_at_knob_one_is_the_base_exactly(char_tokenizer):
+    model = token_prob_model()
+    for prompt in PROMPTS[:2]:
+        res = Generation(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=20, confidence=1.0)).run()[0]
+        assert res.token_ids == hf_greedy(model.base, prompt, 20) and set(res.groups) == {1}
+
+
+def test_token_prob_gate_device_loop_equals_host_loop(char_tokenizer):
+    """Ragged batch, per-row knobs (1.0 among them) and budgets: the on-device gate ends groups where the host's does."""
+    model = token_prob_model()
+    prompts = PROMPTS + [PROMPTS[1], PROMPTS[0]]
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=c) for n, c in ((24, 0.02), (24, 0.05), (7, 0.02), (9, 1.0),
+                                                                         (24, 1e-9))]
+    host = Generation(model, char_tokenizer, prompts, cfgs).run()
+    device = Generation(model, char_tokenizer, prompts, cfgs, micro_loop="device").run()
+    assert [r.groups for r in device] == [r.groups for r in host]
+    assert [r.token_ids for r in device] == [r.token_ids for r in host]
+    assert set(host[3].groups) == {1} and max(host[4].groups) == model.config.max_steps
+    for r in host:  # every micro token passed the gate
+        start = 0
+        for n in r.groups:
+            assert all(p >= r.confidence for p in r.token_probs[start + 1:start + n])
+            start += n
+
+
+def test_knob_gates_and_the_config_field():
+    assert knob_gates(0.9, "stop_head") == (math.log(9), 0.0)
+    assert knob_gates(0.9, "token_prob") == (-math.inf, 0.9)
+    assert knob_gates(1.0, "token_prob") == (math.inf, 0.0)
+    assert HamburgerConfig.from_dict({"max_steps": 4}).gate == "stop_head"  # saved before the field existed
+    with pytest.raises(HamburgerError, match="gate must be one of"):
+        HamburgerConfig(gate="entropy").validate()
