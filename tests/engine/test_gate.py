@@ -89,3 +89,18 @@ def test_knob_gates_and_the_config_field():
     assert HamburgerConfig.from_dict({"max_steps": 4}).gate == "stop_head"  # saved before the field existed
     with pytest.raises(HamburgerError, match="gate must be one of"):
         HamburgerConfig(gate="entropy").validate()
+
+
+def test_gate_ranking_counts_every_micro_token_and_its_auroc_is_exact():
+    from benchmarks.gate_ranking import auroc, micro_signals, ranking
+    from hamburger.train.batching import Row
+
+    assert auroc([0.9, 0.8, 0.3], [True, True, False]) == 1.0
+    assert auroc([0.3, 0.5, 0.5, 0.9], [True, True, False, False]) == 0.125  # one tie: (0 + 0.5 + 0 + 0) / 4
+    model = tiny_hamburger("llama", seed=5)
+    rows = [Row([1, 40, 41], [50, 51, 52, 53, 54, 55, 56], [2, 1, 3, 1]), Row([1, 60], [61, 62, 63, 64], [1, 1, 2])]
+    records = micro_signals(model, rows, batch_size=1)
+    assert len(records) == 1 + 2 + 1  # tokens 2..k of the groups of 2, 3 and 2 tokens
+    assert all(0 <= going <= 1 and 0 < top <= 1 for _, going, top in records)
+    result = ranking(records)
+    assert result["micro_tokens"] == 4 and result["token_prob"]["thresholds"][0]["threshold"] == 0.5
