@@ -63,6 +63,8 @@ class TrainConfig:
     warmup_steps: int = 20  # linear warm-up from 0
     grad_clip: float = 1.0  # global gradient-norm clip (0 = off)
     dtype: str = "fp32"  # "fp32" or "bf16" (autocast; master weights stay fp32)
+    loss_chunk: int = 0  # response tokens per LM-head + loss chunk (0 = all at once); > 0 never holds whole
+    #                      [tokens, vocab] logits: each chunk is recomputed in backward. Same losses up to rounding
     # --- batches
     batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
     max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
@@ -87,7 +89,7 @@ class TrainConfig:
 
     # Fields that may change on --resume without breaking an exact continuation.
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
-                 "progress", "device", "epochs", "max_train_steps")
+                 "progress", "device", "epochs", "max_train_steps", "loss_chunk")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:
@@ -103,7 +105,7 @@ class TrainConfig:
         for name in ("max_steps", "decoder_layers", "lora_r", "grad_accum", "bucket_size", "msd_stride"):
             need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("num_taps", "max_tokens", "warmup_steps", "max_train_steps", "threads", "log_every",
-                     "eval_every", "save_every", "eval_max_rows", "batch_size"):
+                     "eval_every", "save_every", "eval_max_rows", "batch_size", "loss_chunk"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.batch_size > 0 or self.max_tokens > 0, "batch_size or max_tokens must be > 0")
         for name in ("lr_grafted", "lr_base", "min_lr", "weight_decay", "grad_clip", "kl_weight",

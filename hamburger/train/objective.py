@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.model import HamburgerModel, TrainOutput, kl_to_teacher
+from hamburger.core.model import HamburgerModel, TeacherStates, TrainOutput
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_starts, pad_group
 
 
@@ -50,7 +50,7 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     s[KL] = out.kl.detach().double() * n if out.kl is not None else 0.0
     s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
     s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
-    correct = (out.token_logits.detach().argmax(-1) == out.targets).double().cpu()
+    correct = (out.predictions == out.targets).double().cpu()
     index = out.micro_index.cpu()
     s[HEAD:HEAD + max_steps] = torch.zeros(max_steps, dtype=torch.float64).index_add_(0, index, correct)
     s[HEAD + max_steps:] = torch.bincount(index, minlength=max_steps).double()
@@ -118,19 +118,15 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: 
         final, features = model.base_forward(model.embed(ids), positions, mask)
     chains_at = chain_starts(packed.batch, k, chains, stride)
     rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chains_at)
-    out = model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes)
+    teacher, micro = None, None
     if model.config.kl_weight > 0:
         j = torch.arange(k, device=device)[None, :]
         in_group = j < sizes[:, None]
-        micro = out.micro_index > 0
-        # The base's prediction of a micro token is at the position right before it: (row, col + j).
-        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group][micro]
-        unique, inverse = torch.unique(where, return_inverse=True)
-        with torch.no_grad():
-            teacher = model.lm_head(final.flatten(0, 1)[unique]).float()[inverse]
-        out.kl = kl_to_teacher(out.token_logits[micro], teacher) if micro.any() else out.loss.new_zeros(())
-        out.loss = out.loss + model.config.kl_weight * out.kl
-    return out
+        # The base's prediction of the token j of a chain is at the position right before it: (row, col + j).
+        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group]
+        micro = j.expand_as(in_group)[in_group] > 0  # the KL covers the micro tokens only
+        teacher = TeacherStates(final.flatten(0, 1), model.base.get_output_embeddings(), where)
+    return model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes, teacher, micro)
 
 
 class Objective(nn.Module):
@@ -143,18 +139,19 @@ class Objective(nn.Module):
         self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
-    def teacher(self, batch: TrainBatch | PackedBatch) -> torch.Tensor | None:
-        """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
+    def teacher(self, batch: TrainBatch | PackedBatch) -> TeacherStates | None:
+        """The unmerged, unadapted base at every response token (None when kl_weight is 0): its hidden states
+        and LM head, so that its logits can be made a chunk at a time (`TeacherStates`)."""
         model = self.model
         if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
             return None
         if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
             with adapters_disabled(model.base):
-                return model.teacher_logits(batch)
+                return model.teacher_states(batch)
         own = model.base
         try:  # full fine-tuning: swap the frozen original in for one no-grad forward
             model.base = self.teacher_base
-            return model.teacher_logits(batch)
+            return model.teacher_states(batch)
         finally:
             model.base = own
 

@@ -58,6 +58,7 @@ class Trainer:
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
+        self.model.loss_chunk = cfg.loss_chunk
         self.model.to(self.dist.device)
         self._set_trainable()
         self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
