@@ -82,6 +82,8 @@ class HamburgerModel(nn.Module):
         self._taps: list[torch.Tensor] | None = None
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         self._compiled_stack = None  # set by `compile_decoding`
+        self._train_compile: dict | None = None  # torch.compile options of `compile_training`
+        self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
@@ -152,7 +154,7 @@ class HamburgerModel(nn.Module):
             if merged_slots is None:
                 merged_slots = torch.zeros(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
             gated = adapters_gated(self.base, merged_slots)
-        stack = base_decoder_stack(self.base)
+        stack = self._training_stack() if cache is None else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         try:
@@ -174,6 +176,24 @@ class HamburgerModel(nn.Module):
         graphs on a GPU. The prefill (variable length) and the micro-step decoder stay eager."""
         stack = base_decoder_stack(self.base)
         self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
+
+    def compile_training(self, backend: str = "inductor") -> None:
+        """Compile the base's decoder stack for every cache-free forward (training, the KL teacher, stage msd's
+        no-grad features): ``torch.compile(dynamic=True)``, since batches vary in rows and length; a batch of one
+        row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own."""
+        self._train_compile = {"backend": backend, "dynamic": True}
+
+    def _training_stack(self) -> nn.Module:
+        """The decoder stack of the current ``self.base`` for a cache-free forward, compiled if asked."""
+        stack = base_decoder_stack(self.base)
+        if self._train_compile is None:
+            return stack
+        for plain, compiled in self._compiled_train:
+            if plain is stack:
+                return compiled
+        compiled = torch.compile(stack, **self._train_compile)
+        self._compiled_train.append((stack, compiled))
+        return compiled
 
     def micro_hidden(self, features: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
         """Teacher-forced MSD: features [N, m, d], tokens t_1..t_j [N, j] -> hiddens for t_2..t_{j+1} [N, j, d]."""
@@ -299,7 +319,7 @@ class HamburgerModel(nn.Module):
         packed = as_packed(batch, self.config.max_steps, self.device)
         ids, positions, mask = self.unmerged_inputs(packed)
         self._taps = None
-        out = base_decoder_stack(self.base)(input_ids=ids, position_ids=positions, attention_mask=mask)
+        out = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask)
         return TeacherStates(out.last_hidden_state[packed.response_at], self.base.get_output_embeddings())
 
     def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:

@@ -65,6 +65,8 @@ class TrainConfig:
     dtype: str = "fp32"  # "fp32" or "bf16" (autocast; master weights stay fp32)
     loss_chunk: int = 0  # response tokens per LM-head + loss chunk (0 = all at once); > 0 never holds whole
     #                      [tokens, vocab] logits: each chunk is recomputed in backward. Same losses up to rounding
+    compile: bool = False  # torch.compile the base's decoder stack (dynamic shapes) for training and the KL teacher
+    compile_backend: str = "inductor"  # torch.compile backend when compile is on ("aot_eager", "eager": checks)
     # --- batches
     batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
     max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
@@ -89,7 +91,7 @@ class TrainConfig:
 
     # Fields that may change on --resume without breaking an exact continuation.
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
-                 "progress", "device", "epochs", "max_train_steps", "loss_chunk")
+                 "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:
@@ -113,6 +115,12 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        if self.compile:  # (torch._dynamo is imported only when compiling)
+            from torch._dynamo import list_backends
+
+            backends = list_backends(exclude_tags=())
+            need(self.compile_backend in backends,
+                 f"compile_backend must be a torch.compile backend ({', '.join(backends)}), got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")

@@ -60,6 +60,8 @@ class Trainer:
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.loss_chunk = cfg.loss_chunk
         self.model.to(self.dist.device)
+        if cfg.compile:
+            self.model.compile_training(cfg.compile_backend)
         self._set_trainable()
         self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
                                    cfg.msd_stride)

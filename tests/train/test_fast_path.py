@@ -1,5 +1,5 @@
-"""The fast training path equals the plain one: chunked LM head + losses (`loss_chunk`), and resuming runs saved
-before these settings."""
+"""The fast training path equals the plain one: chunked LM head + losses (`loss_chunk`), torch.compile
+(`compile`), and resuming runs saved before these settings."""
 
 import json
 
@@ -152,13 +152,35 @@ def test_chunked_training_steps_equal_plain_steps_and_eval(env, tmp_path):
         assert x["token_acc_micro"] == y["token_acc_micro"]
 
 
+def test_compiled_step_equals_eager_step(env, tmp_path):
+    """compile: the decoder stack under torch.compile (backend aot_eager: traced forward and backward, no codegen)
+    gives the eager losses and weights after one step, the KL teacher compiled too (a second stack)."""
+    kw = dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, max_train_steps=1, loss_chunk=CHUNK)
+    eager = Trainer(config(env, tmp_path / "eager", **kw))
+    compiled = Trainer(config(env, tmp_path / "compiled", compile=True, compile_backend="eager", **kw))
+    for t in (eager, compiled):
+        perturb_lora(t)
+    rows = eager.plan.steps[0][2]
+    sa, sb = eager.train_step(rows), compiled.train_step(rows)
+    assert len(compiled.model._compiled_train) == 1 and not eager.model._compiled_train
+    torch.testing.assert_close(sb, sa, rtol=1e-5, atol=1e-6)
+    for name, p in eager.model.named_parameters():
+        if p.requires_grad:
+            torch.testing.assert_close(dict(compiled.model.named_parameters())[name], p, rtol=1e-5, atol=1e-6,
+                                       msg=name)
+
+
 def test_settings_are_checked(env, tmp_path):
     with pytest.raises(HamburgerError, match="loss_chunk must be >= 0"):
         config(env, tmp_path, loss_chunk=-1)
+    with pytest.raises(HamburgerError, match="compile_backend must be"):
+        config(env, tmp_path, compile=True, compile_backend="nonsense")
+    with pytest.raises(HamburgerError, match="compile must be bool"):
+        config(env, tmp_path, compile="yes")
 
 
 def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
-    """A trainer state whose config lacks loss_chunk resumes, with or without it."""
+    """A trainer state whose config lacks loss_chunk/compile/compile_backend resumes, with or without them."""
     kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=4, save_every=2)
     straight = Trainer(config(env, tmp_path / "a", **kw))
     assert straight.train() == 0
@@ -172,7 +194,7 @@ def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
     state_file = tmp_path / "b" / "last" / "trainer_state.pt"
     state = torch.load(state_file, weights_only=True)
     old = json.loads(state["config"])
-    for key in ("loss_chunk",):
+    for key in ("loss_chunk", "compile", "compile_backend"):
         del old[key]
     state["config"] = json.dumps(old)
     torch.save(state, state_file)
