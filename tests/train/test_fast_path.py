@@ -1,5 +1,5 @@
 """The fast training path equals the plain one: chunked LM head + losses (`loss_chunk`), torch.compile
-(`compile`), and resuming runs saved before these settings."""
+(`compile`), fused AdamW (CUDA only; the CPU keeps torch's default), and resuming runs saved before these settings."""
 
 import json
 
@@ -9,8 +9,8 @@ import torch
 from hamburger.errors import HamburgerError
 from hamburger.train.batching import collate
 from hamburger.train.config import TrainConfig
-from hamburger.train.objective import batch_stats
-from hamburger.train.trainer import Trainer
+from hamburger.train.objective import batch_stats, summarize
+from hamburger.train.trainer import Trainer, adamw_options
 from tests.helpers import tiny_base, write_dataset
 
 CHUNK = 7  # response tokens per chunk: several chunks per batch and a ragged last one
@@ -152,6 +152,16 @@ def test_chunked_training_steps_equal_plain_steps_and_eval(env, tmp_path):
         assert x["token_acc_micro"] == y["token_acc_micro"]
 
 
+def test_tok_s_counts_response_tokens_not_msd_chain_predictions(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path, stage="msd", base_mode="frozen", msd_chains="all",
+                             stop_target="accepted", max_train_steps=1))
+    rows = trainer.plan.steps[0][2]
+    s = trainer.train_step(rows)
+    m = summarize(s, 4, 0.0, 0.5)
+    response = sum(len(trainer.rows[i].response_ids) for i in rows)
+    assert m["response_tokens"] == response and m["tokens"] > 2 * response  # each token is in up to 4 chains
+
+
 def test_compiled_step_equals_eager_step(env, tmp_path):
     """compile: the decoder stack under torch.compile (backend aot_eager: traced forward and backward, no codegen)
     gives the eager losses and weights after one step, the KL teacher compiled too (a second stack)."""
@@ -170,13 +180,19 @@ def test_compiled_step_equals_eager_step(env, tmp_path):
                                        msg=name)
 
 
-def test_settings_are_checked(env, tmp_path):
+def test_settings_are_checked_and_cpu_adamw_is_the_default(env, tmp_path):
     with pytest.raises(HamburgerError, match="loss_chunk must be >= 0"):
         config(env, tmp_path, loss_chunk=-1)
     with pytest.raises(HamburgerError, match="compile_backend must be"):
         config(env, tmp_path, compile=True, compile_backend="nonsense")
     with pytest.raises(HamburgerError, match="compile must be bool"):
         config(env, tmp_path, compile="yes")
+    assert adamw_options(torch.device("cpu")) == {}
+    assert adamw_options(torch.device("cuda", 0)) == {"fused": True}
+    assert adamw_options(torch.device("cuda", 0), fsdp=True) == {"foreach": True}
+    trainer = Trainer(config(env, tmp_path))
+    group = trainer.optimizer.param_groups[0]
+    assert not group["fused"] and not group["foreach"]  # CPU: the per-parameter loop, as before
 
 
 def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
