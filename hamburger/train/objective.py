@@ -35,8 +35,8 @@ def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> floa
 T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, RESPONSE, HEAD = range(9)
 
 
-def empty_stats(max_steps: int) -> torch.Tensor:
-    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64)
+def empty_stats(max_steps: int, device=None) -> torch.Tensor:
+    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64, device=device)
 
 
 def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int,
@@ -45,9 +45,10 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     positions, response tokens, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1].
 
     "tokens" are the predictions the loss averages over; ``response_tokens`` (default: as many) the rows'
-    response tokens, which stage msd's chains (`msd_chains: all`) predict several times each."""
+    response tokens, which stage msd's chains (`msd_chains: all`) predict several times each. The sums stay on
+    the outputs' device: no host sync per step (the trainer reads them once per log line)."""
     n = out.targets.numel()
-    s = empty_stats(max_steps)
+    s = empty_stats(max_steps, out.targets.device)
     s[T] = n
     s[TOKEN_LOSS] = out.token_loss.detach().double() * n
     s[STOP_LOSS] = out.stop_loss.detach().double() * n
@@ -55,10 +56,9 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
     s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
     s[RESPONSE] = n if response_tokens is None else response_tokens
-    correct = (out.predictions == out.targets).double().cpu()
-    index = out.micro_index.cpu()
-    s[HEAD:HEAD + max_steps] = torch.zeros(max_steps, dtype=torch.float64).index_add_(0, index, correct)
-    s[HEAD + max_steps:] = torch.bincount(index, minlength=max_steps).double()
+    correct = (out.predictions == out.targets).double()
+    s[HEAD:HEAD + max_steps] = s[HEAD:HEAD + max_steps].index_add(0, out.micro_index, correct)
+    s[HEAD + max_steps:] = s[HEAD + max_steps:].index_add(0, out.micro_index, torch.ones_like(correct))
     return s
 
 
@@ -67,7 +67,8 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     n = max(float(s[T]), 1.0)
     token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
     correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
-    out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]), "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
+    out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]),
+           "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
            "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
            "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
            "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}

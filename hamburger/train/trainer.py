@@ -176,7 +176,7 @@ class Trainer:
         cfg, k = self.cfg, self.model.config.max_steps
         micro = shard(rows, self.lengths(epoch), self.dist.world, self.dist.rank, cfg.grad_accum)
         total = sum(len(self.rows[i].response_ids) for i in rows)
-        stats = empty_stats(k)
+        stats = empty_stats(k, self.dist.device)
         self.net.train()
         for j, part in enumerate(micro):
             batch_rows = [self.rows[i].at_epoch(epoch) for i in part or rows[:1]]  # an empty share still joins in
@@ -275,8 +275,8 @@ class Trainer:
         batches = [order[i:i + size] for i in range(0, len(order), size)]
         count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
         mine = batches[self.dist.rank::self.dist.world]
-        stats = empty_stats(k)
         self.objective.eval()  # under FSDP this is the sharded module itself; under DDP the unwrapped one
+        stats = empty_stats(k, self.dist.device)
         for n in range(count):
             rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
