@@ -120,7 +120,8 @@ class TrainConfig:
 
             backends = list_backends(exclude_tags=())
             need(self.compile_backend in backends,
-                 f"compile_backend must be a torch.compile backend ({', '.join(backends)}), got {self.compile_backend!r}")
+                 f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
+                 f"got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")

@@ -3,7 +3,7 @@
 * `lr_at`: linear warm-up then cosine decay to a floor.
 * `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
   processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
-* `Objective`: what the wrapped network computes: KL-teacher logits (if any), then the stage's forward.
+* `Objective`: what the wrapped network computes: the KL teacher (if any), then the stage's forward.
 * `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
   the ordinary (unmerged) base forward, which runs without gradients, on the data's groups or on a
   group starting at every response token (`chain_starts`), with the base's soft targets (KL) if asked.
@@ -136,7 +136,7 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: 
 
 
 class Objective(nn.Module):
-    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's logits when the KL
+    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's states when the KL
     term is on (no gradient), then the training forward of the configured stage."""
 
     def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None,

@@ -220,3 +220,13 @@ def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
         if p.requires_grad:
             torch.testing.assert_close(dict(resumed.model.named_parameters())[name], p, rtol=1e-5, atol=1e-6,
                                        msg=name)
+
+
+def test_every_shipped_config_loads_and_the_gpu_one_is_fast():
+    from hamburger.train.config import read_config_file
+    from tests.helpers import ROOT
+
+    configs = {p.name: TrainConfig.from_dict(read_config_file(p), str(p)) for p in (ROOT / "configs").glob("*.yaml")}
+    fast = configs["smollm2-gpu-full-fast.yaml"]
+    assert (fast.base_mode, fast.dtype, fast.compile, fast.stop_target) == ("full", "bf16", True, "accepted")
+    assert fast.loss_chunk > 0 and fast.kl_weight > 0 and fast.max_tokens > 0 and fast.batch_size == 0
