@@ -105,6 +105,22 @@ def test_chunked_losses_and_gradients_equal_the_plain_path(env, tmp_path, mode):
     torch.testing.assert_close(sb, sa, rtol=1e-6, atol=1e-7)
 
 
+def test_chunked_path_under_bf16_autocast(env, tmp_path):
+    """Each chunk's recompute in backward runs under the forward's autocast (else checkpointing would refuse the
+    recomputed tensors' dtypes): bf16 losses and gradients equal the plain path's up to bf16 rounding."""
+    trainer = Trainer(config(env, tmp_path, base_mode="full", kl_weight=0.5, stop_target="accepted", dtype="bf16"))
+    rows = trainer.plan.steps[0][2]
+    with trainer._autocast():
+        (plain, plain_grads), (chunked, chunked_grads) = (forward_backward(trainer, c, rows) for c in (0, CHUNK))
+    assert plain.token_logits.dtype == torch.float32 and chunked.token_logits is None
+    for name in ("loss", "token_loss", "stop_loss", "kl"):
+        torch.testing.assert_close(getattr(chunked, name), getattr(plain, name), rtol=1e-5, atol=1e-6)
+    assert torch.equal(chunked.stop_targets, plain.stop_targets)
+    for name, g in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], g, rtol=0.02, atol=0.01 * float(g.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")
+
+
 def test_chunked_path_keeps_no_token_by_vocabulary_tensor_for_backward(env, tmp_path):
     trainer = Trainer(config(env, tmp_path, base_mode="lora", kl_weight=0.5))
     head = trainer.model.base.get_output_embeddings().weight
