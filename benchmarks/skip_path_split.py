@@ -36,7 +36,7 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
         part = rows[start:start + batch_size]
         with torch.no_grad():
             out = model.training_forward(to_batch(part))
-        right = (out.token_logits.argmax(-1) == out.targets).tolist()
+        right = (out.predictions == out.targets).tolist()
         index = out.micro_index.tolist()
         sources = iter(s for r in part for s in skip_sources(r.groups))
         for ok, j in zip(right, index):

@@ -1,12 +1,20 @@
 """Training throughput of `hamburger train` per base mode: response tokens per second (wall and CPU).
 
-    python benchmarks/train_throughput.py --data DATASET.jsonl [--modes frozen,lora,full,lora+kl,msd]
-        [--steps 4] [--batch-size 8] [--threads 1]
+    python benchmarks/train_throughput.py --data DATASET.jsonl [--modes frozen,lora,full,lora+kl,full+kl,msd]
+        [--steps 4] [--warmup 1] [--batch-size 8 | --max-tokens N] [--threads 1] [--device auto|cpu|cuda]
+        [--dtype fp32|bf16] [--loss-chunk N] [--compile [--compile-backend inductor]]
+        [--config FILE.yaml] [--set key=value ...] [--out RESULT.jsonl]
 
-Each mode runs `--steps` optimizer steps (after one untimed warm-up step) on the same batches.
-Reports wall-clock tok/s and tok/s per CPU-second of this process: on a shared machine the second
-one is the figure that does not depend on what else runs (with --threads 1 it equals the
-uncontended single-thread speed).
+Each mode runs `--steps` optimizer steps (after `--warmup` untimed steps: use 2-3 with --compile, whose
+first steps compile) on the same batches. Settings: `--config` (a `hamburger train` config, e.g.
+configs/smollm2-gpu-full-fast.yaml), then the mode's, then the options, then `--set`. Reports wall-clock
+tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-second of this process: on a shared
+CPU machine the second one is the figure that does not depend on what else runs (with --threads 1 it equals
+the uncontended single-thread speed). On CUDA also the peak GPU memory. Every line records the machine
+(`hamburger.bench.machine`). The GPU measurement of issue 19 (full fine-tune + KL, SmolLM2-135M, one H100):
+
+    python benchmarks/train_throughput.py --data DATASET.jsonl --config configs/smollm2-gpu-full-fast.yaml \\
+        --modes full+kl --device cuda --steps 20 --warmup 3 --out train_throughput_h100.jsonl
 """
 
 import argparse
@@ -16,43 +24,99 @@ import time
 
 import torch
 
+from hamburger.bench.machine import machine_info
+from hamburger.train.config import TrainConfig, parse_overrides, read_config_file
 from hamburger.train.trainer import Trainer
-from hamburger.train.config import TrainConfig
 
-MODES = {"frozen": {}, "lora": {"base_mode": "lora"}, "full": {"base_mode": "full"},
-         "lora+kl": {"base_mode": "lora", "kl_weight": 0.2}, "msd": {"stage": "msd"}}
+MODES = {"frozen": {"base_mode": "frozen"}, "lora": {"base_mode": "lora"}, "full": {"base_mode": "full"},
+         "lora+kl": {"base_mode": "lora", "kl_weight": 0.2},
+         "full+kl": {"base_mode": "full", "kl_weight": 0.5, "stop_target": "accepted"},
+         "msd": {"stage": "msd", "base_mode": "frozen"}}
+
+
+def settings_for(mode: str, args: argparse.Namespace, out: str) -> dict:
+    base = read_config_file(args.config) if args.config else {}
+    base.pop("recut", None)  # one cut: every mode sees the stored groups
+    settings = {**base, **MODES[mode], "data": args.data, "out": out,
+                "max_train_steps": args.steps + args.warmup, "threads": args.threads, "progress": False,
+                "save_every": 0, "epochs": 100.0, "eval_data": None, "device": args.device}
+    if args.base is not None:
+        settings["base"] = args.base
+    if args.dtype is not None:
+        settings["dtype"] = args.dtype
+    if args.loss_chunk is not None:
+        settings["loss_chunk"] = args.loss_chunk
+    if args.compile:
+        settings.update(compile=True, compile_backend=args.compile_backend)
+    if args.max_tokens is not None:
+        settings["max_tokens"] = args.max_tokens
+        settings["batch_size"] = args.batch_size or 0  # only the token budget unless rows are capped too
+    elif args.batch_size is not None or "batch_size" not in base:
+        settings["batch_size"] = args.batch_size or 8
+    return {**settings, **parse_overrides(args.set)}
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True)
     ap.add_argument("--base", default=None)
-    ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--config", default=None, help="a `hamburger train` config file: the settings to start from")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one setting (repeatable)")
+    ap.add_argument("--modes", default="frozen,lora,full,lora+kl,msd", help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--steps", type=int, default=4, help="timed optimizer steps")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (compile: 2-3)")
+    ap.add_argument("--batch-size", type=int, default=None, help="rows per step (default 8 without --max-tokens)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="padded base positions per step (batch by tokens)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--dtype", default="fp32")
+    ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    ap.add_argument("--dtype", default=None, choices=("fp32", "bf16"), help="default: the config's, else fp32")
+    ap.add_argument("--loss-chunk", type=int, default=None, help="response tokens per LM-head/loss chunk (0: off)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the base decoder stack")
+    ap.add_argument("--compile-backend", default="inductor")
+    ap.add_argument("--out", default=None, help="also append each result line to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     for mode in args.modes.split(","):
         with tempfile.TemporaryDirectory() as out:
-            settings = {"base_mode": "frozen", **MODES[mode], "base": args.base, "data": args.data, "out": out,
-                        "batch_size": args.batch_size, "max_train_steps": args.steps + 1, "threads": args.threads,
-                        "progress": False, "save_every": 0, "dtype": args.dtype, "epochs": 100.0}
-            trainer = Trainer(TrainConfig.from_dict(settings))
+            cfg = TrainConfig.from_dict(settings_for(mode, args, out))
+            trainer = Trainer(cfg)
+            device = trainer.dist.device
             plan = trainer.plan.steps
-            trainer.train_step(plan[0][2])  # warm-up
-            tokens = sum(len(trainer.rows[i].response_ids) for _, _, rows in plan[1:] for i in rows)
-            slots = sum(trainer.rows[i].slots for _, _, rows in plan[1:] for i in rows)
-            wall, cpu = time.perf_counter(), time.process_time()
-            for _, _, rows in plan[1:]:
+            for _, _, rows in plan[:args.warmup]:
                 trainer.train_step(rows)
+            timed = plan[args.warmup:]
+            tokens = sum(len(trainer.rows[i].response_ids) for _, _, rows in timed for i in rows)
+            slots = sum(trainer.rows[i].slots for _, _, rows in timed for i in rows)
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            sync(device)
+            wall, cpu = time.perf_counter(), time.process_time()
+            for _, _, rows in timed:
+                trainer.train_step(rows)
+            sync(device)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            print(json.dumps({"mode": mode, "steps": args.steps, "batch_size": args.batch_size,
-                              "threads": args.threads, "dtype": args.dtype, "response_tokens": tokens,
-                              "base_positions": slots, "wall_s": round(wall, 1),
-                              "tok_s_wall": round(tokens / wall, 1), "tok_s_cpu": round(tokens / cpu, 1),
-                              "trainable_params": sum(p.numel() for p in trainer.trainable)}), flush=True)
+            rows_per_step = sum(len(r) for _, _, r in timed) / len(timed)
+            result = {"mode": mode, "steps": len(timed), "warmup": args.warmup, "batch_size": cfg.batch_size,
+                      "max_tokens": cfg.max_tokens, "rows_per_step": round(rows_per_step, 1), "threads": args.threads,
+                      "device": str(device), "dtype": cfg.dtype, "loss_chunk": cfg.loss_chunk,
+                      "compile": cfg.compile and cfg.compile_backend, "base_mode": cfg.base_mode, "stage": cfg.stage,
+                      "kl_weight": cfg.kl_weight, "adamw": next(iter(trainer.adamw), "default"),
+                      "response_tokens": tokens, "base_positions": slots, "wall_s": round(wall, 3),
+                      "tok_s_wall": round(tokens / wall, 1), "tok_s_cpu": round(tokens / cpu, 1),
+                      "trainable_params": sum(p.numel() for p in trainer.trainable)}
+            if device.type == "cuda":
+                result["max_mem_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+            result["machine"] = machine_info(args.threads, cfg.dtype, device.type)
+            line = json.dumps(result)
+            print(line, flush=True)
+            if args.out:
+                with open(args.out, "a") as f:
+                    f.write(line + "\n")
             del trainer
 
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import StaticCache
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.core.lora import adapters_gated
+from hamburger.core.lora import adapters_disabled, adapters_gated
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed
@@ -26,17 +27,48 @@ GRAFTED = ("embedder", "decoder", "stop_head")
 
 @dataclass
 class TrainOutput:
-    """Per response token (rows in order, tokens in order): logits, stop logits and targets."""
+    """Per response token (rows in order, tokens in order): predictions, stop logits and targets.
+
+    ``token_logits`` (the full fp32 [T, V] logits) exist only on the unchunked path (``loss_chunk`` 0); every
+    consumer that needs no more than the argmax reads ``predictions``."""
 
     loss: torch.Tensor
     token_loss: torch.Tensor
     stop_loss: torch.Tensor
     kl: torch.Tensor | None
-    token_logits: torch.Tensor  # [T, V]
+    predictions: torch.Tensor  # [T] argmax of the token logits
     stop_logits: torch.Tensor  # [T]
     targets: torch.Tensor  # [T] the response tokens
     stop_targets: torch.Tensor  # [T] 1.0 at each group's last token
     micro_index: torch.Tensor  # [T] 0 for a group's first token (skip path), j for the MSD's j-th token
+    token_logits: torch.Tensor | None = None  # [T, V] fp32; None on the chunked path
+
+
+@dataclass
+class TeacherStates:
+    """The KL teacher as its final normed hidden states and its LM head: its logits are made where they are
+    used, all at once (`logits()`) or a chunk of rows at a time inside the chunked loss, never kept whole.
+
+    ``index`` [T] maps response token i to its hidden row (None: row i); a row used by several tokens (stage msd's
+    overlapping chains) goes through the head once per call. A tensor of logits [T, V] is also accepted wherever a
+    teacher is (`as_teacher`)."""
+
+    hidden: torch.Tensor  # [N, d] (no grad)
+    head: nn.Module  # the teacher's LM head (its LoRA adapters, if any, are switched off when used)
+    index: torch.Tensor | None = None
+
+    def logits(self, rows: torch.Tensor | slice = slice(None)) -> torch.Tensor:
+        """fp32 logits [len(rows), V] of the response tokens ``rows`` (a slice, indices or a boolean mask), no grad."""
+        with torch.no_grad(), adapters_disabled(self.head):
+            if self.index is None:
+                return self.head(self.hidden[rows]).float()
+            unique, inverse = torch.unique(self.index[rows], return_inverse=True)
+            return self.head(self.hidden[unique]).float()[inverse]
+
+
+def as_teacher(teacher: "TeacherStates | torch.Tensor | None") -> "TeacherStates | None":
+    """A teacher given as logits [T, V] becomes `TeacherStates` with an identity head."""
+    return TeacherStates(teacher, nn.Identity()) if isinstance(teacher, torch.Tensor) else teacher
 
 
 class HamburgerModel(nn.Module):
@@ -50,6 +82,9 @@ class HamburgerModel(nn.Module):
         self._taps: list[torch.Tensor] | None = None
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         self._compiled_stack = None  # set by `compile_decoding`
+        self._train_compile: dict | None = None  # torch.compile options of `compile_training`
+        self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
+        self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
             stack.layers[i].register_forward_hook(self._record_tap)
@@ -119,7 +154,7 @@ class HamburgerModel(nn.Module):
             if merged_slots is None:
                 merged_slots = torch.zeros(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
             gated = adapters_gated(self.base, merged_slots)
-        stack = base_decoder_stack(self.base)
+        stack = self._training_stack() if cache is None else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         try:
@@ -142,6 +177,24 @@ class HamburgerModel(nn.Module):
         stack = base_decoder_stack(self.base)
         self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
 
+    def compile_training(self, backend: str = "inductor") -> None:
+        """Compile the base's decoder stack for every cache-free forward (training, the KL teacher, stage msd's
+        no-grad features): ``torch.compile(dynamic=True)``, since batches vary in rows and length; a batch of one
+        row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own."""
+        self._train_compile = {"backend": backend, "dynamic": True}
+
+    def _training_stack(self) -> nn.Module:
+        """The decoder stack of the current ``self.base`` for a cache-free forward, compiled if asked."""
+        stack = base_decoder_stack(self.base)
+        if self._train_compile is None:
+            return stack
+        for plain, compiled in self._compiled_train:
+            if plain is stack:
+                return compiled
+        compiled = torch.compile(stack, **self._train_compile)
+        self._compiled_train.append((stack, compiled))
+        return compiled
+
     def micro_hidden(self, features: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
         """Teacher-forced MSD: features [N, m, d], tokens t_1..t_j [N, j] -> hiddens for t_2..t_{j+1} [N, j, d]."""
         m = features.shape[1]
@@ -149,15 +202,17 @@ class HamburgerModel(nn.Module):
         return self.decoder(x)[:, m:]
 
     # ----------------------------------------------------------------- training forward
-    def forward(self, batch: TrainBatch | PackedBatch, teacher_logits: torch.Tensor | None = None) -> "TrainOutput":
+    def forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None
+                ) -> "TrainOutput":
         """`training_forward`, so that DDP/FSDP wrappers (which call forward) work unchanged."""
-        return self.training_forward(batch, teacher_logits)
+        return self.training_forward(batch, teacher)
 
-    def training_forward(self, batch: TrainBatch | PackedBatch, teacher_logits: torch.Tensor | None = None
+    def training_forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None
                          ) -> TrainOutput:
         """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL).
 
-        ``batch``: a `PackedBatch` (the batching side builds it once per batch), or a `TrainBatch` packed here."""
+        ``batch``: a `PackedBatch` (the batching side builds it once per batch), or a `TrainBatch` packed here.
+        ``teacher``: the KL teacher of every response token (`teacher_states`, or its logits [T, V]), or None."""
         cfg, device = self.config, self.device
         packed = as_packed(batch, cfg.max_steps, device)
         group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
@@ -175,20 +230,17 @@ class HamburgerModel(nn.Module):
         mask = slot_mask(packed.valid)
         final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
         group_features = features[packed.before_group]  # [G, m, d]
-
-        out = self.group_outputs(final[packed.before_group], group_features, group_tokens, group_sizes)
-        loss = out.loss
-        if teacher_logits is not None:
-            out.kl = kl_to_teacher(out.token_logits, teacher_logits)
-            out.loss = loss + cfg.kl_weight * out.kl
-        return out
+        return self.group_outputs(final[packed.before_group], group_features, group_tokens, group_sizes,
+                                  as_teacher(teacher))
 
     def group_outputs(self, skip_hidden: torch.Tensor, features: torch.Tensor, group_tokens: torch.Tensor,
-                      group_sizes: torch.Tensor) -> TrainOutput:
-        """Token and stop predictions of every group, teacher-forced, and the loss without KL.
+                      group_sizes: torch.Tensor, teacher: TeacherStates | None = None,
+                      kl_rows: torch.Tensor | None = None) -> TrainOutput:
+        """Token and stop predictions of every group, teacher-forced, and the loss (with KL if ``teacher``).
 
         skip_hidden [G, d]: the final normed base state before each group (its first token);
-        features [G, m, d]: the MSD features there; group_tokens [G, max_steps] (padded); group_sizes [G].
+        features [G, m, d]: the MSD features there; group_tokens [G, max_steps] (padded); group_sizes [G];
+        teacher: the KL teacher of each response token; kl_rows [T] bool: the tokens the KL covers (None: all).
         """
         k = self.config.max_steps
         hidden = skip_hidden[:, None]
@@ -197,20 +249,62 @@ class HamburgerModel(nn.Module):
         j = torch.arange(k, device=hidden.device)[None, :]
         in_group = j < group_sizes[:, None]
         selected = hidden[in_group]  # rows in order, groups in order, tokens in order
-        logits = self.lm_head(selected).float()
         targets = group_tokens[in_group]
+        token_loss, kl, predictions, logits = self.token_losses(selected, targets, teacher, kl_rows)
         stop_logits = self.stop_head(selected, self.embed(targets)).float()
         stop_targets = (j == group_sizes[:, None] - 1)[in_group].float()
         if self.config.stop_target == "accepted":
             # Entry i + 1 is the next token of the same group wherever entry i is not its group's last.
             wrong_next = torch.zeros_like(stop_targets)
-            wrong_next[:-1] = (logits[1:].detach().argmax(-1) != targets[1:]).float()
+            wrong_next[:-1] = (predictions[1:] != targets[1:]).float()
             stop_targets = torch.maximum(stop_targets, wrong_next)
         micro_index = j.expand_as(in_group)[in_group]
-        token_loss = F.cross_entropy(logits, targets)
         stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
         loss = token_loss + self.config.stop_loss_weight * stop_loss
-        return TrainOutput(loss, token_loss, stop_loss, None, logits, stop_logits, targets, stop_targets, micro_index)
+        if kl is not None:
+            loss = loss + self.config.kl_weight * kl
+        return TrainOutput(loss, token_loss, stop_loss, kl, predictions, stop_logits, targets, stop_targets,
+                           micro_index, logits)
+
+    def token_losses(self, hidden: torch.Tensor, targets: torch.Tensor, teacher: TeacherStates | None = None,
+                     kl_rows: torch.Tensor | None = None):
+        """LM head and token losses of the response tokens' hidden states [T, d] -> (cross-entropy, KL(teacher ||
+        model) or None, argmax predictions [T], fp32 logits [T, V] or None), the losses as means per token
+        (KL: per token of ``kl_rows``, all if None; 0 if there is none).
+
+        ``loss_chunk`` 0: the logits of all T tokens at once (and returned). ``loss_chunk`` n > 0: n tokens at a
+        time, the teacher's logits made inside the chunk, and, when gradients flow, each chunk under activation
+        checkpointing, so that backward recomputes its logits instead of keeping [T, V] tensors: memory is
+        O(n * V) instead of several O(T * V), for one more LM-head product per token (two with a teacher).
+        Same losses and gradients up to float summation order."""
+        chunk = self.loss_chunk
+        if chunk <= 0:
+            logits = self.lm_head(hidden).float()
+            token_loss = F.cross_entropy(logits, targets)
+            kl = None
+            if teacher is not None and kl_rows is None:
+                kl = kl_to_teacher(logits, teacher.logits())
+            elif teacher is not None:
+                kl = kl_to_teacher(logits[kl_rows], teacher.logits(kl_rows)) if kl_rows.any() else logits.new_zeros(())
+            return token_loss, kl, logits.detach().argmax(-1), logits
+        head = self.base.get_output_embeddings()
+        grad = torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
+        n, ce, kl, predictions = hidden.shape[0], [], [], []
+        for start in range(0, n, chunk):
+            part = (head, hidden[start:start + chunk], targets[start:start + chunk], teacher,
+                    None if kl_rows is None else kl_rows[start:start + chunk], start)
+            if grad:
+                sums = checkpoint(_chunk_losses, *part, use_reentrant=False, preserve_rng_state=False)
+            else:
+                sums = _chunk_losses(*part)
+            ce.append(sums[0])
+            kl.append(sums[1])
+            predictions.append(sums[2])
+        token_loss = torch.stack(ce).sum() / n
+        if teacher is None:
+            return token_loss, None, torch.cat(predictions), None
+        count = n if kl_rows is None else kl_rows.sum().clamp(min=1)
+        return token_loss, torch.stack(kl).sum() / count, torch.cat(predictions), None
 
     def unmerged_inputs(self, batch: TrainBatch | PackedBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(ids, positions, mask) of the ordinary, unmerged [prompt, response] sequences, right-padded."""
@@ -220,13 +314,17 @@ class HamburgerModel(nn.Module):
         return ids, positions, slot_mask(packed.ids_valid)
 
     @torch.no_grad()
-    def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
-        """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
+    def teacher_states(self, batch: TrainBatch | PackedBatch) -> TeacherStates:
+        """The unmerged base's final hidden states at every response token (TrainOutput order) and its LM head."""
         packed = as_packed(batch, self.config.max_steps, self.device)
         ids, positions, mask = self.unmerged_inputs(packed)
         self._taps = None
-        out = base_decoder_stack(self.base)(input_ids=ids, position_ids=positions, attention_mask=mask)
-        return self.lm_head(out.last_hidden_state[packed.response_at]).float()
+        out = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask)
+        return TeacherStates(out.last_hidden_state[packed.response_at], self.base.get_output_embeddings())
+
+    def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
+        """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
+        return self.teacher_states(batch).logits()
 
 
 def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
@@ -234,3 +332,20 @@ def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.T
     teacher = F.log_softmax(teacher_logits.float(), -1)
     student = F.log_softmax(logits.float(), -1)
     return F.kl_div(student, teacher, log_target=True, reduction="batchmean")
+
+
+def _chunk_losses(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, teacher: TeacherStates | None,
+                  kl_rows: torch.Tensor | None, start: int):
+    """One chunk of `HamburgerModel.token_losses`: (summed cross-entropy, summed KL or None, argmax predictions)."""
+    logits = head(hidden).float()
+    ce = F.cross_entropy(logits, targets, reduction="sum")
+    predictions = logits.detach().argmax(-1)
+    if teacher is None:
+        return ce, None, predictions
+    rows = slice(start, start + hidden.shape[0])
+    if kl_rows is not None:
+        rows = torch.arange(rows.start, rows.stop, device=hidden.device)[kl_rows]
+        logits = logits[kl_rows]
+    teacher_logp = F.log_softmax(teacher.logits(rows), -1)
+    kl = F.kl_div(F.log_softmax(logits, -1), teacher_logp, log_target=True, reduction="sum")
+    return ce, kl, predictions

@@ -114,7 +114,7 @@ def heldout_loss(model, prompt_ids: list[list[int]], responses: list[list[int]])
             groups = decreasing_v2(entropy, model.config.max_steps)
             out = model.training_forward(TrainBatch([p], [r], [groups]))
             losses.append((out.token_loss.item(), len(r)))
-            correct += (out.token_logits.argmax(-1) == out.targets).sum().item()
+            correct += (out.predictions == out.targets).sum().item()
             total += len(r)
     tokens = sum(n for _, n in losses)
     return {"heldout_loss": sum(l * n for l, n in losses) / max(1, tokens), "heldout_token_acc": correct / max(1, total)}

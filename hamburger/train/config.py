@@ -63,6 +63,10 @@ class TrainConfig:
     warmup_steps: int = 20  # linear warm-up from 0
     grad_clip: float = 1.0  # global gradient-norm clip (0 = off)
     dtype: str = "fp32"  # "fp32" or "bf16" (autocast; master weights stay fp32)
+    loss_chunk: int = 0  # response tokens per LM-head + loss chunk (0 = all at once); > 0 never holds whole
+    #                      [tokens, vocab] logits: each chunk is recomputed in backward. Same losses up to rounding
+    compile: bool = False  # torch.compile the base's decoder stack (dynamic shapes) for training and the KL teacher
+    compile_backend: str = "inductor"  # torch.compile backend when compile is on ("aot_eager", "eager": checks)
     # --- batches
     batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
     max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
@@ -87,7 +91,7 @@ class TrainConfig:
 
     # Fields that may change on --resume without breaking an exact continuation.
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
-                 "progress", "device", "epochs", "max_train_steps")
+                 "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:
@@ -103,7 +107,7 @@ class TrainConfig:
         for name in ("max_steps", "decoder_layers", "lora_r", "grad_accum", "bucket_size", "msd_stride"):
             need(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("num_taps", "max_tokens", "warmup_steps", "max_train_steps", "threads", "log_every",
-                     "eval_every", "save_every", "eval_max_rows", "batch_size"):
+                     "eval_every", "save_every", "eval_max_rows", "batch_size", "loss_chunk"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.batch_size > 0 or self.max_tokens > 0, "batch_size or max_tokens must be > 0")
         for name in ("lr_grafted", "lr_base", "min_lr", "weight_decay", "grad_clip", "kl_weight",
@@ -111,6 +115,13 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        if self.compile:  # (torch._dynamo is imported only when compiling)
+            from torch._dynamo import list_backends
+
+            backends = list_backends(exclude_tags=())
+            need(self.compile_backend in backends,
+                 f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
+                 f"got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")

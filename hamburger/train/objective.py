@@ -3,7 +3,7 @@
 * `lr_at`: linear warm-up then cosine decay to a floor.
 * `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
   processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
-* `Objective`: what the wrapped network computes: KL-teacher logits (if any), then the stage's forward.
+* `Objective`: what the wrapped network computes: the KL teacher (if any), then the stage's forward.
 * `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
   the ordinary (unmerged) base forward, which runs without gradients, on the data's groups or on a
   group starting at every response token (`chain_starts`), with the base's soft targets (KL) if asked.
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.model import HamburgerModel, TrainOutput, kl_to_teacher
+from hamburger.core.model import HamburgerModel, TeacherStates, TrainOutput
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_starts, pad_group
 
 
@@ -32,28 +32,33 @@ def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> floa
 
 
 # Layout of the stats vector: counts and sums that add across micro-batches and processes.
-T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, HEAD = range(8)
+T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, RESPONSE, HEAD = range(9)
 
 
-def empty_stats(max_steps: int) -> torch.Tensor:
-    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64)
+def empty_stats(max_steps: int, device=None) -> torch.Tensor:
+    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64, device=device)
 
 
-def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int) -> torch.Tensor:
+def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int,
+                response_tokens: int | None = None) -> torch.Tensor:
     """Sums over one micro-batch: [tokens, token loss, stop loss, kl, stop correct, positions, padded
-    positions, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1]."""
+    positions, response tokens, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1].
+
+    "tokens" are the predictions the loss averages over; ``response_tokens`` (default: as many) the rows'
+    response tokens, which stage msd's chains (`msd_chains: all`) predict several times each. The sums stay on
+    the outputs' device: no host sync per step (the trainer reads them once per log line)."""
     n = out.targets.numel()
-    s = empty_stats(max_steps)
+    s = empty_stats(max_steps, out.targets.device)
     s[T] = n
     s[TOKEN_LOSS] = out.token_loss.detach().double() * n
     s[STOP_LOSS] = out.stop_loss.detach().double() * n
     s[KL] = out.kl.detach().double() * n if out.kl is not None else 0.0
     s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
     s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
-    correct = (out.token_logits.detach().argmax(-1) == out.targets).double().cpu()
-    index = out.micro_index.cpu()
-    s[HEAD:HEAD + max_steps] = torch.zeros(max_steps, dtype=torch.float64).index_add_(0, index, correct)
-    s[HEAD + max_steps:] = torch.bincount(index, minlength=max_steps).double()
+    s[RESPONSE] = n if response_tokens is None else response_tokens
+    correct = (out.predictions == out.targets).double()
+    s[HEAD:HEAD + max_steps] = s[HEAD:HEAD + max_steps].index_add(0, out.micro_index, correct)
+    s[HEAD + max_steps:] = s[HEAD + max_steps:].index_add(0, out.micro_index, torch.ones_like(correct))
     return s
 
 
@@ -62,7 +67,8 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     n = max(float(s[T]), 1.0)
     token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
     correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
-    out = {"tokens": int(s[T]), "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
+    out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]),
+           "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
            "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
            "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
            "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}
@@ -118,23 +124,19 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: 
         final, features = model.base_forward(model.embed(ids), positions, mask)
     chains_at = chain_starts(packed.batch, k, chains, stride)
     rows, cols, tokens, sizes = (torch.tensor(x, device=device) for x in chains_at)
-    out = model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes)
+    teacher, micro = None, None
     if model.config.kl_weight > 0:
         j = torch.arange(k, device=device)[None, :]
         in_group = j < sizes[:, None]
-        micro = out.micro_index > 0
-        # The base's prediction of a micro token is at the position right before it: (row, col + j).
-        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group][micro]
-        unique, inverse = torch.unique(where, return_inverse=True)
-        with torch.no_grad():
-            teacher = model.lm_head(final.flatten(0, 1)[unique]).float()[inverse]
-        out.kl = kl_to_teacher(out.token_logits[micro], teacher) if micro.any() else out.loss.new_zeros(())
-        out.loss = out.loss + model.config.kl_weight * out.kl
-    return out
+        # The base's prediction of the token j of a chain is at the position right before it: (row, col + j).
+        where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group]
+        micro = j.expand_as(in_group)[in_group] > 0  # the KL covers the micro tokens only
+        teacher = TeacherStates(final.flatten(0, 1), model.base.get_output_embeddings(), where)
+    return model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes, teacher, micro)
 
 
 class Objective(nn.Module):
-    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's logits when the KL
+    """What the (DDP/FSDP-wrapped) network computes for a batch: the teacher's states when the KL
     term is on (no gradient), then the training forward of the configured stage."""
 
     def __init__(self, model: HamburgerModel, stage: str, teacher_base: nn.Module | None = None,
@@ -143,18 +145,19 @@ class Objective(nn.Module):
         self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
-    def teacher(self, batch: TrainBatch | PackedBatch) -> torch.Tensor | None:
-        """Logits of the unmerged, unadapted base (None when kl_weight is 0)."""
+    def teacher(self, batch: TrainBatch | PackedBatch) -> TeacherStates | None:
+        """The unmerged, unadapted base at every response token (None when kl_weight is 0): its hidden states
+        and LM head, so that its logits can be made a chunk at a time (`TeacherStates`)."""
         model = self.model
         if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
             return None
         if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
             with adapters_disabled(model.base):
-                return model.teacher_logits(batch)
+                return model.teacher_states(batch)
         own = model.base
         try:  # full fine-tuning: swap the frozen original in for one no-grad forward
             model.base = self.teacher_base
-            return model.teacher_logits(batch)
+            return model.teacher_states(batch)
         finally:
             model.base = own
 

@@ -13,6 +13,7 @@ never stopped. Ctrl-C / SIGTERM save a checkpoint before exiting.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import random
 import shutil
@@ -58,13 +59,18 @@ class Trainer:
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
+        self.model.loss_chunk = cfg.loss_chunk
         self.model.to(self.dist.device)
+        if cfg.compile:
+            self.model.compile_training(cfg.compile_backend)
         self._set_trainable()
         self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
                                    cfg.msd_stride)
         layers = list(base_decoder_stack(self.model.base).layers) + list(self.model.decoder.layers)
         self.net = wrap(self.objective, layers, self.dist, cfg.parallel)
-        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay)
+        self.adamw = adamw_options(self.dist.device, cfg.parallel == "fsdp" and self.dist.active)
+        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=cfg.lr_grafted, weight_decay=cfg.weight_decay,
+                                           **self.adamw)
         vocab = self.model.base.get_input_embeddings().num_embeddings
         k = self.model.config.max_steps
         self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab, cfg.recut_settings(k))
@@ -170,7 +176,7 @@ class Trainer:
         cfg, k = self.cfg, self.model.config.max_steps
         micro = shard(rows, self.lengths(epoch), self.dist.world, self.dist.rank, cfg.grad_accum)
         total = sum(len(self.rows[i].response_ids) for i in rows)
-        stats = empty_stats(k)
+        stats = empty_stats(k, self.dist.device)
         self.net.train()
         for j, part in enumerate(micro):
             batch_rows = [self.rows[i].at_epoch(epoch) for i in part or rows[:1]]  # an empty share still joins in
@@ -180,7 +186,8 @@ class Trainer:
                     out = self.net(collate(batch_rows, k, self.dist.device))
                 (out.loss * weight).backward()
             if part:
-                stats += batch_stats(out, k, *padding_fraction([batch_rows]))
+                stats += batch_stats(out, k, *padding_fraction([batch_rows]),
+                                     sum(len(r.response_ids) for r in batch_rows))
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.step, len(self.plan.steps), group["peak"], cfg.min_lr, cfg.warmup_steps)
         if cfg.grad_clip > 0:
@@ -202,7 +209,8 @@ class Trainer:
             (self.run / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=1) + "\n")
             self.log({"kind": "start", "step": self.step, "steps": total, "rows": len(self.rows),
                       "world": self.dist.world, "trainable_params": sum(p.numel() for p in self.trainable),
-                      "base_mode": cfg.base_mode, "stage": cfg.stage})
+                      "base_mode": cfg.base_mode, "stage": cfg.stage,
+                      "adamw": next(iter(self.adamw), "default"), "device": str(self.dist.device)})
         bar = None
         if main and cfg.progress:
             from tqdm import tqdm
@@ -217,8 +225,10 @@ class Trainer:
                     m = summarize(self.dist.all_sum(window), self.model.config.max_steps, cfg.kl_weight,
                                   cfg.stop_loss_weight)
                     dt = time.perf_counter() - t0
-                    m.update(kind="train", step=self.step, epoch=epoch, tok_s=m["tokens"] / dt,
+                    m.update(kind="train", step=self.step, epoch=epoch, tok_s=m["response_tokens"] / dt,
                              lr={g["kind"]: g["lr"] for g in self.optimizer.param_groups})
+                    if self.dist.device.type == "cuda":  # peak so far, this process
+                        m["max_mem_gib"] = round(torch.cuda.max_memory_allocated(self.dist.device) / 2**30, 2)
                     self.log(m)
                     if bar is not None:
                         bar.set_postfix(loss=f"{m['loss']:.3f}", acc=f"{m['token_acc']:.3f}",
@@ -265,8 +275,8 @@ class Trainer:
         batches = [order[i:i + size] for i in range(0, len(order), size)]
         count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
         mine = batches[self.dist.rank::self.dist.world]
-        stats = empty_stats(k)
         self.objective.eval()  # under FSDP this is the sharded module itself; under DDP the unwrapped one
+        stats = empty_stats(k, self.dist.device)
         for n in range(count):
             rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
@@ -344,6 +354,17 @@ class Trainer:
         load_optimizer_state(self.net, self.optimizer, state["optimizer"])
         random.setstate((3, tuple(int(x) for x in state["rng_python"]), None))
         torch.set_rng_state(state["rng_torch"])
+
+
+def adamw_options(device: torch.device, fsdp: bool = False) -> dict:
+    """AdamW's implementation: fused (one kernel over all parameters) on CUDA when this torch build has it,
+    foreach on CUDA otherwise (and under FSDP, whose sharded parameters we have not tried with fused); on the
+    CPU torch's default per-parameter loop, so CPU runs stay exactly what they were."""
+    if device.type != "cuda":
+        return {}
+    if not fsdp and "fused" in inspect.signature(torch.optim.AdamW).parameters:
+        return {"fused": True}
+    return {"foreach": True}
 
 
 # ---------------------------------------------------------------------------------------- entry point

@@ -111,7 +111,7 @@ def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
         out = trainer.model(batch, trainer.teacher(batch))
     assert out.kl is not None and out.kl.item() < 1e-5  # one token per group = the unmerged base, exactly
     skip = out.micro_index == 0
-    assert torch.allclose(out.token_logits[skip], trainer.teacher(batch)[skip], atol=1e-4)
+    assert torch.allclose(out.token_logits[skip], trainer.teacher(batch).logits()[skip], atol=1e-4)
 
     def final_kl(weight):  # start from adapters pushed away from the base: a KL that is clearly > 0
         t = Trainer(config(env, tmp_path / f"kl{weight}", base=env["peaked"], base_mode="lora", kl_weight=1.0,

@@ -1,0 +1,248 @@
+"""The fast training path equals the plain one: chunked LM head + losses (`loss_chunk`), torch.compile
+(`compile`), fused AdamW (CUDA only; the CPU keeps torch's default), and resuming runs saved before these settings."""
+
+import json
+
+import pytest
+import torch
+
+from hamburger.errors import HamburgerError
+from hamburger.train.batching import collate
+from hamburger.train.config import TrainConfig
+from hamburger.train.objective import batch_stats, summarize
+from hamburger.train.trainer import Trainer, adamw_options
+from tests.helpers import tiny_base, write_dataset
+
+CHUNK = 7  # response tokens per chunk: several chunks per batch and a ragged last one
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, char_tokenizer):
+    root = tmp_path_factory.mktemp("fast")
+    base = root / "base"
+    model = tiny_base("llama", seed=0)
+    with torch.no_grad():  # sharper distributions: a KL clearly > 0, argmaxes far from ties
+        model.get_input_embeddings().weight.mul_(4.0)
+    model.save_pretrained(base)
+    char_tokenizer.save_pretrained(base)
+    return {"base": str(base), "data": str(write_dataset(root / "data.jsonl", char_tokenizer))}
+
+
+def config(env, out, **kw) -> TrainConfig:
+    settings = dict(base=env["base"], data=env["data"], out=str(out), batch_size=6, epochs=100.0, max_train_steps=3,
+                    lr_grafted=3e-3, lr_base=1e-3, warmup_steps=1, threads=1, progress=False, log_every=1,
+                    save_every=0, decoder_layers=1, lora_r=4, decoder_init="random")
+    settings.update(kw)
+    return TrainConfig.from_dict(settings)
+
+
+def perturb_lora(trainer: Trainer) -> None:
+    """Non-zero adapters, so that the LoRA model differs from its teacher (B = 0 at init)."""
+    from hamburger.core.lora import lora_modules
+
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, m in lora_modules(trainer.model.base):
+            m.lora_B.copy_(torch.randn(m.lora_B.shape, generator=g) * 0.2)
+
+
+def forward_backward(trainer: Trainer, chunk: int, rows: list[int]):
+    """One forward + backward at ``loss_chunk`` = chunk on the same weights: (output, {param: grad})."""
+    trainer.model.loss_chunk = chunk
+    trainer.optimizer.zero_grad(set_to_none=True)
+    out = trainer.net(collate([trainer.rows[i] for i in rows], trainer.model.config.max_steps))
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad and p.grad is not None}
+    trainer.optimizer.zero_grad(set_to_none=True)
+    return out, grads
+
+
+MODES = {
+    "frozen": dict(base_mode="frozen"),
+    "frozen+kl+accepted": dict(base_mode="frozen", kl_weight=0.5, stop_target="accepted"),
+    "lora+kl": dict(base_mode="lora", kl_weight=0.5),
+    "lora-merged+kl": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5),
+    "full+kl+accepted": dict(base_mode="full", kl_weight=0.5, stop_target="accepted"),
+    "msd": dict(stage="msd", base_mode="frozen"),
+    "msd-all+kl": dict(stage="msd", base_mode="frozen", msd_chains="all", stop_target="accepted", kl_weight=1.0),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_chunked_losses_and_gradients_equal_the_plain_path(env, tmp_path, mode):
+    trainer = Trainer(config(env, tmp_path, **MODES[mode]))
+    if trainer.cfg.base_mode == "lora":
+        perturb_lora(trainer)
+    if trainer.cfg.base_mode == "full":  # move the trained base away from its teacher copy
+        with torch.no_grad():
+            for p in trainer.model.base.parameters():
+                p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(2)) * 0.02)
+    rows = trainer.plan.steps[0][2]
+    plain, plain_grads = forward_backward(trainer, 0, rows)
+    chunked, chunked_grads = forward_backward(trainer, CHUNK, rows)
+    assert plain.targets.numel() > 3 * CHUNK and plain.targets.numel() % CHUNK  # several chunks, a ragged last one
+    assert plain.token_logits is not None and chunked.token_logits is None
+    assert torch.equal(plain.predictions, plain.token_logits.argmax(-1))
+    assert torch.equal(chunked.predictions, plain.predictions)
+    assert torch.equal(chunked.stop_targets, plain.stop_targets)  # (stop_target accepted reads the predictions)
+    if trainer.cfg.stop_target == "accepted":  # labels beyond the group ends: made from the predictions
+        group_end = torch.cat([plain.micro_index[1:] == 0, torch.tensor([True])]).float()
+        assert (plain.stop_targets > group_end).any()
+    for name in ("loss", "token_loss", "stop_loss", "kl"):
+        a, b = getattr(plain, name), getattr(chunked, name)
+        assert (a is None) == (b is None) == (trainer.cfg.kl_weight == 0 and name == "kl"), name
+        if a is not None:
+            torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7, msg=name)
+    if trainer.cfg.kl_weight:
+        assert plain.kl > 1e-3  # the KL is really there
+    assert plain_grads.keys() == chunked_grads.keys() and plain_grads
+    assert any(n.startswith("base.") for n in plain_grads) == (trainer.cfg.base_mode != "frozen")
+    assert sum(float(g.abs().sum()) for g in plain_grads.values()) > 0
+    for name, g in plain_grads.items():  # (absolute tolerance: relative to the largest entry of the gradient)
+        torch.testing.assert_close(chunked_grads[name], g, rtol=1e-5, atol=1e-5 * float(g.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")
+    sa, sb = (batch_stats(o, 4, 0, 0) for o in (plain, chunked))
+    torch.testing.assert_close(sb, sa, rtol=1e-6, atol=1e-7)
+
+
+def test_chunked_path_under_bf16_autocast(env, tmp_path):
+    """Each chunk's recompute in backward runs under the forward's autocast (else checkpointing would refuse the
+    recomputed tensors' dtypes): bf16 losses and gradients equal the plain path's up to bf16 rounding."""
+    trainer = Trainer(config(env, tmp_path, base_mode="full", kl_weight=0.5, stop_target="accepted", dtype="bf16"))
+    rows = trainer.plan.steps[0][2]
+    with trainer._autocast():
+        (plain, plain_grads), (chunked, chunked_grads) = (forward_backward(trainer, c, rows) for c in (0, CHUNK))
+    assert plain.token_logits.dtype == torch.float32 and chunked.token_logits is None
+    for name in ("loss", "token_loss", "stop_loss", "kl"):
+        torch.testing.assert_close(getattr(chunked, name), getattr(plain, name), rtol=1e-5, atol=1e-6)
+    assert torch.equal(chunked.stop_targets, plain.stop_targets)
+    for name, g in plain_grads.items():
+        torch.testing.assert_close(chunked_grads[name], g, rtol=0.02, atol=0.01 * float(g.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+def test_chunked_path_keeps_no_token_by_vocabulary_tensor_for_backward(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path, base_mode="lora", kl_weight=0.5))
+    head = trainer.model.base.get_output_embeddings().weight
+    vocab = head.shape[0]
+    batch = collate([trainer.rows[i] for i in trainer.plan.steps[0][2]], 4)
+
+    def largest_saved_logits(chunk: int) -> int:
+        """Rows of the largest [rows, vocab] tensor autograd keeps for backward (checkpointed chunks keep none)."""
+        trainer.model.loss_chunk = chunk
+        rows = [0]
+
+        def pack(t):
+            if t.ndim == 2 and t.shape[-1] == vocab and t.untyped_storage().data_ptr() != head.data_ptr():
+                rows[0] = max(rows[0], t.shape[0])
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = trainer.net(batch)
+        out.loss.backward()
+        return rows[0], out.targets.numel()
+
+    kept, tokens = largest_saved_logits(0)
+    assert kept == tokens  # today's path keeps [T, V] logits
+    assert largest_saved_logits(CHUNK)[0] == 0
+
+
+def test_chunked_training_steps_equal_plain_steps_and_eval(env, tmp_path):
+    def run(chunk):
+        t = Trainer(config(env, tmp_path / f"c{chunk}", base_mode="lora", kl_weight=0.5, stop_target="accepted",
+                           loss_chunk=chunk, eval_data=env["data"], eval_max_rows=8))
+        assert t.model.loss_chunk == chunk
+        assert t.train() == 0
+        lines = [json.loads(x) for x in (tmp_path / f"c{chunk}" / "metrics.jsonl").read_text().splitlines()]
+        return t, lines
+
+    (a, la), (b, lb) = run(0), run(CHUNK)
+    for name, p in a.model.named_parameters():
+        if p.requires_grad:
+            torch.testing.assert_close(dict(b.model.named_parameters())[name], p, rtol=1e-5, atol=1e-6, msg=name)
+    train_a, train_b = ([x for x in lines if x["kind"] in ("train", "eval")] for lines in (la, lb))
+    assert len(train_a) == len(train_b) == 4
+    for x, y in zip(train_a, train_b):
+        for key in ("loss", "token_loss", "stop_loss", "kl", "token_acc", "stop_acc"):
+            assert y[key] == pytest.approx(x[key], rel=1e-5, abs=1e-7), key
+        assert x["token_acc_micro"] == y["token_acc_micro"]
+
+
+def test_tok_s_counts_response_tokens_not_msd_chain_predictions(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path, stage="msd", base_mode="frozen", msd_chains="all",
+                             stop_target="accepted", max_train_steps=1))
+    rows = trainer.plan.steps[0][2]
+    s = trainer.train_step(rows)
+    m = summarize(s, 4, 0.0, 0.5)
+    response = sum(len(trainer.rows[i].response_ids) for i in rows)
+    assert m["response_tokens"] == response and m["tokens"] > 2 * response  # each token is in up to 4 chains
+
+
+def test_compiled_step_equals_eager_step(env, tmp_path):
+    """compile: the decoder stack under torch.compile (backend aot_eager: traced forward and backward, no codegen)
+    gives the eager losses and weights after one step, the KL teacher compiled too (a second stack)."""
+    kw = dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, max_train_steps=1, loss_chunk=CHUNK)
+    eager = Trainer(config(env, tmp_path / "eager", **kw))
+    compiled = Trainer(config(env, tmp_path / "compiled", compile=True, compile_backend="eager", **kw))
+    for t in (eager, compiled):
+        perturb_lora(t)
+    rows = eager.plan.steps[0][2]
+    sa, sb = eager.train_step(rows), compiled.train_step(rows)
+    assert len(compiled.model._compiled_train) == 1 and not eager.model._compiled_train
+    torch.testing.assert_close(sb, sa, rtol=1e-5, atol=1e-6)
+    for name, p in eager.model.named_parameters():
+        if p.requires_grad:
+            torch.testing.assert_close(dict(compiled.model.named_parameters())[name], p, rtol=1e-5, atol=1e-6,
+                                       msg=name)
+
+
+def test_settings_are_checked_and_cpu_adamw_is_the_default(env, tmp_path):
+    with pytest.raises(HamburgerError, match="loss_chunk must be >= 0"):
+        config(env, tmp_path, loss_chunk=-1)
+    with pytest.raises(HamburgerError, match="compile_backend must be"):
+        config(env, tmp_path, compile=True, compile_backend="nonsense")
+    with pytest.raises(HamburgerError, match="compile must be bool"):
+        config(env, tmp_path, compile="yes")
+    assert adamw_options(torch.device("cpu")) == {}
+    assert adamw_options(torch.device("cuda", 0)) == {"fused": True}
+    assert adamw_options(torch.device("cuda", 0), fsdp=True) == {"foreach": True}
+    trainer = Trainer(config(env, tmp_path))
+    group = trainer.optimizer.param_groups[0]
+    assert not group["fused"] and not group["foreach"]  # CPU: the per-parameter loop, as before
+
+
+def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
+    """A trainer state whose config lacks loss_chunk/compile/compile_backend resumes, with or without them."""
+    kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=4, save_every=2)
+    straight = Trainer(config(env, tmp_path / "a", **kw))
+    assert straight.train() == 0
+
+    def stop_at_2(trainer):
+        if trainer.step == 2:
+            trainer.stop_signal = 15
+
+    first = Trainer(config(env, tmp_path / "b", **kw))
+    assert first.train(on_step=stop_at_2) == 128 + 15
+    state_file = tmp_path / "b" / "last" / "trainer_state.pt"
+    state = torch.load(state_file, weights_only=True)
+    old = json.loads(state["config"])
+    for key in ("loss_chunk", "compile", "compile_backend"):
+        del old[key]
+    state["config"] = json.dumps(old)
+    torch.save(state, state_file)
+    resumed = Trainer(config(env, tmp_path / "b", loss_chunk=CHUNK, **kw), resume=True)
+    assert resumed.step == 2 and resumed.train() == 0
+    for name, p in straight.model.named_parameters():
+        if p.requires_grad:
+            torch.testing.assert_close(dict(resumed.model.named_parameters())[name], p, rtol=1e-5, atol=1e-6,
+                                       msg=name)
+
+
+def test_every_shipped_config_loads_and_the_gpu_one_is_fast():
+    from hamburger.train.config import read_config_file
+    from tests.helpers import ROOT
+
+    configs = {p.name: TrainConfig.from_dict(read_config_file(p), str(p)) for p in (ROOT / "configs").glob("*.yaml")}
+    fast = configs["smollm2-gpu-full-fast.yaml"]
+    assert (fast.base_mode, fast.dtype, fast.compile, fast.stop_target) == ("full", "bf16", True, "accepted")
+    assert fast.loss_chunk > 0 and fast.kl_weight > 0 and fast.max_tokens > 0 and fast.batch_size == 0
