@@ -8,7 +8,7 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged lora frozen]  training runs, in order
+#   RUNS [lora-merged full lora frozen]  training runs, in order (full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,12 +61,13 @@ train() {  # NAME CONFIG DATA
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora-merged lora frozen}; do
+for run in ${RUNS:-lora-merged full lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
-        *) echo "unknown run $run (lora-merged | lora | frozen)"; exit 2 ;;
+        full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" > "$W/full.log" 2>&1 ;;
+        *) echo "unknown run $run (lora-merged | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done
