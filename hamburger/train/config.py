@@ -89,9 +89,10 @@ class TrainConfig:
     save_every: int = 100  # steps between checkpoints (0 = only at the end / on interrupt)
     progress: bool = True  # tqdm progress bar (rank 0)
 
-    # Fields that may change on --resume without breaking an exact continuation.
+    # Fields that may change on --resume: paths, logging and the schedule's length, and speed settings that change
+    # results by rounding only (dtype: bf16 autocast keeps fp32 master weights and optimizer state).
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
-                 "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend")
+                 "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend", "dtype")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:

@@ -246,3 +246,18 @@ def test_every_shipped_config_loads_and_the_gpu_one_is_fast():
     fast = configs["smollm2-gpu-full-fast.yaml"]
     assert (fast.base_mode, fast.dtype, fast.compile, fast.stop_target) == ("full", "bf16", True, "accepted")
     assert fast.loss_chunk > 0 and fast.kl_weight > 0 and fast.max_tokens > 0 and fast.batch_size == 0
+
+
+def test_resume_may_switch_to_bf16_but_not_change_the_recipe(env, tmp_path):
+    """dtype is a speed setting (fp32 master weights and optimizer state either way); a learning rate is not."""
+    kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=4, save_every=2)
+
+    def stop_at_2(trainer):
+        if trainer.step == 2:
+            trainer.stop_signal = 15
+
+    assert Trainer(config(env, tmp_path, **kw)).train(on_step=stop_at_2) == 128 + 15
+    with pytest.raises(HamburgerError, match="differ from the run's.*lr_base"):
+        Trainer(config(env, tmp_path, lr_base=5e-4, **kw), resume=True)
+    resumed = Trainer(config(env, tmp_path, dtype="bf16", **kw), resume=True)
+    assert resumed.step == 2 and resumed.train() == 0 and resumed.step == 4
