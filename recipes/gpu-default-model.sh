@@ -8,7 +8,8 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged full lora frozen]  training runs, in order (full: the paper's recipe plus KL, the fast path)
+#   RUNS [lora-merged lora-after-merge full lora frozen]  training runs, in order (lora-after-merge: the same run
+#        with the adapters on from a row's first merge on; full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,22 +53,24 @@ fi
 #    KL at merged slots only, LoRA + KL everywhere (with unmerged copies of the rows), then the grafted modules
 #    alone on the frozen base. RUNS picks which and in what order.
 stamp train
-train() {  # NAME CONFIG DATA
+train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     local out=$W/$1
     if [ -f "$out/last/trainer_state.pt" ]; then
         grep -q '"kind": "end"' "$out/metrics.jsonl" 2>/dev/null || $HB train --out "$out" --resume
     else
-        $HB train --config "$2" --data "$3" --eval-data "$W/val.jsonl" --out "$out" ${TRAIN_SET:-}
+        $HB train --config "$2" --data "$3" --eval-data "$W/val.jsonl" --out "$out" ${TRAIN_SET:-} "${@:4}"
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora-merged full lora frozen}; do
+for run in ${RUNS:-lora-merged lora-after-merge full lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
+        lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            --set lora_scope=after_merge > "$W/lora-after-merge.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" > "$W/full.log" 2>&1 ;;
-        *) echo "unknown run $run (lora-merged | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (lora-merged | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

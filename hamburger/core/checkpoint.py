@@ -147,7 +147,7 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
     ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
     are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
     inference, same function up to rounding; the result can no longer be trained as LoRA) unless they
-    apply at merged slots only (``lora_scope: merged``), which needs them kept apart.
+    are scoped to merged slots (``lora_scope`` ``merged`` or ``after_merge``), which needs them kept apart.
     """
     path = Path(path)
     meta = read_meta(path)

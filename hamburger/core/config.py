@@ -31,10 +31,12 @@ def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
 # before a token the micro-step decoder gets wrong (teacher-forced), so that "continue" means "the next token
 # will be the base's", the acceptance notion of speculative decoding; the confidence knob thresholds that.
 STOP_TARGETS = ("group_end", "accepted")
-# Where LoRA adapters of the base apply: "all" positions (folded into the weights for inference), or only the
-# "merged" slots (a slot holding a group of 2+ tokens). With "merged" the base is untouched wherever nothing was
-# merged (the prompt, single-token groups), so confidence 1.0 is the base model exactly, adapters and all.
-LORA_SCOPES = ("all", "merged")
+# Where LoRA adapters of the base apply: "all" positions (folded into the weights for inference), only the
+# "merged" slots (a slot holding a group of 2+ tokens), or every slot from a row's first merged slot on
+# ("after_merge": the merged slots and the slots that read them, so the readers adapt too). With "merged" the base
+# is untouched wherever nothing was merged (the prompt, single-token groups); with "after_merge" until the first
+# merge. Either way confidence 1.0 (nothing merges) is the base model exactly, adapters and all.
+LORA_SCOPES = ("all", "merged", "after_merge")
 # What the confidence knob gates, for each micro token (2..max_steps of a group). "stop_head": the group goes on
 # while the stop head's 1 - p_stop after its last token is >= confidence (decided before the MSD's next token
 # exists). "token_prob": the MSD's next token joins the group only if the MSD gives it probability >= confidence

@@ -141,19 +141,20 @@ class HamburgerModel(nn.Module):
         if self._taps is not None:
             self._taps.append(output[0] if isinstance(output, tuple) else output)
 
-    def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None, merged_slots=None):
+    def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None, merged_slots=None,
+                     merged_before=None):
         """One base forward -> (final normed hidden [B, S, d], features [B, S, m, d]).
 
         ``attention_mask`` is an explicit [B, 1, S, slots] boolean mask: positions jump after merges,
         so nothing may be inferred from them. ``merged_slots`` [B, S] marks inputs that merge 2+ tokens
-        (None: none do); with ``lora_scope: merged`` the base's adapters apply there only.
+        (None: none do); ``merged_before`` [B] marks rows whose cached slots hold a merged one (None: none).
+        They gate the base's adapters by ``lora_scope`` (`adapter_gate`).
         """
         self._taps = []
         gated = contextlib.nullcontext()
-        if self.config.lora_scope == "merged":
-            if merged_slots is None:
-                merged_slots = torch.zeros(inputs_embeds.shape[:2], dtype=torch.bool, device=inputs_embeds.device)
-            gated = adapters_gated(self.base, merged_slots)
+        if self.config.lora_scope != "all":
+            gated = adapters_gated(self.base, self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device,
+                                                                merged_slots, merged_before))
         stack = self._training_stack() if cache is None else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
@@ -169,6 +170,16 @@ class HamburgerModel(nn.Module):
         if stack is self._compiled_stack:  # CUDA-graph outputs are overwritten by the next replay: own them
             final, features = final.clone(), features.clone()
         return final, features
+
+    def adapter_gate(self, shape, device, merged_slots=None, merged_before=None) -> torch.Tensor:
+        """Where a scoped base's adapters act, [B, S] bool: at merged slots (``lora_scope: merged``), or at every slot
+        from the row's first merged one on, cached ones included (``after_merge``)."""
+        gate = torch.zeros(shape, dtype=torch.bool, device=device) if merged_slots is None else merged_slots.bool()
+        if self.config.lora_scope == "after_merge":
+            if merged_before is not None:
+                gate = gate | merged_before.bool()[:, None]
+            gate = gate.cummax(1).values
+        return gate
 
     def compile_decoding(self, mode: str | None = "reduce-overhead", backend: str = "inductor") -> None:
         """Compile the base's decoder stack for macro steps: one input per row on a static slot cache

@@ -85,6 +85,7 @@ class _Row:
         self.p_continue: list[float] = []
         self.probs: list[float] = []
         self.group: list[int] = []
+        self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
@@ -322,7 +323,13 @@ class Generation:
         merged = model.embedder(model.embed(group_ids), sizes)[:, None]
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
-        final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None])
+        merged_before = None
+        if model.config.lora_scope == "after_merge":  # (a host list, so no sync: the rows know their groups)
+            merged_before = torch.tensor([r.merged for r in rows], device=model.device)
+        final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None],
+                                             merged_before=merged_before)
+        for r in rows:
+            r.merged = r.merged or len(r.group) > 1
         return final[:, -1], features[:, -1]
 
     def _close_group(self, row: _Row, index: int) -> GroupEvent:

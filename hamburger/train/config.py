@@ -41,8 +41,9 @@ class TrainConfig:
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
     lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
-    lora_scope: str = "all"  # where the adapters apply: "all" positions, or "merged" slots only (the base stays
-    #                          exactly itself where nothing merges; see config.LORA_SCOPES)
+    lora_scope: str = "all"  # where the adapters apply: "all" positions, "merged" slots only, or "after_merge"
+    #                          (every slot from a row's first merge on); the scoped base stays exactly itself where
+    #                          nothing merged (see config.LORA_SCOPES)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
     msd_chains: str = "groups"  # stage msd: teacher-force the data's "groups", or "all": a group of max_steps
     #                             tokens from every response token (needs stop_target accepted)
@@ -124,7 +125,7 @@ class TrainConfig:
                  f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
                  f"got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
-        need(self.lora_scope == "all" or self.base_mode == "lora", "lora_scope 'merged' needs base_mode lora")
+        need(self.lora_scope == "all" or self.base_mode == "lora", f"lora_scope {self.lora_scope!r} needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
         need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")

@@ -1,4 +1,5 @@
-"""LoRA adapters gated per position, and `lora_scope: merged` (the base adapted at merged slots only)."""
+"""LoRA adapters gated per position, and the scoped adapters: `lora_scope: merged` (the base adapted at merged
+slots only) and `after_merge` (at every slot from a row's first merged slot on)."""
 
 import pytest
 import torch
@@ -8,7 +9,8 @@ from hamburger.core.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
 from hamburger.core.lora import adapters_gated, add_lora, lora_modules
-from hamburger.engine.sampling import DecodingConfig
+from hamburger.core.packing import TrainBatch
+from hamburger.engine.sampling import DecodingConfig, knob_gates
 from hamburger.train.config import TrainConfig
 from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base, tiny_hamburger
 
@@ -42,10 +44,26 @@ def test_gate_zero_is_the_base_and_gate_one_the_adapter():
     assert all(m.gate is None for _, m in lora_modules(model.base))  # the gate does not outlive the block
 
 
+SCOPED = ["merged", "after_merge"]
+
+
+def test_adapter_gate_of_each_scope():
+    merged = torch.tensor([[0, 0, 1, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0]], dtype=torch.bool)
+    gate = tiny_hamburger("llama", lora_scope="merged").adapter_gate(merged.shape, "cpu", merged)
+    assert torch.equal(gate, merged)
+    after = tiny_hamburger("llama", lora_scope="after_merge")
+    assert after.adapter_gate(merged.shape, "cpu", merged).int().tolist() == [[0, 0, 1, 1, 1, 1, 1], [0] * 7]
+    assert not after.adapter_gate((2, 3), "cpu").any()  # nothing merged: the base
+    # One new slot per row on a cache: the rows whose cache holds a merged slot are adapted, merged input or not.
+    step = after.adapter_gate((3, 1), "cpu", torch.tensor([[False], [True], [False]]), torch.tensor([True, False, False]))
+    assert step.int().tolist() == [[1], [1], [0]]
+
+
+@pytest.mark.parametrize("scope", SCOPED)
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_merged_scope_at_confidence_one_is_the_base(family, char_tokenizer):
-    """With adapters at merged slots only, confidence 1.0 (nothing merges) decodes the unadapted base exactly."""
-    scoped = adapted(tiny_hamburger(family, lora_scope="merged"))
+def test_scoped_adapters_at_confidence_one_are_the_base(family, scope, char_tokenizer):
+    """With scoped adapters, confidence 1.0 (nothing merges) decodes the unadapted base exactly."""
+    scoped = adapted(tiny_hamburger(family, lora_scope=scope))
     everywhere = adapted(tiny_hamburger(family))
     pristine = tiny_base(family)
     differs = False
@@ -58,10 +76,11 @@ def test_merged_scope_at_confidence_one_is_the_base(family, char_tokenizer):
     assert differs, "adapters applied everywhere must change the base (else this test proves nothing)"
 
 
+@pytest.mark.parametrize("scope", SCOPED)
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_merged_scope_engine_matches_training_forward(family, char_tokenizer):
+def test_scoped_engine_matches_training_forward(family, scope, char_tokenizer):
     """The engine adapts exactly the slots the training forward adapts: same logits token by token."""
-    model = adapted(tiny_hamburger(family, seed=3, lora_scope="merged"), std=0.2)
+    model = adapted(tiny_hamburger(family, seed=3, lora_scope=scope), std=0.2)
     assert_engine_matches_training_forward(model, char_tokenizer)
     # A batch in which one row merges and the other does not: the unmerged row is the base's own.
     prompts = [PROMPTS[0], PROMPTS[1]]
@@ -71,15 +90,53 @@ def test_merged_scope_engine_matches_training_forward(family, char_tokenizer):
     assert out[1].token_ids == plain[1]
 
 
-def test_merged_scope_checkpoint_keeps_adapters_apart(tmp_path, char_tokenizer):
-    model = adapted(tiny_hamburger("llama", seed=3, lora_scope="merged"))
+def test_after_merge_scope_adapts_the_slots_that_read_a_merge(char_tokenizer):
+    """after_merge changes the predictions after a merged slot that merged-only adapters leave to the base, and
+    none before the first merge."""
+    outs = {}
+    batch = TrainBatch([PROMPTS[0]], [list(range(30, 40))], [[1, 1, 2, 1, 1, 3, 1]])
+    for scope in ("merged", "after_merge"):
+        model = adapted(tiny_hamburger("llama", seed=3, lora_scope=scope), std=0.2)
+        with torch.no_grad():
+            outs[scope] = model.training_forward(batch).token_logits
+    # token -> group: 0, 1, 2-3, 4, 5, 6-8, 9. Group 2's merged slot predicts token 4 (adapted by both scopes); the
+    # single slot of group 3 predicts token 5, adapted by after_merge only.
+    assert torch.equal(outs["merged"][:5], outs["after_merge"][:5])
+    assert not torch.allclose(outs["merged"][5:], outs["after_merge"][5:], atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_after_merge_engine_remembers_the_rows_merges(family, char_tokenizer):
+    """One-token groups fed after a merged one are adapted in decoding as in training: the engine keeps each row's
+    merge history (here: long groups first, then the knob raised to 1.0 mid-answer, in one row of a batch)."""
+    model = adapted(tiny_hamburger(family, seed=3, lora_scope="after_merge"), std=0.2)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)  # long groups
+    prompts = [PROMPTS[0], PROMPTS[1]]
+    run = Generation(model, char_tokenizer, prompts, DecodingConfig(max_new_tokens=16, confidence=0.5),
+                     trace_logits=True)
+    for event in run:
+        if event.row == 0 and len(event.token_ids) > 1:  # row 0 merged: one token per forward from now on
+            run.rows[0].threshold, run.rows[0].floor = knob_gates(1.0, model.config.gate)
+    res = run.results
+    assert res[0].groups[0] > 1 and res[0].groups[1:] == [1] * (len(res[0].groups) - 1)
+    assert max(res[1].groups[1:-1]) > 1
+    for row, (prompt, r) in enumerate(zip(prompts, res)):
+        with torch.no_grad():
+            out = model.training_forward(TrainBatch([prompt], [r.token_ids], [r.groups]))
+        torch.testing.assert_close(out.token_logits, torch.stack(run.logits[row]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("scope", SCOPED)
+def test_scoped_checkpoint_keeps_adapters_apart(tmp_path, scope, char_tokenizer):
+    model = adapted(tiny_hamburger("llama", seed=3, lora_scope=scope))
     base_dir = tmp_path / "base"
     tiny_base("llama", seed=3).save_pretrained(base_dir)
     char_tokenizer.save_pretrained(base_dir)
     info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(tiny_base("llama", seed=3)))
     ckpt = save_checkpoint(model, tmp_path / "ckpt", info)
     loaded, tokenizer, _ = load_checkpoint(ckpt, merge_adapters=True)  # what inference asks for
-    assert loaded.config.lora_scope == "merged" and list(lora_modules(loaded.base))  # not folded in
+    assert loaded.config.lora_scope == scope and list(lora_modules(loaded.base))  # not folded in
     cfg = DecodingConfig(max_new_tokens=16, confidence=0.5)
     a, b = generate(model, char_tokenizer, PROMPTS[0], cfg), generate(loaded, tokenizer, PROMPTS[0], cfg)
     assert (a.token_ids, a.groups) == (b.token_ids, b.groups)
@@ -90,4 +147,7 @@ def test_merged_scope_needs_lora_training():
         TrainConfig(base_mode="frozen", lora_scope="merged").validate()
     with pytest.raises(HamburgerError, match="lora_scope"):
         TrainConfig(lora_scope="sometimes").validate()
+    with pytest.raises(HamburgerError, match="after_merge"):
+        TrainConfig(base_mode="full", lora_scope="after_merge").validate()
     TrainConfig(base_mode="lora", lora_scope="merged").validate()
+    TrainConfig(base_mode="lora", lora_scope="after_merge").validate()
