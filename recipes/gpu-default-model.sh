@@ -8,7 +8,7 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged lora-after-merge full lora frozen]  training runs, in order (lora-after-merge: the same run
+#   RUNS [lora-merged full lora-after-merge lora frozen]  training runs, in order (lora-after-merge: the same run
 #        with the adapters on from a row's first merge on; full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 set -euo pipefail
@@ -50,8 +50,9 @@ if [ ! -s "$W/train-mixed.jsonl" ]; then
     mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
 fi
 # 6. Training runs, one after the other (side by side on one 80 GB GPU the LoRA run ran out of memory): LoRA +
-#    KL at merged slots only, LoRA + KL everywhere (with unmerged copies of the rows), then the grafted modules
-#    alone on the frozen base. RUNS picks which and in what order.
+#    KL at merged slots only, the paper's full fine-tune + KL, LoRA + KL from each row's first merge on, LoRA + KL
+#    everywhere (with unmerged copies of the rows), then the grafted modules alone on the frozen base. RUNS picks
+#    which and in what order.
 stamp train
 train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     local out=$W/$1
@@ -62,7 +63,7 @@ train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora-merged lora-after-merge full lora frozen}; do
+for run in ${RUNS:-lora-merged full lora-after-merge lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
         lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \

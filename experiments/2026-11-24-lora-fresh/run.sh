@@ -3,7 +3,8 @@
 # (configs/smollm2-lora-merged-fresh-cpu.yaml). Every step resumes; rerun to continue.
 # Two runs side by side, 1 thread each, on the same rows from the same warm start: adapters at merged slots
 # (lora-fresh) and from a row's first merge on (lora-fresh-after, `lora_scope: after_merge`).
-# Usage: bash experiments/2026-11-24-lora-fresh/run.sh [ROWS]   (ROWS: distilled rows to segment, default 7000)
+# Usage: bash experiments/2026-11-24-lora-fresh/run.sh [ROWS]   (ROWS: distilled rows to segment, default 7000;
+#        DATA_ONLY=1 stops after the data steps)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -29,9 +30,10 @@ part() {  # part NAME LINE_FILTER: a slice of sliding09-all with its meta, split
 }
 part sliding09 "1,${SEEN}p"          # the earlier runs' rows: their 99 val rows are the line's eval
 part fresh "$((SEEN + 1)),\$p"      # rows the line has never seen: the train rows of this run
+[ -z "${DATA_ONLY:-}" ] || exit 0   # DATA_ONLY=1: the data steps only
 run() {  # OUT [--set ...]: train, or resume where it stopped
     if [ -f "$1/last/trainer_state.pt" ]; then
-        nice -n 2 $HB train --out "$1" --resume
+        nice -n 2 $HB train --out "$1" --resume --set loss_chunk=512
     else
         nice -n 2 $HB train --config configs/smollm2-lora-merged-fresh-cpu.yaml --set out="$1" "${@:2}"
     fi
