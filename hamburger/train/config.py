@@ -125,7 +125,8 @@ class TrainConfig:
                  f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
                  f"got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
-        need(self.lora_scope == "all" or self.base_mode == "lora", f"lora_scope {self.lora_scope!r} needs base_mode lora")
+        need(self.lora_scope == "all" or self.base_mode == "lora",
+             f"lora_scope {self.lora_scope!r} needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
         need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")

@@ -55,7 +55,8 @@ def test_adapter_gate_of_each_scope():
     assert after.adapter_gate(merged.shape, "cpu", merged).int().tolist() == [[0, 0, 1, 1, 1, 1, 1], [0] * 7]
     assert not after.adapter_gate((2, 3), "cpu").any()  # nothing merged: the base
     # One new slot per row on a cache: the rows whose cache holds a merged slot are adapted, merged input or not.
-    step = after.adapter_gate((3, 1), "cpu", torch.tensor([[False], [True], [False]]), torch.tensor([True, False, False]))
+    merged_now, merged_before = torch.tensor([[False], [True], [False]]), torch.tensor([True, False, False])
+    step = after.adapter_gate((3, 1), "cpu", merged_now, merged_before)
     assert step.int().tolist() == [[1], [1], [0]]
 
 
