@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-from transformers import StaticCache
+from transformers import DynamicCache, StaticCache
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.core.lora import adapters_disabled, adapters_gated
+from hamburger.core.lora import LORA_KEYS, adapters_disabled, adapters_gated
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed
@@ -66,6 +66,34 @@ class TeacherStates:
             return self.head(self.hidden[unique]).float()[inverse]
 
 
+@dataclass
+class PromptStates:
+    """Every row's prompt through the unadapted base once, without gradients: its final states, MSD features and
+    keys and values. Training shares them between the KL teacher and the training forward whenever no trained
+    weight acts on a prompt slot (`HamburgerModel.prompt_trains`), so both run only the slots after the prompts.
+
+    Joined layout: the prompt slots [B, P] (right-padded to the longest prompt), then the slots run after them."""
+
+    final: torch.Tensor  # [B, P, d]
+    features: torch.Tensor  # [B, P, m, d]
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per base layer: keys, values [B, heads, P, head_dim]
+    lengths: torch.Tensor  # [B] prompt tokens of each row
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return torch.arange(self.final.shape[1], device=self.lengths.device)[None] < self.lengths[:, None]
+
+    def cache(self) -> DynamicCache:
+        """A fresh cache holding the prompts (each forward after them appends to its own)."""
+        return DynamicCache(ddp_cache_data=self.kv)
+
+    def joined(self, at: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(rows, cols) of a layout whose row b has its prompt at columns 0..len-1 -> the same places, joined."""
+        rows, cols = at
+        length = self.lengths[rows]
+        return rows, torch.where(cols < length, cols, self.final.shape[1] + cols - length)
+
+
 def as_teacher(teacher: "TeacherStates | torch.Tensor | None") -> "TeacherStates | None":
     """A teacher given as logits [T, V] becomes `TeacherStates` with an identity head."""
     return TeacherStates(teacher, nn.Identity()) if isinstance(teacher, torch.Tensor) else teacher
@@ -85,6 +113,7 @@ class HamburgerModel(nn.Module):
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
+        self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
             stack.layers[i].register_forward_hook(self._record_tap)
@@ -142,20 +171,21 @@ class HamburgerModel(nn.Module):
             self._taps.append(output[0] if isinstance(output, tuple) else output)
 
     def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None, merged_slots=None,
-                     merged_before=None):
+                     merged_before=None, training: bool = False):
         """One base forward -> (final normed hidden [B, S, d], features [B, S, m, d]).
 
         ``attention_mask`` is an explicit [B, 1, S, slots] boolean mask: positions jump after merges,
         so nothing may be inferred from them. ``merged_slots`` [B, S] marks inputs that merge 2+ tokens
         (None: none do); ``merged_before`` [B] marks rows whose cached slots hold a merged one (None: none).
-        They gate the base's adapters by ``lora_scope`` (`adapter_gate`).
+        They gate the base's adapters by ``lora_scope`` (`adapter_gate`). ``training``: a training forward (one
+        with no ``cache`` always is), which runs the stack of `compile_training`.
         """
         self._taps = []
         gated = contextlib.nullcontext()
         if self.config.lora_scope != "all":
             gated = adapters_gated(self.base, self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device,
                                                                 merged_slots, merged_before))
-        stack = self._training_stack() if cache is None else base_decoder_stack(self.base)
+        stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         try:
@@ -213,17 +243,19 @@ class HamburgerModel(nn.Module):
         return self.decoder(x)[:, m:]
 
     # ----------------------------------------------------------------- training forward
-    def forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None
-                ) -> "TrainOutput":
+    def forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None,
+                prompt: PromptStates | None = None) -> "TrainOutput":
         """`training_forward`, so that DDP/FSDP wrappers (which call forward) work unchanged."""
-        return self.training_forward(batch, teacher)
+        return self.training_forward(batch, teacher, prompt)
 
-    def training_forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None
-                         ) -> TrainOutput:
+    def training_forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None,
+                         prompt: PromptStates | None = None) -> TrainOutput:
         """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL).
 
         ``batch``: a `PackedBatch` (the batching side builds it once per batch), or a `TrainBatch` packed here.
-        ``teacher``: the KL teacher of every response token (`teacher_states`, or its logits [T, V]), or None."""
+        ``teacher``: the KL teacher of every response token (`teacher_states`, or its logits [T, V]), or None.
+        ``prompt``: the prompts' states (`prompt_states`; only where `prompt_trains` is False), or None: the base
+        runs the prompts too. Same outputs and gradients either way, up to float summation order."""
         cfg, device = self.config, self.device
         packed = as_packed(batch, cfg.max_steps, device)
         group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
@@ -238,11 +270,14 @@ class HamburgerModel(nn.Module):
             merge_g = packed.merged_group
             embeds = embeds.index_put(packed.merged_at, merged[merge_g])
             merged_slots = merged_slots.index_put(packed.merged_at, group_sizes[merge_g] > 1)
-        mask = slot_mask(packed.valid)
-        final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
-        group_features = features[packed.before_group]  # [G, m, d]
-        return self.group_outputs(final[packed.before_group], group_features, group_tokens, group_sizes,
-                                  as_teacher(teacher))
+        before = packed.before_group
+        if prompt is None:
+            mask = slot_mask(packed.valid)
+            final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
+        else:  # the prompts' states are given: the base runs the merged slots after them only
+            final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail, merged_slots)
+            before = prompt.joined(before)
+        return self.group_outputs(final[before], features[before], group_tokens, group_sizes, as_teacher(teacher))
 
     def group_outputs(self, skip_hidden: torch.Tensor, features: torch.Tensor, group_tokens: torch.Tensor,
                       group_sizes: torch.Tensor, teacher: TeacherStates | None = None,
@@ -325,13 +360,56 @@ class HamburgerModel(nn.Module):
         return ids, positions, slot_mask(packed.ids_valid)
 
     @torch.no_grad()
-    def teacher_states(self, batch: TrainBatch | PackedBatch) -> TeacherStates:
-        """The unmerged base's final hidden states at every response token (TrainOutput order) and its LM head."""
+    def teacher_states(self, batch: TrainBatch | PackedBatch, prompt: PromptStates | None = None) -> TeacherStates:
+        """The unmerged base's final hidden states at every response token (TrainOutput order) and its LM head;
+        with ``prompt`` (`prompt_states`) it runs the response tokens only, after the prompts' cached states."""
         packed = as_packed(batch, self.config.max_steps, self.device)
         ids, positions, mask = self.unmerged_inputs(packed)
+        head = self.base.get_output_embeddings()
+        if prompt is not None:
+            final, _ = self.after_prompt(prompt, self.embed(ids), positions, packed.unmerged_tail)
+            return TeacherStates(final[prompt.joined(packed.response_at)], head)
         self._taps = None
         out = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask)
-        return TeacherStates(out.last_hidden_state[packed.response_at], self.base.get_output_embeddings())
+        return TeacherStates(out.last_hidden_state[packed.response_at], head)
+
+    # ----------------------------------------------------------------- prompts computed once
+    def prompt_trains(self) -> bool:
+        """Whether a trained weight acts on a prompt slot. Prompt tokens are single-token inputs, embedded by the
+        base (never the embedder), and a scoped LoRA's adapters are off there (`adapter_gate`): so only trainable
+        base weights other than scoped adapters make the prompts' states depend on what trains."""
+        scoped = self.config.lora_scope != "all"
+        return any(p.requires_grad and not (scoped and name.endswith(LORA_KEYS))
+                   for name, p in self.base.named_parameters())
+
+    @torch.no_grad()
+    def prompt_states(self, batch: TrainBatch | PackedBatch) -> PromptStates:
+        """The unadapted base over every row's prompt, once (`PromptStates`)."""
+        packed = as_packed(batch, self.config.max_steps, self.device)
+        lengths = packed.prompt_lengths
+        width = max(len(p) for p in packed.batch.prompt_ids)
+        ids = packed.ids[:, :width]
+        valid = torch.arange(width, device=ids.device)[None] < lengths[:, None]
+        positions = torch.arange(width, device=ids.device)[None].expand(ids.shape[0], -1)
+        cache = DynamicCache()
+        with adapters_disabled(self.base):
+            final, features = self.base_forward(self.embed(ids), positions, slot_mask(valid), cache=cache,
+                                                training=True)
+        return PromptStates(final, features, [(layer.keys, layer.values) for layer in cache.layers], lengths)
+
+    def after_prompt(self, prompt: PromptStates, inputs_embeds: torch.Tensor, positions: torch.Tensor,
+                     tail: tuple[torch.Tensor, torch.Tensor], merged_slots: torch.Tensor | None = None):
+        """The base over the slots ``tail`` (`tail_index`) of a layout whose rows start with their prompts, reading
+        the prompts' cached keys and values -> (final, features) in the joined layout (`PromptStates.joined`)."""
+        cols, valid = tail
+        if cols.shape[1] == 0:  # every row is its prompt and one group: nothing runs after the prompts
+            return prompt.final, prompt.features
+        rows = torch.arange(cols.shape[0], device=cols.device)[:, None]
+        mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1])
+        merged = None if merged_slots is None else merged_slots[rows, cols] & valid
+        final, features = self.base_forward(inputs_embeds[rows, cols], positions[rows, cols], mask,
+                                            cache=prompt.cache(), merged_slots=merged, training=True)
+        return torch.cat([prompt.final, final], 1), torch.cat([prompt.features, features], 1)
 
     def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
         """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""

@@ -52,7 +52,8 @@ class PackedBatch:
 
     Merged layout (the training forward): per row, the prompt tokens, then one merged input per group but the
     last, whose position is that of the group's last token. Unmerged layout (teacher, stage msd): the plain
-    [prompt, response] sequences, right-padded.
+    [prompt, response] sequences, right-padded. The tails index each layout's slots after the prompts, for the
+    forwards that reuse the prompts' states (`HamburgerModel.prompt_states`).
     """
 
     batch: TrainBatch  # the lists it was made from
@@ -68,6 +69,20 @@ class PackedBatch:
     ids: torch.Tensor  # [B, L] unmerged token ids, padded with 0
     ids_valid: torch.Tensor  # [B, L]
     response_at: tuple[torch.Tensor, torch.Tensor]  # unmerged positions predicting each response token
+    prompt_lengths: torch.Tensor  # [B]
+    merged_tail: tuple[torch.Tensor, torch.Tensor]  # merged-layout slots after each prompt (`tail_index`)
+    unmerged_tail: tuple[torch.Tensor, torch.Tensor]  # unmerged positions after each prompt but the last token
+
+
+def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Columns ``starts[b] .. starts[b] + counts[b] - 1`` of each row b as (cols [B, R], valid [B, R]), R the largest
+    count: the slots after each row's prompt, which a forward that reuses the prompt's states runs alone. A padding
+    entry points at column 0 and is never read."""
+    width = max(counts, default=0)
+    cols = [[s + j if j < n else 0 for j in range(width)] for s, n in zip(starts, counts)]
+    valid = [[j < n for j in range(width)] for n in counts]
+    return (torch.tensor(cols, dtype=torch.long, device=device).view(len(counts), width),
+            torch.tensor(valid, dtype=torch.bool, device=device).view(len(counts), width))
 
 
 def pack(batch: TrainBatch, max_steps: int, device=None) -> PackedBatch:
@@ -109,7 +124,9 @@ def pack(batch: TrainBatch, max_steps: int, device=None) -> PackedBatch:
         torch.tensor(positions, dtype=torch.long, device=device), torch.tensor(valid, device=device),
         at(feat_r, feat_c), torch.tensor([s + [0] * (width - len(s)) for s in seqs], device=device),
         torch.tensor([[True] * len(s) + [False] * (width - len(s)) for s in seqs], device=device),
-        at(answer_r, answer_c))
+        at(answer_r, answer_c), torch.tensor([len(p) for p in batch.prompt_ids], device=device),
+        tail_index([len(p) for p in batch.prompt_ids], [len(g) - 1 for g in batch.groups], device),
+        tail_index([len(p) for p in batch.prompt_ids], [len(r) - 1 for r in batch.response_ids], device))
 
 
 def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None) -> PackedBatch:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.model import HamburgerModel, TeacherStates, TrainOutput
+from hamburger.core.model import HamburgerModel, PromptStates, TeacherStates, TrainOutput
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_starts, pad_group
 
 
@@ -145,15 +145,16 @@ class Objective(nn.Module):
         self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
-    def teacher(self, batch: TrainBatch | PackedBatch) -> TeacherStates | None:
+    def teacher(self, batch: TrainBatch | PackedBatch, prompt: PromptStates | None = None) -> TeacherStates | None:
         """The unmerged, unadapted base at every response token (None when kl_weight is 0): its hidden states
-        and LM head, so that its logits can be made a chunk at a time (`TeacherStates`)."""
+        and LM head, so that its logits can be made a chunk at a time (`TeacherStates`). With ``prompt`` (the
+        prompts' states, `HamburgerModel.prompt_states`) it runs the response tokens only."""
         model = self.model
         if model.config.kl_weight <= 0 or self.stage == "msd":  # stage msd reads it from its own base forward
             return None
         if self.teacher_base is None:  # frozen base, or LoRA with its adapters switched off
             with adapters_disabled(model.base):
-                return model.teacher_states(batch)
+                return model.teacher_states(batch, prompt)
         own = model.base
         try:  # full fine-tuning: swap the frozen original in for one no-grad forward
             model.base = self.teacher_base
@@ -163,7 +164,11 @@ class Objective(nn.Module):
 
     def forward(self, batch: TrainBatch | PackedBatch) -> TrainOutput:
         """``batch``: packed by the batching side (`batching.collate`), or a `TrainBatch` packed here once."""
-        batch = as_packed(batch, self.model.config.max_steps, self.model.device)
+        model = self.model
+        batch = as_packed(batch, model.config.max_steps, model.device)
         if self.stage == "msd":
-            return msd_forward(self.model, batch, self.msd_chains, self.msd_stride)
-        return self.model(batch, self.teacher(batch))
+            return msd_forward(model, batch, self.msd_chains, self.msd_stride)
+        # When nothing that trains acts on a prompt slot, the prompts run once, without gradients, for the
+        # teacher and the training forward alike: no backward over them, and the teacher's share is reused.
+        prompt = model.prompt_states(batch) if model.reuse_prompt and not model.prompt_trains() else None
+        return model(batch, self.teacher(batch, prompt), prompt)

@@ -261,3 +261,68 @@ def test_resume_may_switch_to_bf16_but_not_change_the_recipe(env, tmp_path):
         Trainer(config(env, tmp_path, lr_base=5e-4, **kw), resume=True)
     resumed = Trainer(config(env, tmp_path, dtype="bf16", **kw), resume=True)
     assert resumed.step == 2 and resumed.train() == 0 and resumed.step == 4
+
+
+PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merged+kl")}
+PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
+
+
+@pytest.mark.parametrize("mode", list(PROMPT_MODES))
+@pytest.mark.parametrize("chunk", [0, CHUNK])
+def test_prompts_run_once_without_gradients_give_the_same_losses_and_gradients(env, tmp_path, mode, chunk):
+    """Where nothing that trains acts on a prompt slot (frozen base, scoped LoRA), the prompts run once without
+    gradients and the teacher and training forward run only what follows them: same outputs and gradients."""
+    trainer = Trainer(config(env, tmp_path, **PROMPT_MODES[mode]))
+    if trainer.cfg.base_mode == "lora":
+        perturb_lora(trainer)
+    assert not trainer.model.prompt_trains()
+    rows = trainer.plan.steps[0][2]
+    trainer.model.reuse_prompt = False
+    whole, whole_grads = forward_backward(trainer, chunk, rows)
+    trainer.model.reuse_prompt = True
+    calls = []
+    hook = trainer.model.register_forward_pre_hook(lambda m, args: calls.append(args[2] is not None))
+    once, once_grads = forward_backward(trainer, chunk, rows)
+    hook.remove()
+    assert calls == [True]  # the reusing path was taken
+    assert torch.equal(once.predictions, whole.predictions) and torch.equal(once.targets, whole.targets)
+    assert torch.equal(once.stop_targets, whole.stop_targets)
+    for name in ("loss", "token_loss", "stop_loss", "kl"):
+        a, b = getattr(whole, name), getattr(once, name)
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6, msg=name)
+    torch.testing.assert_close(once.stop_logits, whole.stop_logits, rtol=1e-5, atol=1e-5)
+    assert once_grads.keys() == whole_grads.keys() and whole_grads
+    assert any(n.startswith("base.") for n in whole_grads) == (trainer.cfg.base_mode == "lora")
+    for name, g in whole_grads.items():
+        assert float(g.abs().sum()) > 0 or name.startswith("embedder."), name
+        torch.testing.assert_close(once_grads[name], g, rtol=1e-4, atol=1e-5 * float(g.abs().max()) + 1e-12,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("mode", ["lora+kl", "full+kl+accepted"])
+def test_prompts_that_train_are_run_with_gradients(env, tmp_path, mode):
+    trainer = Trainer(config(env, tmp_path, **MODES[mode]))
+    assert trainer.model.prompt_trains()
+    calls = []
+    hook = trainer.model.register_forward_pre_hook(lambda m, args: calls.append(len(args) > 2 and args[2] is not None))
+    trainer.net(collate([trainer.rows[i] for i in trainer.plan.steps[0][2]], 4))
+    hook.remove()
+    assert calls == [False]
+
+
+def test_prompt_states_cover_batches_of_prompt_and_one_group_only(env, tmp_path):
+    """A batch whose every response is one group runs nothing after the prompts: the prompts' states alone."""
+    from hamburger.core.packing import TrainBatch
+
+    trainer = Trainer(config(env, tmp_path, base_mode="frozen", kl_weight=0.5))
+    batch = TrainBatch([[1, 5, 6], [1, 7]], [[8, 9], [10, 11, 12]], [[2], [3]])
+    model = trainer.model
+    with torch.no_grad():
+        model.reuse_prompt = False
+        whole = trainer.net(batch)
+        model.reuse_prompt = True
+        once = trainer.net(batch)
+    torch.testing.assert_close(once.loss, whole.loss, rtol=1e-5, atol=1e-6)
+    assert torch.equal(once.predictions, whole.predictions)
