@@ -11,7 +11,12 @@ unchanged base then reads every answer teacher-forced (chat-templated prompt + a
 References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
 sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
 
+Paired differences (`paired`, printed last): every decode against the base's greedy and sampled answers and
+against the first model's decode at the same gate and knob, per prompt, with 95% bootstrap intervals over the prompts
+(`hamburger.eval.paired.paired_bootstrap`): the way to tell a change from the noise of a few dozen prompts.
+
     python benchmarks/decode_fidelity.py --models hamburger/default_model RUN/last --out RESULT.json
+    python benchmarks/decode_fidelity.py --paired RESULT.json   # the paired table of a result file, again
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from hamburger.core.checkpoint import load_checkpoint
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
+from hamburger.eval.paired import paired_bootstrap
 from hamburger.eval.plausibility import after_merge_agreement, base_reading, micro_agreement, plausibility
 from hamburger.engine.sampling import DecodingConfig
 
@@ -59,9 +65,46 @@ def summarise(rows: list[dict]) -> dict:
             "after_merge_ok": sum(r["after_merge_ok"] for r in rows) / after if after else None}
 
 
+PAIRED_METRICS = ("nll_per_token", "worst_token_nll")
+
+
+def paired(result: dict) -> list[dict]:
+    """Each decode minus a reference on the same prompts, per metric: (difference, 95% interval low, high).
+    References: the base's greedy and sampled answers, and the first model's decode at the same gate and knob."""
+    runs = result["runs"]
+    references = [r for r in runs if r["model"] in ("base greedy", "base sampled")]
+    models = [r["model"] for r in runs if not r["model"].startswith("base ")]
+    first = {(r["gate"], r["confidence"]): r for r in runs if models and r["model"] == models[0]}
+    out = []
+    for run in runs:
+        if run["model"].startswith("base "):
+            continue
+        same = first.get((run["gate"], run["confidence"]))
+        for label, ref in [(r["model"], r) for r in references] + [(models[0], same if same is not run else None)]:
+            if ref is None:
+                continue
+            by_id = {row["id"]: row for row in ref["rows"]}
+            rows = [(row, by_id[row["id"]]) for row in run["rows"]]
+            line = {"model": run["model"], "gate": run["gate"], "confidence": run["confidence"], "against": label}
+            for metric in PAIRED_METRICS:
+                diff = paired_bootstrap([a[metric] for a, _ in rows], [b[metric] for _, b in rows])
+                line[metric] = [round(x, 4) for x in diff]
+            out.append(line)
+    return out
+
+
+def print_paired(lines: list[dict]) -> None:
+    for x in lines:
+        cells = "  ".join(f"{m} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, (d, lo, hi) in
+                          ((m, x[m]) for m in PAIRED_METRICS))
+        print(f"{x['model']} [{x['gate']}] @{x['confidence']} minus {x['against']}: {cells}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", required=True, help="HAMburger checkpoint folders")
+    parser.add_argument("--paired", default=None, metavar="RESULT.json",
+                        help="only print the paired differences of an earlier result file (and add them to it)")
+    parser.add_argument("--models", nargs="+", default=None, help="HAMburger checkpoint folders")
     parser.add_argument("--confidence", default="0.5,0.7,0.8,0.9", help="comma list of knobs")
     parser.add_argument("--gates", default=None,
                         help="comma list of gates (stop_head, token_prob) to decode every model with (default: each "
@@ -71,8 +114,18 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", required=True, help="result JSON (per-answer rows and summaries)")
+    parser.add_argument("--out", default=None, help="result JSON (per-answer rows and summaries; needed with --models)")
     args = parser.parse_args()
+    if args.paired:
+        result = json.loads(Path(args.paired).read_text())
+        result["paired"] = paired(result)
+        print_paired(result["paired"])
+        Path(args.paired).write_text(json.dumps(result, indent=1))
+        return
+    if not args.models:
+        parser.error("--models is required (or --paired RESULT.json)")
+    if not args.out:
+        parser.error("--out is required with --models")
     torch.set_num_threads(args.threads)
     knobs = [float(c) for c in args.confidence.split(",")]
     texts = [p for c in args.categories.split(",") for p in category_prompts(c, args.per_category, seed=1)]
@@ -112,6 +165,9 @@ def main() -> None:
             model.config.validate()
             for knob in knobs:
                 record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
+    result["paired"] = paired(result)
+    print_paired(result["paired"])
+    Path(args.out).write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

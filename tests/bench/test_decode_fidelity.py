@@ -1,0 +1,30 @@
+"""The decode curve's paired table: each decode minus the base's greedy and sampled answers and minus the first
+model at the same gate and knob, paired by prompt (point estimate = mean of the per-prompt differences)."""
+
+import pytest
+
+from benchmarks.decode_fidelity import PAIRED_METRICS, paired
+
+
+def run(model, gate, knob, nll, worst):
+    rows = [{"id": f"p{i}", "nll_per_token": a, "worst_token_nll": b} for i, (a, b) in enumerate(zip(nll, worst))]
+    return {"model": model, "gate": gate, "confidence": knob, "rows": rows[::-1]}  # order must not matter
+
+
+def test_paired_differences_against_base_references_and_the_first_model():
+    result = {"runs": [run("base greedy", "stop_head", 1.0, [0.4, 0.5, 0.6], [2.0, 2.0, 2.0]),
+                       run("base sampled", "stop_head", 1.0, [0.7, 0.8, 0.9], [3.0, 4.0, 5.0]),
+                       run("A", "token_prob", 0.9, [0.5, 0.5, 0.5], [3.0, 3.0, 3.0]),
+                       run("A", "token_prob", 0.7, [1.0, 1.0, 1.0], [6.0, 6.0, 6.0]),
+                       run("B", "token_prob", 0.9, [0.6, 0.7, 0.8], [2.0, 2.0, 5.0])]}
+    lines = paired(result)
+    against = {(x["model"], x["confidence"], x["against"]): x for x in lines}
+    assert set(against) == {("A", 0.9, "base greedy"), ("A", 0.9, "base sampled"), ("A", 0.7, "base greedy"),
+                            ("A", 0.7, "base sampled"), ("B", 0.9, "base greedy"), ("B", 0.9, "base sampled"),
+                            ("B", 0.9, "A")}  # the first model is never paired with itself; B has no 0.7
+    for metric in PAIRED_METRICS:
+        d, lo, hi = against[("B", 0.9, "A")][metric]
+        assert lo <= d <= hi
+    assert against[("B", 0.9, "A")]["nll_per_token"][0] == pytest.approx(0.2)
+    assert against[("A", 0.9, "base sampled")]["worst_token_nll"] == pytest.approx([-1.0, -2.0, 0.0])
+    assert against[("A", 0.7, "base greedy")]["nll_per_token"] == pytest.approx([0.5, 0.4, 0.6])  # extremes
