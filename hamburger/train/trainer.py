@@ -64,8 +64,12 @@ class Trainer:
         if cfg.compile:
             self.model.compile_training(cfg.compile_backend)
         self._set_trainable()
-        self.objective = Objective(self.model, cfg.stage, self._teacher_base(), cfg.msd_chains,
-                                   cfg.msd_stride)
+        teacher_base = self._teacher_base()
+        if cfg.dtype == "bf16" and not (cfg.parallel == "fsdp" and self.dist.active):  # (FSDP: one dtype per unit)
+            for module in (self.model.base, teacher_base):
+                if module is not None:
+                    frozen_linears_to(module, torch.bfloat16)
+        self.objective = Objective(self.model, cfg.stage, teacher_base, cfg.msd_chains, cfg.msd_stride)
         layers = list(base_decoder_stack(self.model.base).layers) + list(self.model.decoder.layers)
         self.net = wrap(self.objective, layers, self.dist, cfg.parallel)
         self.adamw = adamw_options(self.dist.device, cfg.parallel == "fsdp" and self.dist.active)
@@ -354,6 +358,24 @@ class Trainer:
         load_optimizer_state(self.net, self.optimizer, state["optimizer"])
         random.setstate((3, tuple(int(x) for x in state["rng_python"]), None))
         torch.set_rng_state(state["rng_torch"])
+
+
+def frozen_linears_to(model: torch.nn.Module, dtype: torch.dtype) -> int:
+    """Store the weights of every frozen linear layer of a base ``model`` in ``dtype``; returns how many changed.
+
+    Under autocast to ``dtype`` a linear layer casts its weight on every call, and autocast caches only the casts of
+    weights that train: a frozen base (or a LoRA's frozen base layers, or the KL teacher's copy) was re-cast in
+    every forward, a tenth of a CPU training step. Cast once, the products are bit for bit the same. Only layers
+    whose parameters all stay frozen change; the output embedding (often the input embedding table itself) and
+    everything that is not a linear layer (norms, embeddings) keep their dtype."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    changed = 0
+    for module in model.modules():
+        if (type(module) is torch.nn.Linear and module is not head and module.weight.dtype != dtype
+                and not any(p.requires_grad for p in module.parameters())):
+            module.to(dtype)
+            changed += 1
+    return changed
 
 
 def adamw_options(device: torch.device, fsdp: bool = False) -> dict:

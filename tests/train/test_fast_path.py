@@ -326,3 +326,39 @@ def test_prompt_states_cover_batches_of_prompt_and_one_group_only(env, tmp_path)
         once = trainer.net(batch)
     torch.testing.assert_close(once.loss, whole.loss, rtol=1e-5, atol=1e-6)
     assert torch.equal(once.predictions, whole.predictions)
+
+
+@pytest.mark.parametrize("mode", ["frozen+kl+accepted", "lora-merged+kl", "full+kl+accepted", "msd"])
+def test_bf16_training_stores_frozen_linears_in_bf16_with_bit_identical_steps(env, tmp_path, mode):
+    """Under bf16 autocast the frozen linear weights (base, LoRA base layers, the full fine-tune's teacher copy) are
+    stored in bf16 once instead of cast on every call: the same step, bit for bit, as with fp32 storage."""
+    from hamburger.core.lora import lora_modules
+
+    def trainer(name):
+        t = Trainer(config(env, tmp_path / name, dtype="bf16", max_train_steps=2, **MODES[mode]))
+        if t.cfg.base_mode == "lora":
+            perturb_lora(t)
+        return t
+
+    cast, kept = trainer("cast"), trainer("kept")
+    linears = [m for m in kept.model.base.modules() if type(m) is torch.nn.Linear
+               and m is not kept.model.base.get_output_embeddings()]
+    frozen = [m for m in linears if not m.weight.requires_grad]
+    assert bool(frozen) == (kept.cfg.base_mode != "full")
+    assert all(m.weight.dtype == torch.bfloat16 for m in frozen)
+    if kept.cfg.base_mode == "lora":
+        assert all(m.lora_A.dtype == torch.float32 for _, m in lora_modules(kept.model.base))
+    for base in (kept.model.base, kept.objective.teacher_base):  # `kept`: fp32 storage, as bf16 runs had before
+        for m in base.modules() if base is not None else ():
+            if type(m) is torch.nn.Linear and m.weight.dtype == torch.bfloat16:
+                m.float()
+    if kept.objective.teacher_base is not None:
+        assert kept.objective.teacher_base.model.layers[0].mlp.up_proj.weight.dtype == torch.float32
+        assert cast.objective.teacher_base.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
+    assert kept.model.base.get_input_embeddings().weight.dtype == torch.float32
+    for step in range(2):
+        rows = cast.plan.steps[step][2]
+        assert torch.equal(cast.train_step(rows), kept.train_step(rows))
+    for (name, a), b in zip(cast.model.named_parameters(), kept.model.parameters()):
+        if a.requires_grad:
+            assert torch.equal(a, b), name
