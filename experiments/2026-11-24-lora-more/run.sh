@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 19, CPU: the gated-LoRA line (lora-fresh step 436, experiments/2026-11-24-lora-fresh/warm_start) continued on
 # distilled answers 7,001-14,000 in one epoch at half the peak learning rates (configs/smollm2-lora-merged-more-cpu.yaml).
-# Every step resumes; rerun to continue. Usage: bash experiments/2026-11-24-lora-more/run.sh
+# Every step resumes; rerun to continue. Usage: bash experiments/2026-11-24-lora-more/run.sh [--data-only]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -16,6 +16,7 @@ if [ ! -s runs/cpu/more-split/train.jsonl ]; then
     cp runs/cpu/sliding09-all.jsonl.meta.json runs/cpu/more.jsonl.meta.json
     $PY recipes/split_dataset.py runs/cpu/more.jsonl runs/cpu/more-split
 fi
+[ "${1:-}" != "--data-only" ] || exit 0
 OUT=runs/cpu/lora-more
 if [ -f "$OUT/last/trainer_state.pt" ]; then
     nice -n 2 $HB train --out "$OUT" --resume
