@@ -24,7 +24,8 @@ from safetensors.torch import load_file, save_file
 from hamburger.core.base import BaseInfo, load_base
 from hamburger.core.config import HamburgerConfig
 from hamburger.errors import HamburgerError
-from hamburger.core.lora import LoraLinear, add_lora, load_lora_state_dict, lora_modules, lora_state_dict, merge_lora
+from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
+                                 lora_state_dict, merge_lora)
 from hamburger.core.model import HamburgerModel
 
 FORMAT = "hamburger-checkpoint/1"
@@ -94,7 +95,9 @@ def _lora_meta(model: HamburgerModel) -> dict | None:
         raise HamburgerError(f"LoRA adapters of mixed rank/alpha {sorted(ranks)} cannot be saved")
     (r, alpha), = ranks
     targets = sorted({name.rsplit(".", 1)[-1] for name, _ in modules})
-    return {"file": LORA_FILE, "r": r, "alpha": alpha, "targets": targets, "modules": len(modules)}
+    meta = {"file": LORA_FILE, "r": r, "alpha": alpha, "targets": targets, "modules": len(modules)}
+    sets = adapter_sets(model.base)
+    return {**meta, "sets": sets} if sets > 1 else meta
 
 
 def read_meta(path: str | Path) -> dict:
@@ -147,7 +150,7 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
     ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
     are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
     inference, same function up to rounding; the result can no longer be trained as LoRA) unless they
-    are scoped to merged slots (``lora_scope`` ``merged`` or ``after_merge``), which needs them kept apart.
+    are scoped (any ``lora_scope`` but ``all``: they act at some slots only), which needs them kept apart.
     """
     path = Path(path)
     meta = read_meta(path)
@@ -194,7 +197,8 @@ def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
     """Put the saved LoRA adapters on the (already fingerprint-checked) base of ``model``."""
     file = inside(path, lora.get("file", LORA_FILE), "lora.file")
     try:
-        names = add_lora(model.base, tuple(lora["targets"]), int(lora["r"]), float(lora["alpha"]))
+        names = add_lora(model.base, tuple(lora["targets"]), int(lora["r"]), float(lora["alpha"]),
+                         int(lora.get("sets", 1)))
         state = load_file(str(file))
     except KeyError as e:
         raise HamburgerError(f"{path / CONFIG_FILE}: the 'lora' entry lacks {e}") from e

@@ -36,7 +36,12 @@ STOP_TARGETS = ("group_end", "accepted")
 # ("after_merge": the merged slots and the slots that read them, so the readers adapt too). With "merged" the base
 # is untouched wherever nothing was merged (the prompt, single-token groups); with "after_merge" until the first
 # merge. Either way confidence 1.0 (nothing merges) is the base model exactly, adapters and all.
-LORA_SCOPES = ("all", "merged", "after_merge")
+# "merged_and_after": two adapter sets, one at the merged slots and one at the single-token slots from the row's first
+# merge on: the slots that read a merge adapt too, without the merged slots' adapters (which cost the single slots 5
+# points when "after_merge" switched them on there); its second set starts at zero, so a "merged" model continues
+# exactly where it was.
+LORA_SCOPES = ("all", "merged", "after_merge", "merged_and_after")
+LORA_SETS = {"merged_and_after": 2}  # adapter sets a scope needs (1 unless named)
 # What the confidence knob gates, for each micro token (2..max_steps of a group). "stop_head": the group goes on
 # while the stop head's 1 - p_stop after its last token is >= confidence (decided before the MSD's next token
 # exists). "token_prob": the MSD's next token joins the group only if the MSD gives it probability >= confidence
@@ -65,6 +70,15 @@ class HamburgerConfig:
     lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
     gate: str = "stop_head"  # what the knob thresholds, see GATES
+
+    @property
+    def reads_merge_history(self) -> bool:
+        """Whether the adapters at a slot depend on the row's earlier merges (the engine then keeps a flag per row)."""
+        return self.lora_scope in ("after_merge", "merged_and_after")
+
+    @property
+    def lora_sets(self) -> int:
+        return LORA_SETS.get(self.lora_scope, 1)
 
     @property
     def num_features(self) -> int:

@@ -5,7 +5,9 @@ random and B zero, so an untouched adapter changes nothing. The wrapped layer ke
 under ``base_layer``. Adapters can be switched off in place (`adapters_disabled`), which gives the
 unadapted base model (the KL teacher) without a second copy of the weights, or merged into W.
 `adapters_gated` scales every adapter's update per position (gate 0 = the base exactly, gate 1 = the
-adapter): HAMburger uses it to adapt the base at merged slots only (`lora_scope: merged`).
+adapter): HAMburger uses it to adapt the base at merged slots only (`lora_scope: merged`). A layer may hold
+several adapter sets (`sets`), each gated on its own, so that different kinds of slot get different adapters
+(`lora_scope: merged_and_after`); set 0 keeps the names ``lora_A`` / ``lora_B``, set i ``lora_A_i`` / ``lora_B_i``.
 """
 
 from __future__ import annotations
@@ -23,21 +25,43 @@ DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 LORA_KEYS = ("lora_A", "lora_B")
 
 
-class LoraLinear(nn.Module):
-    """An `nn.Linear` plus a rank-r update scaled by alpha / r (no dropout)."""
+def set_keys(i: int) -> tuple[str, str]:
+    """Parameter names of adapter set ``i`` of a `LoraLinear`."""
+    return LORA_KEYS if i == 0 else (f"lora_A_{i}", f"lora_B_{i}")
 
-    def __init__(self, base_layer: nn.Linear, r: int, alpha: float):
+
+def is_adapter_weight(name: str) -> bool:
+    """Whether a parameter name (``a.b.lora_A``, ``...lora_B_1``) is an adapter weight."""
+    return name.rsplit(".", 1)[-1].startswith(("lora_A", "lora_B"))
+
+
+class LoraLinear(nn.Module):
+    """An `nn.Linear` plus ``sets`` rank-r updates scaled by alpha / r (no dropout)."""
+
+    def __init__(self, base_layer: nn.Linear, r: int, alpha: float, sets: int = 1):
         super().__init__()
         if r < 1:
             raise HamburgerError(f"LoRA rank must be >= 1, got {r}")
         self.base_layer = base_layer
         self.r, self.alpha, self.scaling = r, alpha, alpha / r
-        w = base_layer.weight
-        self.lora_A = nn.Parameter(torch.empty(r, base_layer.in_features, dtype=w.dtype, device=w.device))
-        self.lora_B = nn.Parameter(torch.zeros(base_layer.out_features, r, dtype=w.dtype, device=w.device))
-        nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
+        self.sets = 0
+        for _ in range(sets):
+            self.add_set()
         self.enabled = True
-        self.gate: torch.Tensor | None = None  # per-position scale of the update, set by `adapters_gated`
+        # per-position scale of each set's update, [..., 1] or [..., sets]; set by `adapters_gated`
+        self.gate: torch.Tensor | None = None
+
+    def add_set(self) -> None:
+        """One more adapter set: A random, B zero, so the layer computes what it did before."""
+        w = self.base_layer.weight
+        a, b = set_keys(self.sets)
+        setattr(self, a, nn.Parameter(torch.empty(self.r, self.in_features, dtype=w.dtype, device=w.device)))
+        setattr(self, b, nn.Parameter(torch.zeros(self.out_features, self.r, dtype=w.dtype, device=w.device)))
+        nn.init.kaiming_uniform_(getattr(self, a), a=math.sqrt(5))
+        self.sets += 1
+
+    def adapter_keys(self) -> list[str]:
+        return [key for i in range(self.sets) for key in set_keys(i)]
 
     @property
     def weight(self) -> torch.Tensor:  # code that inspects `.weight` (dtype, device) keeps working
@@ -56,20 +80,24 @@ class LoraLinear(nn.Module):
         return self.base_layer.out_features
 
     def delta_weight(self) -> torch.Tensor:
+        if self.sets != 1:
+            raise HamburgerError(f"{self.sets} adapter sets act on different slots: they cannot be folded into W")
         return (self.lora_B @ self.lora_A) * self.scaling
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base_layer(x)
         if not self.enabled:
             return y
-        a, b = self.lora_A.to(x.dtype), self.lora_B.to(x.dtype)
-        delta = nn.functional.linear(nn.functional.linear(x, a), b) * self.scaling
-        if self.gate is not None:  # 0 * finite = 0 exactly: gated-off positions are the base's own
-            delta = delta * self.gate.to(delta.dtype)
-        return y + delta
+        for i in range(self.sets):
+            a, b = (getattr(self, key).to(x.dtype) for key in set_keys(i))
+            delta = nn.functional.linear(nn.functional.linear(x, a), b) * self.scaling
+            if self.gate is not None:  # 0 * finite = 0 exactly: gated-off positions are the base's own
+                delta = delta * self.gate[..., i:i + 1].to(delta.dtype)
+            y = y + delta
+        return y
 
     def extra_repr(self) -> str:
-        return f"r={self.r}, alpha={self.alpha}"
+        return f"r={self.r}, alpha={self.alpha}" + (f", sets={self.sets}" if self.sets > 1 else "")
 
 
 def lora_modules(model: nn.Module) -> Iterator[tuple[str, LoraLinear]]:
@@ -83,8 +111,9 @@ def has_lora(model: nn.Module) -> bool:
 
 
 def add_lora(base_model: nn.Module, targets: tuple[str, ...] | list[str] = DEFAULT_TARGETS, r: int = 16,
-             alpha: float = 32.0) -> list[str]:
-    """Wrap every `nn.Linear` whose attribute name is in ``targets``; return the wrapped module names.
+             alpha: float = 32.0, sets: int = 1) -> list[str]:
+    """Wrap every `nn.Linear` whose attribute name is in ``targets`` (``sets`` adapter sets each); return the
+    wrapped module names.
 
     Only the new adapter parameters are created; which parameters train is the caller's choice.
     """
@@ -98,20 +127,35 @@ def add_lora(base_model: nn.Module, targets: tuple[str, ...] | list[str] = DEFAU
     if not found:
         raise HamburgerError(f"no linear layer named any of {list(targets)} in {type(base_model).__name__}")
     for parent, child_name, _ in found:
-        setattr(parent, child_name, LoraLinear(getattr(parent, child_name), r, alpha))
+        setattr(parent, child_name, LoraLinear(getattr(parent, child_name), r, alpha, sets))
     return [full for _, _, full in found]
 
 
+def adapter_sets(model: nn.Module) -> int:
+    """How many adapter sets the model's LoRA layers hold (0 without LoRA); an error if they differ."""
+    sets = {m.sets for _, m in lora_modules(model)}
+    if len(sets) > 1:
+        raise HamburgerError(f"LoRA layers with different numbers of adapter sets: {sorted(sets)}")
+    return sets.pop() if sets else 0
+
+
+def add_adapter_sets(model: nn.Module, sets: int) -> None:
+    """Give every LoRA layer ``sets`` adapter sets; the new ones start at zero (the model is unchanged)."""
+    for _, module in lora_modules(model):
+        while module.sets < sets:
+            module.add_set()
+
+
 def lora_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The adapter weights only, keyed by the wrapped module's name + ``.lora_A`` / ``.lora_B``."""
+    """The adapter weights only, keyed by the wrapped module's name + ``.lora_A`` / ``.lora_B`` (+ ``_i``)."""
     return {f"{name}.{key}": getattr(module, key).detach() for name, module in lora_modules(model)
-            for key in LORA_KEYS}
+            for key in module.adapter_keys()}
 
 
 def load_lora_state_dict(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     """Copy adapter weights into a model that has the same adapters; every key must match."""
     own = dict(lora_modules(model))
-    expected = {f"{name}.{key}" for name in own for key in LORA_KEYS}
+    expected = {f"{name}.{key}" for name, module in own.items() for key in module.adapter_keys()}
     missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
     if missing or unexpected:
         raise HamburgerError(f"LoRA weights do not fit the model: missing {missing[:3]}, unexpected {unexpected[:3]}")
@@ -163,9 +207,10 @@ def adapters_disabled(model: nn.Module):
 @contextmanager
 def adapters_gated(model: nn.Module, gate: torch.Tensor):
     """Within the block, every adapter's update at position (b, s) is scaled by ``gate[b, s]`` (a [B, S]
-    tensor of 0/1 or any weights). Where the gate is 0 the output is exactly the unadapted base's."""
+    tensor of 0/1 or any weights; [B, S, sets]: set i by ``gate[b, s, i]``). Where the gate is 0 the output is
+    exactly the unadapted base's."""
     modules = [m for _, m in lora_modules(model)]
-    g = gate[..., None]
+    g = gate[..., None] if gate.ndim == 2 else gate
     for m in modules:
         m.gate = g
     try:

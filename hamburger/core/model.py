@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache, StaticCache
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.core.lora import LORA_KEYS, adapters_disabled, adapters_gated
+from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed
@@ -203,13 +203,16 @@ class HamburgerModel(nn.Module):
 
     def adapter_gate(self, shape, device, merged_slots=None, merged_before=None) -> torch.Tensor:
         """Where a scoped base's adapters act, [B, S] bool: at merged slots (``lora_scope: merged``), or at every slot
-        from the row's first merged one on, cached ones included (``after_merge``)."""
-        gate = torch.zeros(shape, dtype=torch.bool, device=device) if merged_slots is None else merged_slots.bool()
+        from the row's first merged one on, cached ones included (``after_merge``). ``merged_and_after``: [B, S, 2],
+        set 0 at merged slots, set 1 at the other slots from the row's first merged one on."""
+        merged = torch.zeros(shape, dtype=torch.bool, device=device) if merged_slots is None else merged_slots.bool()
+        if not self.config.reads_merge_history:
+            return merged
+        after = merged if merged_before is None else merged | merged_before.bool()[:, None]
+        after = after.cummax(1).values
         if self.config.lora_scope == "after_merge":
-            if merged_before is not None:
-                gate = gate | merged_before.bool()[:, None]
-            gate = gate.cummax(1).values
-        return gate
+            return after
+        return torch.stack([merged, after & ~merged], -1)
 
     def compile_decoding(self, mode: str | None = "reduce-overhead", backend: str = "inductor") -> None:
         """Compile the base's decoder stack for macro steps: one input per row on a static slot cache
@@ -379,7 +382,7 @@ class HamburgerModel(nn.Module):
         base (never the embedder), and a scoped LoRA's adapters are off there (`adapter_gate`): so only trainable
         base weights other than scoped adapters make the prompts' states depend on what trains."""
         scoped = self.config.lora_scope != "all"
-        return any(p.requires_grad and not (scoped and name.endswith(LORA_KEYS))
+        return any(p.requires_grad and not (scoped and is_adapter_weight(name))
                    for name, p in self.base.named_parameters())
 
     @torch.no_grad()

@@ -324,7 +324,7 @@ class Generation:
         positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
         mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
         merged_before = None
-        if model.config.lora_scope == "after_merge":  # (a host list, so no sync: the rows know their groups)
+        if model.config.reads_merge_history:  # (a host list, so no sync: the rows know their groups)
             merged_before = torch.tensor([r.merged for r in rows], device=model.device)
         final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None],
                                              merged_before=merged_before)

@@ -41,7 +41,7 @@ class TrainConfig:
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
     lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
-    lora_scope: str = "all"  # where the adapters apply: "all" positions, "merged" slots only, or "after_merge"
+    lora_scope: str = "all"  # where the adapters apply: "all", "merged", "after_merge", "merged_and_after"
     #                          (every slot from a row's first merge on); the scoped base stays exactly itself where
     #                          nothing merged (see config.LORA_SCOPES)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features

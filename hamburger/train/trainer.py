@@ -26,9 +26,9 @@ import torch
 
 from hamburger.core.base import BaseInfo, load_base, weights_fingerprint
 from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, read_meta, save_checkpoint
-from hamburger.core.config import HamburgerConfig
+from hamburger.core.config import LORA_SETS, HamburgerConfig
 from hamburger.errors import HamburgerError
-from hamburger.core.lora import add_lora, has_lora, merge_lora
+from hamburger.core.lora import add_adapter_sets, add_lora, adapter_sets, has_lora, is_adapter_weight, merge_lora
 from hamburger.core.model import HamburgerModel
 from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
@@ -109,8 +109,14 @@ class Trainer:
             merge_lora(model.base)  # the adapters become part of the fully trained base
         elif has_lora(model.base) and cfg.base_mode == "frozen":
             raise HamburgerError("the init checkpoint has LoRA adapters: train it with base_mode lora or full")
+        sets = LORA_SETS.get(cfg.lora_scope, 1)
         if cfg.base_mode == "lora" and not has_lora(model.base):
-            add_lora(model.base, tuple(cfg.lora_targets), cfg.lora_r, cfg.lora_alpha)
+            add_lora(model.base, tuple(cfg.lora_targets), cfg.lora_r, cfg.lora_alpha, sets)
+        elif cfg.base_mode == "lora":
+            if adapter_sets(model.base) > sets:
+                raise HamburgerError(f"the init checkpoint has {adapter_sets(model.base)} adapter sets; lora_scope "
+                                     f"{cfg.lora_scope!r} uses {sets}")
+            add_adapter_sets(model.base, sets)  # e.g. a "merged" model continued as "merged_and_after": new set at 0
         return model, tokenizer, info
 
     @staticmethod
@@ -144,7 +150,7 @@ class Trainer:
             model.base.requires_grad_(True)
         elif cfg.base_mode == "lora":
             for name, p in model.base.named_parameters():
-                p.requires_grad_(name.endswith(("lora_A", "lora_B")))
+                p.requires_grad_(is_adapter_weight(name))
 
     def _param_groups(self) -> list[dict]:
         """Grafted modules at lr_grafted, trainable base weights at lr_base; decay on matrices only.

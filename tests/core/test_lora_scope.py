@@ -1,5 +1,6 @@
 """LoRA adapters gated per position, and the scoped adapters: `lora_scope: merged` (the base adapted at merged
-slots only) and `after_merge` (at every slot from a row's first merged slot on)."""
+slots only), `after_merge` (at every slot from a row's first merged slot on) and `merged_and_after` (two adapter
+sets: one at merged slots, one at the other slots from the row's first merge on)."""
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from hamburger.core.base import BaseInfo, weights_fingerprint
 from hamburger.core.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
-from hamburger.core.lora import adapters_gated, add_lora, lora_modules
+from hamburger.core.lora import adapter_sets, adapters_gated, add_adapter_sets, add_lora, lora_modules, set_keys
 from hamburger.core.packing import TrainBatch
 from hamburger.engine.sampling import DecodingConfig, knob_gates
 from hamburger.train.config import TrainConfig
@@ -16,12 +17,14 @@ from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_gr
 
 
 def adapted(model, seed=0, std=0.5):
-    """Put non-zero LoRA adapters on the model's base (as after training)."""
-    add_lora(model.base, r=2, alpha=4.0)
+    """Put non-zero LoRA adapters on the model's base (as after training), as many sets as its scope uses."""
+    add_lora(model.base, r=2, alpha=4.0, sets=model.config.lora_sets)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _, module in lora_modules(model.base):
-            module.lora_B.copy_(torch.randn(module.lora_B.shape, generator=gen) * std)
+            for i in range(module.sets):
+                b = getattr(module, set_keys(i)[1])
+                b.copy_(torch.randn(b.shape, generator=gen) * std)
     return model
 
 
@@ -44,7 +47,7 @@ def test_gate_zero_is_the_base_and_gate_one_the_adapter():
     assert all(m.gate is None for _, m in lora_modules(model.base))  # the gate does not outlive the block
 
 
-SCOPED = ["merged", "after_merge"]
+SCOPED = ["merged", "after_merge", "merged_and_after"]
 
 
 def test_adapter_gate_of_each_scope():
@@ -58,6 +61,13 @@ def test_adapter_gate_of_each_scope():
     merged_now, merged_before = torch.tensor([[False], [True], [False]]), torch.tensor([True, False, False])
     step = after.adapter_gate((3, 1), "cpu", merged_now, merged_before)
     assert step.int().tolist() == [[1], [1], [0]]
+    both = tiny_hamburger("llama", lora_scope="merged_and_after")
+    gate = both.adapter_gate(merged.shape, "cpu", merged)
+    assert gate.shape == (2, 7, 2)
+    assert torch.equal(gate[..., 0], merged)  # set 0: the merged slots, as `merged`
+    assert gate[..., 1].int().tolist() == [[0, 0, 0, 1, 1, 0, 1], [0] * 7]  # set 1: the other slots after a merge
+    step = both.adapter_gate((3, 1), "cpu", merged_now, merged_before)
+    assert step.int().tolist() == [[[0, 1]], [[1, 0]], [[0, 0]]]
 
 
 @pytest.mark.parametrize("scope", SCOPED)
@@ -106,11 +116,12 @@ def test_after_merge_scope_adapts_the_slots_that_read_a_merge(char_tokenizer):
     assert not torch.allclose(outs["merged"][5:], outs["after_merge"][5:], atol=1e-4)
 
 
+@pytest.mark.parametrize("scope", ["after_merge", "merged_and_after"])
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_after_merge_engine_remembers_the_rows_merges(family, char_tokenizer):
+def test_after_merge_engine_remembers_the_rows_merges(family, scope, char_tokenizer):
     """One-token groups fed after a merged one are adapted in decoding as in training: the engine keeps each row's
     merge history (here: long groups first, then the knob raised to 1.0 mid-answer, in one row of a batch)."""
-    model = adapted(tiny_hamburger(family, seed=3, lora_scope="after_merge"), std=0.2)
+    model = adapted(tiny_hamburger(family, seed=3, lora_scope=scope), std=0.2)
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-2.0)  # long groups
     prompts = [PROMPTS[0], PROMPTS[1]]
@@ -152,3 +163,59 @@ def test_merged_scope_needs_lora_training():
         TrainConfig(base_mode="full", lora_scope="after_merge").validate()
     TrainConfig(base_mode="lora", lora_scope="merged").validate()
     TrainConfig(base_mode="lora", lora_scope="after_merge").validate()
+
+
+def test_two_adapter_sets_gate_apart_and_a_new_set_changes_nothing():
+    """Set 1 acts only where its gate channel is on; `add_adapter_sets` adds a set at zero: the same model."""
+    model = adapted(tiny_hamburger("llama", seed=2, lora_scope="merged"))
+    ids = torch.tensor([[1, 20, 30, 40, 50, 60]])
+    gate = torch.tensor([[0, 0, 1, 0, 1, 1]], dtype=torch.bool)
+    with adapters_gated(model.base, gate):
+        one_set = model.base(ids).logits
+    add_adapter_sets(model.base, 2)
+    assert adapter_sets(model.base) == 2
+    with adapters_gated(model.base, torch.stack([gate, ~gate], -1)):
+        assert torch.equal(model.base(ids).logits, one_set)  # set 1 is zero
+    with torch.no_grad():
+        for _, module in lora_modules(model.base):
+            module.lora_B_1.normal_(std=0.5)
+    with adapters_gated(model.base, torch.stack([gate, torch.zeros_like(gate)], -1)):
+        assert torch.equal(model.base(ids).logits, one_set)  # set 1 gated off everywhere
+    with adapters_gated(model.base, torch.stack([gate, ~gate], -1)):
+        both = model.base(ids).logits
+    assert not torch.allclose(both, one_set, atol=1e-3)
+    with pytest.raises(HamburgerError, match="cannot be folded"):
+        next(iter(lora_modules(model.base)))[1].delta_weight()
+
+
+def test_merged_model_continues_as_merged_and_after_exactly(tmp_path, char_tokenizer):
+    """Training a `merged` checkpoint on as `merged_and_after` starts at the same model: the second set is zero."""
+    from tests.helpers import write_dataset
+    from hamburger.train.trainer import Trainer
+
+    model = adapted(tiny_hamburger("llama", seed=3, lora_scope="merged"), std=0.2)
+    base_dir = tmp_path / "base"
+    tiny_base("llama", seed=3).save_pretrained(base_dir)
+    char_tokenizer.save_pretrained(base_dir)
+    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(tiny_base("llama", seed=3)))
+    ckpt = save_checkpoint(model, tmp_path / "merged", info)
+    data = write_dataset(tmp_path / "data.jsonl", char_tokenizer)
+    trainer = Trainer(TrainConfig.from_dict(dict(
+        init=str(ckpt), data=str(data), out=str(tmp_path / "run"), base_mode="lora", lora_scope="merged_and_after",
+        batch_size=4, max_train_steps=1, threads=1, progress=False, save_every=0, lora_r=2, lora_alpha=4.0)))
+    assert adapter_sets(trainer.model.base) == 2 and trainer.model.config.lora_scope == "merged_and_after"
+    trainable = {n for n, p in trainer.model.base.named_parameters() if p.requires_grad}
+    assert any(n.endswith("lora_A_1") for n in trainable) and any(n.endswith("lora_B") for n in trainable)
+    batch = TrainBatch([PROMPTS[0]], [list(range(30, 40))], [[1, 1, 2, 1, 1, 3, 1]])
+    with torch.no_grad():
+        before = model.training_forward(batch).token_logits
+        after = trainer.model.training_forward(batch).token_logits
+    torch.testing.assert_close(after, before, rtol=0, atol=1e-6)
+    trainer.train()
+    trained = {n: p for n, p in trainer.model.base.named_parameters() if n.endswith("lora_B_1")}
+    assert any(float(p.detach().abs().sum()) > 0 for p in trained.values())  # the second set learned
+    loaded, _, _ = load_checkpoint(tmp_path / "run" / "last")
+    assert adapter_sets(loaded.base) == 2
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.training_forward(batch).token_logits,
+                                   trainer.model.training_forward(batch).token_logits, rtol=1e-5, atol=1e-5)

@@ -43,7 +43,8 @@ def perturb_lora(trainer: Trainer) -> None:
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for _, m in lora_modules(trainer.model.base):
-            m.lora_B.copy_(torch.randn(m.lora_B.shape, generator=g) * 0.2)
+            for key in m.adapter_keys()[1::2]:  # every set's B
+                getattr(m, key).copy_(torch.randn(getattr(m, key).shape, generator=g) * 0.2)
 
 
 def forward_backward(trainer: Trainer, chunk: int, rows: list[int]):
@@ -265,6 +266,7 @@ def test_resume_may_switch_to_bf16_but_not_change_the_recipe(env, tmp_path):
 
 PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merged+kl")}
 PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
+PROMPT_MODES["lora-two-sets+kl"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5)
 
 
 @pytest.mark.parametrize("mode", list(PROMPT_MODES))
