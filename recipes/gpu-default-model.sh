@@ -8,8 +8,10 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged full lora-after-merge lora frozen]  training runs, in order (lora-after-merge: the same run
-#        with the adapters on from a row's first merge on; full: the paper's recipe plus KL, the fast path)
+#   RUNS [lora-merged full lora-two-sets lora frozen]  training runs, in order (lora-two-sets: the same run with a
+#        second adapter set on the single slots after a row's first merge, `lora_scope: merged_and_after`;
+#        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
+#        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,9 +52,9 @@ if [ ! -s "$W/train-mixed.jsonl" ]; then
     mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
 fi
 # 6. Training runs, one after the other (side by side on one 80 GB GPU the LoRA run ran out of memory): LoRA +
-#    KL at merged slots only, the paper's full fine-tune + KL, LoRA + KL from each row's first merge on, LoRA + KL
-#    everywhere (with unmerged copies of the rows), then the grafted modules alone on the frozen base. RUNS picks
-#    which and in what order.
+#    KL at merged slots only, the paper's full fine-tune + KL, LoRA + KL with a second adapter set after each row's
+#    first merge, LoRA + KL everywhere (with unmerged copies of the rows), then the grafted modules alone on the
+#    frozen base. RUNS picks which and in what order.
 stamp train
 train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     local out=$W/$1
@@ -63,15 +65,17 @@ train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora-merged full lora-after-merge lora frozen}; do
+for run in ${RUNS:-lora-merged full lora-two-sets lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
         lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set lora_scope=after_merge > "$W/lora-after-merge.log" 2>&1 ;;
+        lora-two-sets) train lora-two-sets configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            --set lora_scope=merged_and_after > "$W/lora-two-sets.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" > "$W/full.log" 2>&1 ;;
-        *) echo "unknown run $run (lora-merged | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (lora-merged | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done
