@@ -4,7 +4,7 @@
 # frozen linears are stored in bf16. Every setting in its own process, alternating, ROUNDS times; anything else on
 # the machine paused. Usage: bash run.sh BEFORE_CHECKOUT [ROUNDS]
 #   BEFORE_CHECKOUT: a worktree of commit c15cf00 (prompt reuse, autocast re-casting frozen weights):
-#   git worktree add /tmp/before c15cf00
+#   git worktree add ../hamburger-c15cf00 c15cf00
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 BEFORE=$(cd "$1" && pwd)
