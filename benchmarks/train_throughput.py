@@ -116,7 +116,7 @@ def main() -> None:
                       "device": str(device), "dtype": cfg.dtype, "loss_chunk": cfg.loss_chunk,
                       "compile": cfg.compile and cfg.compile_backend, "base_mode": cfg.base_mode, "stage": cfg.stage,
                       "kl_weight": cfg.kl_weight, "lora_scope": cfg.lora_scope,
-                      "prompt_once": reuse_prompt and not trainer.model.prompt_trains(),
+                      "prompt_once": reuse_prompt and trainer.objective.prompts_frozen,
                       "adamw": next(iter(trainer.adamw), "default"),
                       "response_tokens": tokens, "base_positions": slots, "wall_s": round(wall, 3),
                       "tok_s_wall": round(tokens / wall, 1), "tok_s_cpu": round(tokens / cpu, 1),

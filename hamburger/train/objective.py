@@ -143,6 +143,7 @@ class Objective(nn.Module):
                  msd_chains: str = "groups", msd_stride: int = 1):
         super().__init__()
         self.model, self.stage, self.msd_chains, self.msd_stride = model, stage, msd_chains, msd_stride
+        self.prompts_frozen = not model.prompt_trains()  # (which weights train is settled before the objective)
         self.__dict__["teacher_base"] = teacher_base  # not a submodule: never trained, sharded or saved
 
     def teacher(self, batch: TrainBatch | PackedBatch, prompt: PromptStates | None = None) -> TeacherStates | None:
@@ -170,5 +171,5 @@ class Objective(nn.Module):
             return msd_forward(model, batch, self.msd_chains, self.msd_stride)
         # When nothing that trains acts on a prompt slot, the prompts run once, without gradients, for the
         # teacher and the training forward alike: no backward over them, and the teacher's share is reused.
-        prompt = model.prompt_states(batch) if model.reuse_prompt and not model.prompt_trains() else None
+        prompt = model.prompt_states(batch) if model.reuse_prompt and self.prompts_frozen else None
         return model(batch, self.teacher(batch, prompt), prompt)

@@ -371,7 +371,7 @@ def frozen_linears_to(model: torch.nn.Module, dtype: torch.dtype) -> int:
 
     Under autocast to ``dtype`` a linear layer casts its weight on every call, and autocast caches only the casts of
     weights that train: a frozen base (or a LoRA's frozen base layers, or the KL teacher's copy) was re-cast in
-    every forward, a tenth of a CPU training step. Cast once, the products are bit for bit the same. Only layers
+    every forward. Cast once, the products are bit for bit the same. Only layers
     whose parameters all stay frozen change; the output embedding (often the input embedding table itself) and
     everything that is not a linear layer (norms, embeddings) keep their dtype."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
