@@ -7,7 +7,9 @@ unchanged base then reads every answer teacher-forced (chat-templated prompt + a
                choice at that point of the answer (the issue's fidelity target: >= 95% at the default knob);
   * after_merge_ok  the same for the first token of every group after a merged one (the skip path reading a
                smashed group);
-  * tau        tokens per base forward.
+  * tau        tokens per base forward (re-reads count as forwards);
+  * rereads    merged groups read again as single slots per answer (`--reread`, re-read on doubt), and
+    kv_ratio   KV slots held at the end against a one-token-per-forward decode (summed over answers).
 References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
 sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
 
@@ -58,7 +60,9 @@ def summarise(rows: list[dict]) -> dict:
     n = len(rows)
     micro, after = sum(r["micro"] for r in rows), sum(r["after_merge"] for r in rows)
     tokens, forwards = sum(r["tokens"] for r in rows), sum(r["forwards"] for r in rows)
+    kv = sum(r.get("kv_slots", 0) for r in rows), sum(r.get("kv_slots_ordinary", 0) for r in rows)
     return {"answers": n, "tokens": tokens, "tau": tokens / max(1, forwards),
+            "rereads": sum(r.get("rereads", 0) for r in rows) / n, "kv_ratio": kv[0] / kv[1] if kv[1] else None,
             **{k: sum(r[k] for r in rows) / n for k in ("nll_per_token", "worst_token_nll", "rep4")},
             "micro_tokens": micro,
             "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None, "after_merge_tokens": after,
@@ -74,18 +78,21 @@ def paired(result: dict) -> list[dict]:
     runs = result["runs"]
     references = [r for r in runs if r["model"] in ("base greedy", "base sampled")]
     models = [r["model"] for r in runs if not r["model"].startswith("base ")]
-    first = {(r["gate"], r["confidence"]): r for r in runs if models and r["model"] == models[0]}
+    first = {(r["gate"], r["confidence"], r.get("reread", 0.0)): r for r in runs if models and r["model"] == models[0]}
     out = []
     for run in runs:
         if run["model"].startswith("base "):
             continue
-        same = first.get((run["gate"], run["confidence"]))
+        same = first.get((run["gate"], run["confidence"], run.get("reread", 0.0)))
+        if same is run and run.get("reread", 0.0):  # a re-reading decode of the first model: against it without
+            same = first.get((run["gate"], run["confidence"], 0.0))
         for label, ref in [(r["model"], r) for r in references] + [(models[0], same if same is not run else None)]:
             if ref is None:
                 continue
             by_id = {row["id"]: row for row in ref["rows"]}
             rows = [(row, by_id[row["id"]]) for row in run["rows"]]
-            line = {"model": run["model"], "gate": run["gate"], "confidence": run["confidence"], "against": label}
+            line = {"model": run["model"], "gate": run["gate"], "confidence": run["confidence"],
+                    "reread": run.get("reread", 0.0), "against": label}
             for metric in PAIRED_METRICS:
                 diff = paired_bootstrap([a[metric] for a, _ in rows], [b[metric] for _, b in rows])
                 line[metric] = [round(x, 4) for x in diff]
@@ -97,7 +104,8 @@ def print_paired(lines: list[dict]) -> None:
     for x in lines:
         cells = "  ".join(f"{m} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, (d, lo, hi) in
                           ((m, x[m]) for m in PAIRED_METRICS))
-        print(f"{x['model']} [{x['gate']}] @{x['confidence']} minus {x['against']}: {cells}", flush=True)
+        print(f"{x['model']} [{x['gate']}] @{x['confidence']} reread {x.get('reread', 0.0)} minus {x['against']}: "
+              f"{cells}", flush=True)
 
 
 def main() -> None:
@@ -109,6 +117,8 @@ def main() -> None:
     parser.add_argument("--gates", default=None,
                         help="comma list of gates (stop_head, token_prob) to decode every model with (default: each "
                              "model's own)")
+    parser.add_argument("--reread", default="0", help="comma list of re-read-on-doubt thresholds to decode every "
+                        "model with at every knob (DecodingConfig.reread; 0 = never)")
     parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
     parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -128,6 +138,7 @@ def main() -> None:
         parser.error("--out is required with --models")
     torch.set_num_threads(args.threads)
     knobs = [float(c) for c in args.confidence.split(",")]
+    rereads = [float(r) for r in args.reread.split(",")]
     texts = [p for c in args.categories.split(",") for p in category_prompts(c, args.per_category, seed=1)]
     base, tokenizer, info = load_base(None, "float32")
     base.eval()
@@ -135,17 +146,20 @@ def main() -> None:
     result = {"settings": vars(args), "prompts": [p["id"] for p in texts], "base": info.spec,
               "machine": machine_info(args.threads, "float32"), "runs": []}
 
-    def record(label: str, knob: float | None, cfgs: list[DecodingConfig], model) -> None:
+    def record(label: str, knob: float | None, cfgs: list[DecodingConfig], model, reread: float = 0.0) -> None:
         t0 = time.perf_counter()
         outs = decode(model, tokenizer, prompts, cfgs, args.batch_size)
         eos = eos_ids(model, tokenizer)
-        rows = [{"id": p["id"], "forwards": o.forwards, **score(base, ids, o.token_ids, o.groups, eos)}
+        rows = [{"id": p["id"], "forwards": o.forwards, "rereads": o.rereads, "kv_slots": o.kv_slots,
+                 "kv_slots_ordinary": o.kv_slots_ordinary, **score(base, ids, o.token_ids, o.groups, eos)}
                 for p, ids, o in zip(texts, prompts, outs)]
-        run = {"model": label, "confidence": knob, "gate": model.config.gate, "temperature": cfgs[0].temperature,
+        run = {"model": label, "confidence": knob, "gate": model.config.gate, "reread": reread,
+               "temperature": cfgs[0].temperature,
                "seconds": time.perf_counter() - t0, "summary": summarise(rows), "rows": rows}
         result["runs"].append(run)
         s = run["summary"]
-        print(f"{label} [{model.config.gate}] @{knob} T{cfgs[0].temperature}: tau {s['tau']:.3f} "
+        print(f"{label} [{model.config.gate}] @{knob} reread {reread} T{cfgs[0].temperature}: tau {s['tau']:.3f} "
+              f"rereads/answer {s['rereads']:.2f} kv_ratio {s['kv_ratio']:.3f} "
               f"nll {s['nll_per_token']:.3f} worst {s['worst_token_nll']:.2f} rep4 {s['rep4']:.3f} "
               f"micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens) after_merge_ok {s['after_merge_ok']} "
               f"({s['after_merge_tokens']})", flush=True)
@@ -164,7 +178,9 @@ def main() -> None:
             model.config.gate = gate
             model.config.validate()
             for knob in knobs:
-                record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob)] * len(prompts), model)
+                for reread in rereads:
+                    record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob, reread=reread)]
+                           * len(prompts), model, reread)
     result["paired"] = paired(result)
     print_paired(result["paired"])
     Path(args.out).write_text(json.dumps(result, indent=1))

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from hamburger.cli.options import add_model, add_runtime, add_sampling, device_of
+from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
 from hamburger.errors import HamburgerError
 
 
@@ -20,11 +20,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from hamburger.core.loading import load_model
     from hamburger.engine.generate import Generation
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.engine.sampling import DecodingConfig
 
-    config = DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
-                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                              stop=args.stop or []).validate()
+    config = decoding_config(args)
     device = device_of(args)
     model, tokenizer, info = load_model(args.model, args.dtype, args.base, device=device)
     interactive = sys.stdin.isatty()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from hamburger.cli import options
-from hamburger.cli.options import add_model, add_runtime, add_sampling, device_of
+from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
 from hamburger.errors import HamburgerError
 
 KNOB_HELP = options.KNOB_HELP + ". With --mode verify: draft while 1 - p_stop >= confidence (default 0.5)"
@@ -71,13 +71,10 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.engine.sampling import DecodingConfig
 
     if args.draft is not None and args.mode != "verify":
         raise HamburgerError("--draft applies to --mode verify only")
-    config = DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence,
-                              temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                              stop=args.stop or []).validate()
+    config = decoding_config(args)
     device = device_of(args)
     if args.prompts_file:
         return generate_file(args, config, device)

@@ -63,6 +63,10 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
     the base model alone); with ``extra`` --top-k and --stop. ``seed``: the default seed (None: unseeded)."""
     if knob:
         p.add_argument("--confidence", type=float, default=None, help=knob)
+        p.add_argument("--reread", type=float, default=0.0,
+                       help="re-read on doubt, in [0, 1]: after a merged group, if the most likely next token has "
+                            "probability below this, the group is read again one slot per token (one more forward, "
+                            "its KV saving undone) and decoding goes on from that reading; 0 = never (default)")
     add_max_new_tokens(p, what)
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")
@@ -72,6 +76,15 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
                    help="seed for sampling (reproducible output)" + (f" (default {seed})" if seed is not None else ""))
     if extra:
         p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
+
+
+def decoding_config(args: argparse.Namespace):
+    """The checked `DecodingConfig` of the options `add_sampling` added (with the knob and --stop)."""
+    from hamburger.engine.sampling import DecodingConfig
+
+    return DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence, reread=args.reread,
+                          temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                          stop=args.stop or []).validate()
 
 
 def add_confidence_sweep(p: argparse.ArgumentParser, default: str, help: str) -> None:

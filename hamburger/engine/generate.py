@@ -8,6 +8,10 @@ whatever its group length; finished rows are dropped from the batch.
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
 
+A request's `reread` (`DecodingConfig`) re-reads doubted merged groups: after a macro step fed a row a merged
+group, if the next token's top probability is below it, the merged slot becomes a hole in the cache and one more
+forward writes the group's tokens as single slots (`_reread`); the row goes on from that reading.
+
 `micro_loop` picks how a group is emitted (`engine/micro.py`): "host" decides each micro step on the host,
 "device" keeps the micro loop on the device with one host transfer per macro step (and compiles it after
 `micro.compile_micro_loop`). The text grows incrementally (`engine/detok.py`).
@@ -29,6 +33,8 @@ from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import DecodingConfig, knob_gates
+
+COMPACT_AT = 0.25  # compact the KV cache when this fraction of its slots are holes (re-read on doubt, verify mode)
 
 
 @dataclass
@@ -52,7 +58,7 @@ class GenerationResult:
     forwards: int  # base-model forwards (the prefill counts: it yields the first group)
     tau: float  # tokens per base forward
     prompt_tokens: int
-    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed)
+    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed) + re-read extra
     kv_slots_ordinary: int  # what a one-token-per-forward model holds: prompt + tokens - 1
     kv_bytes: int
     kv_bytes_ordinary: int
@@ -63,6 +69,7 @@ class GenerationResult:
     confidence: float
     p_continue: list[float] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
+    rereads: int = 0  # merged groups read again as single slots (`DecodingConfig.reread`), one forward each
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,6 +93,9 @@ class _Row:
         self.probs: list[float] = []
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
+        self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
+        self.rereads = 0  # merged groups read again as single slots
+        self.reread_slots = 0  # the extra KV slots that cost (a group of k tokens: k - 1)
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
@@ -156,6 +166,8 @@ class Generation:
         """Add a request; returns its row index. Callable between events while iterating
         (continuous batching): the row is prefilled at the next macro step and joins the batch."""
         config.validate()
+        if config.reread > 0 and self.static_cache:
+            raise HamburgerError("reread needs the dynamic KV cache (it leaves holes in it)")
         if not prompt_ids:
             raise HamburgerError("the prompt is empty")
         if len(prompt_ids) >= self.model.context_length:
@@ -259,6 +271,12 @@ class Generation:
             for i in active:
                 rows[i].forwards += 1
                 rows[i].decode_s += time.perf_counter() - clock
+            doubted = self._doubted(hidden, [rows[i] for i in active])
+            if doubted:
+                clock = time.perf_counter()
+                hidden, features = self._reread(cache, [rows[i] for i in active], doubted, hidden, features)
+                for pos in doubted:
+                    rows[active[pos]].decode_s += time.perf_counter() - clock
 
     # ------------------------------------------------------------------ base forwards
     def _prefill_step(self) -> list[tuple]:
@@ -329,8 +347,55 @@ class Generation:
         final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None],
                                              merged_before=merged_before)
         for r in rows:
+            r.merged_earlier = r.merged
             r.merged = r.merged or len(r.group) > 1
         return final[:, -1], features[:, -1]
+
+    def _doubted(self, hidden: torch.Tensor, rows: list[_Row]) -> list[int]:
+        """Batch positions of the rows just fed a merged group whose next token the model doubts: its top
+        probability is below the row's `reread` (one LM head over those rows; a host sync only when some ask)."""
+        asking = [pos for pos, r in enumerate(rows) if r.cfg.reread > 0 and len(r.group) > 1]
+        if not asking:
+            return []
+        logits = self.model.decode_logits(hidden[asking])
+        top = logits.float().softmax(-1).amax(-1).tolist()
+        return [pos for pos, p in zip(asking, top) if rows[pos].cfg.reread >= 1.0 or p < rows[pos].cfg.reread]
+
+    def _reread(self, cache: SlotCache, rows: list[_Row], doubted: list[int], hidden: torch.Tensor,
+                features: torch.Tensor):
+        """Read the last group of the rows at ``doubted`` again, one slot per token: their merged slot (the
+        cache's last) becomes a hole, and one base forward over the batch writes the groups' tokens at their own
+        positions (the other rows' new slots are holes). Returns hidden and features with those rows' replaced by
+        the reading's last token. Holes are squeezed out once they are a quarter of the cache."""
+        model, device = self.model, self.model.device
+        width = max(len(rows[pos].group) for pos in doubted)
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        positions = torch.zeros(len(rows), width, dtype=torch.long)
+        for pos in doubted:
+            r, k = rows[pos], len(rows[pos].group)
+            ids[pos, :k] = torch.tensor(r.group)
+            valid[pos, :k] = True
+            first = len(r.prompt_ids) + len(r.tokens) - k  # the group's first token's own position
+            positions[pos, :k] = torch.arange(first, first + k)
+            r.merged = r.merged_earlier  # the group's merged slot leaves the cache
+            r.forwards += 1
+            r.rereads += 1
+            r.reread_slots += k - 1
+        cache.valid[doubted, cache.filled - 1] = False
+        mask = cache.extend(valid.to(device))
+        merged_before = None
+        if model.config.reads_merge_history:
+            merged_before = torch.tensor([r.merged for r in rows], device=device)
+        final, feats = model.base_forward(model.embed(ids.to(device)), positions.to(device), mask, cache.kv,
+                                          merged_before=merged_before)
+        index = torch.tensor(doubted, device=device)
+        last = torch.tensor([len(rows[pos].group) - 1 for pos in doubted], device=device)
+        hidden, features = hidden.clone(), features.clone()
+        hidden[index], features[index] = final[index, last], feats[index, last]
+        if (~cache.valid).sum() > COMPACT_AT * cache.valid.numel():
+            cache.compact()
+        return hidden, features
 
     def _close_group(self, row: _Row, index: int) -> GroupEvent:
         row.groups.append(len(row.group))
@@ -352,13 +417,14 @@ class Generation:
         ordinary_slots = len(row.prompt_ids) + n - 1
         return GenerationResult(
             text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
-            tau=n / row.forwards, prompt_tokens=len(row.prompt_ids), kv_slots=len(row.prompt_ids) + groups - 1,
+            tau=n / row.forwards, prompt_tokens=len(row.prompt_ids),
+            kv_slots=len(row.prompt_ids) + groups - 1 + row.reread_slots,
             kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
             else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
-            p_continue=row.p_continue, token_probs=row.probs)
+            p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads)
 
 
 def join_batch(running: tuple, joining: tuple) -> tuple:

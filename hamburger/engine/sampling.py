@@ -26,6 +26,12 @@ class DecodingConfig:
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
+    reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
+        next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
+        slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next
+        group starts from that reading. It costs a forward and the group's KV saving, and fixes the tokens that
+        read a merged slot wrongly where the model doubts them. 0 = never (default); 1 = every merged group (then
+        every group's first token reads unmerged history). Verify mode has no merged slots and ignores it.
     """
 
     max_new_tokens: int = 128
@@ -36,6 +42,7 @@ class DecodingConfig:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
+    reread: float = 0.0
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -48,6 +55,8 @@ class DecodingConfig:
             raise HamburgerError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if self.top_k < 0:
             raise HamburgerError(f"top_k must be >= 0, got {self.top_k!r}")
+        if not 0.0 <= self.reread <= 1.0:
+            raise HamburgerError(f"reread must be in [0, 1], got {self.reread!r}")
         if any(not s for s in self.stop):
             raise HamburgerError("stop strings must be non-empty")
         return self

@@ -28,13 +28,12 @@ from transformers import DynamicCache
 
 from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
+from hamburger.engine.generate import COMPACT_AT, Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
 
 VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
-COMPACT_AT = 0.25  # compact the cache when this fraction of its slots are holes
 
 
 @dataclass

@@ -25,7 +25,7 @@ from hamburger.engine.verify import VerifyResult
 
 ROLES = {"system", "developer", "user", "assistant"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-            "n", "confidence", "mode"}
+            "n", "confidence", "reread", "mode"}
 MODES = ("hamburger", "verify")  # the request field `mode`: lossy merged decoding, or lossless verify mode
 IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
 
@@ -173,6 +173,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
     config = DecodingConfig(
         max_new_tokens=max_tokens,
         confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
+        reread=float(_number(body, "reread", 0.0, 0.0, 1.0)),
         temperature=float(_number(body, "temperature", 0.0, 0.0, 2.0)),
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
@@ -281,7 +282,8 @@ def usage(r: GenerationResult) -> dict:
             "total_tokens": r.prompt_tokens + r.tokens,
             "hamburger": {"base_forwards": r.forwards, "tau": round(r.tau, 4), "groups": len(r.groups),
                           "kv_slots": r.kv_slots, "kv_slots_ordinary": r.kv_slots_ordinary, "kv_bytes": r.kv_bytes,
-                          "confidence": r.confidence, "mode": "verify" if isinstance(r, VerifyResult) else "hamburger"}}
+                          "rereads": r.rereads, "confidence": r.confidence,
+                          "mode": "verify" if isinstance(r, VerifyResult) else "hamburger"}}
 
 
 def sse(data) -> str:

@@ -28,3 +28,16 @@ def test_paired_differences_against_base_references_and_the_first_model():
     assert against[("B", 0.9, "A")]["nll_per_token"][0] == pytest.approx(0.2)
     assert against[("A", 0.9, "base sampled")]["worst_token_nll"] == pytest.approx([-1.0, -2.0, 0.0])
     assert against[("A", 0.7, "base greedy")]["nll_per_token"] == pytest.approx([0.5, 0.4, 0.6])  # extremes
+
+
+def test_a_rereading_decode_pairs_with_the_same_model_without_it():
+    """`--reread`: a decode that re-reads on doubt is paired with the decode of the same knob without re-reading
+    (the first model's), and another model's re-reading decode with the first model's at the same threshold."""
+    rereading = {**run("A", "token_prob", 0.9, [0.4, 0.4, 0.4], [2.0, 2.0, 2.0]), "reread": 0.5}
+    other = {**run("B", "token_prob", 0.9, [0.5, 0.5, 0.5], [2.0, 2.0, 2.0]), "reread": 0.5}
+    result = {"runs": [run("base greedy", "stop_head", 1.0, [0.4, 0.5, 0.6], [2.0, 2.0, 2.0]),
+                       run("A", "token_prob", 0.9, [0.5, 0.5, 0.5], [3.0, 3.0, 3.0]), rereading, other]}
+    firsts = [x for x in paired(result) if x["against"] == "A"]
+    assert [(x["model"], x["reread"]) for x in firsts] == [("A", 0.5), ("B", 0.5)]
+    assert firsts[0]["nll_per_token"][0] == pytest.approx(-0.1)  # A re-reading minus A without
+    assert firsts[1]["worst_token_nll"][0] == pytest.approx(0.0)  # B minus A, both re-reading at 0.5

@@ -155,6 +155,11 @@ def test_completions_stop_and_seed(server, checkpoint):
                                               seed=7).text
     tau1 = client.completions.create(model="ckpt", prompt="abc", max_tokens=8, extra_body={"confidence": 1.0})
     assert tau1.usage.model_extra["hamburger"]["tau"] == 1.0
+    reread = client.completions.create(model="ckpt", prompt="abc", max_tokens=12, extra_body={"reread": 1.0})
+    ref = expect(checkpoint, "abc", 12, raw=True, reread=1.0)
+    assert reread.choices[0].text == ref.text and ref.rereads > 0
+    assert reread.usage.model_extra["hamburger"]["rereads"] == ref.rereads
+    assert reread.usage.model_extra["hamburger"]["kv_slots"] == ref.kv_slots
 
 
 # ------------------------------------------------------------------------------ errors
@@ -178,7 +183,7 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
         (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
         (dict(messages=[]), "messages"), (dict(messages=chat("x" * too_long)), None),
-        (dict(extra_body={"mode": "fast"}), "mode"),
+        (dict(extra_body={"mode": "fast"}), "mode"), (dict(extra_body={"reread": 1.5}), "reread"),
     ]
     for extra, param in bad_requests:
         with pytest.raises(openai.BadRequestError) as e:

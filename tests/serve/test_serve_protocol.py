@@ -28,7 +28,7 @@ def test_usage_counts_and_the_hamburger_extension():
     assert usage(result()) == {
         "prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7,
         "hamburger": {"base_forwards": 2, "tau": 1.2346, "groups": 2, "kv_slots": 5, "kv_slots_ordinary": 6,
-                      "kv_bytes": 640, "confidence": 0.5, "mode": "hamburger"}}
+                      "kv_bytes": 640, "rereads": 0, "confidence": 0.5, "mode": "hamburger"}}
     assert usage(result(cls=VerifyResult))["hamburger"]["mode"] == "verify"
 
 
