@@ -20,7 +20,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
-from hamburger.core.packing import PackedBatch, TrainBatch, as_packed
+from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows
 
 GRAFTED = ("embedder", "decoder", "stop_head")
 
@@ -56,6 +56,10 @@ class TeacherStates:
     hidden: torch.Tensor  # [N, d] (no grad)
     head: nn.Module  # the teacher's LM head (its LoRA adapters, if any, are switched off when used)
     index: torch.Tensor | None = None
+
+    def at(self, where: torch.Tensor) -> "TeacherStates":
+        """The teacher of the response tokens ``where`` [T'] (indices into the current tokens), in that order."""
+        return TeacherStates(self.hidden, self.head, where if self.index is None else self.index[where])
 
     def logits(self, rows: torch.Tensor | slice = slice(None)) -> torch.Tensor:
         """fp32 logits [len(rows), V] of the response tokens ``rows`` (a slice, indices or a boolean mask), no grad."""
@@ -247,18 +251,21 @@ class HamburgerModel(nn.Module):
 
     # ----------------------------------------------------------------- training forward
     def forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None,
-                prompt: PromptStates | None = None) -> "TrainOutput":
+                prompt: PromptStates | None = None, windows: bool = False) -> "TrainOutput":
         """`training_forward`, so that DDP/FSDP wrappers (which call forward) work unchanged."""
-        return self.training_forward(batch, teacher, prompt)
+        return self.training_forward(batch, teacher, prompt, windows)
 
     def training_forward(self, batch: TrainBatch | PackedBatch, teacher: TeacherStates | torch.Tensor | None = None,
-                         prompt: PromptStates | None = None) -> TrainOutput:
+                         prompt: PromptStates | None = None, windows: bool = False) -> TrainOutput:
         """Teacher-forced forward over merged sequences; loss = CE + w_stop * BCE (+ w_kl * KL).
 
         ``batch``: a `PackedBatch` (the batching side builds it once per batch), or a `TrainBatch` packed here.
         ``teacher``: the KL teacher of every response token (`teacher_states`, or its logits [T, V]), or None.
         ``prompt``: the prompts' states (`prompt_states`; only where `prompt_trains` is False), or None: the base
-        runs the prompts too. Same outputs and gradients either way, up to float summation order."""
+        runs the prompts too. Same outputs and gradients either way, up to float summation order.
+        ``windows``: the MSD learns the next max_steps tokens after every slot, across the data's group ends
+        (`packing.group_windows`), as decoding runs it after every slot; the merged inputs stay the data's groups.
+        Outputs then follow the windows' tokens (a token is predicted once per window that holds it)."""
         cfg, device = self.config, self.device
         packed = as_packed(batch, cfg.max_steps, device)
         group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
@@ -280,7 +287,11 @@ class HamburgerModel(nn.Module):
         else:  # the prompts' states are given: the base runs the merged slots after them only
             final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail, merged_slots)
             before = prompt.joined(before)
-        return self.group_outputs(final[before], features[before], group_tokens, group_sizes, as_teacher(teacher))
+        teacher = as_teacher(teacher)
+        if windows:
+            group_tokens, group_sizes, where = group_windows(packed.batch, cfg.max_steps, device)
+            teacher = None if teacher is None else teacher.at(where)
+        return self.group_outputs(final[before], features[before], group_tokens, group_sizes, teacher)
 
     def group_outputs(self, skip_hidden: torch.Tensor, features: torch.Tensor, group_tokens: torch.Tensor,
                       group_sizes: torch.Tensor, teacher: TeacherStates | None = None,

@@ -35,6 +35,23 @@ def group_starts(groups: list[int]) -> list[int]:
     return [end - n for end, n in zip(accumulate(groups), groups)]
 
 
+def group_windows(batch: "TrainBatch", max_steps: int, device=None
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every group of every row (in `PackedBatch.group_tokens` order) widened to the next ``max_steps`` response
+    tokens, across the group's end (fewer at the response's end): (tokens [G, max_steps] padded with 0, sizes [G],
+    the response token (index over the batch's response tokens, rows in order) of every window token [sum sizes])."""
+    tokens, sizes, where, offset = [], [], [], 0
+    for response, groups in zip(batch.response_ids, batch.groups):
+        for start in group_starts(groups):
+            end = min(len(response), start + max_steps)
+            tokens.append(pad_group(response[start:end], max_steps))
+            sizes.append(end - start)
+            where += range(offset + start, offset + end)
+        offset += len(response)
+    return (torch.tensor(tokens, dtype=torch.long, device=device).view(len(sizes), max_steps),
+            torch.tensor(sizes, dtype=torch.long, device=device), torch.tensor(where, dtype=torch.long, device=device))
+
+
 def pad_group(tokens: list[int], width: int) -> list[int]:
     """One group's tokens right-padded with 0 to ``width`` (max_steps): the embedder's and MSD's input row."""
     return tokens + [0] * (width - len(tokens))

@@ -45,8 +45,10 @@ class TrainConfig:
     #                          (every slot from a row's first merge on); the scoped base stays exactly itself where
     #                          nothing merged (see config.LORA_SCOPES)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
-    msd_chains: str = "groups"  # stage msd: teacher-force the data's "groups", or "all": a group of max_steps
-    #                             tokens from every response token (needs stop_target accepted)
+    msd_chains: str = "groups"  # the MSD is teacher-forced on the data's "groups"; stage msd: "all", a group of
+    #                             max_steps tokens from every response token; stage full: "windows", the next max_steps
+    #                             tokens after every slot, across group ends, as decoding runs the MSD after every
+    #                             slot (both need stop_target accepted)
     msd_stride: int = 1  # msd_chains all: start a group at every msd_stride-th response token only (cheaper steps)
     # --- data
     data: str = ""  # training dataset (segment jsonl: prompt_ids, response_ids, groups)
@@ -129,10 +131,11 @@ class TrainConfig:
              f"lora_scope {self.lora_scope!r} needs base_mode lora")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
         need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
-        need(self.msd_chains == "groups" or self.stage == "msd", "msd_chains 'all' needs stage msd")
+        need(self.msd_chains != "all" or self.stage == "msd", "msd_chains 'all' needs stage msd")
+        need(self.msd_chains != "windows" or self.stage == "full", "msd_chains 'windows' needs stage full")
         need(self.msd_chains == "groups" or self.stop_target == "accepted",
-             "msd_chains 'all' has no group ends to learn: use stop_target accepted")
-        need(not self.recut or self.msd_chains == "groups", "recut needs msd_chains groups (all uses no groups)")
+             f"msd_chains {self.msd_chains!r} has no group ends to learn: use stop_target accepted")
+        need(not self.recut or self.msd_chains != "all", "recut needs the data's groups (msd_chains all uses none)")
         for n, entry in enumerate(self.recut):
             try:
                 segment_entropies([0.0], _segment_settings(entry, 1), 2)  # strategy and thresholds

@@ -77,7 +77,9 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     return out
 
 
-MSD_CHAINS = ("groups", "all")  # where stage msd starts its teacher-forced groups (see `chain_starts`)
+# The groups the MSD is teacher-forced on: the data's "groups"; stage msd: "all", a group from every response token
+# (`chain_starts`); stage full: "windows", the next max_steps tokens after every slot (`packing.group_windows`).
+MSD_CHAINS = ("groups", "all", "windows")
 
 
 def chain_starts(batch: TrainBatch, max_steps: int, chains: str, stride: int = 1
@@ -172,4 +174,4 @@ class Objective(nn.Module):
         # When nothing that trains acts on a prompt slot, the prompts run once, without gradients, for the
         # teacher and the training forward alike: no backward over them, and the teacher's share is reused.
         prompt = model.prompt_states(batch) if model.reuse_prompt and self.prompts_frozen else None
-        return model(batch, self.teacher(batch, prompt), prompt)
+        return model(batch, self.teacher(batch, prompt), prompt, self.msd_chains == "windows")

@@ -66,6 +66,8 @@ MODES = {
     "full+kl+accepted": dict(base_mode="full", kl_weight=0.5, stop_target="accepted"),
     "msd": dict(stage="msd", base_mode="frozen"),
     "msd-all+kl": dict(stage="msd", base_mode="frozen", msd_chains="all", stop_target="accepted", kl_weight=1.0),
+    "lora-merged+kl+windows": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, stop_target="accepted",
+                                   msd_chains="windows"),
 }
 
 
@@ -264,7 +266,7 @@ def test_resume_may_switch_to_bf16_but_not_change_the_recipe(env, tmp_path):
     assert resumed.step == 2 and resumed.train() == 0 and resumed.step == 4
 
 
-PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merged+kl")}
+PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merged+kl", "lora-merged+kl+windows")}
 PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
 PROMPT_MODES["lora-two-sets+kl"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5)
 

@@ -110,6 +110,6 @@ def test_recut_config_forms():
     assert cfg.recut == [{"strategy": "sliding", "sliding_p": 0.6}, {"strategy": "small_group"}]
     assert cfg.recut_settings(3) == [SegmentSettings("sliding", 3, sliding_p=0.6), SegmentSettings("small_group", 3)]
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg and TrainConfig().recut == []
-    with pytest.raises(HamburgerError, match="recut needs msd_chains groups"):
+    with pytest.raises(HamburgerError, match="recut needs the data.s groups"):
         TrainConfig.from_dict({"recut": RECUT, "stage": "msd", "base_mode": "frozen", "msd_chains": "all",
                                "stop_target": "accepted"})

@@ -144,6 +144,45 @@ def test_msd_chains_start_at_every_response_token():
     assert rows == [0, 0, 0, 1] and cols == [2, 4, 6, 2] and tokens[1] == [12, 13, 14] and tokens[3] == [21, 0, 0]
 
 
+def test_windows_cross_group_ends():
+    from hamburger.core.packing import TrainBatch, group_windows
+    batch = TrainBatch([[1, 2, 3], [4, 5]], [[10, 11, 12, 13, 14], [20, 21]], [[2, 3], [1, 1]])
+    tokens, sizes, where = group_windows(batch, 3)
+    assert tokens.tolist() == [[10, 11, 12], [12, 13, 14], [20, 21, 0], [21, 0, 0]]
+    assert sizes.tolist() == [3, 3, 2, 1] and where.tolist() == [0, 1, 2, 2, 3, 4, 5, 6, 6]
+
+
+def test_windows_train_the_msd_after_every_slot_with_each_tokens_own_teacher(env, tmp_path):
+    """stage full, msd_chains windows: each slot's MSD learns the next max_steps tokens across the group's end, each
+    with the unmerged base's distribution at that token as its KL target; groups that are full windows already
+    (max_steps tokens, or the response's end) give exactly the groups' outputs."""
+    from hamburger.core.packing import TrainBatch, group_windows
+    trainer = Trainer(config(env, tmp_path / "w", base_mode="frozen", msd_chains="windows", stop_target="accepted",
+                             kl_weight=1.0, decoder_init="random"))
+    model = trainer.model
+    model.loss_chunk = 0
+    prompts = [[1, 30, 31], [1, 40]]
+    full = TrainBatch(prompts, [[10, 11, 12, 13, 14, 15, 16, 17, 18], [20, 21, 22]], [[4, 4, 1], [3]])
+    with torch.no_grad():
+        model.base.get_output_embeddings().weight.mul_(4.0)
+        a, b = model.training_forward(full, model.teacher_states(full), windows=True), \
+            model.training_forward(full, model.teacher_states(full))
+        assert torch.equal(a.targets, b.targets) and torch.allclose(a.loss, b.loss)
+        cut = TrainBatch(prompts, full.response_ids, [[1, 2, 3, 2, 1], [2, 1]])
+        out = model.training_forward(cut, model.teacher_states(cut), windows=True)
+        teacher = model.teacher_logits(cut)
+    _, sizes, where = group_windows(cut, 4)
+    assert sizes.tolist() == [4, 4, 4, 3, 1, 3, 1]
+    assert out.targets.tolist() == [sum(cut.response_ids, [])[i] for i in where]
+    expected = torch.nn.functional.kl_div(out.token_logits.log_softmax(-1), teacher[where].log_softmax(-1),
+                                          log_target=True, reduction="batchmean")
+    assert out.kl.item() > 0.01 and torch.allclose(out.kl, expected, rtol=1e-4)
+    with pytest.raises(HamburgerError, match="needs stage full"):
+        config(env, tmp_path / "x", stage="msd", base_mode="frozen", msd_chains="windows", stop_target="accepted")
+    with pytest.raises(HamburgerError, match="stop_target accepted"):
+        config(env, tmp_path / "x", msd_chains="windows")
+
+
 def test_msd_soft_targets_are_the_base_distribution_of_each_micro_token(env, tmp_path):
     trainer = Trainer(config(env, tmp_path / "msd", stage="msd", base_mode="frozen",
                              msd_chains="all", stop_target="accepted", kl_weight=1.0, decoder_init="random",
