@@ -90,3 +90,12 @@ def test_reread_is_checked(char_tokenizer):
             DecodingConfig(reread=bad).validate()
     with pytest.raises(HamburgerError, match="dynamic"):
         Generation(tiny_hamburger(), char_tokenizer, [PROMPTS[0]], DecodingConfig(reread=0.5), static_cache=True)
+
+
+def test_summary_line_counts_the_rereads(char_tokenizer):
+    from hamburger.cli.render import summary_line
+    model = long_group_model()
+    res = generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(max_new_tokens=20, confidence=0.5, reread=1.0))
+    plain = generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(max_new_tokens=20, confidence=0.5))
+    assert f"{res.forwards} base forwards ({res.rereads} re-reads)" in summary_line(res)
+    assert "re-reads" not in summary_line(plain)
