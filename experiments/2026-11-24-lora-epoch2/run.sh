@@ -14,6 +14,9 @@ export MKL_CBWR=AVX2
 OUT=runs/cpu/lora-epoch2
 if [ -f "$OUT/last/trainer_state.pt" ]; then
     nice -n 2 $HB train --out "$OUT" --resume
+elif [ -d experiments/2026-11-24-lora-epoch2/warm_start ]; then  # the full checkpoint is gone: its committed copy
+    nice -n 2 $HB train --config configs/smollm2-lora-merged-epoch2-cpu.yaml \
+        --set init=experiments/2026-11-24-lora-epoch2/warm_start
 else
     nice -n 2 $HB train --config configs/smollm2-lora-merged-epoch2-cpu.yaml
 fi
