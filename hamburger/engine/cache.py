@@ -20,6 +20,8 @@ from transformers import DynamicCache, StaticCache
 from hamburger.core.masks import slot_mask
 from hamburger.errors import HamburgerError
 
+COMPACT_AT = 0.25  # compact a dynamic cache once this fraction of its slots are holes
+
 
 def cache_bytes(cache) -> tuple[int, int]:
     """(bytes held by the key and value tensors of every layer of a transformers cache, measured; slots of
@@ -126,6 +128,11 @@ class SlotCache:
         self.kv.crop(-n)
         self.valid = self.valid[:, :-n]
         self.filled -= n
+
+    def compact_if_holey(self) -> None:
+        """`compact` once more than `COMPACT_AT` of the slots are holes (invalid: padding, rejected or re-read)."""
+        if not self.static and int((~self.valid).sum()) > COMPACT_AT * self.valid.numel():
+            self.compact()
 
     def compact(self) -> None:
         """Squeeze out invalid slots: each row keeps its valid entries in order, left-padded to the longest row.

@@ -34,8 +34,6 @@ from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import DecodingConfig, knob_gates
 
-COMPACT_AT = 0.25  # compact the KV cache when this fraction of its slots are holes (re-read on doubt, verify mode)
-
 
 @dataclass
 class GroupEvent:
@@ -393,8 +391,7 @@ class Generation:
         last = torch.tensor([len(rows[pos].group) - 1 for pos in doubted], device=device)
         hidden, features = hidden.clone(), features.clone()
         hidden[index], features[index] = final[index, last], feats[index, last]
-        if (~cache.valid).sum() > COMPACT_AT * cache.valid.numel():
-            cache.compact()
+        cache.compact_if_holey()
         return hidden, features
 
     def _close_group(self, row: _Row, index: int) -> GroupEvent:

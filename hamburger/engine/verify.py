@@ -28,7 +28,7 @@ from transformers import DynamicCache
 
 from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import COMPACT_AT, Generation, GenerationResult, GroupEvent, _Row, join_batch
+from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
 
@@ -310,9 +310,7 @@ class VerifyGeneration(Generation):
         for b, n in enumerate(kept):
             cache.valid[b, first + 1 + n:] = False
         cache.drop_last(width - 1 - max(kept))
-        holes = cache.batch_size * cache.num_slots - int(cache.valid.sum())
-        if holes > COMPACT_AT * cache.batch_size * cache.num_slots:
-            cache.compact()
+        cache.compact_if_holey()
 
 
 def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: DecodingConfig | None = None,

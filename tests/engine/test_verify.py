@@ -6,6 +6,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from hamburger.engine import cache as cache_module
 from hamburger.engine import verify
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.model import HamburgerModel
@@ -92,7 +93,7 @@ def test_rollback_leaves_the_cache_of_an_ordinary_decode(compact_at, char_tokeni
     """After verify steps with rejected drafts, each row's valid cache entries are exactly the keys and values
     an ordinary token-by-token decode of the same tokens holds (batch 1, and a ragged batch with holes,
     compacted always / when holes pile up / never)."""
-    monkeypatch.setattr(verify, "COMPACT_AT", compact_at)
+    monkeypatch.setattr(cache_module, "COMPACT_AT", compact_at)
     model = drafting_model("llama", "random")
     with torch.inference_mode():
         for prompts in ([PROMPTS[1]], PROMPTS):
