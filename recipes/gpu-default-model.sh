@@ -8,7 +8,8 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged full lora-two-sets lora frozen]  training runs, in order (lora-two-sets: the same run with a
+#   RUNS [lora-merged full lora-two-sets lora frozen]  training runs, in order (data: none, the data steps only;
+#        lora-two-sets: the same run with a
 #        second adapter set on the single slots after a row's first merge, `lora_scope: merged_and_after`;
 #        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
 #        full: the paper's recipe plus KL, the fast path)
@@ -75,7 +76,8 @@ for run in ${RUNS:-lora-merged full lora-two-sets lora frozen}; do
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" > "$W/full.log" 2>&1 ;;
-        *) echo "unknown run $run (lora-merged | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
+        *) echo "unknown run $run (data | lora-merged | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done
