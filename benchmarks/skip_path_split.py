@@ -5,6 +5,7 @@ The first token of a group is the base's own next-token prediction (no micro-ste
   * `prompt`  the last prompt token (the response's first group: nothing merged yet),
   * `merged`  a slot that merges the previous group of 2+ tokens,
   * `single`  a slot holding one token, with merged slots earlier in the history.
+`merged_2` .. `merged_k` split `merged` by the length of the group the slot merges.
 The micro-step decoder's tokens (2..k) are reported beside them. On the base's own greedy answers an
 unmerged base is right 100% of the time at `prompt`, so the gaps measure what merging costs.
 
@@ -30,6 +31,11 @@ def skip_sources(groups: list[int]) -> list[str]:
     return ["prompt" if i == 0 else "merged" if groups[i - 1] > 1 else "single" for i in range(len(groups))]
 
 
+def skip_keys(groups: list[int]) -> list[list[str]]:
+    """For each group: the keys its first token counts under (its source, and for a merged slot its length)."""
+    return [[s, f"merged_{groups[i - 1]}"] if s == "merged" else [s] for i, s in enumerate(skip_sources(groups))]
+
+
 def split_accuracy(model, rows, batch_size: int = 8) -> dict:
     correct, count = Counter(), Counter()
     for start in range(0, len(rows), batch_size):
@@ -38,11 +44,11 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
             out = model.training_forward(to_batch(part))
         right = (out.predictions == out.targets).tolist()
         index = out.micro_index.tolist()
-        sources = iter(s for r in part for s in skip_sources(r.groups))
+        sources = iter(keys for r in part for keys in skip_keys(r.groups))
         for ok, j in zip(right, index):
-            key = next(sources) if j == 0 else f"micro_{j + 1}"
-            correct[key] += ok
-            count[key] += 1
+            for key in next(sources) if j == 0 else [f"micro_{j + 1}"]:
+                correct[key] += ok
+                count[key] += 1
     return {k: {"tokens": count[k], "accuracy": correct[k] / count[k]} for k in sorted(count)}
 
 

@@ -14,6 +14,7 @@ export MKL_CBWR=AVX2
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 stamp skip-path split
 $PY benchmarks/skip_path_split.py --model $E/warm_start --data $VAL --threads 2 --out $E/skip_path_split.json
+$PY benchmarks/skip_path_split.py --model $START --data $VAL --threads 2 --out $E/skip_path_split_start.json
 stamp decode curve
 $PY benchmarks/decode_fidelity.py --models $START $E/warm_start --gates token_prob \
     --confidence 0.95,0.9,0.7,0.5 --per-category 16 --threads 2 --out $E/decode_fidelity.json

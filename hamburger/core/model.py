@@ -187,8 +187,11 @@ class HamburgerModel(nn.Module):
         self._taps = []
         gated = contextlib.nullcontext()
         if self.config.lora_scope != "all":
-            gated = adapters_gated(self.base, self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device,
-                                                                merged_slots, merged_before))
+            gate = self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device, merged_slots, merged_before)
+            # Inference where no adapter acts (every step of a decode that merges nothing): the same outputs, without
+            # the adapters' matmuls. Training keeps the zero gate, so the adapters still get (zero) gradients.
+            idle = not torch.is_grad_enabled() and not bool(gate.any())
+            gated = adapters_disabled(self.base) if idle else adapters_gated(self.base, gate)
         stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack

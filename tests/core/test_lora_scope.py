@@ -50,6 +50,31 @@ def test_gate_zero_is_the_base_and_gate_one_the_adapter():
 SCOPED = ["merged", "after_merge", "merged_and_after"]
 
 
+def test_inference_without_merged_slots_skips_the_adapters():
+    """No slot adapts: the adapters are switched off for the forward (no LoRA matmuls), outputs unchanged."""
+    model = adapted(tiny_hamburger("llama", seed=2, lora_scope="merged"))
+    embeds = model.base.get_input_embeddings()(torch.tensor([[1, 20, 30, 40]]))
+    positions = torch.arange(4)[None]
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()[None, None]
+    seen = []
+    hooks = [m.register_forward_hook(lambda m, i, o: seen.append((m.enabled, m.gate is not None)))
+             for _, m in lora_modules(model.base)]
+    with torch.no_grad():
+        idle, _ = model.base_forward(embeds, positions, mask)
+    assert seen and all(not enabled for enabled, _ in seen)
+    seen.clear()
+    zero_gate, _ = model.base_forward(embeds, positions, mask)  # training (grad on): the zero gate, adapters on
+    assert seen and all(enabled and gated for enabled, gated in seen)
+    assert torch.equal(idle, zero_gate.detach())
+    seen.clear()
+    with torch.no_grad():
+        merged, _ = model.base_forward(embeds, positions, mask, merged_slots=torch.tensor([[0, 0, 1, 0]]))
+    assert seen and all(enabled and gated for enabled, gated in seen)
+    assert torch.equal(merged[:, :2], idle[:, :2]) and not torch.allclose(merged[:, 2:], idle[:, 2:], atol=1e-4)
+    for h in hooks:
+        h.remove()
+
+
 def test_adapter_gate_of_each_scope():
     merged = torch.tensor([[0, 0, 1, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0]], dtype=torch.bool)
     gate = tiny_hamburger("llama", lora_scope="merged").adapter_gate(merged.shape, "cpu", merged)

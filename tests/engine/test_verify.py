@@ -269,13 +269,13 @@ def test_bundled_model_verify_equals_base_greedy():
     from hamburger import load_model
     from hamburger.engine.prompt import encode_prompt
 
-    model, tokenizer, _ = load_model(None, "float32")
+    model, tokenizer, _, reference = load_model(None, "float32", reference=True)
     prompts = ["What is 2+2?", "Write one sentence about the sea.", "List the days of the week."]
     ids = [encode_prompt(tokenizer, p) for p in prompts]
     refs = []
     for x in ids:
-        out = model.base.generate(torch.tensor([x]), attention_mask=torch.ones(1, len(x), dtype=torch.long),
-                                  max_new_tokens=24, do_sample=False)
+        out = reference.base.generate(torch.tensor([x]), attention_mask=torch.ones(1, len(x), dtype=torch.long),
+                                      max_new_tokens=24, do_sample=False)
         refs.append(out[0, len(x):].tolist())
     single = verify_generate(model, tokenizer, ids[1], DecodingConfig(max_new_tokens=24))
     assert single.token_ids == refs[1]

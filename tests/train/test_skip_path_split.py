@@ -2,7 +2,7 @@
 
 import torch
 
-from benchmarks.skip_path_split import skip_sources, split_accuracy
+from benchmarks.skip_path_split import skip_keys, skip_sources, split_accuracy
 from hamburger.train.batching import Row, to_batch
 from hamburger.train.objective import HEAD, batch_stats
 from tests.helpers import tiny_hamburger
@@ -11,6 +11,7 @@ from tests.helpers import tiny_hamburger
 def test_skip_sources():
     assert skip_sources([2, 1, 3, 1]) == ["prompt", "merged", "single", "merged"]
     assert skip_sources([1]) == ["prompt"]
+    assert skip_keys([2, 1, 3, 1]) == [["prompt"], ["merged", "merged_2"], ["single"], ["merged", "merged_3"]]
 
 
 def test_split_adds_up_to_the_trainers_skip_path_accuracy():
@@ -19,8 +20,8 @@ def test_split_adds_up_to_the_trainers_skip_path_accuracy():
             Row([1, 60], [61, 62, 63, 64], [1, 1, 2]),
             Row([1, 70, 71, 72], [73, 74, 75], [3])]
     split = split_accuracy(model, rows, batch_size=2)
-    assert {k: v["tokens"] for k, v in split.items()} == {"prompt": 3, "merged": 2, "single": 3, "micro_2": 4,
-                                                           "micro_3": 2}
+    assert {k: v["tokens"] for k, v in split.items()} == {"prompt": 3, "merged": 2, "merged_2": 1,
+                                                           "merged_3": 1, "single": 3, "micro_2": 4, "micro_3": 2}
     with torch.no_grad():
         s = batch_stats(model.training_forward(to_batch(rows)), 4, 0, 0)
     skip = sum(split[k]["accuracy"] * split[k]["tokens"] for k in ("prompt", "merged", "single"))
