@@ -8,7 +8,7 @@
 #   HB [hamburger]  command that runs the CLI     DEVICE [cuda]  device of the data verbs and training
 #   WORK [runs/gpu] run folder                    LIMIT []       use only the first N prompts (smoke tests)
 #   DISTILL_BATCH [512], SEGMENT_BATCH [64]       TRAIN_SET []   extra `--set k=v` for both training runs
-#   RUNS [lora-merged full lora-two-sets lora frozen]  training runs, in order (data: none, the data steps only;
+#   RUNS [full lora-two-sets lora-merged lora frozen]  training runs, in order (data: none, the data steps only;
 #        lora-two-sets: the same run with a
 #        second adapter set on the single slots after a row's first merge, `lora_scope: merged_and_after`;
 #        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
@@ -66,7 +66,7 @@ train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
-for run in ${RUNS:-lora-merged full lora-two-sets lora frozen}; do
+for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
         lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \

@@ -18,4 +18,5 @@ $PY benchmarks/skip_path_split.py --model $START --data $VAL --threads 2 --out $
 stamp decode curve
 $PY benchmarks/decode_fidelity.py --models $START $E/warm_start --gates token_prob \
     --confidence 0.95,0.9,0.7,0.5 --per-category 16 --threads 2 --out $E/decode_fidelity.json
+$PY benchmarks/equal_tau.py $E/decode_fidelity.json:$START $E/decode_fidelity.json:$E/warm_start | tee $E/equal_tau.txt
 stamp done

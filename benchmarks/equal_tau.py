@@ -1,0 +1,58 @@
+"""Two models compared at equal tau: every knob of model B against model A's quality-vs-tau curve, read by linear
+interpolation between A's knobs (only where B's tau lies inside A's range; outside it says `-`).
+
+A curve comes from a `benchmarks/decode_fidelity.py` result (FILE:MODEL, the model as the result names it) or from
+a `hamburger eval` / `hamburger calibrate` summary.json (FILE:TASK, its hamburger@knob methods on that task).
+
+    python benchmarks/equal_tau.py RESULT.json:MODEL_A RESULT.json:MODEL_B
+    python benchmarks/equal_tau.py old/summary.json:chat new/summary.json:chat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+METRICS = ("nll_per_token", "worst_token_nll", "rep4")
+
+
+def curve(spec: str) -> list[dict]:
+    """The (tau, metrics) points of one model, by tau."""
+    path, _, name = spec.rpartition(":")
+    result = json.loads(Path(path).read_text())
+    if "runs" in result:  # decode_fidelity
+        points = [r["summary"] for r in result["runs"] if r["model"] == name]
+    else:  # hamburger eval summary
+        points = [s for s in result["summary"] if s["task"] == name and s["method"].startswith("hamburger@")]
+    if not points:
+        raise SystemExit(f"no knobs of {name!r} in {path}")
+    return sorted(points, key=lambda s: s["tau"])
+
+
+def at_tau(points: list[dict], tau: float, metric: str) -> float | None:
+    """``metric`` of the curve at ``tau`` by linear interpolation (None outside the curve's tau range)."""
+    for lo, hi in zip(points, points[1:]):
+        if lo["tau"] <= tau <= hi["tau"] and hi["tau"] > lo["tau"]:
+            w = (tau - lo["tau"]) / (hi["tau"] - lo["tau"])
+            return lo[metric] + w * (hi[metric] - lo[metric])
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("a", help="the reference curve, FILE:MODEL or FILE:TASK")
+    parser.add_argument("b", help="the model read against it, FILE:MODEL or FILE:TASK")
+    args = parser.parse_args()
+    ref = curve(args.a)
+    print(f"B = {args.b} against A = {args.a} at equal tau (B vs A)")
+    for point in curve(args.b):
+        cells = []
+        for m in METRICS:
+            other = at_tau(ref, point["tau"], m)
+            cells.append(f"{m} {point[m]:.3f} vs " + (f"{other:.3f}" if other is not None else "-"))
+        print(f"tau {point['tau']:.3f}: " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
