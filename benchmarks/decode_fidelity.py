@@ -72,27 +72,32 @@ def summarise(rows: list[dict]) -> dict:
 PAIRED_METRICS = ("nll_per_token", "worst_token_nll")
 
 
+def setting(run: dict) -> tuple:
+    """What a decode of one model varies: (gate, knob, re-read threshold, prefilter)."""
+    return run["gate"], run["confidence"], run.get("reread", 0.0), run.get("prefilter", 0.0)
+
+
 def paired(result: dict) -> list[dict]:
     """Each decode minus a reference on the same prompts, per metric: (difference, 95% interval low, high).
     References: the base's greedy and sampled answers, and the first model's decode at the same gate and knob."""
     runs = result["runs"]
     references = [r for r in runs if r["model"] in ("base greedy", "base sampled")]
     models = [r["model"] for r in runs if not r["model"].startswith("base ")]
-    first = {(r["gate"], r["confidence"], r.get("reread", 0.0)): r for r in runs if models and r["model"] == models[0]}
+    first = {setting(r): r for r in runs if models and r["model"] == models[0]}
     out = []
     for run in runs:
         if run["model"].startswith("base "):
             continue
-        same = first.get((run["gate"], run["confidence"], run.get("reread", 0.0)))
-        if same is run and run.get("reread", 0.0):  # a re-reading decode of the first model: against it without
-            same = first.get((run["gate"], run["confidence"], 0.0))
+        same = first.get(setting(run))
+        if same is run and (run.get("reread", 0.0) or run.get("prefilter", 0.0)):
+            same = first.get(setting(run)[:2] + (0.0, 0.0))  # a re-reading or prefiltered decode: against the plain one
         for label, ref in [(r["model"], r) for r in references] + [(models[0], same if same is not run else None)]:
             if ref is None:
                 continue
             by_id = {row["id"]: row for row in ref["rows"]}
             rows = [(row, by_id[row["id"]]) for row in run["rows"]]
             line = {"model": run["model"], "gate": run["gate"], "confidence": run["confidence"],
-                    "reread": run.get("reread", 0.0), "against": label}
+                    "reread": run.get("reread", 0.0), "prefilter": run.get("prefilter", 0.0), "against": label}
             for metric in PAIRED_METRICS:
                 diff = paired_bootstrap([a[metric] for a, _ in rows], [b[metric] for _, b in rows])
                 line[metric] = [round(x, 4) for x in diff]
@@ -104,7 +109,8 @@ def print_paired(lines: list[dict]) -> None:
     for x in lines:
         cells = "  ".join(f"{m} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, (d, lo, hi) in
                           ((m, x[m]) for m in PAIRED_METRICS))
-        print(f"{x['model']} [{x['gate']}] @{x['confidence']} reread {x.get('reread', 0.0)} minus {x['against']}: "
+        print(f"{x['model']} [{x['gate']}] @{x['confidence']} reread {x.get('reread', 0.0)} prefilter "
+              f"{x.get('prefilter', 0.0)} minus {x['against']}: "
               f"{cells}", flush=True)
 
 
@@ -119,6 +125,9 @@ def main() -> None:
                              "model's own)")
     parser.add_argument("--reread", default="0", help="comma list of re-read-on-doubt thresholds to decode every "
                         "model with at every knob (DecodingConfig.reread; 0 = never)")
+    parser.add_argument("--prefilters", default="0", help="comma list of prefilters (HamburgerConfig.prefilter: gate "
+                        "token_prob asks the MSD only while the stop head's 1 - p_stop >= this) to decode every model "
+                        "with at every knob (default 0: none; the model's own setting is replaced)")
     parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
     parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -139,6 +148,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     knobs = [float(c) for c in args.confidence.split(",")]
     rereads = [float(r) for r in args.reread.split(",")]
+    prefilters = [float(q) for q in args.prefilters.split(",")]
     texts = [p for c in args.categories.split(",") for p in category_prompts(c, args.per_category, seed=1)]
     base, tokenizer, info = load_base(None, "float32")
     base.eval()
@@ -146,19 +156,21 @@ def main() -> None:
     result = {"settings": vars(args), "prompts": [p["id"] for p in texts], "base": info.spec,
               "machine": machine_info(args.threads, "float32"), "runs": []}
 
-    def record(label: str, knob: float | None, cfgs: list[DecodingConfig], model, reread: float = 0.0) -> None:
+    def record(label: str, knob: float | None, cfgs: list[DecodingConfig], model, reread: float = 0.0,
+               prefilter: float = 0.0) -> None:
         t0 = time.perf_counter()
         outs = decode(model, tokenizer, prompts, cfgs, args.batch_size)
         eos = eos_ids(model, tokenizer)
         rows = [{"id": p["id"], "forwards": o.forwards, "rereads": o.rereads, "kv_slots": o.kv_slots,
                  "kv_slots_ordinary": o.kv_slots_ordinary, **score(base, ids, o.token_ids, o.groups, eos)}
                 for p, ids, o in zip(texts, prompts, outs)]
-        run = {"model": label, "confidence": knob, "gate": model.config.gate, "reread": reread,
+        run = {"model": label, "confidence": knob, "gate": model.config.gate, "reread": reread, "prefilter": prefilter,
                "temperature": cfgs[0].temperature,
                "seconds": time.perf_counter() - t0, "summary": summarise(rows), "rows": rows}
         result["runs"].append(run)
         s = run["summary"]
-        print(f"{label} [{model.config.gate}] @{knob} reread {reread} T{cfgs[0].temperature}: tau {s['tau']:.3f} "
+        print(f"{label} [{model.config.gate}] @{knob} reread {reread} prefilter {prefilter} T{cfgs[0].temperature}: "
+              f"tau {s['tau']:.3f} "
               f"rereads/answer {s['rereads']:.2f} kv_ratio {s['kv_ratio']:.3f} "
               f"nll {s['nll_per_token']:.3f} worst {s['worst_token_nll']:.2f} rep4 {s['rep4']:.3f} "
               f"micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens) after_merge_ok {s['after_merge_ok']} "
@@ -179,8 +191,10 @@ def main() -> None:
             model.config.validate()
             for knob in knobs:
                 for reread in rereads:
-                    record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob, reread=reread)]
-                           * len(prompts), model, reread)
+                    for prefilter in prefilters:
+                        model.config.prefilter = prefilter
+                        record(path, knob, [DecodingConfig(args.max_new_tokens, confidence=knob, reread=reread)]
+                               * len(prompts), model, reread, prefilter)
     result["paired"] = paired(result)
     print_paired(result["paired"])
     Path(args.out).write_text(json.dumps(result, indent=1))

@@ -29,7 +29,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from hamburger.core.checkpoint import export
 
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
-                 default_confidence=args.default_confidence, base=args.base, gate=args.gate)
+                 default_confidence=args.default_confidence, base=args.base, gate=args.gate,
+                 prefilter=args.prefilter)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -68,4 +69,8 @@ def register(sub) -> None:
                    help="what the knob thresholds for each micro token: stop_head (the stop head's 1 - p_stop after "
                         "the previous token) or token_prob (the micro-step decoder's probability of the token itself; "
                         "one more micro step per group). Default: keep the checkpoint's")
+    p.add_argument("--prefilter", type=float, default=None,
+                   help="gate token_prob only: ask the micro-step decoder for a group's next token only while the stop "
+                        "head's 1 - p_stop is >= this, in [0, 1) (0: always ask). Saves the micro step where the stop "
+                        "head already knows the group ends; can only turn merges down. Default: keep the checkpoint's")
     p.set_defaults(func=cmd_export)

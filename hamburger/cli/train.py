@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 
 from hamburger.cli.options import add_runtime
@@ -34,7 +36,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = train_config(args)
     pick_device(cfg.device)  # a one-line error for cuda without a GPU, before anything loads
-    return train(cfg, resume=args.resume)
+    code = train(cfg, resume=args.resume)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # One process of several: the group is left and everything is saved. End here, without the interpreter's
+        # C++ teardown, where torch's gloo backend can still abort ("terminate called without an active
+        # exception") and turn a finished run into a failed one.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def register(sub) -> None:

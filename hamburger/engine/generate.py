@@ -77,13 +77,13 @@ class _Row:
     """Per-request state."""
 
     def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None,
-                 gate: str = "stop_head"):
+                 gate: str = "stop_head", prefilter: float = 0.0):
         self.prompt_ids = prompt_ids
         self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
         self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
         # the least -stop_logit for the group to go on; the least MSD probability of a micro token it takes
-        self.threshold, self.floor = knob_gates(self.confidence, gate)
+        self.threshold, self.floor = knob_gates(self.confidence, gate, prefilter)
         self.generator = cfg.make_generator()
         self.tokens: list[int] = []
         self.groups: list[int] = []
@@ -172,7 +172,7 @@ class Generation:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
-                              self.model.config.gate))
+                              self.model.config.gate, self.model.config.prefilter))
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)

@@ -13,6 +13,7 @@ never stopped. Ctrl-C / SIGTERM save a checkpoint before exiting.
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import json
 import random
@@ -403,7 +404,14 @@ def train(cfg: TrainConfig, resume: bool = False) -> int:
         raise HamburgerError("no training data: give --data DATASET.jsonl or set `data` in the config")
     trainer = Trainer(cfg, resume=resume)
     code = trainer.train()
-    trainer.dist.close()  # on an exception, the launcher tears the group down instead
-    if trainer.dist.main and code == 0:
-        print(f"hamburger train: {trainer.step} steps done; checkpoint {Path(cfg.out) / 'last'}", file=sys.stderr)
+    dist, step = trainer.dist, trainer.step
+    if dist.active:
+        # The DDP wrapper holds the process group: free it (and the cycles around it) now, so the group's
+        # communication threads end inside `close` and not in the C++ teardown at interpreter exit, where
+        # gloo can abort ("terminate called without an active exception").
+        del trainer
+        gc.collect()
+    dist.close()  # on an exception, the launcher tears the group down instead
+    if dist.main and code == 0:
+        print(f"hamburger train: {step} steps done; checkpoint {Path(cfg.out) / 'last'}", file=sys.stderr)
     return code

@@ -41,3 +41,14 @@ def test_a_rereading_decode_pairs_with_the_same_model_without_it():
     assert [(x["model"], x["reread"]) for x in firsts] == [("A", 0.5), ("B", 0.5)]
     assert firsts[0]["nll_per_token"][0] == pytest.approx(-0.1)  # A re-reading minus A without
     assert firsts[1]["worst_token_nll"][0] == pytest.approx(0.0)  # B minus A, both re-reading at 0.5
+
+
+def test_a_prefiltered_decode_pairs_with_the_same_model_without_it():
+    """`--prefilters`: a decode with a prefilter is paired with the first model's plain decode at the same knob."""
+    plain = run("A", "token_prob", 0.8, [0.5, 0.5, 0.5], [3.0, 3.0, 3.0])
+    filtered = {**run("A", "token_prob", 0.8, [0.4, 0.5, 0.3], [2.0, 3.0, 1.0]), "prefilter": 0.3}
+    result = {"runs": [run("base greedy", "stop_head", 1.0, [0.4, 0.5, 0.6], [2.0, 2.0, 2.0]), plain, filtered]}
+    firsts = [x for x in paired(result) if x["against"] == "A"]
+    assert [(x["model"], x["prefilter"]) for x in firsts] == [("A", 0.3)]
+    assert firsts[0]["nll_per_token"][0] == pytest.approx(-0.1)
+    assert firsts[0]["worst_token_nll"][0] == pytest.approx(-1.0)

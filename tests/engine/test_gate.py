@@ -18,14 +18,22 @@ def token_prob_model(seed: int = 3):
     return tiny_hamburger("llama", seed=seed, gate="token_prob")
 
 
-def rule_groups(model, hidden, features, floor):
+def rule_groups(model, hidden, features, floor, prefilter=0.0, going=None):
     """The token_prob rule, computed teacher-forced with the training-time MSD (`micro_hidden`, no cache):
-    token 1 from the skip path, then each MSD token while its probability is >= floor, up to max_steps."""
+    token 1 from the skip path, then each MSD token while its probability is >= floor, up to max_steps; with a
+    ``prefilter`` the MSD is asked only while the stop head's 1 - p_stop after the last token is >= prefilter
+    (each of those values goes to the list ``going``)."""
     groups = []
     for h, f in zip(hidden, features):
-        tokens = [int(model.lm_head(h).argmax())]
+        state, tokens = h, [int(model.lm_head(h).argmax())]
         while len(tokens) < model.config.max_steps:
-            probs = model.lm_head(model.micro_hidden(f[None], torch.tensor([tokens]))[0, -1]).float().softmax(-1)
+            p_continue = float(torch.sigmoid(-model.stop_head(state[None], model.embed(torch.tensor(tokens[-1:])))))
+            if going is not None:
+                going.append(p_continue)
+            if p_continue < prefilter:
+                break
+            state = model.micro_hidden(f[None], torch.tensor([tokens]))[0, -1]
+            probs = model.lm_head(state).float().softmax(-1)
             if float(probs.max()) < floor:
                 break
             tokens.append(int(probs.argmax()))
@@ -34,8 +42,8 @@ def rule_groups(model, hidden, features, floor):
 
 
 def micro_loop_groups(model, hidden, features, confidence):
-    rows = [_Row([1, 2], DecodingConfig(max_new_tokens=50, confidence=confidence), 0.9, None, model.config.gate)
-            for _ in range(len(hidden))]
+    rows = [_Row([1, 2], DecodingConfig(max_new_tokens=50, confidence=confidence), 0.9, None, model.config.gate,
+                 model.config.prefilter) for _ in range(len(hidden))]
     HostMicroLoop(model, eos=[])(hidden, features, rows)
     return [r.group for r in rows]
 
@@ -55,6 +63,46 @@ def test_token_prob_gate_takes_a_micro_token_iff_the_msd_gives_it_the_knob():
     assert got == expected
     assert {len(t) for t in expected} > {1} and min(len(t) for t in expected) < model.config.max_steps
     assert all(len(t) == model.config.max_steps for t in everything)  # the stop head is not consulted
+
+
+def test_prefilter_asks_the_msd_only_while_the_stop_head_lets_the_group_go_on():
+    model = token_prob_model()
+    g = torch.Generator().manual_seed(1)
+    d = model.config.hidden_size
+    hidden, features = torch.randn(16, d, generator=g), torch.randn(16, model.config.num_features, d, generator=g)
+    with torch.no_grad():
+        going = []
+        rule_groups(model, hidden, features, 0.0, prefilter=0.0, going=going)
+        values = sorted(going)
+        prefilter = (values[len(values) // 2] + values[len(values) // 2 + 1]) / 2  # between two stop-head values
+        expected = rule_groups(model, hidden, features, 0.0, prefilter=prefilter)
+        model.config.prefilter = prefilter
+        got = micro_loop_groups(model, hidden, features, 0.001)
+        model.config.prefilter = 0.0
+        unfiltered = micro_loop_groups(model, hidden, features, 0.001)
+    assert got == expected
+    lengths = [len(t) for t in got]
+    assert min(lengths) < model.config.max_steps and max(lengths) > 1  # it turns some merges down, not all
+    assert all(len(t) == model.config.max_steps for t in unfiltered)
+    assert all(t == u[:len(t)] for t, u in zip(got, unfiltered))  # it only ever ends a group earlier
+
+
+def test_prefilter_device_loop_equals_host_loop_and_zero_is_no_prefilter(char_tokenizer):
+    model = token_prob_model()
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=c) for n, c in ((24, 0.02), (24, 0.05), (9, 1.0))]
+    plain = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
+    model.config.prefilter = 0.5
+    host = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
+    device = Generation(model, char_tokenizer, PROMPTS, cfgs, micro_loop="device").run()
+    assert [(r.groups, r.token_ids) for r in device] == [(r.groups, r.token_ids) for r in host]
+    assert sum(len(r.groups) for r in host) > sum(len(r.groups) for r in plain)  # fewer merges
+    for r in host:  # a group went on only where the stop head let it (and the MSD gave the token the knob)
+        start = 0
+        for n in r.groups:
+            assert all(p >= 0.5 for p in r.p_continue[start:start + n - 1])
+            assert all(p >= r.confidence for p in r.token_probs[start + 1:start + n])
+            start += n
+    assert set(host[2].groups) == {1}
 
 
 def test_token_prob_gate_at_knob_one_is_the_base_exactly(char_tokenizer):
@@ -86,6 +134,11 @@ def test_knob_gates_and_the_config_field():
     assert knob_gates(0.9, "stop_head") == (math.log(9), 0.0)
     assert knob_gates(0.9, "token_prob") == (-math.inf, 0.9)
     assert knob_gates(1.0, "token_prob") == (math.inf, 0.0)
+    assert knob_gates(0.9, "token_prob", 0.2) == (math.log(0.25), 0.9)
+    assert knob_gates(0.9, "stop_head", 0.2) == (math.log(9), 0.0)  # the stop head gate ignores it
+    assert HamburgerConfig.from_dict({"max_steps": 4}).prefilter == 0.0
+    with pytest.raises(HamburgerError, match="prefilter must be in"):
+        HamburgerConfig(prefilter=1.0).validate()
     assert HamburgerConfig.from_dict({"max_steps": 4}).gate == "stop_head"  # saved before the field existed
     with pytest.raises(HamburgerError, match="gate must be one of"):
         HamburgerConfig(gate="entropy").validate()
