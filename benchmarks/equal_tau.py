@@ -4,8 +4,12 @@ interpolation between A's knobs (only where B's tau lies inside A's range; outsi
 A curve comes from a `benchmarks/decode_fidelity.py` result (FILE:MODEL, the model as the result names it) or from
 a `hamburger eval` / `hamburger calibrate` summary.json (FILE:TASK, its hamburger@knob methods on that task).
 
+A decode_fidelity result may hold one model at several prefilters (`--prefilters`): `--prefilter-a` / `--prefilter-b`
+pick one curve each, and `--anchor-base` adds the base's greedy decode (knob 1.0, tau 1) to both curves.
+
     python benchmarks/equal_tau.py RESULT.json:MODEL_A RESULT.json:MODEL_B
     python benchmarks/equal_tau.py old/summary.json:chat new/summary.json:chat
+    python benchmarks/equal_tau.py R.json:M R.json:M --prefilter-a 0 --prefilter-b 0.5 --anchor-base
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ from pathlib import Path
 METRICS = ("nll_per_token", "worst_token_nll", "rep4")
 
 
-def curve(spec: str) -> list[dict]:
-    """The (tau, metrics) points of one model, by tau."""
+def curve(spec: str, prefilter: float | None = None, anchor_base: bool = False) -> list[dict]:
+    """The (tau, metrics) points of one model, by tau (decode_fidelity: only its decodes at ``prefilter`` if given,
+    and with ``anchor_base`` the base's greedy decode, knob 1.0, as the point at tau 1)."""
     path, _, name = spec.rpartition(":")
     result = json.loads(Path(path).read_text())
     if "runs" in result:  # decode_fidelity
-        points = [r["summary"] for r in result["runs"] if r["model"] == name]
+        points = [r["summary"] for r in result["runs"] if r["model"] == name
+                  and (prefilter is None or r.get("prefilter", 0.0) == prefilter)]
+        if points and anchor_base:
+            points += [r["summary"] for r in result["runs"] if r["model"] == "base greedy"]
     else:  # hamburger eval summary
         points = [s for s in result["summary"] if s["task"] == name and s["method"].startswith("hamburger@")]
     if not points:
@@ -43,10 +51,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("a", help="the reference curve, FILE:MODEL or FILE:TASK")
     parser.add_argument("b", help="the model read against it, FILE:MODEL or FILE:TASK")
+    parser.add_argument("--prefilter-a", type=float, default=None, help="decode_fidelity: A's decodes at this prefilter")
+    parser.add_argument("--prefilter-b", type=float, default=None, help="decode_fidelity: B's decodes at this prefilter")
+    parser.add_argument("--anchor-base", action="store_true",
+                        help="decode_fidelity: add the base's greedy decode (tau 1) to both curves")
     args = parser.parse_args()
-    ref = curve(args.a)
-    print(f"B = {args.b} against A = {args.a} at equal tau (B vs A)")
-    for point in curve(args.b):
+    ref = curve(args.a, args.prefilter_a, args.anchor_base)
+    def label(spec: str, q: float | None) -> str:
+        return spec if q is None else f"{spec} (prefilter {q:g})"
+
+    print(f"B = {label(args.b, args.prefilter_b)} against A = {label(args.a, args.prefilter_a)} at equal tau (B vs A)")
+    for point in curve(args.b, args.prefilter_b, args.anchor_base):
         cells = []
         for m in METRICS:
             other = at_tau(ref, point["tau"], m)

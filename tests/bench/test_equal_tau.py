@@ -32,3 +32,16 @@ def test_reads_decode_fidelity_results_and_eval_summaries(tmp_path):
     assert [p["tau"] for p in curve(f"{summary}:chat")] == [1.2]
     with pytest.raises(SystemExit):
         curve(f"{summary}:code")
+
+
+def test_picks_one_prefilter_and_anchors_at_the_base(tmp_path):
+    fidelity = tmp_path / "fidelity.json"
+    fidelity.write_text(json.dumps({"runs": [{"model": "base greedy", "summary": point(1.0, 0.4)},
+                                             {"model": "m", "summary": point(1.3, 0.8)},
+                                             {"model": "m", "prefilter": 0.5, "summary": point(1.2, 0.6)},
+                                             {"model": "m", "prefilter": 0.0, "summary": point(1.1, 0.7)}]}))
+    assert [p["tau"] for p in curve(f"{fidelity}:m")] == [1.1, 1.2, 1.3]
+    assert [p["tau"] for p in curve(f"{fidelity}:m", prefilter=0.0)] == [1.1, 1.3]  # no field: prefilter 0
+    assert [p["tau"] for p in curve(f"{fidelity}:m", prefilter=0.5, anchor_base=True)] == [1.0, 1.2]
+    with pytest.raises(SystemExit):
+        curve(f"{fidelity}:m", prefilter=0.3)

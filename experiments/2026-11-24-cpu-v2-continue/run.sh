@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Issue 19, CPU: the shipped default model v2 (the gated-LoRA line after the lent H100) continued in the background on
+# one thread, niced (configs/smollm2-lora-merged-v2-cpu.yaml). Every step resumes; rerun to continue. Where the full
+# checkpoint is gone (a fresh machine), the committed bf16 warm start of the run carries on with a fresh schedule.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HB=${HB:-.venv/bin/hamburger}
+PY=${PY:-.venv/bin/python}
+HERE=experiments/2026-11-24-cpu-v2-continue
+export MKL_CBWR=AVX2
+# every distilled answer, cut by the base's entropies (resumes), split 1 in 20 by id as every split of the line
+[ "$(wc -l < runs/cpu/sliding09-all.jsonl 2>/dev/null || echo 0)" -ge 16000 ] || \
+    DATA_ONLY=1 nice -n 10 bash experiments/2026-11-24-lora-fresh/run.sh 16135
+[ -s runs/cpu/all-split/train.jsonl ] || $PY recipes/split_dataset.py runs/cpu/sliding09-all.jsonl runs/cpu/all-split
+OUT=runs/cpu/v2-continue
+if [ -f "$OUT/last/trainer_state.pt" ]; then
+    nice -n 10 $HB train --out "$OUT" --resume
+elif [ -d $HERE/warm_start ]; then
+    nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml --set init=$HERE/warm_start
+else
+    nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml
+fi
