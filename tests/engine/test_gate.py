@@ -18,6 +18,13 @@ def token_prob_model(seed: int = 3):
     return tiny_hamburger("llama", seed=seed, gate="token_prob")
 
 
+def random_states(model, n: int, seed: int):
+    """``n`` random base final states [n, d] and MSD feature stacks [n, m, d] to start micro loops from."""
+    g = torch.Generator().manual_seed(seed)
+    d = model.config.hidden_size
+    return torch.randn(n, d, generator=g), torch.randn(n, model.config.num_features, d, generator=g)
+
+
 def rule_groups(model, hidden, features, floor, prefilter=0.0, going=None):
     """The token_prob rule, computed teacher-forced with the training-time MSD (`micro_hidden`, no cache):
     token 1 from the skip path, then each MSD token while its probability is >= floor, up to max_steps; with a
@@ -50,9 +57,7 @@ def micro_loop_groups(model, hidden, features, confidence):
 
 def test_token_prob_gate_takes_a_micro_token_iff_the_msd_gives_it_the_knob():
     model = token_prob_model()
-    g = torch.Generator().manual_seed(0)
-    d = model.config.hidden_size
-    hidden, features = torch.randn(12, d, generator=g), torch.randn(12, model.config.num_features, d, generator=g)
+    hidden, features = random_states(model, 12, seed=0)
     with torch.no_grad():
         everything = rule_groups(model, hidden, features, 0.0)
         probs = sorted(float(model.lm_head(model.micro_hidden(f[None], torch.tensor([t[:-1]]))[0, -1])
@@ -67,9 +72,7 @@ def test_token_prob_gate_takes_a_micro_token_iff_the_msd_gives_it_the_knob():
 
 def test_prefilter_asks_the_msd_only_while_the_stop_head_lets_the_group_go_on():
     model = token_prob_model()
-    g = torch.Generator().manual_seed(1)
-    d = model.config.hidden_size
-    hidden, features = torch.randn(16, d, generator=g), torch.randn(16, model.config.num_features, d, generator=g)
+    hidden, features = random_states(model, 16, seed=1)
     with torch.no_grad():
         going = []
         rule_groups(model, hidden, features, 0.0, prefilter=0.0, going=going)
