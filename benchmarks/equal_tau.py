@@ -57,6 +57,7 @@ def main() -> None:
                         help="decode_fidelity: add the base's greedy decode (tau 1) to both curves")
     args = parser.parse_args()
     ref = curve(args.a, args.prefilter_a, args.anchor_base)
+
     def label(spec: str, q: float | None) -> str:
         return spec if q is None else f"{spec} (prefilter {q:g})"
 

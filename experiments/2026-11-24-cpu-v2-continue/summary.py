@@ -1,0 +1,21 @@
+"""The numbers this experiment's README and notes quote: steps logged, response tokens, median response tok/s, and
+the wall time between the first and last log lines with the longest gap between two (a pause) from metrics.jsonl.
+
+    python experiments/2026-11-24-cpu-v2-continue/summary.py > experiments/2026-11-24-cpu-v2-continue/summary.txt
+"""
+
+import json
+import statistics
+from pathlib import Path
+
+rows = [json.loads(line) for line in (Path(__file__).parent / "metrics.jsonl").read_text().splitlines() if line.strip()]
+train = [r for r in rows if r.get("kind") == "train"]
+times = [r["time"] for r in train]
+gaps = [b - a for a, b in zip(times, times[1:])]
+print(f"last step {train[-1]['step']} (epoch {train[-1]['epoch']:.3f}); {len(train)} log lines")
+print(f"response tokens {sum(r['response_tokens'] for r in train)}")
+print(f"median response tok/s {statistics.median(r['tok_s'] for r in train):.0f}")
+print(f"wall minutes first to last log line {(times[-1] - times[0]) / 60:.1f}; longest gap {max(gaps) / 60:.1f}")
+evals = [r for r in rows if r.get("kind") == "eval"]
+for r in evals:
+    print(f"eval step {r['step']}: token_acc {r.get('token_acc')}, micro {r.get('token_acc_micro')}")
