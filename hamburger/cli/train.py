@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from pathlib import Path
 
 from hamburger.cli.options import add_runtime
@@ -36,15 +34,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg = train_config(args)
     pick_device(cfg.device)  # a one-line error for cuda without a GPU, before anything loads
-    code = train(cfg, resume=args.resume)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        # One process of several: the group is left and everything is saved. End here, without the interpreter's
-        # C++ teardown, where torch's gloo backend can still abort ("terminate called without an active
-        # exception") and turn a finished run into a failed one.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return train(cfg, resume=args.resume)
 
 
 def register(sub) -> None:
