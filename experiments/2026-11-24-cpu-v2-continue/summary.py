@@ -12,7 +12,7 @@ rows = [json.loads(line) for line in (Path(__file__).parent / "metrics.jsonl").r
 train = [r for r in rows if r.get("kind") == "train"]
 times = [r["time"] for r in train]
 gaps = [b - a for a, b in zip(times, times[1:])]
-print(f"last step {train[-1]['step']} (epoch {train[-1]['epoch']:.3f}); {len(train)} log lines")
+print(f"last step {train[-1]['step']} (epoch index {train[-1]['epoch']}); {len(train)} log lines")
 print(f"response tokens {sum(r['response_tokens'] for r in train)}")
 print(f"median response tok/s {statistics.median(r['tok_s'] for r in train):.0f}")
 print(f"wall minutes first to last log line {(times[-1] - times[0]) / 60:.1f}; longest gap {max(gaps) / 60:.1f}")
