@@ -126,8 +126,8 @@ def main() -> None:
     parser.add_argument("--reread", default="0", help="comma list of re-read-on-doubt thresholds to decode every "
                         "model with at every knob (DecodingConfig.reread; 0 = never)")
     parser.add_argument("--prefilters", default="0", help="comma list of prefilters (HamburgerConfig.prefilter: gate "
-                        "token_prob asks the MSD only while the stop head's 1 - p_stop >= this) to decode every model "
-                        "with at every knob (default 0: none; the model's own setting is replaced)")
+                        "token_prob asks the MSD only while the stop head's 1 - p_stop >= this x the knob) to decode "
+                        "every model with at every knob (default 0: none; the model's own setting is replaced)")
     parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
     parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
     parser.add_argument("--max-new-tokens", type=int, default=96)

@@ -71,6 +71,7 @@ def register(sub) -> None:
                         "one more micro step per group). Default: keep the checkpoint's")
     p.add_argument("--prefilter", type=float, default=None,
                    help="gate token_prob only: ask the micro-step decoder for a group's next token only while the stop "
-                        "head's 1 - p_stop is >= this, in [0, 1) (0: always ask). Saves the micro step where the stop "
-                        "head already knows the group ends; can only turn merges down. Default: keep the checkpoint's")
+                        "head's 1 - p_stop is >= this times the knob, in [0, 1] (0: always ask). Saves the micro step "
+                        "where the stop head already knows the group ends; can only turn merges down. Default: keep "
+                        "the checkpoint's")
     p.set_defaults(func=cmd_export)

@@ -49,10 +49,11 @@ LORA_SETS = {"merged_and_after": 2}  # adapter sets a scope needs (1 unless name
 # way confidence 1.0 makes every group one token: the base model exactly.
 GATES = ("stop_head", "token_prob")
 # `prefilter` (gate "token_prob" only): the MSD is asked for a group's next token only while the stop head's
-# 1 - p_stop after the group's last token is >= prefilter. The stop head costs next to nothing; each question to the
-# MSD costs a decoder pass and an LM head over the vocabulary. Where the stop head already knows the group ends, that
-# work is skipped. A prefilter can only turn merges down, never add one (every token still passes the MSD's test);
-# 0 asks the MSD after every token.
+# 1 - p_stop after the group's last token is >= prefilter x confidence. The stop head costs next to nothing; each
+# question to the MSD costs a decoder pass and an LM head over the vocabulary. Where the stop head already knows the
+# group ends, that work is skipped. Tied to the knob, the prefilter moves with it: a low knob still merges freely,
+# where a fixed one would cap it. A prefilter can only turn merges down, never add one (every token still passes the
+# MSD's test); 0 asks the MSD after every token.
 
 
 @dataclass
@@ -75,7 +76,7 @@ class HamburgerConfig:
     lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
     gate: str = "stop_head"  # what the knob thresholds, see GATES
-    prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this, see GATES
+    prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
 
     @property
     def reads_merge_history(self) -> bool:
@@ -104,8 +105,8 @@ class HamburgerConfig:
         check_confidence(self.default_confidence, "default_confidence")
         if self.gate not in GATES:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
-        if not 0.0 <= self.prefilter < 1.0:
-            raise HamburgerError(f"prefilter must be in [0, 1), got {self.prefilter!r}")
+        if not 0.0 <= self.prefilter <= 1.0:
+            raise HamburgerError(f"prefilter must be in [0, 1], got {self.prefilter!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:
             raise HamburgerError(f"merger_heads={self.merger_heads} does not divide hidden_size={self.hidden_size}")
         return self

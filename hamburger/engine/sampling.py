@@ -76,10 +76,10 @@ class DecodingConfig:
 def knob_gates(confidence: float, gate: str, prefilter: float = 0.0) -> tuple[float, float]:
     """The knob as the two tests a micro token passes (`core.config.GATES`): (the least -stop_logit after the
     previous token for the group to go on, the least probability the MSD must give the token itself). With gate
-    token_prob the first test is the ``prefilter`` (none at 0): below it the MSD is not asked."""
+    token_prob the first test is the ``prefilter`` times the knob (none at 0): below it the MSD is not asked."""
     if confidence >= 1.0 or gate == "stop_head":
         return continue_threshold(confidence), 0.0
-    return (continue_threshold(prefilter) if prefilter > 0 else -math.inf), confidence
+    return (continue_threshold(prefilter * confidence) if prefilter > 0 else -math.inf), confidence
 
 
 def continue_threshold(confidence: float) -> float:

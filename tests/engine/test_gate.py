@@ -70,20 +70,30 @@ def test_token_prob_gate_takes_a_micro_token_iff_the_msd_gives_it_the_knob():
     assert all(len(t) == model.config.max_steps for t in everything)  # the stop head is not consulted
 
 
-def test_prefilter_asks_the_msd_only_while_the_stop_head_lets_the_group_go_on():
+def lower_the_stop_head(model, factor: float) -> None:
+    """Shift the stop head's logit so its 1 - p_stop falls about ``factor`` times (random weights put it near 0.5)."""
+    with torch.no_grad():
+        model.stop_head.net[-1].bias += math.log(factor)
+
+
+def test_prefilter_asks_the_msd_only_while_the_stop_head_gives_the_group_prefilter_times_the_knob():
     model = token_prob_model()
     hidden, features = random_states(model, 16, seed=1)
+    vocab = model.base.config.vocab_size
+    knob = 1.0 / vocab  # no MSD token fails it: the largest of V probabilities is >= 1 / V
+    lower_the_stop_head(model, 8.0 * vocab)  # the stop head's values now fall around and below the knob
     with torch.no_grad():
         going = []
-        rule_groups(model, hidden, features, 0.0, prefilter=0.0, going=going)
+        unfiltered_rule = rule_groups(model, hidden, features, knob, prefilter=0.0, going=going)
         values = sorted(going)
-        prefilter = (values[len(values) // 2] + values[len(values) // 2 + 1]) / 2  # between two stop-head values
-        expected = rule_groups(model, hidden, features, 0.0, prefilter=prefilter)
-        model.config.prefilter = prefilter
-        got = micro_loop_groups(model, hidden, features, 0.001)
+        least = (values[len(values) // 2] + values[len(values) // 2 + 1]) / 2  # between two stop-head values
+        assert least < knob
+        expected = rule_groups(model, hidden, features, knob, prefilter=least)
+        model.config.prefilter = least / knob
+        got = micro_loop_groups(model, hidden, features, knob)
         model.config.prefilter = 0.0
-        unfiltered = micro_loop_groups(model, hidden, features, 0.001)
-    assert got == expected
+        unfiltered = micro_loop_groups(model, hidden, features, knob)
+    assert got == expected and unfiltered == unfiltered_rule
     lengths = [len(t) for t in got]
     assert min(lengths) < model.config.max_steps and max(lengths) > 1  # it turns some merges down, not all
     assert all(len(t) == model.config.max_steps for t in unfiltered)
@@ -92,17 +102,19 @@ def test_prefilter_asks_the_msd_only_while_the_stop_head_lets_the_group_go_on():
 
 def test_prefilter_device_loop_equals_host_loop_and_zero_is_no_prefilter(char_tokenizer):
     model = token_prob_model()
+    lower_the_stop_head(model, 40.0)  # 1 - p_stop now near 0.02, the first row's knob
     cfgs = [DecodingConfig(max_new_tokens=n, confidence=c) for n, c in ((24, 0.02), (24, 0.05), (9, 1.0))]
     plain = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
-    model.config.prefilter = 0.5
+    model.config.prefilter = 1.0
     host = Generation(model, char_tokenizer, PROMPTS, cfgs).run()
     device = Generation(model, char_tokenizer, PROMPTS, cfgs, micro_loop="device").run()
     assert [(r.groups, r.token_ids) for r in device] == [(r.groups, r.token_ids) for r in host]
     assert sum(len(r.groups) for r in host) > sum(len(r.groups) for r in plain)  # fewer merges
-    for r in host:  # a group went on only where the stop head let it (and the MSD gave the token the knob)
+    assert max(host[0].groups) > 1
+    for r in host:  # a group went on only where the stop head gave it the knob (and the MSD gave the token the knob)
         start = 0
         for n in r.groups:
-            assert all(p >= 0.5 for p in r.p_continue[start:start + n - 1])
+            assert all(p >= r.confidence for p in r.p_continue[start:start + n - 1])
             assert all(p >= r.confidence for p in r.token_probs[start + 1:start + n])
             start += n
     assert set(host[2].groups) == {1}
@@ -137,11 +149,13 @@ def test_knob_gates_and_the_config_field():
     assert knob_gates(0.9, "stop_head") == (math.log(9), 0.0)
     assert knob_gates(0.9, "token_prob") == (-math.inf, 0.9)
     assert knob_gates(1.0, "token_prob") == (math.inf, 0.0)
-    assert knob_gates(0.9, "token_prob", 0.2) == (math.log(0.25), 0.9)
+    assert knob_gates(0.8, "token_prob", 0.25) == (pytest.approx(math.log(0.25)), 0.8)  # 0.25 x the knob: 0.2
+    assert knob_gates(0.4, "token_prob", 0.25)[0] == pytest.approx(math.log(0.1 / 0.9))  # it moves with the knob
     assert knob_gates(0.9, "stop_head", 0.2) == (math.log(9), 0.0)  # the stop head gate ignores it
     assert HamburgerConfig.from_dict({"max_steps": 4}).prefilter == 0.0
+    HamburgerConfig(prefilter=1.0).validate()  # the stop head must give the group the knob itself
     with pytest.raises(HamburgerError, match="prefilter must be in"):
-        HamburgerConfig(prefilter=1.0).validate()
+        HamburgerConfig(prefilter=1.5).validate()
     assert HamburgerConfig.from_dict({"max_steps": 4}).gate == "stop_head"  # saved before the field existed
     with pytest.raises(HamburgerError, match="gate must be one of"):
         HamburgerConfig(gate="entropy").validate()
