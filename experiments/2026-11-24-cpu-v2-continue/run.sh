@@ -15,8 +15,9 @@ export MKL_CBWR=AVX2
 OUT=runs/cpu/v2-continue
 if [ -f "$OUT/last/trainer_state.pt" ]; then
     nice -n 10 $HB train --out "$OUT" --resume
-elif [ -d $HERE/warm_start ]; then
-    nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml --set init=$HERE/warm_start
+elif [ -d $HERE/warm_start ]; then  # SEED: a new order of the rows for each fresh start (session 14: 6)
+    nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml --set init=$HERE/warm_start \
+        --set seed="${SEED:-6}"
 else
     nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml
 fi

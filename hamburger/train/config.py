@@ -89,13 +89,14 @@ class TrainConfig:
     parallel: str = "ddp"  # multi-process wrapper: "ddp" or "fsdp" (see docs: untested on CPU)
     log_every: int = 10  # steps between metric lines
     eval_every: int = 0  # steps between evaluations (0 = only at the end)
+    eval_on_start: bool = False  # also evaluate before the first step of a fresh run: the start point, same rows
     save_every: int = 100  # steps between checkpoints (0 = only at the end / on interrupt)
     progress: bool = True  # tqdm progress bar (rank 0)
 
     # Fields that may change on --resume: paths, logging and the schedule's length, and speed settings that change
     # results by rounding only (dtype: bf16 autocast keeps fp32 master weights and optimizer state).
-    RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "save_every",
-                 "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend", "dtype")
+    RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "eval_on_start",
+                 "save_every", "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend", "dtype")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:

@@ -222,6 +222,8 @@ class Trainer:
                       "world": self.dist.world, "trainable_params": sum(p.numel() for p in self.trainable),
                       "base_mode": cfg.base_mode, "stage": cfg.stage,
                       "adamw": next(iter(self.adamw), "default"), "device": str(self.dist.device)})
+        if cfg.eval_on_start and self.eval_rows and self.step == 0:
+            self.log({"kind": "eval", "step": 0, **self.evaluate()})
         bar = None
         if main and cfg.progress:
             from tqdm import tqdm

@@ -77,6 +77,19 @@ def test_overfit_every_base_mode(env, tmp_path, mode, stage):
         assert torch.equal(tensor.cpu(), loaded.grafted_state_dict()[name])
 
 
+def test_eval_on_start_logs_the_start_point_on_the_same_rows(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path / "run", eval_data=env["data"], eval_on_start=True, max_train_steps=4))
+    start = trainer.evaluate()
+    assert trainer.train() == 0
+    evals = [x for x in map(json.loads, (tmp_path / "run" / "metrics.jsonl").read_text().splitlines())
+             if x["kind"] == "eval"]
+    assert [x["step"] for x in evals] == [0, 4]
+    assert evals[0]["token_acc_micro"] == start["token_acc_micro"]
+    assert {k: evals[0][k] for k in ("loss", "token_acc", "stop_acc")} == pytest.approx(
+        {k: start[k] for k in ("loss", "token_acc", "stop_acc")})
+    assert evals[1]["loss"] != evals[0]["loss"]
+
+
 def test_kill_and_resume_equals_uninterrupted(env, tmp_path):
     kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=10, save_every=3)
     straight = Trainer(config(env, tmp_path / "a", **kw))
