@@ -9,7 +9,9 @@ unchanged base then reads every answer teacher-forced (chat-templated prompt + a
                smashed group);
   * tau        tokens per base forward (re-reads count as forwards);
   * rereads    merged groups read again as single slots per answer (`--reread`, re-read on doubt), and
-    kv_ratio   KV slots held at the end against a one-token-per-forward decode (summed over answers).
+    kv_ratio   KV slots held at the end against a one-token-per-forward decode (summed over answers);
+  * by_kind    the answers' NLL by who wrote each token (`plausibility.token_kinds`: single, after_merge, micro):
+               tokens, mean NLL, spikes (NLL > 5), and worst_kind_share, where each answer's worst token sits.
 References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
 sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
 
@@ -37,7 +39,8 @@ from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
 from hamburger.eval.paired import paired_bootstrap
-from hamburger.eval.plausibility import after_merge_agreement, base_reading, micro_agreement, plausibility
+from hamburger.eval.plausibility import (KINDS, after_merge_agreement, base_reading, micro_agreement, nll_by_kind,
+                                        plausibility)
 from hamburger.engine.sampling import DecodingConfig
 
 
@@ -46,7 +49,7 @@ def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos
     micro, micro_ok = micro_agreement(answer, groups, greedy)
     after, after_ok = after_merge_agreement(answer, groups, greedy)
     return {"tokens": len(answer), **plausibility(base, prompt_ids, answer, eos, reading=nll), "micro": micro,
-            "micro_ok": micro_ok, "after_merge": after, "after_merge_ok": after_ok}
+            "micro_ok": micro_ok, "after_merge": after, "after_merge_ok": after_ok, **nll_by_kind(nll, groups)}
 
 
 def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[DecodingConfig], batch_size: int) -> list:
@@ -66,7 +69,21 @@ def summarise(rows: list[dict]) -> dict:
             **{k: sum(r[k] for r in rows) / n for k in ("nll_per_token", "worst_token_nll", "rep4")},
             "micro_tokens": micro,
             "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None, "after_merge_tokens": after,
-            "after_merge_ok": sum(r["after_merge_ok"] for r in rows) / after if after else None}
+            "after_merge_ok": sum(r["after_merge_ok"] for r in rows) / after if after else None,
+            **kind_summary(rows)}
+
+
+def kind_summary(rows: list[dict]) -> dict:
+    """Where the answers' NLL under the base sits, by who wrote each token (`plausibility.token_kinds`): per kind
+    the tokens, mean NLL and spikes; and the share of answers whose worst token is of each kind."""
+    rows = [r for r in rows if "by_kind" in r]  # results saved before the field existed have none
+    if not rows:
+        return {}
+    total = {k: {f: sum(r["by_kind"][k][f] for r in rows) for f in ("tokens", "nll", "spikes")} for k in KINDS}
+    worst = [r["worst_kind"] for r in rows if r["worst_kind"]]
+    return {"by_kind": {k: {"tokens": t["tokens"], "mean_nll": t["nll"] / t["tokens"] if t["tokens"] else None,
+                            "spikes": t["spikes"]} for k, t in total.items()},
+            "worst_kind_share": {k: worst.count(k) / len(worst) if worst else 0.0 for k in KINDS}}
 
 
 PAIRED_METRICS = ("nll_per_token", "worst_token_nll")
@@ -175,6 +192,9 @@ def main() -> None:
               f"nll {s['nll_per_token']:.3f} worst {s['worst_token_nll']:.2f} rep4 {s['rep4']:.3f} "
               f"micro_ok {s['micro_ok']} ({s['micro_tokens']} micro tokens) after_merge_ok {s['after_merge_ok']} "
               f"({s['after_merge_tokens']})", flush=True)
+        print("    by kind: " + "; ".join(f"{k} {v['tokens']} tokens, mean NLL {v['mean_nll'] or 0:.3f}, {v['spikes']} "
+                                          f"spikes, worst in {100 * s['worst_kind_share'][k]:.0f}% of answers"
+                                          for k, v in s["by_kind"].items()), flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
 
     for i, path in enumerate(args.models):

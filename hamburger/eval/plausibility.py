@@ -38,20 +38,49 @@ def token_nll(lm, prompt_ids: list[int], answer_ids: list[int]) -> list[float]:
     return base_reading(lm, prompt_ids, answer_ids)[0]
 
 
+KINDS = ("single", "after_merge", "micro")  # who wrote an answer token, see token_kinds
+SPIKE_NLL = 5.0  # a spike: a token the base gives less than e^-5 (0.7%)
+
+
+def token_kinds(groups: list[int], length: int) -> list[str]:
+    """Who wrote each of an answer's ``length`` tokens, from its groups: "micro" for tokens 2..k of a group (the
+    micro-step decoder), "after_merge" for the first token of a group after a group of 2+ tokens (the skip path
+    reading a smashed group), "single" for the first token of every other group (the base after unmerged history,
+    as an ordinary decode)."""
+    kinds = []
+    for i, n in enumerate(groups):
+        kinds += ["after_merge" if i and groups[i - 1] > 1 else "single"] + ["micro"] * (n - 1)
+    return kinds[:length]
+
+
 def micro_agreement(answer_ids: list[int], groups: list[int], greedy: list[int]) -> tuple[int, int]:
     """(micro tokens, how many equal the base's greedy choice there): the tokens 2..k of every group,
     which the micro-step decoder wrote, against `greedy` from `base_reading` of the same answer."""
-    micro = [i for start, n in zip(group_starts(groups), groups) for i in range(start + 1, start + n)
-             if i < len(answer_ids)]
-    return len(micro), sum(answer_ids[i] == greedy[i] for i in micro)
+    return _agreement(answer_ids, groups, greedy, "micro")
 
 
 def after_merge_agreement(answer_ids: list[int], groups: list[int], greedy: list[int]) -> tuple[int, int]:
     """(tokens the base predicted from a merged slot, how many equal its greedy choice there): the first token
     of every group after a group of 2+ tokens, the skip path reading a smashed group."""
-    firsts = [start for i, start in enumerate(group_starts(groups)) if i and groups[i - 1] > 1
-              and start < len(answer_ids)]
-    return len(firsts), sum(answer_ids[i] == greedy[i] for i in firsts)
+    return _agreement(answer_ids, groups, greedy, "after_merge")
+
+
+def _agreement(answer_ids: list[int], groups: list[int], greedy: list[int], kind: str) -> tuple[int, int]:
+    at = [i for i, k in enumerate(token_kinds(groups, len(answer_ids))) if k == kind]
+    return len(at), sum(answer_ids[i] == greedy[i] for i in at)
+
+
+def nll_by_kind(nll: list[float], groups: list[int]) -> dict:
+    """Where an answer's NLL under the base sits, by who wrote each token (`token_kinds`): per kind the tokens,
+    their NLL sum and spikes (NLL > SPIKE_NLL), and the kind of the answer's worst token (None when empty)."""
+    kinds = token_kinds(groups, len(nll))
+    out = {k: {"tokens": 0, "nll": 0.0, "spikes": 0} for k in KINDS}
+    for kind, x in zip(kinds, nll):
+        out[kind]["tokens"] += 1
+        out[kind]["nll"] += x
+        out[kind]["spikes"] += x > SPIKE_NLL
+    worst = max(range(len(nll)), key=nll.__getitem__) if nll else None
+    return {"by_kind": out, "worst_kind": None if worst is None else kinds[worst]}
 
 
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:

@@ -52,3 +52,21 @@ def test_a_prefiltered_decode_pairs_with_the_same_model_without_it():
     assert [(x["model"], x["prefilter"]) for x in firsts] == [("A", 0.3)]
     assert firsts[0]["nll_per_token"][0] == pytest.approx(-0.1)
     assert firsts[0]["worst_token_nll"][0] == pytest.approx(-1.0)
+
+
+def test_kind_summary_adds_the_rows_up():
+    from benchmarks.decode_fidelity import kind_summary
+
+    def row(single, after, micro, worst):
+        return {"by_kind": {"single": single, "after_merge": after, "micro": micro}, "worst_kind": worst}
+
+    rows = [row({"tokens": 3, "nll": 3.0, "spikes": 0}, {"tokens": 1, "nll": 6.0, "spikes": 1},
+                {"tokens": 2, "nll": 1.0, "spikes": 0}, "after_merge"),
+            row({"tokens": 1, "nll": 1.0, "spikes": 0}, {"tokens": 0, "nll": 0.0, "spikes": 0},
+                {"tokens": 0, "nll": 0.0, "spikes": 0}, "single")]
+    got = kind_summary(rows)
+    assert got["by_kind"] == {"single": {"tokens": 4, "mean_nll": 1.0, "spikes": 0},
+                              "after_merge": {"tokens": 1, "mean_nll": 6.0, "spikes": 1},
+                              "micro": {"tokens": 2, "mean_nll": 0.5, "spikes": 0}}
+    assert got["worst_kind_share"] == {"single": 0.5, "after_merge": 0.5, "micro": 0.0}
+    assert kind_summary([{"tokens": 3}]) == {}  # rows saved before the field existed

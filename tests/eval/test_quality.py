@@ -101,3 +101,17 @@ def test_after_merge_agreement_counts_the_first_token_after_each_merged_group():
     assert after_merge_agreement(answer, [2, 1, 2, 2], greedy) == (2, 1)  # positions 2 and 5
     assert after_merge_agreement(answer, [1] * 7, greedy) == (0, 0)
     assert after_merge_agreement(answer[:2], [2, 2], greedy) == (0, 0)  # the answer ended inside the merged group
+
+
+def test_token_kinds_and_the_nll_by_kind():
+    from hamburger.eval.plausibility import nll_by_kind, token_kinds
+    assert token_kinds([1, 3, 1, 2, 1], 8) == ["single", "single", "micro", "micro", "after_merge", "single", "micro",
+                                                 "after_merge"]
+    assert token_kinds([2, 2], 3) == ["single", "micro", "after_merge"]  # cut inside the last group
+    nll = [0.5, 6.0, 1.0, 0.0, 7.0, 2.0, 0.25, 9.0]
+    got = nll_by_kind(nll, [1, 3, 1, 2, 1])
+    assert got["by_kind"] == {"single": {"tokens": 3, "nll": 8.5, "spikes": 1},
+                              "after_merge": {"tokens": 2, "nll": 16.0, "spikes": 2},
+                              "micro": {"tokens": 3, "nll": 1.25, "spikes": 0}}
+    assert got["worst_kind"] == "after_merge"
+    assert nll_by_kind([], [])["worst_kind"] is None
