@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 
-from hamburger.core.packing import group_starts
 
 KEYS = ("nll_per_token", "worst_token_nll", "rep4")
 SAMPLED = {"temperature": 0.7, "top_p": 0.9}  # the base-sampled reference method

@@ -96,7 +96,8 @@ class TrainConfig:
     # Fields that may change on --resume: paths, logging and the schedule's length, and speed settings that change
     # results by rounding only (dtype: bf16 autocast keeps fp32 master weights and optimizer state).
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "eval_on_start",
-                 "save_every", "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile", "compile_backend", "dtype")
+                 "save_every", "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile",
+                 "compile_backend", "dtype")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:
