@@ -14,6 +14,8 @@
 #        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
+#   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) it cost 11 min before the
+#        first step and ~4 min of recompiles later for 29k response tok/s in steps: worth it only for runs of hours
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HB=${HB:-hamburger}
@@ -75,7 +77,8 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set lora_scope=merged_and_after > "$W/lora-two-sets.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
-        full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" > "$W/full.log" 2>&1 ;;
+        full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
+            > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
         *) echo "unknown run $run (data | lora-merged | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac

@@ -3,6 +3,9 @@
 end=$((SECONDS + $1))
 ship() {  # NAME DIR: tar + split a finished export into $OUT
     [ -f /tmp/work/.sent-$1 ] && return
+    # a call brings back < 64 MiB: a full fine-tune's export (534 MiB, 2026-11-25) would fill $OUT for many calls and
+    # keep the small exports from coming back, so it stays on the machine and only its metrics return
+    if [ "$(du -sm "$2" | cut -f1)" -gt 60 ]; then echo "ship: $1 is $(du -sh "$2" | cut -f1), too big to bring back"; touch /tmp/work/.sent-$1; return; fi
     tar -C "$(dirname $2)" -cf /tmp/work/$1.tar "$(basename $2)" && split -b 15m -d /tmp/work/$1.tar $OUT/$1.tar.part
     touch /tmp/work/.sent-$1
 }
