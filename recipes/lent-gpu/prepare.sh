@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Build the payloads for a lent GPU machine (the workplace's `device` tool): two calls of < 64 MiB each,
 # because the bundled GGUF (98 MB) and the transformers wheel do not fit in one. Run from anywhere; writes the
-# git-ignored folders .gpu (these scripts), .gpu1 (GGUF half 1 + wheels) and .gpu2 (GGUF half 2 + data).
+# git-ignored folders .gpu (these scripts), .gpu1 (GGUF half 1 + wheels) and .gpu2 (GGUF half 2 + data); with
+# WARM=FOLDER (a HAMburger checkpoint to continue) also .gpu3/warm_start, which call 3 carries (start3.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
-for d in .gpu .gpu1 .gpu2; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
-cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,poll.sh,bench.sh} .gpu/
+for d in .gpu .gpu1 .gpu2 .gpu3; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,start3.sh,poll.sh,bench.sh} .gpu/
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 -d .gpu1 transformers==5.23.0 gguf==0.19.0
 head -c 49000000 "$G" > .gpu1/gguf.part1
@@ -17,4 +18,7 @@ tail -c +49000001 "$G" > .gpu2/gguf.part2
     --split train --seed 0 --out data/prompts/train-all.jsonl
 gzip -9 -c data/prompts/train-all.jsonl > .gpu2/prompts.jsonl.gz
 cp data/distilled/smollm2-135m-instruct.train.jsonl.gz .gpu2/distilled.jsonl.gz
-du -sh .gpu1 .gpu2
+if [ -n "${WARM:-}" ]; then
+    rm -rf .gpu3 && mkdir -p .gpu3 && cp -r "$WARM" .gpu3/warm_start
+fi
+du -sh .gpu1 .gpu2 ${WARM:+.gpu3}
