@@ -12,6 +12,8 @@ unchanged base then reads every answer teacher-forced (chat-templated prompt + a
     kv_ratio   KV slots held at the end against a one-token-per-forward decode (summed over answers);
   * by_kind    the answers' NLL by who wrote each token (`plausibility.token_kinds`: single, after_merge, micro):
                tokens, mean NLL, spikes (NLL > 5), and worst_kind_share, where each answer's worst token sits.
+  * after_merge_by_size  the skip path by the size of the merged slot it reads (2..max_steps tokens): tokens,
+               share equal to the base's greedy choice, mean NLL, spikes.
 References on the same prompts: the base's greedy answers (knob 1.0, which is the base exactly) and its
 sampled answers (temperature 0.7, top-p 0.9, one fixed seed per prompt), which users accept every day.
 
@@ -39,8 +41,8 @@ from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
 from hamburger.eval.paired import paired_bootstrap
-from hamburger.eval.plausibility import (KINDS, after_merge_agreement, base_reading, micro_agreement, nll_by_kind,
-                                        plausibility)
+from hamburger.eval.plausibility import (KINDS, after_merge_agreement, after_merge_by_size, base_reading,
+                                        micro_agreement, nll_by_kind, plausibility)
 from hamburger.engine.sampling import DecodingConfig
 
 
@@ -49,7 +51,8 @@ def score(base, prompt_ids: list[int], answer: list[int], groups: list[int], eos
     micro, micro_ok = micro_agreement(answer, groups, greedy)
     after, after_ok = after_merge_agreement(answer, groups, greedy)
     return {"tokens": len(answer), **plausibility(base, prompt_ids, answer, eos, reading=nll), "micro": micro,
-            "micro_ok": micro_ok, "after_merge": after, "after_merge_ok": after_ok, **nll_by_kind(nll, groups)}
+            "micro_ok": micro_ok, "after_merge": after, "after_merge_ok": after_ok, **nll_by_kind(nll, groups),
+            "after_merge_by_size": after_merge_by_size(answer, groups, greedy, nll)}
 
 
 def decode(model, tokenizer, prompts: list[list[int]], cfgs: list[DecodingConfig], batch_size: int) -> list:
@@ -70,7 +73,7 @@ def summarise(rows: list[dict]) -> dict:
             "micro_tokens": micro,
             "micro_ok": sum(r["micro_ok"] for r in rows) / micro if micro else None, "after_merge_tokens": after,
             "after_merge_ok": sum(r["after_merge_ok"] for r in rows) / after if after else None,
-            **kind_summary(rows)}
+            **kind_summary(rows), **size_summary(rows)}
 
 
 def kind_summary(rows: list[dict]) -> dict:
@@ -84,6 +87,20 @@ def kind_summary(rows: list[dict]) -> dict:
     return {"by_kind": {k: {"tokens": t["tokens"], "mean_nll": t["nll"] / t["tokens"] if t["tokens"] else None,
                             "spikes": t["spikes"]} for k, t in total.items()},
             "worst_kind_share": {k: worst.count(k) / len(worst) if worst else 0.0 for k in KINDS}}
+
+
+def size_summary(rows: list[dict]) -> dict:
+    """The skip path by the size of the merged slot it reads (`plausibility.after_merge_by_size`), over all answers:
+    per size the tokens, the share equal to the base's greedy choice, mean NLL and spikes."""
+    total: dict[str, dict] = {}
+    for r in rows:
+        for size, v in r.get("after_merge_by_size", {}).items():
+            t = total.setdefault(size, {"tokens": 0, "ok": 0, "nll": 0.0, "spikes": 0})
+            for f in t:
+                t[f] += v[f]
+    return {"after_merge_by_size": {size: {"tokens": t["tokens"], "ok": t["ok"] / t["tokens"],
+                                           "mean_nll": t["nll"] / t["tokens"], "spikes": t["spikes"]}
+                                    for size, t in sorted(total.items(), key=lambda kv: int(kv[0]))}} if total else {}
 
 
 PAIRED_METRICS = ("nll_per_token", "worst_token_nll")
@@ -195,6 +212,10 @@ def main() -> None:
         print("    by kind: " + "; ".join(f"{k} {v['tokens']} tokens, mean NLL {v['mean_nll'] or 0:.3f}, {v['spikes']} "
                                           f"spikes, worst in {100 * s['worst_kind_share'][k]:.0f}% of answers"
                                           for k, v in s["by_kind"].items()), flush=True)
+        if s.get("after_merge_by_size"):
+            print("    after a merged slot of: " + "; ".join(
+                f"{size} tokens: {v['tokens']} read, {100 * v['ok']:.0f}% the base's own, mean NLL {v['mean_nll']:.3f}, "
+                f"{v['spikes']} spikes" for size, v in s["after_merge_by_size"].items()), flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1))
 
     for i, path in enumerate(args.models):

@@ -82,6 +82,25 @@ def nll_by_kind(nll: list[float], groups: list[int]) -> dict:
     return {"by_kind": out, "worst_kind": None if worst is None else kinds[worst]}
 
 
+def after_merge_by_size(answer_ids: list[int], groups: list[int], greedy: list[int], nll: list[float]) -> dict:
+    """The skip path's reading split by how many tokens the merged slot it reads holds: for every group after a
+    group of k >= 2 tokens, its first token counted under str(k) -> tokens, how many equal the base's greedy choice
+    (`greedy` from `base_reading`), their NLL sum and spikes (NLL > SPIKE_NLL)."""
+    out: dict[str, dict] = {}
+    at = 0
+    for i, n in enumerate(groups):
+        if at >= len(answer_ids):
+            break
+        if i and groups[i - 1] > 1:
+            entry = out.setdefault(str(groups[i - 1]), {"tokens": 0, "ok": 0, "nll": 0.0, "spikes": 0})
+            entry["tokens"] += 1
+            entry["ok"] += answer_ids[at] == greedy[at]
+            entry["nll"] += nll[at]
+            entry["spikes"] += nll[at] > SPIKE_NLL
+        at += n
+    return out
+
+
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
     grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
     return 1.0 - len(set(grams)) / len(grams) if grams else 0.0

@@ -70,3 +70,17 @@ def test_kind_summary_adds_the_rows_up():
                               "micro": {"tokens": 2, "mean_nll": 0.5, "spikes": 0}}
     assert got["worst_kind_share"] == {"single": 0.5, "after_merge": 0.5, "micro": 0.0}
     assert kind_summary([{"tokens": 3}]) == {}  # rows saved before the field existed
+
+
+def test_size_summary_adds_the_rows_up_by_slot_size():
+    from benchmarks.decode_fidelity import size_summary
+
+    rows = [{"after_merge_by_size": {"2": {"tokens": 3, "ok": 1, "nll": 6.0, "spikes": 1},
+                                     "4": {"tokens": 1, "ok": 1, "nll": 0.5, "spikes": 0}}},
+            {"after_merge_by_size": {"2": {"tokens": 1, "ok": 1, "nll": 2.0, "spikes": 0}}},
+            {"tokens": 3}]  # a row saved before the field existed
+    got = size_summary(rows)["after_merge_by_size"]
+    assert list(got) == ["2", "4"]
+    assert got["2"] == {"tokens": 4, "ok": 0.5, "mean_nll": 2.0, "spikes": 1}
+    assert got["4"] == {"tokens": 1, "ok": 1.0, "mean_nll": 0.5, "spikes": 0}
+    assert size_summary([{"tokens": 3}]) == {}

@@ -103,6 +103,23 @@ def test_after_merge_agreement_counts_the_first_token_after_each_merged_group():
     assert after_merge_agreement(answer[:2], [2, 2], greedy) == (0, 0)  # the answer ended inside the merged group
 
 
+def test_after_merge_by_size_splits_the_skip_path_by_the_merged_slot_it_reads():
+    from hamburger.eval.plausibility import after_merge_by_size
+
+    answer = [10, 11, 12, 13, 14, 15, 16, 17]
+    greedy = [10, 11, 12, 99, 14, 99, 16, 99]  # the base disagrees at positions 3, 5 and 7
+    nll = [0.0, 0.0, 0.0, 6.0, 0.5, 2.0, 1.0, 8.0]
+    # groups [1][3][1][2][1]: position 4 reads a 3-token slot, position 7 a 2-token slot
+    got = after_merge_by_size(answer, [1, 3, 1, 2, 1], greedy, nll)
+    assert got == {"3": {"tokens": 1, "ok": 1, "nll": 0.5, "spikes": 0},
+                   "2": {"tokens": 1, "ok": 0, "nll": 8.0, "spikes": 1}}
+    # two 2-token slots read: positions 2 and 4 (3 was a micro token)
+    assert after_merge_by_size(answer[:5], [2, 2, 1], greedy, nll) == {
+        "2": {"tokens": 2, "ok": 2, "nll": 0.5, "spikes": 0}}
+    assert after_merge_by_size(answer[:2], [2, 2], greedy, nll) == {}  # the answer ended inside the merged group
+    assert after_merge_by_size(answer, [1] * 8, greedy, nll) == {}
+
+
 def test_token_kinds_and_the_nll_by_kind():
     from hamburger.eval.plausibility import nll_by_kind, token_kinds
     assert token_kinds([1, 3, 1, 2, 1], 8) == ["single", "single", "micro", "micro", "after_merge", "single", "micro",
