@@ -1,10 +1,14 @@
-"""Prototype (issue 19, session 15): let the micro-step decoder vote on the token after a merged group.
+"""Prototype (issue 19, session 15): let the micro-step decoder vote on the token after a merged group, and see why
+merged groups end.
 
 The first token after a merged group is chosen by log p_base + W * log p_msd, where p_msd is the MSD's
 distribution for that position: from the micro step that ended the group by doubt, and with `extra` also from one
 more micro step after a group the stop head ended (not after a group of max_steps). The rest is the engine's host
-micro loop unchanged (the loop below is its copy plus the vote), decoding the 48 dev prompts of decode_fidelity.py
-(96 tokens, greedy, the shipped model with prefilter 0.75) and scoring them with its `score`.
+micro loop unchanged (the loop below is its copy plus the vote; W 0 is the engine's own decoding), decoding the 48
+dev prompts of decode_fidelity.py (96 tokens, greedy, the shipped model with prefilter 0.75) and scoring them with
+its `score`. It also records why every group ended: "doubt" (the MSD's probability of the next micro token fell
+below the knob), "stop" (the stop head's prefilter), "max" (max_steps), "done"; and prints the first token after
+each merged group by that reason: reads, % equal to the base's greedy choice, spikes (NLL > 5).
 
     python experiments/2026-11-25-msd-vote/vote.py W KNOB [extra]   # writes vote_W_KNOB[_extra].json here
 """
@@ -60,6 +64,7 @@ class VoteLoop(HostMicroLoop):
                     STATS["extra"] = STATS.get("extra", 0) + 1
                     continue
                 if step > 1 and p < row.floor:
+                    row.why = getattr(row, "why", []) + ["doubt"]
                     if len(row.group) > 1:
                         row.vote = logits[b].log_softmax(-1)
                         STATS["merged_groups"] += 1
@@ -67,7 +72,9 @@ class VoteLoop(HostMicroLoop):
                 row.take(t, p, c, self.eos, model.context_length)
                 if not row.done and len(row.group) < max_steps and -s >= row.threshold:
                     keep.append(b)
-                elif EXTRA and W > 0 and not row.done and 1 < len(row.group) < max_steps:
+                    continue
+                row.why = getattr(row, "why", []) + ["done" if row.done else "max" if len(row.group) >= max_steps else "stop"]
+                if EXTRA and W > 0 and not row.done and 1 < len(row.group) < max_steps:
                     row.vote_only = True
                     keep.append(b)
             if not keep:
@@ -91,12 +98,14 @@ model, _, _ = load_checkpoint(str(ROOT / "hamburger/default_model")); model.eval
 model.config.prefilter = 0.75
 eos = df.eos_ids(model, tokenizer)
 outs = []
+whys = []
 t0 = time.time()
 with torch.no_grad():
     for i in range(0, len(prompts), 8):
         g = Generation(model, tokenizer, prompts[i:i+8], [DecodingConfig(96, confidence=KNOB)] * len(prompts[i:i+8]))
         g._micro = VoteLoop(model, list(g.eos), None)
         outs += g.run()
+        whys += [r.why for r in g.rows]
     rows = [{"id": p["id"], "forwards": o.forwards, "rereads": 0, "kv_slots": o.kv_slots,
              "kv_slots_ordinary": o.kv_slots_ordinary, **score(base, ids, o.token_ids, o.groups, eos)}
             for p, ids, o in zip(texts, prompts, outs)]
@@ -106,3 +115,17 @@ print(f"W {W} knob {KNOB}: tau {s['tau']:.3f} nll {s['nll_per_token']:.3f} worst
       f"after spikes {s['by_kind']['after_merge']['spikes']} mean {s['by_kind']['after_merge']['mean_nll']:.3f} {STATS} {time.time()-t0:.0f}s", flush=True)
 from hamburger.bench.machine import machine_info
 json.dump({"W": W, "knob": KNOB, "extra": EXTRA, "summary": s, "rows": rows, "stats": STATS, "machine": machine_info(1, "float32")}, open(HERE / f"vote_{W}_{KNOB}{'_extra' if EXTRA else ''}.json", "w"))
+
+from hamburger.eval.plausibility import base_reading
+tot = {}
+for o, why, ids in zip(outs, whys, prompts):
+    nll, greedy = base_reading(base, ids, o.token_ids)
+    at = 0
+    for i, n in enumerate(o.groups):
+        if at >= len(o.token_ids): break
+        if i and o.groups[i-1] > 1:
+            k = why[i-1]
+            t = tot.setdefault(k, [0, 0, 0])
+            t[0] += 1; t[1] += o.token_ids[at] == greedy[at]; t[2] += nll[at] > 5
+        at += n
+print("  after a merged group that ended by: " + "; ".join(f"{k} {v[0]} reads, {100 * v[1] / v[0]:.1f}% own, {v[2]} spikes" for k, v in sorted(tot.items())), flush=True)
