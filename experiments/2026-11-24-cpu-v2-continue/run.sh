@@ -12,12 +12,14 @@ export MKL_CBWR=AVX2
 [ "$(wc -l < runs/cpu/sliding09-all.jsonl 2>/dev/null || echo 0)" -ge 16000 ] || \
     DATA_ONLY=1 nice -n 10 bash experiments/2026-11-24-lora-fresh/run.sh 16135
 [ -s runs/cpu/all-split/train.jsonl ] || $PY recipes/split_dataset.py runs/cpu/sliding09-all.jsonl runs/cpu/all-split
-OUT=runs/cpu/v2-continue
+# Since session 15 at a fifth of the config's learning rates (session 14's run at the config's rates lost ground;
+# session 15's at these held it): runs/cpu/v2-lowlr. OUT=runs/cpu/v2-continue resumes session 14's run instead.
+OUT=${OUT:-runs/cpu/v2-lowlr}
 if [ -f "$OUT/last/trainer_state.pt" ]; then
     nice -n 10 $HB train --out "$OUT" --resume
-elif [ -d $HERE/warm_start ]; then  # SEED: a new order of the rows for each fresh start (session 14: 6)
+elif [ -d $HERE/warm_start ]; then  # SEED: a new order of the rows for each fresh start (session 14: 6, 15: 7)
     nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml --set init=$HERE/warm_start \
-        --set seed="${SEED:-6}"
+        --set seed="${SEED:-8}" --set lr_base=1e-5 --set lr_grafted=3e-5 --set min_lr=2e-6 --set out="$OUT"
 else
     nice -n 10 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml
 fi
