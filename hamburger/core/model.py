@@ -8,6 +8,7 @@ training forward with its loss (docs/method.md, "Training objective").
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,7 @@ class TrainOutput:
     stop_targets: torch.Tensor  # [T] 1.0 at each group's last token
     micro_index: torch.Tensor  # [T] 0 for a group's first token (skip path), j for the MSD's j-th token
     token_logits: torch.Tensor | None = None  # [T, V] fp32; None on the chunked path
+    hidden: torch.Tensor | None = None  # the hidden-state term (`hidden_match_loss`), None when it is off
 
 
 @dataclass
@@ -56,10 +58,11 @@ class TeacherStates:
     hidden: torch.Tensor  # [N, d] (no grad)
     head: nn.Module  # the teacher's LM head (its LoRA adapters, if any, are switched off when used)
     index: torch.Tensor | None = None
+    layers: torch.Tensor | None = None  # [N, L, d] outputs of the layers `HamburgerModel.hidden_layers` (or None)
 
     def at(self, where: torch.Tensor) -> "TeacherStates":
         """The teacher of the response tokens ``where`` [T'] (indices into the current tokens), in that order."""
-        return TeacherStates(self.hidden, self.head, where if self.index is None else self.index[where])
+        return TeacherStates(self.hidden, self.head, where if self.index is None else self.index[where], self.layers)
 
     def logits(self, rows: torch.Tensor | slice = slice(None)) -> torch.Tensor:
         """fp32 logits [len(rows), V] of the response tokens ``rows`` (a slice, indices or a boolean mask), no grad."""
@@ -118,6 +121,10 @@ class HamburgerModel(nn.Module):
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
+        self.hidden_weight = 0.0  # training: weight of the hidden-state term (`match_hidden`)
+        self.hidden_layers: tuple[int, ...] = ()  # training: the base layers it compares (`match_hidden`)
+        self._states: list[torch.Tensor] | None = None  # outputs of hidden_layers during a recording forward
+        self._state_hooks: set[int] = set()
         stack = base_decoder_stack(base)
         for i in self.config.tap_layers:
             stack.layers[i].register_forward_hook(self._record_tap)
@@ -173,6 +180,39 @@ class HamburgerModel(nn.Module):
     def _record_tap(self, module, inputs, output):
         if self._taps is not None:
             self._taps.append(output[0] if isinstance(output, tuple) else output)
+
+    def _record_state(self, index: int, module, inputs, output):
+        if self._states is not None and index in self.hidden_layers:
+            self._states.append(output[0] if isinstance(output, tuple) else output)
+
+    def match_hidden(self, weight: float, layers: list[int] | tuple[int, ...] = ()) -> None:
+        """Training: add ``weight`` x the hidden-state term (`hidden_match_loss`) on the outputs of the base layers
+        ``layers`` (empty: every layer). The KL teacher then also returns those layers' states."""
+        depth = len(base_decoder_stack(self.base).layers)
+        layers = tuple(sorted(set(layers))) or tuple(range(depth))
+        if min(layers) < 0 or max(layers) >= depth:
+            raise ValueError(f"hidden_layers must lie in 0..{depth - 1}, got {list(layers)}")
+        self.hidden_weight, self.hidden_layers = float(weight), layers if weight > 0 else ()
+
+    @contextlib.contextmanager
+    def _recording(self, on: bool):
+        """Collect the outputs of `hidden_layers` in the one base forward inside: ``box["states"]`` [..., L, d]
+        (None when ``on`` is False or no layer is matched). Hooks the current base's layers on first use (a full
+        fine-tune's teacher copy is swapped in as ``self.base`` for its forward)."""
+        box: dict[str, torch.Tensor | None] = {"states": None}
+        if not (on and self.hidden_layers):
+            yield box
+            return
+        for i, layer in enumerate(base_decoder_stack(self.base).layers):
+            if id(layer) not in self._state_hooks:
+                layer.register_forward_hook(functools.partial(self._record_state, i))
+                self._state_hooks.add(id(layer))
+        self._states = []
+        try:
+            yield box
+            box["states"] = torch.stack(self._states, dim=-2)
+        finally:
+            self._states = None
 
     def base_forward(self, inputs_embeds, position_ids, attention_mask, cache=None, merged_slots=None,
                      merged_before=None, training: bool = False):
@@ -284,17 +324,28 @@ class HamburgerModel(nn.Module):
             embeds = embeds.index_put(packed.merged_at, merged[merge_g])
             merged_slots = merged_slots.index_put(packed.merged_at, group_sizes[merge_g] > 1)
         before = packed.before_group
-        if prompt is None:
-            mask = slot_mask(packed.valid)
-            final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
-        else:  # the prompts' states are given: the base runs the merged slots after them only
-            final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail, merged_slots)
-            before = prompt.joined(before)
         teacher = as_teacher(teacher)
+        with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
+            if prompt is None:
+                mask = slot_mask(packed.valid)
+                final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
+            else:  # the prompts' states are given: the base runs the merged slots after them only
+                final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
+                                                    merged_slots)
+                before = prompt.joined(before)
+        hidden = None
+        if rec["states"] is not None:
+            states = rec["states"]
+            if prompt is not None:  # the prompt slots, never compared, in the joined layout
+                states = torch.cat([states.new_zeros(rows, prompt.final.shape[1], *states.shape[2:]), states], 1)
+            hidden = hidden_match_loss(states[before], teacher.layers, packed.batch.groups)
         if windows:
             group_tokens, group_sizes, where = group_windows(packed.batch, cfg.max_steps, device)
             teacher = None if teacher is None else teacher.at(where)
-        return self.group_outputs(final[before], features[before], group_tokens, group_sizes, teacher)
+        out = self.group_outputs(final[before], features[before], group_tokens, group_sizes, teacher)
+        if hidden is not None:
+            out.loss, out.hidden = out.loss + self.hidden_weight * hidden, hidden
+        return out
 
     def group_outputs(self, skip_hidden: torch.Tensor, features: torch.Tensor, group_tokens: torch.Tensor,
                       group_sizes: torch.Tensor, teacher: TeacherStates | None = None,
@@ -383,12 +434,19 @@ class HamburgerModel(nn.Module):
         packed = as_packed(batch, self.config.max_steps, self.device)
         ids, positions, mask = self.unmerged_inputs(packed)
         head = self.base.get_output_embeddings()
-        if prompt is not None:
-            final, _ = self.after_prompt(prompt, self.embed(ids), positions, packed.unmerged_tail)
-            return TeacherStates(final[prompt.joined(packed.response_at)], head)
-        self._taps = None
-        out = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask)
-        return TeacherStates(out.last_hidden_state[packed.response_at], head)
+        with self._recording(self.hidden_weight > 0) as rec:
+            if prompt is not None:
+                final, _ = self.after_prompt(prompt, self.embed(ids), positions, packed.unmerged_tail)
+                at = prompt.joined(packed.response_at)
+            else:
+                self._taps = None
+                final = self._training_stack()(input_ids=ids, position_ids=positions,
+                                               attention_mask=mask).last_hidden_state
+                at = packed.response_at
+        layers = rec["states"]
+        if layers is not None and prompt is not None:  # the prompts' own states are never compared: zeros
+            layers = torch.cat([layers.new_zeros(ids.shape[0], prompt.final.shape[1], *layers.shape[2:]), layers], 1)
+        return TeacherStates(final[at], head, layers=None if layers is None else layers[at])
 
     # ----------------------------------------------------------------- prompts computed once
     def prompt_trains(self) -> bool:
@@ -431,6 +489,40 @@ class HamburgerModel(nn.Module):
     def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
         """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
         return self.teacher_states(batch).logits()
+
+
+def reading_pairs(groups: list[list[int]]) -> tuple[list[int], list[int]]:
+    """The places where a merge's reading shows: (group index, index of its first token), over every row's groups in
+    order, of each group whose slot before it is a single token with a merged slot earlier in its row.
+
+    That slot is the same input as the unmerged sequence's token there, so its state should be the unmerged
+    base's state at that token, at every layer: only the merged history before it can make them differ."""
+    group_at, token_at, g, t = [], [], 0, 0
+    for sizes in groups:
+        merged_before = False
+        for j, n in enumerate(sizes):
+            if j >= 1 and sizes[j - 1] == 1 and merged_before:
+                group_at.append(g)
+                token_at.append(t)
+            if j >= 1 and sizes[j - 1] > 1:
+                merged_before = True
+            g, t = g + 1, t + n
+    return group_at, token_at
+
+
+def hidden_match_loss(states: torch.Tensor, teacher_layers: torch.Tensor, groups: list[list[int]]) -> torch.Tensor:
+    """Mean over `reading_pairs` and layers of 1 - cos(model state, unmerged base state).
+
+    states [G, L, d]: the model's layer outputs at the slot before each group; teacher_layers [T, L, d]: the unmerged
+    base's at the token before each response token (TrainOutput order); groups: every row's group sizes. Cosine
+    makes it blind to the residual stream's growth with depth. 0 (with a gradient path) where no pair exists."""
+    group_at, token_at = reading_pairs(groups)
+    if not group_at:
+        return states.sum() * 0.0
+    device = states.device
+    student = states[torch.tensor(group_at, device=device)].float()
+    teacher = teacher_layers[torch.tensor(token_at, device=device)].float()
+    return (1 - F.cosine_similarity(student, teacher, dim=-1)).mean()
 
 
 def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:

@@ -80,6 +80,10 @@ class TrainConfig:
     # --- loss
     kl_weight: float = 0.0  # weight of KL(unmerged base || model) per response token; 0 = off (no teacher pass)
     stop_loss_weight: float = 0.5  # weight of the stop head's binary cross-entropy
+    hidden_weight: float = 0.0  # weight of the hidden-state term: 1 - cos between the model's layer outputs and the
+    #                            unmerged base's at each single slot that reads merged history (needs kl_weight > 0,
+    #                            whose teacher pass gives the base's states; 0 = off)
+    hidden_layers: list[int] = field(default_factory=list)  # base layers it compares (0-based; empty = every layer)
     stop_target: str = "group_end"  # stop-head label: "group_end" (data groups) or "accepted" (also stop
     #                                 before a token the micro-step decoder gets wrong; see config.STOP_TARGETS)
     # --- bookkeeping
@@ -120,6 +124,9 @@ class TrainConfig:
                      "stop_loss_weight", "lora_alpha"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
+        need(self.hidden_weight >= 0, f"hidden_weight must be >= 0, got {self.hidden_weight}")
+        need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
+             "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
         if self.compile:  # (torch._dynamo is imported only when compiling)
             from torch._dynamo import list_backends

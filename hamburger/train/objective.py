@@ -32,7 +32,7 @@ def lr_at(step: int, total: int, peak: float, floor: float, warmup: int) -> floa
 
 
 # Layout of the stats vector: counts and sums that add across micro-batches and processes.
-T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, RESPONSE, HEAD = range(9)
+T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, RESPONSE, HIDDEN, HEAD = range(10)
 
 
 def empty_stats(max_steps: int, device=None) -> torch.Tensor:
@@ -42,7 +42,7 @@ def empty_stats(max_steps: int, device=None) -> torch.Tensor:
 def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int,
                 response_tokens: int | None = None) -> torch.Tensor:
     """Sums over one micro-batch: [tokens, token loss, stop loss, kl, stop correct, positions, padded
-    positions, response tokens, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1].
+    positions, response tokens, hidden term, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1].
 
     "tokens" are the predictions the loss averages over; ``response_tokens`` (default: as many) the rows'
     response tokens, which stage msd's chains (`msd_chains: all`) predict several times each. The sums stay on
@@ -53,6 +53,7 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     s[TOKEN_LOSS] = out.token_loss.detach().double() * n
     s[STOP_LOSS] = out.stop_loss.detach().double() * n
     s[KL] = out.kl.detach().double() * n if out.kl is not None else 0.0
+    s[HIDDEN] = out.hidden.detach().double() * n if out.hidden is not None else 0.0
     s[STOP_OK] = ((out.stop_logits.detach() > 0).float() == out.stop_targets).sum().double()
     s[REAL_POS], s[PADDED_POS] = real_pos, padded_pos
     s[RESPONSE] = n if response_tokens is None else response_tokens
@@ -62,16 +63,21 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     return s
 
 
-def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float) -> dict:
-    """Metrics from summed stats: mean losses per response token, accuracies, padding fraction."""
+def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float, hidden_weight: float = 0.0
+              ) -> dict:
+    """Metrics from summed stats: mean losses per response token, accuracies, padding fraction; ``hidden`` (the
+    hidden-state term, a mean per batch weighted by its tokens) only when its weight is > 0."""
     n = max(float(s[T]), 1.0)
     token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
+    hidden = float(s[HIDDEN]) / n
     correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
     out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]),
-           "loss": token_loss + stop_weight * stop_loss + kl_weight * kl,
+           "loss": token_loss + stop_weight * stop_loss + kl_weight * kl + hidden_weight * hidden,
            "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
            "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
            "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}
+    if hidden_weight > 0:
+        out["hidden"] = hidden
     if s[PADDED_POS] > 0:
         out["padding"] = 1.0 - float(s[REAL_POS]) / float(s[PADDED_POS])
     return out

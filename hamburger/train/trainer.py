@@ -61,6 +61,7 @@ class Trainer:
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.loss_chunk = cfg.loss_chunk
+        self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)
         self.model.to(self.dist.device)
         if cfg.compile:
             self.model.compile_training(cfg.compile_backend)
@@ -236,7 +237,7 @@ class Trainer:
                 window = stats if window is None else window + stats
                 if self.step % max(cfg.log_every, 1) == 0 or self.step == total:
                     m = summarize(self.dist.all_sum(window), self.model.config.max_steps, cfg.kl_weight,
-                                  cfg.stop_loss_weight)
+                                  cfg.stop_loss_weight, cfg.hidden_weight)
                     dt = time.perf_counter() - t0
                     m.update(kind="train", step=self.step, epoch=epoch, tok_s=m["response_tokens"] / dt,
                              lr={g["kind"]: g["lr"] for g in self.optimizer.param_groups})
@@ -296,7 +297,7 @@ class Trainer:
                 out = self.objective(collate(rows, k, self.dist.device))
             if n < len(mine):
                 stats += batch_stats(out, k, *padding_fraction([rows]))
-        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight)
+        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight, cfg.hidden_weight)
 
     def replica_diff(self) -> float:
         """Largest difference of any trainable weight between processes (0 when replicas agree)."""

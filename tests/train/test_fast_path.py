@@ -68,6 +68,8 @@ MODES = {
     "msd-all+kl": dict(stage="msd", base_mode="frozen", msd_chains="all", stop_target="accepted", kl_weight=1.0),
     "lora-merged+kl+windows": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, stop_target="accepted",
                                    msd_chains="windows"),
+    "lora-merged+kl+hidden": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, hidden_weight=2.0),
+    "full+kl+hidden": dict(base_mode="full", kl_weight=0.5, hidden_weight=2.0, hidden_layers=[0, 1]),
 }
 
 
@@ -91,13 +93,16 @@ def test_chunked_losses_and_gradients_equal_the_plain_path(env, tmp_path, mode):
     if trainer.cfg.stop_target == "accepted":  # labels beyond the group ends: made from the predictions
         group_end = torch.cat([plain.micro_index[1:] == 0, torch.tensor([True])]).float()
         assert (plain.stop_targets > group_end).any()
-    for name in ("loss", "token_loss", "stop_loss", "kl"):
+    for name in ("loss", "token_loss", "stop_loss", "kl", "hidden"):
         a, b = getattr(plain, name), getattr(chunked, name)
-        assert (a is None) == (b is None) == (trainer.cfg.kl_weight == 0 and name == "kl"), name
+        off = {"kl": trainer.cfg.kl_weight == 0, "hidden": trainer.cfg.hidden_weight == 0}.get(name, False)
+        assert (a is None) == (b is None) == off, name
         if a is not None:
             torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7, msg=name)
     if trainer.cfg.kl_weight:
         assert plain.kl > 1e-3  # the KL is really there
+    if trainer.cfg.hidden_weight:  # so is the hidden-state term
+        assert plain.hidden > 1e-4
     assert plain_grads.keys() == chunked_grads.keys() and plain_grads
     assert any(n.startswith("base.") for n in plain_grads) == (trainer.cfg.base_mode != "frozen")
     assert sum(float(g.abs().sum()) for g in plain_grads.values()) > 0
@@ -269,6 +274,10 @@ def test_resume_may_switch_to_bf16_but_not_change_the_recipe(env, tmp_path):
 PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merged+kl", "lora-merged+kl+windows")}
 PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
 PROMPT_MODES["lora-two-sets+kl"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5)
+PROMPT_MODES["lora-merged+kl+hidden"] = MODES["lora-merged+kl+hidden"]
+PROMPT_MODES["lora-two-sets+kl+windows+hidden"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5,
+                                                        msd_chains="windows", stop_target="accepted", hidden_weight=2.0,
+                                                        hidden_layers=[1])
 
 
 @pytest.mark.parametrize("mode", list(PROMPT_MODES))
@@ -291,7 +300,7 @@ def test_prompts_run_once_without_gradients_give_the_same_losses_and_gradients(e
     assert calls == [True]  # the reusing path was taken
     assert torch.equal(once.predictions, whole.predictions) and torch.equal(once.targets, whole.targets)
     assert torch.equal(once.stop_targets, whole.stop_targets)
-    for name in ("loss", "token_loss", "stop_loss", "kl"):
+    for name in ("loss", "token_loss", "stop_loss", "kl", "hidden"):
         a, b = getattr(whole, name), getattr(once, name)
         assert (a is None) == (b is None)
         if a is not None:
