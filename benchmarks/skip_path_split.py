@@ -9,6 +9,12 @@ The first token of a group is the base's own next-token prediction (no micro-ste
 The micro-step decoder's tokens (2..k) are reported beside them. On the base's own greedy answers an
 unmerged base is right 100% of the time at `prompt`, so the gaps measure what merging costs.
 
+Accuracy counts a near-tie flipped to the base's second choice like a wrong token. Since the data's groups begin
+where the base is unsure, most skip-path tokens are such points, so each key also says how plausible the model's
+choices are to the unmerged, unadapted base at the same place: `base_nll`, the mean NLL of the chosen token under it
+(its greedy token's is the floor), and `implausible`, the share of choices it gives less than 1% (NLL > 4.6), the
+kind of token that makes the decode curves' worst-token spikes.
+
     python benchmarks/skip_path_split.py --model CKPT --data VAL.jsonl --out RESULT.json
 """
 
@@ -16,12 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import torch
 
 from hamburger.core.checkpoint import load_checkpoint
+from hamburger.core.lora import adapters_disabled
+from hamburger.core.packing import as_packed
 from hamburger.bench.machine import machine_info
 from hamburger.train.batching import load_rows, to_batch
 
@@ -36,20 +45,31 @@ def skip_keys(groups: list[int]) -> list[list[str]]:
     return [[s, f"merged_{groups[i - 1]}"] if s == "merged" else [s] for i, s in enumerate(skip_sources(groups))]
 
 
+IMPLAUSIBLE_NLL = -math.log(0.01)
+
+
 def split_accuracy(model, rows, batch_size: int = 8) -> dict:
-    correct, count = Counter(), Counter()
+    """Per key: tokens, accuracy, and the unmerged base's view of the model's choices (`base_nll`, `implausible`)."""
+    correct, count, nll, implausible = Counter(), Counter(), Counter(), Counter()
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
+        packed = as_packed(to_batch(part), model.config.max_steps, model.device)
         with torch.no_grad():
-            out = model.training_forward(to_batch(part))
+            out = model.training_forward(packed)
+            with adapters_disabled(model.base):
+                base_logp = model.teacher_states(packed).logits().log_softmax(-1)
+        choice_nll = (-base_logp.gather(1, out.predictions[:, None])[:, 0]).tolist()
         right = (out.predictions == out.targets).tolist()
         index = out.micro_index.tolist()
         sources = iter(keys for r in part for keys in skip_keys(r.groups))
-        for ok, j in zip(right, index):
+        for ok, j, c in zip(right, index, choice_nll):
             for key in next(sources) if j == 0 else [f"micro_{j + 1}"]:
                 correct[key] += ok
                 count[key] += 1
-    return {k: {"tokens": count[k], "accuracy": correct[k] / count[k]} for k in sorted(count)}
+                nll[key] += c
+                implausible[key] += c > IMPLAUSIBLE_NLL
+    return {k: {"tokens": count[k], "accuracy": correct[k] / count[k], "base_nll": nll[k] / count[k],
+                "implausible": implausible[k] / count[k]} for k in sorted(count)}
 
 
 def main() -> None:

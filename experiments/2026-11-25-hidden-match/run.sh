@@ -2,7 +2,8 @@
 # Issue 19, CPU: does matching the unmerged base's hidden states (`hidden_weight`) make adaptation cheaper?
 # Two arms from the same warm start (the CPU line's step 606, bf16), same seed, data order and schedule as the line's
 # own continuation (experiments/2026-11-24-cpu-v2-continue/run.sh), one thread each, niced: the control, and the
-# same plus hidden_weight 20 on every base layer. Each resumes where it stopped; ARMS picks (default both, in parallel).
+# same plus hidden_weight 20 on every base layer (stopped at step 213: tied), then 100 (ARMS="hidden100"). Each resumes
+# where it stopped; ARMS picks (default control and hidden20, in parallel).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -22,6 +23,7 @@ for a in ${ARMS:-control hidden20}; do
     case $a in
         control) arm control > "/tmp/ab-control.log" 2>&1 & ;;
         hidden20) arm hidden20 --set hidden_weight=20 > "/tmp/ab-hidden20.log" 2>&1 & ;;
+        hidden100) arm hidden100 --set hidden_weight=100 > "/tmp/ab-hidden100.log" 2>&1 & ;;
         *) echo "unknown arm $a" >&2; exit 2 ;;
     esac
 done

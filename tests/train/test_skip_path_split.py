@@ -24,6 +24,12 @@ def test_split_adds_up_to_the_trainers_skip_path_accuracy():
                                                            "merged_3": 1, "single": 3, "micro_2": 4, "micro_3": 2}
     with torch.no_grad():
         s = batch_stats(model.training_forward(to_batch(rows)), 4, 0, 0)
+    # At the prompt's last token the model's choice is the base's own argmax: its NLL under the base is the least.
+    with torch.no_grad():
+        least = [-model.base(input_ids=torch.tensor([r.prompt_ids])).logits[0, -1].log_softmax(-1).max() for r in rows]
+    torch.testing.assert_close(split["prompt"]["base_nll"], float(sum(least) / 3), rtol=1e-5, atol=1e-6)
+    for v in split.values():
+        assert v["base_nll"] > 0 and 0 <= v["implausible"] <= 1
     skip = sum(split[k]["accuracy"] * split[k]["tokens"] for k in ("prompt", "merged", "single"))
     assert skip == s[HEAD].item()
     assert split["micro_2"]["accuracy"] * 4 == s[HEAD + 1].item()
