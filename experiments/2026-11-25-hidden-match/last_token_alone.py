@@ -9,7 +9,6 @@ view of the choices (`skip_path_split.split_accuracy`), and the slots each layou
     python experiments/2026-11-25-hidden-match/last_token_alone.py MODEL OUT.json [--rows 60]
 """
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -18,22 +17,14 @@ from pathlib import Path
 import torch
 
 from hamburger.bench.machine import machine_info
-from hamburger.core.checkpoint import load_checkpoint
-from hamburger.train.batching import load_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe import model_and_rows  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from skip_path_split import split_accuracy  # noqa: E402
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("model", help="HAMburger checkpoint folder")
-parser.add_argument("out", help="JSON file to write")
-parser.add_argument("--rows", type=int, default=60, help="first N rows of the val file")
-parser.add_argument("--data", default="runs/cpu/sliding09-split/val.jsonl")
-args = parser.parse_args()
-torch.set_num_threads(1)
-model, tokenizer, _ = load_checkpoint(args.model)
-rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
-rows = rows[:args.rows]
+args, model, rows = model_and_rows(__doc__, 60)
 
 
 def last_alone(groups: list[int]) -> list[int]:

@@ -8,7 +8,6 @@ mask is the training forward's own, made additive.
     python experiments/2026-11-25-hidden-match/proportional_attention.py MODEL OUT.json --alphas 0 0.3 1 -0.3 --rows 30
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -17,24 +16,16 @@ import torch
 
 import hamburger.core.model as model_module
 from hamburger.bench.machine import machine_info
-from hamburger.core.checkpoint import load_checkpoint
 from hamburger.core.packing import as_packed
-from hamburger.train.batching import load_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe import model_and_rows  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from skip_path_split import split_accuracy  # noqa: E402
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("model", help="HAMburger checkpoint folder")
-parser.add_argument("out", help="JSON file to write")
-parser.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.3, 1.0, -0.3])
-parser.add_argument("--rows", type=int, default=30, help="first N rows of the val file")
-parser.add_argument("--data", default="runs/cpu/sliding09-split/val.jsonl")
-args = parser.parse_args()
-torch.set_num_threads(1)
-model, tokenizer, _ = load_checkpoint(args.model)
-rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
-rows = rows[:args.rows]
+args, model, rows = model_and_rows(
+    __doc__, 30, lambda p: p.add_argument("--alphas", type=float, nargs="+", default=[0.0, 0.3, 1.0, -0.3]))
 
 bias_of_batch = {}
 plain_mask, plain_forward = model_module.slot_mask, model_module.HamburgerModel.training_forward
@@ -42,6 +33,8 @@ plain_mask, plain_forward = model_module.slot_mask, model_module.HamburgerModel.
 
 def additive_mask(valid, *a, **k):  # the boolean mask as 0 / -inf, plus the batch's per-key bias
     allowed = plain_mask(valid, *a, **k)
+    if bias_of_batch.get("bias") is None:  # any forward but the merged one (split_accuracy's unmerged base)
+        return allowed
     bias = bias_of_batch["bias"][:, None, None, :allowed.shape[-1]]
     return torch.where(allowed, bias, torch.tensor(float("-inf")))
 
@@ -53,7 +46,10 @@ def forward_with_bias(self, batch, teacher=None, prompt=None, windows=False):
         sizes = packed.group_sizes[packed.merged_group].float()
         bias = bias.index_put(packed.merged_at, bias_of_batch["alpha"] * torch.log(sizes))
     bias_of_batch["bias"] = bias
-    return plain_forward(self, packed, teacher, prompt, windows)
+    try:
+        return plain_forward(self, packed, teacher, prompt, windows)
+    finally:
+        bias_of_batch["bias"] = None
 
 
 model_module.slot_mask = additive_mask

@@ -8,7 +8,6 @@ choices the base gives less than 1% (NLL > 4.6: the spikes of the decode curves)
     python experiments/2026-11-25-hidden-match/skip_by_distance.py MODEL OUT.json [--rows 30]
 """
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -17,21 +16,14 @@ from pathlib import Path
 import torch
 
 from hamburger.bench.machine import machine_info
-from hamburger.core.checkpoint import load_checkpoint
 from hamburger.core.lora import adapters_disabled
 from hamburger.core.packing import as_packed
-from hamburger.train.batching import load_rows, to_batch
+from hamburger.train.batching import to_batch
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("model", help="HAMburger checkpoint folder")
-parser.add_argument("out", help="JSON file to write")
-parser.add_argument("--rows", type=int, default=30, help="first N rows of the val file")
-parser.add_argument("--data", default="runs/cpu/sliding09-split/val.jsonl")
-args = parser.parse_args()
-torch.set_num_threads(1)
-model, tokenizer, _ = load_checkpoint(args.model)
-rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
-rows = rows[:args.rows]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from probe import model_and_rows  # noqa: E402
+
+args, model, rows = model_and_rows(__doc__, 30)
 
 
 def bucket(d: int | None) -> str:
