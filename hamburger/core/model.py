@@ -22,6 +22,7 @@ from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_we
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows
+from hamburger.errors import HamburgerError
 
 GRAFTED = ("embedder", "decoder", "stop_head")
 
@@ -93,6 +94,11 @@ class PromptStates:
     def cache(self) -> DynamicCache:
         """A fresh cache holding the prompts (each forward after them appends to its own)."""
         return DynamicCache(ddp_cache_data=self.kv)
+
+    def padded(self, tail: torch.Tensor) -> torch.Tensor:
+        """A tensor [B, R, ...] of the slots run after the prompts, in the joined layout: zeros at the prompt slots
+        (for states recorded only after them, which are never read there)."""
+        return torch.cat([tail.new_zeros(tail.shape[0], self.final.shape[1], *tail.shape[2:]), tail], 1)
 
     def joined(self, at: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """(rows, cols) of a layout whose row b has its prompt at columns 0..len-1 -> the same places, joined."""
@@ -191,7 +197,7 @@ class HamburgerModel(nn.Module):
         depth = len(base_decoder_stack(self.base).layers)
         layers = tuple(sorted(set(layers))) or tuple(range(depth))
         if min(layers) < 0 or max(layers) >= depth:
-            raise ValueError(f"hidden_layers must lie in 0..{depth - 1}, got {list(layers)}")
+            raise HamburgerError(f"bad config value: hidden_layers must lie in 0..{depth - 1}, got {list(layers)}")
         self.hidden_weight, self.hidden_layers = float(weight), layers if weight > 0 else ()
 
     @contextlib.contextmanager
@@ -335,9 +341,7 @@ class HamburgerModel(nn.Module):
                 before = prompt.joined(before)
         hidden = None
         if rec["states"] is not None:
-            states = rec["states"]
-            if prompt is not None:  # the prompt slots, never compared, in the joined layout
-                states = torch.cat([states.new_zeros(rows, prompt.final.shape[1], *states.shape[2:]), states], 1)
+            states = rec["states"] if prompt is None else prompt.padded(rec["states"])
             hidden = hidden_match_loss(states[before], teacher.layers, packed.batch.groups)
         if windows:
             group_tokens, group_sizes, where = group_windows(packed.batch, cfg.max_steps, device)
@@ -444,9 +448,9 @@ class HamburgerModel(nn.Module):
                                                attention_mask=mask).last_hidden_state
                 at = packed.response_at
         layers = rec["states"]
-        if layers is not None and prompt is not None:  # the prompts' own states are never compared: zeros
-            layers = torch.cat([layers.new_zeros(ids.shape[0], prompt.final.shape[1], *layers.shape[2:]), layers], 1)
-        return TeacherStates(final[at], head, layers=None if layers is None else layers[at])
+        if layers is not None:
+            layers = (layers if prompt is None else prompt.padded(layers))[at]
+        return TeacherStates(final[at], head, layers=layers)
 
     # ----------------------------------------------------------------- prompts computed once
     def prompt_trains(self) -> bool:

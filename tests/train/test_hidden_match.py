@@ -66,7 +66,7 @@ def test_states_line_up_with_the_unmerged_base_where_nothing_is_merged(env, tmp_
         model.training_forward(packed, prompt=prompt)
     states = rec["states"]
     if prompt is not None:
-        states = torch.cat([states.new_zeros(2, prompt.final.shape[1], *states.shape[2:]), states], 1)
+        states = prompt.padded(states)
         before = prompt.joined(packed.before_group)
     else:
         before = packed.before_group
@@ -99,5 +99,5 @@ def test_config_errors(bad, match):
 
 
 def test_layers_out_of_range_are_an_error(env, tmp_path):  # noqa: F811
-    with pytest.raises(ValueError, match="hidden_layers must lie in"):
+    with pytest.raises(HamburgerError, match="hidden_layers must lie in"):
         Trainer(config(env, tmp_path, kl_weight=0.5, hidden_weight=1.0, hidden_layers=[99]))
