@@ -4,8 +4,11 @@ reads at the slot it predicts from.
 The first token of a group is the base's own next-token prediction (no micro-step decoder). It is made at
   * `prompt`  the last prompt token (the response's first group: nothing merged yet),
   * `merged`  a slot that merges the previous group of 2+ tokens,
-  * `single`  a slot holding one token, with merged slots earlier in the history.
-`merged_2` .. `merged_k` split `merged` by the length of the group the slot merges.
+  * `single`  a slot holding one token, with merged slots earlier in the history,
+  * `tail`    (a model with a `single_tail`) the single last token of a group fed as a merged head and its tail.
+`merged_2` .. `merged_k` split `merged` by the length of the group the slot merges, `tail_3` .. `tail_k` split `tail`
+by the length of the group (`merged_k` and `tail_k` read the same group in the two layouts). `--single-tail` decodes a
+checkpoint in another layout than its own (what a checkpoint trained without a tail reads in that layout).
 The micro-step decoder's tokens (2..k) are reported beside them. On the base's own greedy answers an
 unmerged base is right 100% of the time at `prompt`, so the gaps measure what merging costs.
 
@@ -30,19 +33,26 @@ import torch
 
 from hamburger.core.checkpoint import load_checkpoint
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.packing import as_packed
+from hamburger.core.packing import as_packed, input_sizes
 from hamburger.bench.machine import machine_info
 from hamburger.train.batching import load_rows, to_batch
 
 
-def skip_sources(groups: list[int]) -> list[str]:
-    """For each group of a response: what the slot its first token is predicted from holds."""
-    return ["prompt" if i == 0 else "merged" if groups[i - 1] > 1 else "single" for i in range(len(groups))]
+def skip_sources(groups: list[int], single_tail: int = 0) -> list[str]:
+    """For each group of a response: what the slot its first token is predicted from holds (the last input of the
+    group before, `input_sizes`)."""
+    sources = ["prompt"]
+    for n in groups[:-1]:
+        inputs = input_sizes(n, single_tail)
+        sources.append("merged" if inputs[-1] > 1 else "tail" if max(inputs) > 1 else "single")
+    return sources
 
 
-def skip_keys(groups: list[int]) -> list[list[str]]:
-    """For each group: the keys its first token counts under (its source, and for a merged slot its length)."""
-    return [[s, f"merged_{groups[i - 1]}"] if s == "merged" else [s] for i, s in enumerate(skip_sources(groups))]
+def skip_keys(groups: list[int], single_tail: int = 0) -> list[list[str]]:
+    """For each group: the keys its first token counts under (its source, and for a merged slot or a tail the length
+    of the group before)."""
+    return [[s, f"{s}_{groups[i - 1]}"] if s in ("merged", "tail") else [s]
+            for i, s in enumerate(skip_sources(groups, single_tail))]
 
 
 IMPLAUSIBLE_NLL = -math.log(0.01)
@@ -53,7 +63,7 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
     correct, count, nll, implausible = Counter(), Counter(), Counter(), Counter()
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
-        packed = as_packed(to_batch(part), model.config.max_steps, model.device)
+        packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail)
         with torch.no_grad():
             out = model.training_forward(packed)
             with adapters_disabled(model.base):
@@ -61,7 +71,7 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
         choice_nll = (-base_logp.gather(1, out.predictions[:, None])[:, 0]).tolist()
         right = (out.predictions == out.targets).tolist()
         index = out.micro_index.tolist()
-        sources = iter(keys for r in part for keys in skip_keys(r.groups))
+        sources = iter(keys for r in part for keys in skip_keys(r.groups, model.config.single_tail))
         for ok, j, c in zip(right, index, choice_nll):
             for key in next(sources) if j == 0 else [f"micro_{j + 1}"]:
                 correct[key] += ok
@@ -77,17 +87,22 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="HAMburger checkpoint folder")
     parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows)")
     parser.add_argument("--rows", type=int, default=0, help="use the first N rows (0: all)")
+    parser.add_argument("--single-tail", type=int, default=None,
+                        help="feed groups in this layout (HamburgerConfig.single_tail) instead of the checkpoint's")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model, tokenizer, info = load_checkpoint(args.model)
+    if args.single_tail is not None:
+        model.config.single_tail = args.single_tail
+        model.config.validate()
     vocab = model.base.get_input_embeddings().num_embeddings
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, vocab)
     rows = rows[:args.rows] if args.rows else rows
     result = {"model": Path(args.model).name, "data": Path(args.data).name, "rows": len(rows),
               "response_tokens": sum(len(r.response_ids) for r in rows),
-              "lora_scope": model.config.lora_scope, "split": split_accuracy(model, rows),
+              "lora_scope": model.config.lora_scope, "single_tail": model.config.single_tail, "split": split_accuracy(model, rows),
               "machine": machine_info(args.threads, "fp32")}
     print(json.dumps(result["split"], indent=1))
     if args.out:

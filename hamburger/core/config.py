@@ -54,6 +54,11 @@ GATES = ("stop_head", "token_prob")
 # group ends, that work is skipped. Tied to the knob, the prefilter moves with it: a low knob still merges freely,
 # where a fixed one would cap it. A prefilter can only turn merges down, never add one (every token still passes the
 # MSD's test); 0 asks the MSD after every token.
+# `single_tail` t: a fed group's last t tokens go into the base as their own one-token slots, after one merged slot of
+# the rest (`packing.input_sizes`), so the next group's first token (the skip path) is read off a one-token slot: the
+# base reads a token much better than a smashed group (see docs/method.md). The group is still one base forward (its
+# slots share it), so tau is unchanged; the KV cache holds up to t + 1 slots per group instead of one. 0 is the
+# paper's layout.
 
 
 @dataclass
@@ -77,6 +82,7 @@ class HamburgerConfig:
     default_confidence: float = 0.9  # generation knob used when a request gives none
     gate: str = "stop_head"  # what the knob thresholds, see GATES
     prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
+    single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
 
     @property
     def reads_merge_history(self) -> bool:
@@ -105,6 +111,8 @@ class HamburgerConfig:
         check_confidence(self.default_confidence, "default_confidence")
         if self.gate not in GATES:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
+        if not 0 <= self.single_tail < self.max_steps:
+            raise HamburgerError(f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail!r}")
         if not 0.0 <= self.prefilter <= 1.0:
             raise HamburgerError(f"prefilter must be in [0, 1], got {self.prefilter!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

@@ -21,7 +21,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight
 from hamburger.core.masks import slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
-from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows
+from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
 from hamburger.errors import HamburgerError
 
 GRAFTED = ("embedder", "decoder", "stop_head")
@@ -316,19 +316,18 @@ class HamburgerModel(nn.Module):
         (`packing.group_windows`), as decoding runs it after every slot; the merged inputs stay the data's groups.
         Outputs then follow the windows' tokens (a token is predicted once per window that holds it)."""
         cfg, device = self.config, self.device
-        packed = as_packed(batch, cfg.max_steps, device)
+        packed = as_packed(batch, cfg.max_steps, device, cfg.single_tail)
         group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
         rows, slots = packed.valid.shape
 
-        # Base input: prompt tokens, then one merged vector for every group but the last.
-        merged = self.embedder(self.embed(group_tokens), group_sizes)
+        # Base input: prompt tokens, then the inputs (merged or single) of every group but the last.
         embeds = torch.zeros(rows, slots, cfg.hidden_size, dtype=self.dtype, device=device)
         embeds = embeds.index_put(packed.prompt_at, self.embed(packed.prompt_tokens))
         merged_slots = torch.zeros(rows, slots, dtype=torch.bool, device=device)  # inputs of 2+ tokens
-        if packed.merged_group.numel():
-            merge_g = packed.merged_group
-            embeds = embeds.index_put(packed.merged_at, merged[merge_g])
-            merged_slots = merged_slots.index_put(packed.merged_at, group_sizes[merge_g] > 1)
+        if packed.input_sizes.numel():
+            inputs = self.embedder(self.embed(packed.input_tokens), packed.input_sizes)
+            embeds = embeds.index_put(packed.merged_at, inputs)
+            merged_slots = merged_slots.index_put(packed.merged_at, packed.input_sizes > 1)
         before = packed.before_group
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
@@ -342,7 +341,7 @@ class HamburgerModel(nn.Module):
         hidden = None
         if rec["states"] is not None:
             states = rec["states"] if prompt is None else prompt.padded(rec["states"])
-            hidden = hidden_match_loss(states[before], teacher.layers, packed.batch.groups)
+            hidden = hidden_match_loss(states[before], teacher.layers, packed.batch.groups, cfg.single_tail)
         if windows:
             group_tokens, group_sizes, where = group_windows(packed.batch, cfg.max_steps, device)
             teacher = None if teacher is None else teacher.at(where)
@@ -495,9 +494,10 @@ class HamburgerModel(nn.Module):
         return self.teacher_states(batch).logits()
 
 
-def reading_pairs(groups: list[list[int]]) -> tuple[list[int], list[int]]:
+def reading_pairs(groups: list[list[int]], single_tail: int = 0) -> tuple[list[int], list[int]]:
     """The places where a merge's reading shows: (group index, index of its first token), over every row's groups in
-    order, of each group whose slot before it is a single token with a merged slot earlier in its row.
+    order, of each group whose slot before it is a single token with a merged slot earlier in its row (the groups'
+    inputs as `packing.input_sizes` lays them out with ``single_tail``).
 
     That slot is the same input as the unmerged sequence's token there, so its state should be the unmerged
     base's state at that token, at every layer: only the merged history before it can make them differ."""
@@ -505,22 +505,24 @@ def reading_pairs(groups: list[list[int]]) -> tuple[list[int], list[int]]:
     for sizes in groups:
         merged_before = False
         for j, n in enumerate(sizes):
-            if j >= 1 and sizes[j - 1] == 1 and merged_before:
-                group_at.append(g)
-                token_at.append(t)
-            if j >= 1 and sizes[j - 1] > 1:
-                merged_before = True
+            if j >= 1:
+                inputs = input_sizes(sizes[j - 1], single_tail)
+                merged_before = merged_before or max(inputs) > 1
+                if inputs[-1] == 1 and merged_before:
+                    group_at.append(g)
+                    token_at.append(t)
             g, t = g + 1, t + n
     return group_at, token_at
 
 
-def hidden_match_loss(states: torch.Tensor, teacher_layers: torch.Tensor, groups: list[list[int]]) -> torch.Tensor:
+def hidden_match_loss(states: torch.Tensor, teacher_layers: torch.Tensor, groups: list[list[int]],
+                      single_tail: int = 0) -> torch.Tensor:
     """Mean over `reading_pairs` and layers of 1 - cos(model state, unmerged base state).
 
     states [G, L, d]: the model's layer outputs at the slot before each group; teacher_layers [T, L, d]: the unmerged
     base's at the token before each response token (TrainOutput order); groups: every row's group sizes. Cosine
     makes it blind to the residual stream's growth with depth. 0 (with a gradient path) where no pair exists."""
-    group_at, token_at = reading_pairs(groups)
+    group_at, token_at = reading_pairs(groups, single_tail)
     if not group_at:
         return states.sum() * 0.0
     device = states.device

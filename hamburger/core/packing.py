@@ -1,7 +1,8 @@
 """Token groups -> the merged layout, shared by training, the MSD stage and the macro step.
 
 A response cut into groups is fed to the base as its prompt tokens, then one merged input per group but
-the last (the last group is predicted, never fed). `pack` builds every index and tensor of that layout for
+the last (the last group is predicted, never fed); with ``single_tail`` t, a group's last t tokens go in as their
+own one-token inputs after one merged input of the rest (`input_sizes`). `pack` builds every index and tensor of that layout for
 a whole batch once, on the batching side, so that the model's training forward only runs tensor ops; it
 also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
 """
@@ -35,6 +36,19 @@ def group_starts(groups: list[int]) -> list[int]:
     return [end - n for end, n in zip(accumulate(groups), groups)]
 
 
+def input_sizes(size: int, single_tail: int = 0) -> list[int]:
+    """The inputs (slots) a fed group of ``size`` tokens takes, in order, as token counts: one merged input of all
+    but its last ``single_tail`` tokens (when any are left), then each of those tokens alone. ``single_tail`` 0 is
+    the paper's layout, one slot per group: [size]; 1 feeds the last token alone: [size - 1, 1] ([1, 1] for 2)."""
+    head = size - single_tail
+    return ([head] if head > 0 else []) + [1] * min(size, single_tail)
+
+
+def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0) -> int:
+    """Base slots of a row's merged layout: its prompt, then the inputs of every group but the last."""
+    return prompt_length + sum(len(input_sizes(n, single_tail)) for n in groups[:-1])
+
+
 def group_windows(batch: "TrainBatch", max_steps: int, device=None
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every group of every row (in `PackedBatch.group_tokens` order) widened to the next ``max_steps`` response
@@ -59,16 +73,17 @@ def pad_group(tokens: list[int], width: int) -> list[int]:
 
 def group_tensors(groups: list[list[int]], width: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens [G, width] padded with 0, sizes [G]) of a list of token groups."""
-    tokens = torch.tensor([pad_group(g, width) for g in groups], device=device)
-    return tokens, torch.tensor([len(g) for g in groups], device=device)
+    tokens = torch.tensor([pad_group(g, width) for g in groups], dtype=torch.long, device=device)
+    return tokens.view(len(groups), width), torch.tensor([len(g) for g in groups], dtype=torch.long, device=device)
 
 
 @dataclass
 class PackedBatch:
     """A `TrainBatch` as tensors, groups of at most ``max_steps`` tokens; ``(rows, cols)`` pairs index [B, S] inputs.
 
-    Merged layout (the training forward): per row, the prompt tokens, then one merged input per group but the
-    last, whose position is that of the group's last token. Unmerged layout (teacher, stage msd): the plain
+    Merged layout (the training forward): per row, the prompt tokens, then the inputs of every group but the last
+    (`input_sizes`: one merged input per group, or with a single tail that and the tail's tokens alone), each at the
+    position of its last token. Unmerged layout (teacher, stage msd): the plain
     [prompt, response] sequences, right-padded. The tails index each layout's slots after the prompts, for the
     forwards that reuse the prompts' states (`HamburgerModel.prompt_states`).
     """
@@ -78,8 +93,9 @@ class PackedBatch:
     group_sizes: torch.Tensor  # [G]
     prompt_at: tuple[torch.Tensor, torch.Tensor]  # where each prompt token goes
     prompt_tokens: torch.Tensor  # [P]
-    merged_at: tuple[torch.Tensor, torch.Tensor]  # where each merged input goes
-    merged_group: torch.Tensor  # [M] the group (index into group_tokens) each merged input holds
+    merged_at: tuple[torch.Tensor, torch.Tensor]  # where each input after the prompts goes
+    input_tokens: torch.Tensor  # [M, max_steps] the tokens each of those inputs merges (one or more), padded with 0
+    input_sizes: torch.Tensor  # [M]
     positions: torch.Tensor  # [B, S] rotary positions
     valid: torch.Tensor  # [B, S]
     before_group: tuple[torch.Tensor, torch.Tensor]  # the slot before each group: its features predict it
@@ -102,31 +118,38 @@ def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch
             torch.tensor(valid, dtype=torch.bool, device=device).view(len(counts), width))
 
 
-def pack(batch: TrainBatch, max_steps: int, device=None) -> PackedBatch:
+def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0) -> PackedBatch:
     """The merged and unmerged layouts of ``batch`` (see `PackedBatch`); groups longer than max_steps are an error."""
-    tokens, prompt_r, prompt_c, prompt_tok, merge_r, merge_c, merge_g = [], [], [], [], [], [], []
-    feat_r, feat_c, positions, valid = [], [], [], []
-    slots = max(len(p) + len(g) - 1 for p, g in zip(batch.prompt_ids, batch.groups))
+    tokens, inputs, prompt_r, prompt_c, prompt_tok, merge_r, merge_c = [], [], [], [], [], [], []
+    feat_r, feat_c, positions, counts = [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
         if max(g) > max_steps:
             raise ValueError(f"a group of {max(g)} tokens exceeds max_steps={max_steps}")
-        starts, length = group_starts(g), len(p)
-        for j, (s, n) in enumerate(zip(starts, g)):
-            if j < len(g) - 1:  # every group but the last is fed, merged
-                merge_r.append(b)
-                merge_c.append(length + j)
-                merge_g.append(len(tokens))
+        length = len(p)
+        place = list(range(length))  # rotary position of each slot
+        feat_c.append(length - 1)
+        for j, (s, n) in enumerate(zip(group_starts(g), g)):
             tokens.append(r[s:s + n])
+            if j == len(g) - 1:  # the last group is predicted, never fed
+                break
+            for size in input_sizes(n, single_tail):
+                merge_c.append(len(place))
+                inputs.append(r[s:s + size])
+                s += size
+                place.append(length + s - 1)  # an input sits at its last token
+            feat_c.append(len(place) - 1)  # the group's last input predicts the next group
+        merge_r += [b] * (len(place) - length)
         prompt_r += [b] * length
         prompt_c += list(range(length))
         prompt_tok += p
-        used = length + len(g) - 1
-        positions.append(list(range(length)) + [length + s + n - 1 for s, n in zip(starts, g)][:len(g) - 1]
-                         + [0] * (slots - used))  # a merged input sits at its group's last token
-        valid.append([True] * used + [False] * (slots - used))
+        positions.append(place)
+        counts.append(len(place) - length)
         feat_r += [b] * len(g)
-        feat_c += list(range(length - 1, length - 1 + len(g)))
+    slots = max(map(len, positions))
+    valid = [[True] * len(x) + [False] * (slots - len(x)) for x in positions]
+    positions = [x + [0] * (slots - len(x)) for x in positions]
     group_tokens, group_sizes = group_tensors(tokens, max_steps, device)
+    input_tokens, input_sizes_ = group_tensors(inputs, max_steps, device)
     seqs = [p + r for p, r in zip(batch.prompt_ids, batch.response_ids)]
     width = max(map(len, seqs))
     answer_r = [b for b, r in enumerate(batch.response_ids) for _ in r]
@@ -137,15 +160,15 @@ def pack(batch: TrainBatch, max_steps: int, device=None) -> PackedBatch:
 
     return PackedBatch(
         batch, group_tokens, group_sizes, at(prompt_r, prompt_c), torch.tensor(prompt_tok, device=device),
-        at(merge_r, merge_c), torch.tensor(merge_g, dtype=torch.long, device=device),
+        at(merge_r, merge_c), input_tokens, input_sizes_,
         torch.tensor(positions, dtype=torch.long, device=device), torch.tensor(valid, device=device),
         at(feat_r, feat_c), torch.tensor([s + [0] * (width - len(s)) for s in seqs], device=device),
         torch.tensor([[True] * len(s) + [False] * (width - len(s)) for s in seqs], device=device),
         at(answer_r, answer_c), torch.tensor([len(p) for p in batch.prompt_ids], device=device),
-        tail_index([len(p) for p in batch.prompt_ids], [len(g) - 1 for g in batch.groups], device),
+        tail_index([len(p) for p in batch.prompt_ids], counts, device),
         tail_index([len(p) for p in batch.prompt_ids], [len(r) - 1 for r in batch.response_ids], device))
 
 
-def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None) -> PackedBatch:
+def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None, single_tail: int = 0) -> PackedBatch:
     """``batch`` itself when already packed, else `pack` of it (a convenience for callers with lists)."""
-    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device)
+    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device, single_tail)

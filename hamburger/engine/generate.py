@@ -3,7 +3,8 @@
 `Generation` runs a batch of prompts (batch 1 is the common case) and yields one `GroupEvent` per
 row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
 step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
-whatever its group length; finished rows are dropped from the batch.
+whatever its group length (a model with a ``single_tail`` feeds a group as a merged head and its last tokens alone,
+up to single_tail + 1 slots, still in one forward); finished rows are dropped from the batch.
 
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
@@ -26,7 +27,7 @@ from typing import Callable, Iterator
 import torch
 
 from hamburger.core.model import HamburgerModel
-from hamburger.core.packing import group_tensors
+from hamburger.core.packing import group_tensors, input_sizes
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
@@ -56,7 +57,8 @@ class GenerationResult:
     forwards: int  # base-model forwards (the prefill counts: it yields the first group)
     tau: float  # tokens per base forward
     prompt_tokens: int
-    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed) + re-read extra
+    kv_slots: int  # base KV entries held at the end: prompt + groups - 1 (the last group is never fed) + extra slots
+    #                (a single tail's, re-reads')
     kv_slots_ordinary: int  # what a one-token-per-forward model holds: prompt + tokens - 1
     kv_bytes: int
     kv_bytes_ordinary: int
@@ -93,7 +95,9 @@ class _Row:
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
         self.rereads = 0  # merged groups read again as single slots
-        self.reread_slots = 0  # the extra KV slots that cost (a group of k tokens: k - 1)
+        # KV slots beyond one per group: a single tail's inputs (`input_sizes`), re-read groups' tokens
+        self.extra_slots = 0
+        self.last_inputs = 1  # slots the last fed group took
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
@@ -321,8 +325,10 @@ class Generation:
             valid[b, width - lengths[b]:] = True
         positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
         capacity = None
-        if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots
-            capacity = min(model.context_length, width + max(r.cfg.max_new_tokens for r in rows))
+        if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots, and a single tail's holes
+            longest = max(r.cfg.max_new_tokens for r in rows)
+            capacity = width + (model.config.single_tail + 1) * longest if model.config.single_tail else \
+                min(model.context_length, width + longest)
         cache = SlotCache(model.base.config, len(rows), model.device, capacity)
         mask = cache.extend(valid.to(model.device))
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
@@ -330,29 +336,64 @@ class Generation:
         return cache, final[:, -1], features[:, -1]
 
     def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None):
-        """Merge each row's last group into one vector and run one base forward for all rows. ``groups``: the
-        groups as (tokens, sizes) on the device already (the device micro loop), else made from the rows."""
-        model = self.model
-        width = max(len(r.group) for r in rows)
-        group_ids, sizes = (groups[0][:, :width], groups[1]) if groups is not None else \
-            group_tensors([r.group for r in rows], width, model.device)
-        merged = model.embedder(model.embed(group_ids), sizes)[:, None]
-        positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=model.device)
-        mask = cache.extend(torch.ones(len(rows), 1, dtype=torch.bool, device=model.device))
+        """Feed each row's last group to the base, one forward for all rows: one merged vector per group, or with the
+        model's ``single_tail`` the group's inputs (`packing.input_sizes`: a merged head, then its last tokens alone),
+        right-aligned, so every row's last slot is its group's last input (a row with fewer inputs has holes before
+        them). ``groups``: the groups as (tokens, sizes) on the device already (the device micro loop), else made
+        from the rows."""
+        model, device = self.model, self.model.device
+        tail = model.config.single_tail
+        if tail == 0:  # one input per row, made on the device when it is there
+            width = max(len(r.group) for r in rows)
+            tokens, sizes = (groups[0][:, :width], groups[1]) if groups is not None else \
+                group_tensors([r.group for r in rows], width, device)
+            inputs = model.embedder(model.embed(tokens), sizes)[:, None]
+            positions = torch.tensor([[len(r.prompt_ids) + len(r.tokens) - 1] for r in rows], device=device)
+            valid = torch.ones(len(rows), 1, dtype=torch.bool, device=device)
+            merged_slots = (sizes > 1)[:, None]
+            for r in rows:
+                r.last_inputs = 1
+        else:
+            layouts = [input_sizes(len(r.group), tail) for r in rows]
+            q = max(map(len, layouts))
+            pieces, at, place = [], ([], []), torch.zeros(len(rows), q, dtype=torch.long)
+            for b, (r, layout) in enumerate(zip(rows, layouts)):
+                start, end = 0, len(r.prompt_ids) + len(r.tokens) - len(r.group)  # (the group's first position)
+                for i, size in enumerate(layout):
+                    col = q - len(layout) + i
+                    pieces.append(r.group[start:start + size])
+                    at[0].append(b)
+                    at[1].append(col)
+                    start += size
+                    place[b, col] = end + start - 1  # an input sits at its last token
+                r.last_inputs = len(layout)
+            tokens, sizes = group_tensors(pieces, max(map(len, pieces)), device)
+            where = tuple(torch.tensor(x, device=device) for x in at)
+            embeds = model.embedder(model.embed(tokens), sizes)
+            inputs = embeds.new_zeros(len(rows), q, embeds.shape[-1]).index_put(where, embeds)
+            positions = place.to(device)
+            valid = torch.zeros(len(rows), q, dtype=torch.bool, device=device).index_put(
+                where, torch.ones_like(sizes, dtype=torch.bool))
+            merged_slots = torch.zeros_like(valid).index_put(where, sizes > 1)
+        mask = cache.extend(valid)
         merged_before = None
         if model.config.reads_merge_history:  # (a host list, so no sync: the rows know their groups)
-            merged_before = torch.tensor([r.merged for r in rows], device=model.device)
-        final, features = model.base_forward(merged, positions, mask, cache.kv, merged_slots=(sizes > 1)[:, None],
+            merged_before = torch.tensor([r.merged for r in rows], device=device)
+        final, features = model.base_forward(inputs, positions, mask, cache.kv, merged_slots=merged_slots,
                                              merged_before=merged_before)
         for r in rows:
             r.merged_earlier = r.merged
-            r.merged = r.merged or len(r.group) > 1
+            r.merged = r.merged or len(r.group) > tail + 1
+            r.extra_slots += r.last_inputs - 1
+        if tail:
+            cache.compact_if_holey()
         return final[:, -1], features[:, -1]
 
     def _doubted(self, hidden: torch.Tensor, rows: list[_Row]) -> list[int]:
         """Batch positions of the rows just fed a merged group whose next token the model doubts: its top
         probability is below the row's `reread` (one LM head over those rows; a host sync only when some ask)."""
-        asking = [pos for pos, r in enumerate(rows) if r.cfg.reread > 0 and len(r.group) > 1]
+        tail = self.model.config.single_tail
+        asking = [pos for pos, r in enumerate(rows) if r.cfg.reread > 0 and len(r.group) > tail + 1]
         if not asking:
             return []
         logits = self.model.decode_logits(hidden[asking])
@@ -361,8 +402,8 @@ class Generation:
 
     def _reread(self, cache: SlotCache, rows: list[_Row], doubted: list[int], hidden: torch.Tensor,
                 features: torch.Tensor):
-        """Read the last group of the rows at ``doubted`` again, one slot per token: their merged slot (the
-        cache's last) becomes a hole, and one base forward over the batch writes the groups' tokens at their own
+        """Read the last group of the rows at ``doubted`` again, one slot per token: its inputs (the cache's last
+        slots, merged and any single tail) become holes, and one base forward over the batch writes the groups' tokens at their own
         positions (the other rows' new slots are holes). Returns hidden and features with those rows' replaced by
         the reading's last token. Holes are squeezed out once they are a quarter of the cache."""
         model, device = self.model, self.model.device
@@ -379,8 +420,8 @@ class Generation:
             r.merged = r.merged_earlier  # the group's merged slot leaves the cache
             r.forwards += 1
             r.rereads += 1
-            r.reread_slots += k - 1
-        cache.valid[doubted, cache.filled - 1] = False
+            r.extra_slots += k - r.last_inputs
+            cache.valid[pos, cache.filled - r.last_inputs:] = False
         mask = cache.extend(valid.to(device))
         merged_before = None
         if model.config.reads_merge_history:
@@ -415,7 +456,7 @@ class Generation:
         return GenerationResult(
             text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
             tau=n / row.forwards, prompt_tokens=len(row.prompt_ids),
-            kv_slots=len(row.prompt_ids) + groups - 1 + row.reread_slots,
+            kv_slots=len(row.prompt_ids) + groups - 1 + row.extra_slots,
             kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]

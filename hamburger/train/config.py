@@ -44,6 +44,8 @@ class TrainConfig:
     lora_scope: str = "all"  # where the adapters apply: "all", "merged", "after_merge", "merged_and_after"
     #                          (every slot from a row's first merge on); the scoped base stays exactly itself where
     #                          nothing merged (see config.LORA_SCOPES)
+    single_tail: int = 0  # the last single_tail tokens of every fed group take their own one-token slots, after one
+    #                       merged slot of the rest (HamburgerConfig.single_tail; 0: one slot per group, the paper's)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
     msd_chains: str = "groups"  # the MSD is teacher-forced on the data's "groups"; stage msd: "all", a group of
     #                             max_steps tokens from every response token; stage full: "windows", the next max_steps
@@ -124,6 +126,8 @@ class TrainConfig:
                      "stop_loss_weight", "lora_alpha"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
+        need(0 <= self.single_tail < self.max_steps,
+             f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail}")
         need(self.hidden_weight >= 0, f"hidden_weight must be >= 0, got {self.hidden_weight}")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")

@@ -51,7 +51,8 @@ def forward_backward(trainer: Trainer, chunk: int, rows: list[int]):
     """One forward + backward at ``loss_chunk`` = chunk on the same weights: (output, {param: grad})."""
     trainer.model.loss_chunk = chunk
     trainer.optimizer.zero_grad(set_to_none=True)
-    out = trainer.net(collate([trainer.rows[i] for i in rows], trainer.model.config.max_steps))
+    cfg = trainer.model.config
+    out = trainer.net(collate([trainer.rows[i] for i in rows], cfg.max_steps, single_tail=cfg.single_tail))
     out.loss.backward()
     grads = {n: p.grad.clone() for n, p in trainer.model.named_parameters() if p.requires_grad and p.grad is not None}
     trainer.optimizer.zero_grad(set_to_none=True)
@@ -70,6 +71,8 @@ MODES = {
                                    msd_chains="windows"),
     "lora-merged+kl+hidden": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, hidden_weight=2.0),
     "full+kl+hidden": dict(base_mode="full", kl_weight=0.5, hidden_weight=2.0, hidden_layers=[0, 1]),
+    "lora-merged+kl+hidden+tail": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, hidden_weight=2.0,
+                                       single_tail=1),
 }
 
 
@@ -275,6 +278,7 @@ PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merg
 PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
 PROMPT_MODES["lora-two-sets+kl"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5)
 PROMPT_MODES["lora-merged+kl+hidden"] = MODES["lora-merged+kl+hidden"]
+PROMPT_MODES["lora-merged+kl+hidden+tail"] = MODES["lora-merged+kl+hidden+tail"]
 PROMPT_MODES["lora-two-sets+kl+windows+hidden"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5,
                                                         msd_chains="windows", stop_target="accepted", hidden_weight=2.0,
                                                         hidden_layers=[1])

@@ -21,6 +21,11 @@ def test_reading_pairs_are_single_slots_after_a_merge():
     assert reading_pairs(groups) == ([3, 4], [4, 5])
     assert reading_pairs([[3, 1, 1]]) == ([2], [4])
     assert reading_pairs([[4]]) == ([], [])
+    # with a single tail every group after a merge is read off a single slot, the merged group's own last token
+    tails = [[3, 1, 2, 1], [4, 2]]
+    assert reading_pairs(tails) == ([2], [4])
+    assert reading_pairs(tails, single_tail=1) == ([1, 2, 3, 5], [3, 4, 6, 11])
+    assert reading_pairs(groups, single_tail=1) == ([], [])  # a 2-token group is fed as [1, 1]: nothing merged
 
 
 def test_no_pair_gives_zero_with_a_gradient_path():

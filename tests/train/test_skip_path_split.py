@@ -12,6 +12,8 @@ def test_skip_sources():
     assert skip_sources([2, 1, 3, 1]) == ["prompt", "merged", "single", "merged"]
     assert skip_sources([1]) == ["prompt"]
     assert skip_keys([2, 1, 3, 1]) == [["prompt"], ["merged", "merged_2"], ["single"], ["merged", "merged_3"]]
+    # a single tail: a 2-token group is fed as two single tokens, a 3-token one as a merged head and its last token
+    assert skip_keys([2, 1, 3, 1], single_tail=1) == [["prompt"], ["single"], ["single"], ["tail", "tail_3"]]
 
 
 def test_split_adds_up_to_the_trainers_skip_path_accuracy():
