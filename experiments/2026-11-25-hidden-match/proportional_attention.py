@@ -42,8 +42,8 @@ def additive_mask(valid, *a, **k):  # the boolean mask as 0 / -inf, plus the bat
 def forward_with_bias(self, batch, teacher=None, prompt=None, windows=False):
     packed = as_packed(batch, self.config.max_steps, self.device)
     bias = torch.zeros(packed.valid.shape)
-    if packed.merged_group.numel():
-        sizes = packed.group_sizes[packed.merged_group].float()
+    if packed.input_sizes.numel():
+        sizes = packed.input_sizes.float()
         bias = bias.index_put(packed.merged_at, bias_of_batch["alpha"] * torch.log(sizes))
     bias_of_batch["bias"] = bias
     try:
