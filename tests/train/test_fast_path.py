@@ -312,8 +312,12 @@ def test_prompts_run_once_without_gradients_give_the_same_losses_and_gradients(e
     torch.testing.assert_close(once.stop_logits, whole.stop_logits, rtol=1e-5, atol=1e-5)
     assert once_grads.keys() == whole_grads.keys() and whole_grads
     assert any(n.startswith("base.") for n in whole_grads) == (trainer.cfg.base_mode == "lora")
+    last = f".layers.{trainer.model.base.config.num_hidden_layers - 1}."
     for name, g in whole_grads.items():
-        assert float(g.abs().sum()) > 0 or name.startswith("embedder."), name
+        # with a single tail no merged slot's own output is read: the last layer's adapters there act on nothing else
+        # than its keys and values
+        unread = trainer.model.config.single_tail and last in name and not ("k_proj" in name or "v_proj" in name)
+        assert float(g.abs().sum()) > 0 or name.startswith("embedder.") or unread, name
         torch.testing.assert_close(once_grads[name], g, rtol=1e-4, atol=1e-5 * float(g.abs().max()) + 1e-12,
                                    msg=lambda m: f"{name}: {m}")
 
