@@ -75,7 +75,7 @@ def test_batches_are_bucketed_by_each_epochs_lengths(env, tmp_path):
                                    epochs=3.0))
     assert trainer.cut_lengths[0] != trainer.cut_lengths[1]
     for step, (epoch, _, rows) in enumerate(trainer.plan.steps):
-        slots = [r.slots for r in trainer.step_rows(step)]
+        slots = [r.slots() for r in trainer.step_rows(step)]
         assert slots == [trainer.lengths(epoch)[i] for i in rows]
         assert len(rows) == 1 or len(rows) * max(slots) <= 60
     assert {e for e, _, _ in trainer.plan.steps} == {0, 1, 2}
