@@ -1,0 +1,28 @@
+"""Training with a single tail (`single_tail`): the layout is checked, trained, saved and decoded as trained."""
+
+import pytest
+
+from hamburger.core.checkpoint import load_checkpoint
+from hamburger.errors import HamburgerError
+from hamburger.train.trainer import Trainer
+from tests.train.test_fast_path import config, env  # noqa: F401 (env is a fixture)
+
+
+def test_a_run_saves_its_layout_and_a_checkpoint_of_another_layout_can_start_one(env, tmp_path):  # noqa: F811
+    plain = Trainer(config(env, tmp_path / "plain", base_mode="lora", lora_scope="merged", max_train_steps=1,
+                           save_every=1))
+    plain.train()
+    tail = Trainer(config(env, tmp_path / "tail", init=str(tmp_path / "plain" / "last"), base_mode="lora",
+                          lora_scope="merged", single_tail=1, max_train_steps=2, save_every=1))
+    assert tail.model.config.single_tail == 1
+    # every row's length for batching counts the tail's extra slots
+    assert tail.lengths(0) == [r.slots(1) for r in tail.rows] != [r.slots(0) for r in tail.rows]
+    tail.train()
+    model, _, _ = load_checkpoint(tmp_path / "tail" / "last")
+    assert model.config.single_tail == 1
+
+
+@pytest.mark.parametrize("bad", [-1, 4])
+def test_single_tail_is_checked(env, tmp_path, bad):  # noqa: F811
+    with pytest.raises(HamburgerError, match="single_tail"):
+        config(env, tmp_path, single_tail=bad)
