@@ -30,7 +30,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
-                 prefilter=args.prefilter)
+                 prefilter=args.prefilter, single_tail=args.single_tail)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -74,4 +74,9 @@ def register(sub) -> None:
                         "head's 1 - p_stop is >= this times the knob, in [0, 1] (0: always ask). Saves the micro step "
                         "where the stop head already knows the group ends; can only turn merges down. Default: keep "
                         "the checkpoint's")
+    p.add_argument("--single-tail", type=int, default=None,
+                   help="feed the last N tokens of every group in KV slots of their own, after one merged slot of the "
+                        "rest, in the same forward (0: one slot per group, the paper's layout; 1: the next group is "
+                        "read off a single token, which the base reads better, for up to one more slot per group). "
+                        "Default: keep the checkpoint's (the layout it was trained in)")
     p.set_defaults(func=cmd_export)
