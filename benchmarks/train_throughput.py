@@ -52,8 +52,9 @@ def settings_for(mode: str, args: argparse.Namespace, out: str) -> dict:
         settings["dtype"] = args.dtype
     if args.loss_chunk is not None:
         settings["loss_chunk"] = args.loss_chunk
-    if args.compile:
-        settings.update(compile=True, compile_backend=args.compile_backend)
+    # only --compile compiles: a config's `compile: true` (configs/smollm2-gpu-full-fast.yaml) would spend the
+    # window compiling (~11 min on an H100, 2026-11-25) before the first timed step
+    settings.update(compile=args.compile, compile_backend=args.compile_backend)
     if args.max_tokens is not None:
         settings["max_tokens"] = args.max_tokens
         settings["batch_size"] = args.batch_size or 0  # only the token budget unless rows are capped too

@@ -4,10 +4,13 @@ started: the matched-compute comparison of issue 19, item 1. Also the wall time 
 (compilation, evals, checkpoints).
 
     python experiments/2026-11-25-gpu-full/summary.py > experiments/2026-11-25-gpu-full/summary.txt
+
+Other runs: `summary.py "LABEL=METRICS.jsonl" ...` (paths relative to the repository root).
 """
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +26,11 @@ def rows(path: Path) -> list[dict]:
 
 
 def main() -> None:
+    runs = dict(arg.split("=", 1) for arg in sys.argv[1:]) or RUNS
     print("| run | step | response tokens before (M) | wall min | token acc | skip path (micro 1) | micro 2 / 3 / 4 "
           "| KL | stop acc |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for label, name in RUNS.items():
+    for label, name in runs.items():
         log = rows(ROOT / name)
         start, seen = log[0]["time"], 0
         for r in log:
@@ -39,7 +43,7 @@ def main() -> None:
                   f"{100 * r['token_acc']:.1f}% | {100 * micro[0]:.1f}% | "
                   f"{' / '.join(f'{100 * m:.1f}' for m in micro[1:])}% | {r['kl']:.2f} | {100 * r['stop_acc']:.1f}% |")
     print()
-    for label, name in RUNS.items():
+    for label, name in runs.items():
         log = rows(ROOT / name)
         train = [r for r in log if r["kind"] == "train"]
         gaps = [b["time"] - a["time"] for a, b in zip(log, log[1:])]
