@@ -13,12 +13,18 @@ while [ $SECONDS -lt $end ]; do
     if grep -q "== .* segment" /tmp/work/pipeline.log 2>/dev/null && [ ! -f /tmp/work/.sent-distilled ]; then
         gzip -1 -c $DISTILLED > $OUT/distilled.jsonl.gz && cp $DISTILLED.meta.json $OUT/ && touch /tmp/work/.sent-distilled
     fi
-    for r in lora-merged full lora-two-sets lora-after-merge lora frozen; do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
+    # the base's entropies of every answer (~21 MB gzipped): with them the CPU line re-cuts all rows by
+    # `hamburger segment --from-dataset` instead of ~2 hours of base forwards on 2 cores
+    if grep -q "== .* train" /tmp/work/pipeline.log 2>/dev/null && [ -s /tmp/work/segmented.jsonl ] && [ ! -f /tmp/work/.sent-segmented ]; then
+        gzip -1 -c /tmp/work/segmented.jsonl > $OUT/segmented.jsonl.gz && cp /tmp/work/segmented.jsonl.meta.json $OUT/ \
+            && touch /tmp/work/.sent-segmented
+    fi
+    for r in lora-merged lora-single-tail full lora-two-sets lora-after-merge lora frozen; do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
     pgrep -f running-pipeline >/dev/null || break
     sleep 15
 done
 if [ "$2" = final ]; then
-    for r in lora-merged full lora-two-sets lora-after-merge lora frozen; do
+    for r in lora-merged lora-single-tail full lora-two-sets lora-after-merge lora frozen; do
         if [ ! -f /tmp/work/.sent-$r ] && [ -d /tmp/work/$r/last ]; then
             $HB export --model /tmp/work/$r/last --out /tmp/work/$r-partial --dtype bfloat16 && ship $r-partial /tmp/work/$r-partial
         fi
@@ -26,5 +32,5 @@ if [ "$2" = final ]; then
 fi
 tar -czf $OUT/logs.tgz -C /tmp/work --exclude='*.tar' $(cd /tmp/work && ls -d *.log */metrics.jsonl */config.json val_prompts.jsonl *.meta.json 2>/dev/null)
 tail -c 3000 /tmp/work/pipeline.log | tr '\r' '\n' | tail -25
-for r in lora-merged full lora-two-sets lora-after-merge lora frozen; do echo "-- $r"; tail -c 1500 /tmp/work/$r.log 2>/dev/null | tr '\r' '\n' | tail -4; tail -2 /tmp/work/$r/metrics.jsonl 2>/dev/null; done
+for r in lora-merged lora-single-tail full lora-two-sets lora-after-merge lora frozen; do echo "-- $r"; tail -c 1500 /tmp/work/$r.log 2>/dev/null | tr '\r' '\n' | tail -4; tail -2 /tmp/work/$r/metrics.jsonl 2>/dev/null; done
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv
