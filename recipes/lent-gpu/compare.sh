@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare.sh RUN_EXPORT OUT_DIR: a model a lent GPU brought back against the shipped default model, on this CPU, in
-# the shipped decoding settings, with one command (~30 min on 2 cores; stop CPU training first if the seconds matter):
+# the shipped decoding settings, with one command (~15 min on 2 cores; stop CPU training first if the seconds matter):
 #   1. export it as the shipped config decodes (token_prob gate, prefilter 0.75 tied to the knob, default knob 1.0);
 #   2. both models' decode curves on the 48 dev prompts (benchmarks/decode_fidelity.py: by_kind and
 #      after_merge_by_size say whether the skip path moved), paired per prompt with the shipped model first;
