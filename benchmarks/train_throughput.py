@@ -102,7 +102,7 @@ def main() -> None:
                 trainer.train_step(rows)
             timed = plan[args.warmup:]
             tokens = sum(len(trainer.rows[i].response_ids) for _, _, rows in timed for i in rows)
-            slots = sum(trainer.rows[i].slots for _, _, rows in timed for i in rows)
+            slots = sum(trainer.rows[i].slots(cfg.single_tail) for _, _, rows in timed for i in rows)
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             sync(device)
