@@ -2,8 +2,11 @@
 
 import argparse
 import json
+import sys
 
+from benchmarks import train_throughput
 from benchmarks.train_throughput import settings_for
+from tests.helpers import tiny_base, write_dataset
 
 
 def args(tmp_path, **kw) -> argparse.Namespace:
@@ -27,11 +30,6 @@ def test_only_the_flag_compiles(tmp_path):
 
 def test_timed_steps_end_to_end(tmp_path, char_tokenizer, monkeypatch):
     # the real script on a tiny base, in both KV layouts: a result line per mode with the tokens it timed
-    import sys
-
-    from benchmarks import train_throughput
-    from tests.helpers import tiny_base, write_dataset
-
     base = tmp_path / "base"
     tiny_base("llama", seed=0).save_pretrained(base)
     char_tokenizer.save_pretrained(base)
