@@ -59,6 +59,9 @@ GATES = ("stop_head", "token_prob")
 # base reads a token much better than a smashed group (see docs/method.md). The group is still one base forward (its
 # slots share it), so tau is unchanged; the KV cache holds up to t + 1 slots per group instead of one. 0 is the
 # paper's layout.
+# `msd_context` w: the MSD also reads the base's final states at the w slots before the one whose features it reads
+# (oldest first, before the features; a row's first slot repeats where there are fewer), so that tokens 2.. see the
+# recent context and not only one slot's taps. 0 is the paper's MSD.
 
 
 @dataclass
@@ -83,6 +86,7 @@ class HamburgerConfig:
     gate: str = "stop_head"  # what the knob thresholds, see GATES
     prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
+    msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
 
     @property
     def reads_merge_history(self) -> bool:
@@ -95,7 +99,8 @@ class HamburgerConfig:
 
     @property
     def num_features(self) -> int:
-        return len(self.tap_layers) + 1
+        """Vectors the MSD reads before a group's tokens: the context slots' final states, then the taps and final."""
+        return self.msd_context + len(self.tap_layers) + 1
 
     def validate(self) -> "HamburgerConfig":
         if self.max_steps < 1:
@@ -113,6 +118,8 @@ class HamburgerConfig:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
         if not 0 <= self.single_tail < self.max_steps:
             raise HamburgerError(f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail!r}")
+        if self.msd_context < 0:
+            raise HamburgerError(f"msd_context must be >= 0, got {self.msd_context!r}")
         if not 0.0 <= self.prefilter <= 1.0:
             raise HamburgerError(f"prefilter must be in [0, 1], got {self.prefilter!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

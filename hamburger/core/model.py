@@ -292,6 +292,48 @@ class HamburgerModel(nn.Module):
         self._compiled_train.append((stack, compiled))
         return compiled
 
+    def msd_features(self, final: torch.Tensor, features: torch.Tensor, at: tuple[torch.Tensor, torch.Tensor],
+                     context_at: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """What the MSD reads before the groups after the slots ``at`` (rows [G], cols [G]) of a base forward's
+        ``final`` [B, S, d] and ``features`` [B, S, m, d]: with ``msd_context`` w, the final states at the places
+        ``context_at`` (rows, cols [G, w]; default `context_places` of ``at``), then the features -> [G, w + m, d]."""
+        here = features[at]
+        if not self.config.msd_context:
+            return here
+        rows, cols = context_places(at, self.config.msd_context) if context_at is None else context_at
+        return torch.cat([final[rows, cols], here], 1)
+
+    def decode_features(self, final: torch.Tensor, features: torch.Tensor, valid: torch.Tensor | None = None,
+                        last: torch.Tensor | None = None, previous: torch.Tensor | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What decoding reads at each row's slot ``last`` [B] (default: the last column) of a base forward over new
+        slots, ``final`` [B, S, d] and ``features`` [B, S, m, d] (``valid`` [B, S]: the real slots, default all) ->
+        (its final state [B, d], the MSD's inputs [B, w + m, d]). With ``msd_context`` w the inputs start with the final
+        states of the w slots before it: the new real slots before ``last``, after those before this forward, which
+        ``previous`` (the MSD inputs at the cached slot before the new ones) holds; None: nothing is cached, and the
+        row's first slot repeats where it has fewer than w (as `context_places` does in training)."""
+        b, s = final.shape[:2]
+        rows = torch.arange(b, device=final.device)
+        if last is None:
+            last = torch.full((b,), s - 1, dtype=torch.long, device=final.device)
+        hidden, here = final[rows, last], features[rows, last]
+        w = self.config.msd_context
+        if not w:
+            return hidden, here
+        before = torch.arange(s, device=final.device)[None] < last[:, None]
+        if valid is not None:
+            before = before & valid
+        if previous is None:  # a row's first real slot, w times
+            first = valid.long().argmax(1) if valid is not None else torch.zeros_like(last)
+            earlier = final[rows, first][:, None].expand(-1, w, -1)
+        else:  # the context there, then that slot's own final state (the last of its inputs)
+            earlier = torch.cat([previous[:, :w], previous[:, -1:]], 1)
+        chain = torch.cat([earlier, final], 1)
+        usable = torch.cat([before.new_ones(b, earlier.shape[1]), before], 1)
+        order = torch.arange(chain.shape[1], device=final.device)[None]
+        at = torch.where(usable, order, -1).topk(w, dim=1).indices.sort(1).values  # the last w usable, in order
+        return hidden, torch.cat([chain[rows[:, None], at], here], 1)
+
     def micro_hidden(self, features: torch.Tensor, prev_tokens: torch.Tensor) -> torch.Tensor:
         """Teacher-forced MSD: features [N, m, d], tokens t_1..t_j [N, j] -> hiddens for t_2..t_{j+1} [N, j, d]."""
         m = features.shape[1]
@@ -329,6 +371,7 @@ class HamburgerModel(nn.Module):
             embeds = embeds.index_put(packed.merged_at, inputs)
             merged_slots = merged_slots.index_put(packed.merged_at, packed.input_sizes > 1)
         before = packed.before_group
+        context_at = context_places(before, cfg.msd_context)
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
             if prompt is None:
@@ -337,7 +380,7 @@ class HamburgerModel(nn.Module):
             else:  # the prompts' states are given: the base runs the merged slots after them only
                 final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
                                                     merged_slots)
-                before = prompt.joined(before)
+                before, context_at = prompt.joined(before), prompt.joined(context_at)
         hidden = None
         if rec["states"] is not None:
             states = rec["states"] if prompt is None else prompt.padded(rec["states"])
@@ -345,7 +388,8 @@ class HamburgerModel(nn.Module):
         if windows:
             group_tokens, group_sizes, where = group_windows(packed.batch, cfg.max_steps, device)
             teacher = None if teacher is None else teacher.at(where)
-        out = self.group_outputs(final[before], features[before], group_tokens, group_sizes, teacher)
+        out = self.group_outputs(final[before], self.msd_features(final, features, before, context_at), group_tokens,
+                                 group_sizes, teacher)
         if hidden is not None:
             out.loss, out.hidden = out.loss + self.hidden_weight * hidden, hidden
         return out
@@ -492,6 +536,14 @@ class HamburgerModel(nn.Module):
     def teacher_logits(self, batch: TrainBatch | PackedBatch) -> torch.Tensor:
         """The unmerged base model's logits for every response token, in TrainOutput order [T, V]."""
         return self.teacher_states(batch).logits()
+
+
+def context_places(at: tuple[torch.Tensor, torch.Tensor], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``width`` slots before each place ``at`` (rows [G], cols [G]), oldest first -> (rows, cols) [G, width];
+    a column before the row's first slot is its first slot."""
+    rows, cols = at
+    back = torch.arange(width, 0, -1, device=cols.device)
+    return rows[:, None].expand(-1, width), (cols[:, None] - back).clamp(min=0)
 
 
 def reading_pairs(groups: list[list[int]], single_tail: int = 0) -> tuple[list[int], list[int]]:

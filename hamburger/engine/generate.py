@@ -157,7 +157,7 @@ class Generation:
         if prefill_chunk is not None and (prefill_chunk < 1 or static_cache):
             raise HamburgerError("prefill_chunk must be >= 1, and needs the dynamic cache")
         self.prefill_chunk = prefill_chunk
-        self._chunking: list[list] = []  # [row, SlotCache or None, tokens prefilled] of long prompts
+        self._chunking: list[list] = []  # [row, SlotCache or None, tokens prefilled, MSD inputs at the last one] of long prompts
         # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
         self.poll = poll
         self.logits: list[list[torch.Tensor]] = []
@@ -267,16 +267,19 @@ class Generation:
             if len(keep) < len(active):
                 index = torch.tensor(keep, device=model.device)
                 cache.select_rows(index)
+                features = features[index]
                 active = [active[pos] for pos in keep]
                 groups = None if groups is None else (groups[0][index], groups[1][index])
-            hidden, features = self._macro_step(cache, [rows[i] for i in active], groups)
+            earlier = features  # the MSD's inputs at the slot before the new group (its context goes on from there)
+            hidden, features = self._macro_step(cache, [rows[i] for i in active], groups, earlier)
             for i in active:
                 rows[i].forwards += 1
                 rows[i].decode_s += time.perf_counter() - clock
             doubted = self._doubted(hidden, [rows[i] for i in active])
             if doubted:
                 clock = time.perf_counter()
-                hidden, features = self._reread(cache, [rows[i] for i in active], doubted, hidden, features)
+                hidden, features = self._reread(cache, [rows[i] for i in active], doubted, hidden, features,
+                                                earlier)
                 for pos in doubted:
                     rows[active[pos]].decode_s += time.perf_counter() - clock
 
@@ -288,7 +291,7 @@ class Generation:
         new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
         chunk = self.prefill_chunk
         short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
-        self._chunking += [[i, None, 0] for i in new if i not in short]
+        self._chunking += [[i, None, 0, None] for i in new if i not in short]
         started = time.perf_counter()
         for i in new:
             self.rows[i].started = started
@@ -296,23 +299,25 @@ class Generation:
         self._chunking = [c for c in self._chunking if not self.rows[c[0]].done]  # cancelled while waiting
         if self._chunking:
             entry = min(self._chunking, key=lambda c: len(self.rows[c[0]].prompt_ids) - c[2])
-            i, cache, done = entry
-            cache, hidden, features = self._prefill_chunk(self.rows[i].prompt_ids, done, done + chunk, cache)
-            entry[1:] = cache, done + chunk
+            i, cache, done, earlier = entry
+            cache, hidden, features = self._prefill_chunk(self.rows[i].prompt_ids, done, done + chunk, cache, earlier)
+            entry[1:] = cache, done + chunk, features
             if done + chunk >= len(self.rows[i].prompt_ids):
                 self._chunking.remove(entry)
                 ready.append(([i], cache, hidden, features))
         return ready
 
-    def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None):
-        """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk)."""
+    def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None,
+                       earlier: torch.Tensor | None = None):
+        """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk); ``earlier``: the
+        MSD's inputs at the previous chunk's last slot (None on the first)."""
         model = self.model
         ids = torch.tensor([prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
         cache = cache or SlotCache(model.base.config, 1, model.device)
         mask = cache.extend(torch.ones_like(ids, dtype=torch.bool))
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
-        return cache, final[:, -1], features[:, -1]
+        return cache, *model.decode_features(final, features, previous=earlier)
 
     def _prefill(self, rows: list[_Row]):
         model = self.model
@@ -333,14 +338,15 @@ class Generation:
         mask = cache.extend(valid.to(model.device))
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
-        return cache, final[:, -1], features[:, -1]
+        return cache, *model.decode_features(final, features, valid.to(model.device))
 
-    def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None):
+    def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None,
+                    earlier: torch.Tensor | None = None):
         """Feed each row's last group to the base, one forward for all rows: one merged vector per group, or with the
         model's ``single_tail`` the group's inputs (`packing.input_sizes`: a merged head, then its last tokens alone),
         right-aligned, so every row's last slot is its group's last input (a row with fewer inputs has holes before
         them). ``groups``: the groups as (tokens, sizes) on the device already (the device micro loop), else made
-        from the rows."""
+        from the rows. ``earlier``: the MSD's inputs at each row's slot before the group (`decode_features`)."""
         model, device = self.model, self.model.device
         tail = model.config.single_tail
         if tail == 0:  # one input per row, made on the device when it is there
@@ -387,7 +393,7 @@ class Generation:
             r.extra_slots += r.last_inputs - 1
         if tail:
             cache.compact_if_holey()
-        return final[:, -1], features[:, -1]
+        return model.decode_features(final, features, valid, previous=earlier)
 
     def _doubted(self, hidden: torch.Tensor, rows: list[_Row]) -> list[int]:
         """Batch positions of the rows just fed a merged group whose next token the model doubts: its top
@@ -401,11 +407,12 @@ class Generation:
         return [pos for pos, p in zip(asking, top) if rows[pos].cfg.reread >= 1.0 or p < rows[pos].cfg.reread]
 
     def _reread(self, cache: SlotCache, rows: list[_Row], doubted: list[int], hidden: torch.Tensor,
-                features: torch.Tensor):
+                features: torch.Tensor, earlier: torch.Tensor):
         """Read the last group of the rows at ``doubted`` again, one slot per token: its inputs (the cache's last
         slots, merged and any single tail) become holes, and one base forward over the batch writes the groups' tokens at their own
         positions (the other rows' new slots are holes). Returns hidden and features with those rows' replaced by
-        the reading's last token. Holes are squeezed out once they are a quarter of the cache."""
+        the reading's last token (``earlier``: the MSD's inputs before the group, as `_macro_step` had them). Holes
+        are squeezed out once they are a quarter of the cache."""
         model, device = self.model, self.model.device
         width = max(len(rows[pos].group) for pos in doubted)
         ids = torch.zeros(len(rows), width, dtype=torch.long)
@@ -431,7 +438,8 @@ class Generation:
         index = torch.tensor(doubted, device=device)
         last = torch.tensor([len(rows[pos].group) - 1 for pos in doubted], device=device)
         hidden, features = hidden.clone(), features.clone()
-        hidden[index], features[index] = final[index, last], feats[index, last]
+        hidden[index], features[index] = model.decode_features(final[index], feats[index], valid.to(device)[index], last,
+                                                               earlier[index])
         cache.compact_if_holey()
         return hidden, features
 

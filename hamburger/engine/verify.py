@@ -159,7 +159,7 @@ class VerifyGeneration(Generation):
             clock = time.perf_counter()
             live = [rows[i] for i in active]
             drafts = self._draft(hidden, features, live)
-            hidden, features = self._verify(cache, live, drafts)
+            hidden, features = self._verify(cache, live, drafts, features)
             elapsed = time.perf_counter() - clock
             for r in live:
                 r.forwards += 1
@@ -268,9 +268,10 @@ class VerifyGeneration(Generation):
         return keep
 
     # ------------------------------------------------------------------ verifying
-    def _verify(self, cache: SlotCache, rows: list[_Row], drafts: list[_Drafts]):
+    def _verify(self, cache: SlotCache, rows: list[_Row], drafts: list[_Drafts], earlier: torch.Tensor):
         """One base forward over [pending, drafts...] for every row; keep the accepted prefix, roll back the
-        rest; return the base's final state and features at each row's last kept position."""
+        rest; return the base's final state and the MSD's inputs at each row's last kept position (``earlier``: the
+        MSD's inputs at the slot before the pending token, `decode_features`)."""
         model, device = self.model, self.model.device
         sizes = [1 + len(d.tokens) for d in drafts]
         width = max(sizes)
@@ -298,9 +299,7 @@ class VerifyGeneration(Generation):
             r.fed += 1 + n_kept
             kept.append(n_kept)
         self._roll_back(cache, sizes, kept)
-        at = torch.tensor(kept, device=device)
-        rows_index = torch.arange(len(rows), device=device)
-        return final[rows_index, at], features[rows_index, at]
+        return model.decode_features(final, features, valid.to(device), torch.tensor(kept, device=device), earlier)
 
     @staticmethod
     def _roll_back(cache: SlotCache, sizes: list[int], kept: list[int]) -> None:

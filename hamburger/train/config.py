@@ -46,6 +46,8 @@ class TrainConfig:
     #                          nothing merged (see config.LORA_SCOPES)
     single_tail: int = 0  # the last single_tail tokens of every fed group take their own one-token slots, after one
     #                       merged slot of the rest (HamburgerConfig.single_tail; 0: one slot per group, the paper's)
+    msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
+    #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
     msd_chains: str = "groups"  # the MSD is teacher-forced on the data's "groups"; stage msd: "all", a group of
     #                             max_steps tokens from every response token; stage full: "windows", the next max_steps
@@ -140,9 +142,10 @@ class TrainConfig:
                  f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
                  f"got {self.compile_backend!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
-        need(self.lora_scope == "all" or self.base_mode == "lora",
-             f"lora_scope {self.lora_scope!r} needs base_mode lora")
+        need(self.lora_scope == "all" or self.base_mode == "lora" or (self.base_mode == "frozen" and bool(self.init)),
+             f"lora_scope {self.lora_scope!r} needs adapters: base_mode lora, or frozen from an init that has them")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
+        need(self.msd_context >= 0, f"msd_context must be >= 0, got {self.msd_context}")
         need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
         need(self.msd_chains != "all" or self.stage == "msd", "msd_chains 'all' needs stage msd")
         need(self.msd_chains != "windows" or self.stage == "full", "msd_chains 'windows' needs stage full")

@@ -140,7 +140,8 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: 
         where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group]
         micro = j.expand_as(in_group)[in_group] > 0  # the KL covers the micro tokens only
         teacher = TeacherStates(final.flatten(0, 1), model.base.get_output_embeddings(), where)
-    return model.group_outputs(final[rows, cols], features[rows, cols], tokens, sizes, teacher, micro)
+    return model.group_outputs(final[rows, cols], model.msd_features(final, features, (rows, cols)), tokens, sizes,
+                               teacher, micro)
 
 
 class Objective(nn.Module):

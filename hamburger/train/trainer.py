@@ -60,7 +60,7 @@ class Trainer:
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
-        self.model.config.single_tail = cfg.single_tail
+        self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.validate()
         self.model.loss_chunk = cfg.loss_chunk
         self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)
@@ -111,8 +111,7 @@ class Trainer:
             model = HamburgerModel(base, hcfg)
         if has_lora(model.base) and cfg.base_mode == "full":
             merge_lora(model.base)  # the adapters become part of the fully trained base
-        elif has_lora(model.base) and cfg.base_mode == "frozen":
-            raise HamburgerError("the init checkpoint has LoRA adapters: train it with base_mode lora or full")
+        # (base_mode frozen keeps an init checkpoint's adapters as they are, and saves them with the run)
         sets = LORA_SETS.get(cfg.lora_scope, 1)
         if cfg.base_mode == "lora" and not has_lora(model.base):
             add_lora(model.base, tuple(cfg.lora_targets), cfg.lora_r, cfg.lora_alpha, sets)

@@ -188,6 +188,7 @@ def test_merged_scope_needs_lora_training():
         TrainConfig(base_mode="full", lora_scope="after_merge").validate()
     TrainConfig(base_mode="lora", lora_scope="merged").validate()
     TrainConfig(base_mode="lora", lora_scope="after_merge").validate()
+    TrainConfig(base_mode="frozen", lora_scope="merged", init="CKPT").validate()  # keeps the init's adapters frozen
 
 
 def test_two_adapter_sets_gate_apart_and_a_new_set_changes_nothing():

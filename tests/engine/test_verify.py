@@ -75,7 +75,7 @@ def run_steps(run: VerifyGeneration, steps: int):
         r.fed = len(r.prompt_ids)
     for _ in range(steps):
         drafts = run._draft(hidden, features, rows)
-        hidden, features = run._verify(cache, rows, drafts)
+        hidden, features = run._verify(cache, rows, drafts, features)
     return cache
 
 

@@ -71,6 +71,10 @@ MODES = {
                                    msd_chains="windows"),
     "lora-merged+kl+hidden": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, hidden_weight=2.0),
     "full+kl+hidden": dict(base_mode="full", kl_weight=0.5, hidden_weight=2.0, hidden_layers=[0, 1]),
+    "msd-all+kl+context": dict(stage="msd", base_mode="frozen", msd_chains="all", stop_target="accepted", kl_weight=1.0,
+                               msd_context=3),
+    "lora-merged+kl+windows+context": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, stop_target="accepted",
+                                           msd_chains="windows", msd_context=3),
     "lora-merged+kl+hidden+tail": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, hidden_weight=2.0,
                                        single_tail=1),
 }
@@ -278,6 +282,7 @@ PROMPT_MODES = {k: MODES[k] for k in ("frozen", "frozen+kl+accepted", "lora-merg
 PROMPT_MODES["lora-after-merge+kl"] = dict(base_mode="lora", lora_scope="after_merge", kl_weight=0.5)
 PROMPT_MODES["lora-two-sets+kl"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5)
 PROMPT_MODES["lora-merged+kl+hidden"] = MODES["lora-merged+kl+hidden"]
+PROMPT_MODES["lora-merged+kl+windows+context"] = MODES["lora-merged+kl+windows+context"]
 PROMPT_MODES["lora-merged+kl+hidden+tail"] = MODES["lora-merged+kl+hidden+tail"]
 PROMPT_MODES["lora-two-sets+kl+windows+hidden"] = dict(base_mode="lora", lora_scope="merged_and_after", kl_weight=0.5,
                                                         msd_chains="windows", stop_target="accepted", hidden_weight=2.0,
