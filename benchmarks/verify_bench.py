@@ -101,7 +101,7 @@ def step_costs(model, prompt_ids: list[int], reps: int, max_k: int = 4) -> dict:
         ids = torch.tensor([prompt_ids])
         mask = cache.extend(torch.ones(1, len(prompt_ids), dtype=torch.bool))
         final, features = model.base_forward(model.embed(ids), torch.arange(len(prompt_ids))[None], mask, cache.kv)
-        hidden, feats = final[:, -1], features[:, -1]
+        hidden, feats = model.decode_features(final, features)
         d = hidden.shape[-1]
         for k in range(1, max_k + 2):
             x = torch.tensor([[prompt_ids[-1]] * k])
