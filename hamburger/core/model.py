@@ -315,11 +315,14 @@ class HamburgerModel(nn.Module):
         b, s = final.shape[:2]
         rows = torch.arange(b, device=final.device)
         if last is None:
-            last = torch.full((b,), s - 1, dtype=torch.long, device=final.device)
-        hidden, here = final[rows, last], features[rows, last]
+            hidden, here = final[:, -1], features[:, -1]
+        else:
+            hidden, here = final[rows, last], features[rows, last]
         w = self.config.msd_context
         if not w:
             return hidden, here
+        if last is None:
+            last = torch.full((b,), s - 1, dtype=torch.long, device=final.device)
         before = torch.arange(s, device=final.device)[None] < last[:, None]
         if valid is not None:
             before = before & valid
@@ -371,7 +374,7 @@ class HamburgerModel(nn.Module):
             embeds = embeds.index_put(packed.merged_at, inputs)
             merged_slots = merged_slots.index_put(packed.merged_at, packed.input_sizes > 1)
         before = packed.before_group
-        context_at = context_places(before, cfg.msd_context)
+        context_at = context_places(before, cfg.msd_context) if cfg.msd_context else None
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
             if prompt is None:
@@ -380,7 +383,8 @@ class HamburgerModel(nn.Module):
             else:  # the prompts' states are given: the base runs the merged slots after them only
                 final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
                                                     merged_slots)
-                before, context_at = prompt.joined(before), prompt.joined(context_at)
+                before = prompt.joined(before)
+                context_at = None if context_at is None else prompt.joined(context_at)
         hidden = None
         if rec["states"] is not None:
             states = rec["states"] if prompt is None else prompt.padded(rec["states"])
