@@ -170,6 +170,11 @@ class HamburgerModel(nn.Module):
         out = hidden.to(w.dtype) @ self._head_t[1]
         return out + head.bias if getattr(head, "bias", None) is not None else out
 
+    def grow_decoder(self, layers: int) -> None:
+        """Deepen the micro-step decoder to ``layers`` layers; every output stays the same (`MicroStepDecoder.grow`)."""
+        self.decoder.grow(layers)
+        self.config.decoder_layers = layers
+
     def grafted_parameters(self):
         for name in GRAFTED:
             yield from getattr(self, name).parameters()

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hamburger.core.config import HamburgerConfig
+from hamburger.errors import HamburgerError
 from hamburger.core.masks import slot_mask
 
 
@@ -106,6 +107,52 @@ class MicroStepDecoder(nn.Module):
                         use_cache=cache is not None, position_embeddings=position_embeddings)
             x = out[0] if isinstance(out, tuple) else out
         return self.norm(x)
+
+
+    def grow(self, n: int) -> None:
+        """Deepen to ``n`` layers without changing any output (block expansion, as in LLaMA Pro).
+
+        Each new layer is a copy of the layer it follows, spread evenly over the stack, with the two
+        projections that write the residual stream (attention output, MLP down) zeroed: it starts as
+        the identity, and training makes it useful. Caches are keyed by layer index, so the layers are
+        renumbered.
+        """
+        old = len(self.layers)
+        if n < old:
+            raise HamburgerError(f"cannot grow the micro-step decoder from {old} to {n} layers (fewer)")
+        if n == old:
+            return
+        layers = []
+        for j, layer in enumerate(self.layers):
+            layers.append(layer)
+            for _ in range((j + 1) * (n - old) // old - j * (n - old) // old):
+                layers.append(_identity_copy(layer))
+        self.layers = nn.ModuleList(layers)
+        for i, layer in enumerate(self.layers):
+            for module in layer.modules():
+                if hasattr(module, "layer_idx"):
+                    module.layer_idx = i
+        self.config.num_hidden_layers = n
+        if getattr(self.config, "layer_types", None) is not None:
+            self.config.layer_types = ["full_attention"] * n
+
+
+RESIDUAL_WRITERS = ("o_proj", "out_proj", "down_proj", "fc2")  # HF names of the attention and MLP output projections
+
+
+def _identity_copy(layer: nn.Module) -> nn.Module:
+    """A copy of a pre-norm decoder layer whose attention and MLP add nothing to the residual stream."""
+    twin = copy.deepcopy(layer)
+    writers = [m for name, m in twin.named_modules() if name.rsplit(".", 1)[-1] in RESIDUAL_WRITERS]
+    if len(writers) != 2 or not all(isinstance(m, nn.Linear) for m in writers):
+        raise HamburgerError(f"cannot grow a micro-step decoder of {type(layer).__name__}: expected one attention "
+                             f"and one MLP output projection named among {RESIDUAL_WRITERS}")
+    with torch.no_grad():
+        for m in writers:
+            m.weight.zero_()
+            if m.bias is not None:
+                m.bias.zero_()
+    return twin
 
 
 class StopHead(nn.Module):

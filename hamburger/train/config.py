@@ -35,6 +35,7 @@ class TrainConfig:
     max_steps: int = 4  # graft: largest token group (ignored with init)
     decoder_layers: int = 2  # graft: micro-step decoder depth
     decoder_init: str = "copy_last"  # graft: "copy_last" (copy the base's last layers) or "random"
+    grow_decoder: int = 0  # with init: deepen its micro-step decoder to this many layers (new ones start as identity)
     num_taps: int = 3  # graft: intermediate base layers tapped as features
     stop_sees_token: bool = True  # graft: the stop head also reads the chosen token's embedding
     base_mode: str = "lora"  # which base weights train: "frozen" (none), "lora" (adapters), "full" (all)
@@ -145,6 +146,9 @@ class TrainConfig:
         need(self.lora_scope == "all" or self.base_mode == "lora" or (self.base_mode == "frozen" and bool(self.init)),
              f"lora_scope {self.lora_scope!r} needs adapters: base_mode lora, or frozen from an init that has them")
         need(self.stop_target in STOP_TARGETS, f"stop_target must be one of {STOP_TARGETS}, got {self.stop_target!r}")
+        need(self.grow_decoder >= 0, f"grow_decoder must be >= 0, got {self.grow_decoder}")
+        need(self.grow_decoder == 0 or bool(self.init), "grow_decoder deepens an init checkpoint's decoder: set init "
+             "(a model grafted here gets decoder_layers directly)")
         need(self.msd_context >= 0, f"msd_context must be >= 0, got {self.msd_context}")
         need(self.msd_chains in MSD_CHAINS, f"msd_chains must be one of {MSD_CHAINS}, got {self.msd_chains!r}")
         need(self.msd_chains != "all" or self.stage == "msd", "msd_chains 'all' needs stage msd")

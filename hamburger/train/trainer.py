@@ -103,6 +103,8 @@ class Trainer:
             if not is_checkpoint(cfg.init):
                 raise HamburgerError(f"init {cfg.init!r} is not a HAMburger checkpoint")
             model, tokenizer, info = self._load_checkpoint(cfg.init, cfg.base)
+            if cfg.grow_decoder:
+                model.grow_decoder(cfg.grow_decoder)
         else:
             base, tokenizer, info = load_base(cfg.base, "float32")
             hcfg = HamburgerConfig(max_steps=cfg.max_steps, decoder_layers=cfg.decoder_layers,

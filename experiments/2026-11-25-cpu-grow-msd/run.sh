@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 19, item 5 (the micro-step decoder's depth), CPU: does a deeper MSD read merged slots better? One run from
+# experiments/2026-11-25-gpu-v2-two-sets/warm_start with its 2-layer MSD grown to 4 (`grow_decoder: 4`: each trained
+# layer is followed by a copy whose attention and MLP output projections are zeroed, so step 0 computes exactly what
+# the warm start does), trained in the merged layout with everything else as the control of
+# experiments/2026-11-25-cpu-single-tail-ab/ (the same config, init, rows, seed, rates and batches): that run is this
+# A/B's control, step for step. Niced, resumable (rerun to continue); THREADS sets the torch threads (results
+# change by rounding only).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HB=${HB:-.venv/bin/hamburger}
+export MKL_CBWR=AVX2
+D=runs/cpu-st  # the single-tail A/B's rows (its run.sh makes them): same split, same val rows
+[ -s $D/split/val.jsonl ] || { echo "make the rows first: bash experiments/2026-11-25-cpu-single-tail-ab/run.sh" >&2; exit 1; }
+OUT=runs/cpu-grow/grow4
+mkdir -p runs/cpu-grow
+if [ -f "$OUT/last/trainer_state.pt" ]; then
+    nice -n 15 $HB train --out "$OUT" --resume --set threads="${THREADS:-1}" >> runs/cpu-grow/grow4.log 2>&1
+else
+    nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
+        --set init=experiments/2026-11-25-gpu-v2-two-sets/warm_start --set data=$D/split/train.jsonl \
+        --set eval_data=$D/split/val.jsonl --set eval_max_rows=100 --set eval_every=100 --set epochs=2 \
+        --set grow_decoder=4 --set threads="${THREADS:-1}" --set out="$OUT" >> runs/cpu-grow/grow4.log 2>&1
+fi
