@@ -15,6 +15,8 @@
 #        lora-single-tail: lora-merged in the single-tail layout (`single_tail: 1`, experiments/2026-11-25-single-tail);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,
 #        experiments/2026-11-25-cpu-msd-context);
+#        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
+#        as the identity; experiments/2026-11-25-cpu-grow-msd);
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) it cost 11 min before the
@@ -82,12 +84,14 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
+        lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            --set grow_decoder=4 > "$W/lora-grow4.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-msd-context | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

@@ -1,8 +1,8 @@
 """The two runs' train-batch accuracies side by side: both runs draw the same batches in the same order (same rows,
 seed and plan), so each logged step is a paired comparison on ~14k fresh chain predictions. Means per window of
-steps, and the context run minus the control.
+steps, and the other run minus the control (`--label` names it; experiments/2026-11-25-cpu-grow-msd/ reuses this).
 
-    python experiments/2026-11-25-cpu-msd-context/paired.py CONTROL.jsonl CONTEXT.jsonl [--window 50]
+    python experiments/2026-11-25-cpu-msd-context/paired.py CONTROL.jsonl CONTEXT.jsonl [--window 50] [--label context]
 """
 
 import argparse
@@ -19,10 +19,12 @@ def main() -> None:
     parser.add_argument("control")
     parser.add_argument("context")
     parser.add_argument("--window", type=int, default=50, help="steps per line")
+    parser.add_argument("--label", default="context", help="the second run's name in the table")
     args = parser.parse_args()
     a, b = train_lines(args.control), train_lines(args.context)
     steps = sorted(set(a) & set(b))
-    print("| steps | logged steps | control micro 2 / 3 / 4 | context micro 2 / 3 / 4 | context - control (points) |")
+    name = args.label
+    print(f"| steps | logged steps | control micro 2 / 3 / 4 | {name} micro 2 / 3 / 4 | {name} - control (points) |")
     print("|---|---|---|---|---|")
     for lo in range(0, steps[-1] if steps else 0, args.window):
         part = [s for s in steps if lo < s <= lo + args.window]
