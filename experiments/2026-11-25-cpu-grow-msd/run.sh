@@ -10,29 +10,32 @@
 # (all distilled answers, a chain at every 2nd token, unmerged features, KL 1) with the MSD grown to 4 layers; that
 # run's control (runs/msdctx/control, the same config, seed and batches) is its control.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-HB=${HB:-.venv/bin/hamburger}
-export MKL_CBWR=AVX2
-D=runs/cpu-st  # the single-tail A/B's rows (its run.sh makes them): same split, same val rows
-[ -s $D/split/val.jsonl ] || { echo "make the rows first: bash experiments/2026-11-25-cpu-single-tail-ab/run.sh" >&2; exit 1; }
-mkdir -p runs/cpu-grow
-if [ -n "${STAGE_MSD:-}" ]; then
-    OUT=runs/cpu-grow/msd-grow4
-    [ -s runs/msdctx/split/val.jsonl ] || { echo "make the rows first: bash experiments/2026-11-25-cpu-msd-context/run.sh" >&2; exit 1; }
-    if [ -f "$OUT/last/trainer_state.pt" ]; then
-        nice -n 15 $HB train --out "$OUT" --resume --set threads="${THREADS:-1}" >> runs/cpu-grow/msd-grow4.log 2>&1
-    else
-        nice -n 15 $HB train --config configs/smollm2-msd-context-cpu.yaml --set msd_context=0 --set grow_decoder=4 \
-            --set threads="${THREADS:-1}" --out "$OUT" >> runs/cpu-grow/msd-grow4.log 2>&1
+main() {  # (in a function: bash reads it whole before running it, so editing this file mid-run changes nothing)
+    cd "$(dirname "$0")/../.."
+    HB=${HB:-.venv/bin/hamburger}
+    export MKL_CBWR=AVX2
+    D=runs/cpu-st  # the single-tail A/B's rows (its run.sh makes them): same split, same val rows
+    mkdir -p runs/cpu-grow
+    if [ -n "${STAGE_MSD:-}" ]; then
+        OUT=runs/cpu-grow/msd-grow4
+        [ -s runs/msdctx/split/val.jsonl ] || { echo "make the rows first: bash experiments/2026-11-25-cpu-msd-context/run.sh" >&2; exit 1; }
+        if [ -f "$OUT/last/trainer_state.pt" ]; then
+            nice -n 15 $HB train --out "$OUT" --resume --set threads="${THREADS:-1}" >> runs/cpu-grow/msd-grow4.log 2>&1
+        else
+            nice -n 15 $HB train --config configs/smollm2-msd-context-cpu.yaml --set msd_context=0 --set grow_decoder=4 \
+                --set threads="${THREADS:-1}" --out "$OUT" >> runs/cpu-grow/msd-grow4.log 2>&1
+        fi
+        exit 0
     fi
-    exit 0
-fi
-OUT=runs/cpu-grow/grow4
-if [ -f "$OUT/last/trainer_state.pt" ]; then
-    nice -n 15 $HB train --out "$OUT" --resume --set threads="${THREADS:-1}" >> runs/cpu-grow/grow4.log 2>&1
-else
-    nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
-        --set init=experiments/2026-11-25-gpu-v2-two-sets/warm_start --set data=$D/split/train.jsonl \
-        --set eval_data=$D/split/val.jsonl --set eval_max_rows=100 --set eval_every=100 --set epochs=2 \
-        --set grow_decoder=4 --set threads="${THREADS:-1}" --set out="$OUT" >> runs/cpu-grow/grow4.log 2>&1
-fi
+    OUT=runs/cpu-grow/grow4
+    [ -s $D/split/val.jsonl ] || { echo "make the rows first: bash experiments/2026-11-25-cpu-single-tail-ab/run.sh" >&2; exit 1; }
+    if [ -f "$OUT/last/trainer_state.pt" ]; then
+        nice -n 15 $HB train --out "$OUT" --resume --set threads="${THREADS:-1}" >> runs/cpu-grow/grow4.log 2>&1
+    else
+        nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
+            --set init=experiments/2026-11-25-gpu-v2-two-sets/warm_start --set data=$D/split/train.jsonl \
+            --set eval_data=$D/split/val.jsonl --set eval_max_rows=100 --set eval_every=100 --set epochs=2 \
+            --set grow_decoder=4 --set threads="${THREADS:-1}" --set out="$OUT" >> runs/cpu-grow/grow4.log 2>&1
+    fi
+}
+main "$@"
