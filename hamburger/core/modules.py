@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.errors import HamburgerError
 from hamburger.core.masks import slot_mask
+from hamburger.errors import HamburgerError
 
 
 def base_decoder_stack(base: nn.Module) -> nn.Module:
@@ -71,9 +71,7 @@ class MicroStepDecoder(nn.Module):
         text_config = base.config.get_text_config() if hasattr(base.config, "get_text_config") else base.config
         config = copy.deepcopy(text_config)
         n = cfg.decoder_layers
-        config.num_hidden_layers = n
-        if getattr(config, "layer_types", None) is not None:
-            config.layer_types = ["full_attention"] * n
+        _set_depth(config, n)
         if hasattr(config, "use_sliding_window"):
             config.use_sliding_window = False
         self.config = config
@@ -108,7 +106,6 @@ class MicroStepDecoder(nn.Module):
             x = out[0] if isinstance(out, tuple) else out
         return self.norm(x)
 
-
     def grow(self, n: int) -> None:
         """Deepen to ``n`` layers without changing any output (block expansion, as in LLaMA Pro).
 
@@ -132,9 +129,14 @@ class MicroStepDecoder(nn.Module):
             for module in layer.modules():
                 if hasattr(module, "layer_idx"):
                     module.layer_idx = i
-        self.config.num_hidden_layers = n
-        if getattr(self.config, "layer_types", None) is not None:
-            self.config.layer_types = ["full_attention"] * n
+        _set_depth(self.config, n)
+
+
+def _set_depth(config, n: int) -> None:
+    """The decoder's own transformers config: n layers, every one full attention."""
+    config.num_hidden_layers = n
+    if getattr(config, "layer_types", None) is not None:
+        config.layer_types = ["full_attention"] * n
 
 
 RESIDUAL_WRITERS = ("o_proj", "out_proj", "down_proj", "fc2")  # HF names of the attention and MLP output projections

@@ -15,7 +15,8 @@ from hamburger.train.trainer import Trainer
 from tests.helpers import PROMPTS, assert_engine_matches_training_forward, save_tiny_checkpoint, tiny_hamburger
 from tests.train.test_fast_path import config, env  # noqa: F401 (env is a fixture)
 
-ROWS = TrainBatch([[4, 17, 22, 9, 11], [6, 3 + 3]], [[5, 9, 12, 7, 30, 31, 8], [40, 41, 42, 43, 44]], [[1, 3, 2, 1], [2, 2, 1]])
+ROWS = TrainBatch([[4, 17, 22, 9, 11], [6, 6]], [[5, 9, 12, 7, 30, 31, 8], [40, 41, 42, 43, 44]],
+                 [[1, 3, 2, 1], [2, 2, 1]])
 
 
 def outputs(model):
@@ -71,7 +72,8 @@ def test_a_grown_checkpoint_round_trips(tmp_path, char_tokenizer):
     assert all(torch.equal(a, b) for a, b in zip(outputs(model), outputs(loaded)))
     settings = DecodingConfig(max_new_tokens=12, confidence=0.5)
     for prompt in PROMPTS:
-        mine, theirs = generate(model, char_tokenizer, prompt, settings), generate(loaded, char_tokenizer, prompt, settings)
+        mine = generate(model, char_tokenizer, prompt, settings)
+        theirs = generate(loaded, char_tokenizer, prompt, settings)
         assert (mine.token_ids, mine.groups) == (theirs.token_ids, theirs.groups)
 
 
