@@ -30,7 +30,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
-                 prefilter=args.prefilter, single_tail=args.single_tail)
+                 prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -79,4 +79,9 @@ def register(sub) -> None:
                         "rest, in the same forward (0: one slot per group, the paper's layout; 1: the next group is "
                         "read off a single token, which the base reads better, for up to one more slot per group). "
                         "Default: keep the checkpoint's (the layout it was trained in)")
+    p.add_argument("--fold-tail", action=argparse.BooleanOptionalAction, default=None,
+                   help="with a single tail: at the next step, take the group fed as a merged head and a tail out of "
+                        "the KV cache and feed it again as one merged slot, in the same forward, so the cache holds "
+                        "one slot per group but the latest (the next group is still read off a single token). "
+                        "Default: keep the checkpoint's")
     p.set_defaults(func=cmd_export)

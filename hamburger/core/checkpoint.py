@@ -220,11 +220,11 @@ def graft(out: str | Path, base: str | None = None, config: HamburgerConfig | No
 
 def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop_lora: bool = False,
            default_confidence: float | None = None, base: str | None = None, gate: str | None = None,
-           prefilter: float | None = None, single_tail: int | None = None) -> Path:
+           prefilter: float | None = None, single_tail: int | None = None, fold_tail: bool | None = None) -> Path:
     """Re-save a checkpoint with only what inference needs, weights stored in ``dtype`` (float32 | bfloat16);
     ``drop_lora`` leaves out its LoRA adapters (the grafted modules on the unchanged base); ``default_confidence``,
-    ``gate`` (what the knob thresholds, `config.GATES`), ``prefilter`` and ``single_tail`` (the slot layout of fed
-    groups) replace the saved ones when given."""
+    ``gate`` (what the knob thresholds, `config.GATES`), ``prefilter``, ``single_tail`` and ``fold_tail`` (the slot
+    layout of fed groups) replace the saved ones when given."""
     meta = read_meta(model_dir)
     model, tokenizer, info = load_checkpoint(model_dir, "float32", base=base)
     if drop_lora:
@@ -242,6 +242,8 @@ def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop
         model.config.prefilter = prefilter
     if single_tail is not None:
         model.config.single_tail = single_tail
+    if fold_tail is not None:
+        model.config.fold_tail = fold_tail
     model.config.validate()
     return save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
                            extra=extra, weights_dtype=weights_dtype)

@@ -4,7 +4,8 @@
 row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
 step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
 whatever its group length (a model with a ``single_tail`` feeds a group as a merged head and its last tokens alone,
-up to single_tail + 1 slots, still in one forward); finished rows are dropped from the batch.
+up to single_tail + 1 slots, still in one forward, and with ``fold_tail`` the group before comes back as one merged
+slot in that forward, its split slots leaving the cache); finished rows are dropped from the batch.
 
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
@@ -98,6 +99,9 @@ class _Row:
         # KV slots beyond one per group: a single tail's inputs (`input_sizes`), re-read groups' tokens
         self.extra_slots = 0
         self.last_inputs = 1  # slots the last fed group took
+        self.fed: list[int] = []  # the last fed group's tokens (a folding single tail folds them at the next step)
+        self.fed_slots = 0  # the cache slots they hold (their inputs, or one per token after a re-read)
+        self.folded = False  # the last macro step folded the group before into one merged slot
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
@@ -332,7 +336,8 @@ class Generation:
         capacity = None
         if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots, and a single tail's holes
             longest = max(r.cfg.max_new_tokens for r in rows)
-            capacity = width + (model.config.single_tail + 1) * longest if model.config.single_tail else \
+            per_step = model.config.single_tail + 1 + model.config.fold_tail  # (a fold's new slot; holes stay)
+            capacity = width + per_step * longest if model.config.single_tail else \
                 min(model.context_length, width + longest)
         cache = SlotCache(model.base.config, len(rows), model.device, capacity)
         mask = cache.extend(valid.to(model.device))
@@ -360,19 +365,16 @@ class Generation:
             for r in rows:
                 r.last_inputs = 1
         else:
-            layouts = [input_sizes(len(r.group), tail) for r in rows]
-            q = max(map(len, layouts))
+            feeds = [self._tail_inputs(cache, b, r, tail) for b, r in enumerate(rows)]
+            q = max(map(len, feeds))
             pieces, at, place = [], ([], []), torch.zeros(len(rows), q, dtype=torch.long)
-            for b, (r, layout) in enumerate(zip(rows, layouts)):
-                start, end = 0, len(r.prompt_ids) + len(r.tokens) - len(r.group)  # (the group's first position)
-                for i, size in enumerate(layout):
-                    col = q - len(layout) + i
-                    pieces.append(r.group[start:start + size])
+            for b, feed in enumerate(feeds):
+                for i, (piece, position) in enumerate(feed):
+                    col = q - len(feed) + i
+                    pieces.append(piece)
                     at[0].append(b)
                     at[1].append(col)
-                    start += size
-                    place[b, col] = end + start - 1  # an input sits at its last token
-                r.last_inputs = len(layout)
+                    place[b, col] = position
             tokens, sizes = group_tensors(pieces, max(map(len, pieces)), device)
             where = tuple(torch.tensor(x, device=device) for x in at)
             embeds = model.embedder(model.embed(tokens), sizes)
@@ -389,11 +391,31 @@ class Generation:
                                              merged_before=merged_before)
         for r in rows:
             r.merged_earlier = r.merged
-            r.merged = r.merged or len(r.group) > tail + 1
+            r.merged = r.merged or len(r.group) > tail + 1 or r.folded
             r.extra_slots += r.last_inputs - 1
+            r.fed, r.fed_slots = list(r.group), r.last_inputs
         if tail:
             cache.compact_if_holey()
         return model.decode_features(final, features, valid, previous=earlier)
+
+    def _tail_inputs(self, cache: SlotCache, b: int, r: _Row, tail: int) -> list[tuple[list[int], int]]:
+        """Row ``r``'s inputs of a macro step in a single-tail layout, as (tokens, position of the last one): the
+        group's merged head and its single tail (`packing.input_sizes`). With ``fold_tail``, a group fed earlier as
+        2+ slots is first taken out of the cache (its slots become holes) and fed again as one merged slot."""
+        first = len(r.prompt_ids) + len(r.tokens) - len(r.group)  # the group's first position
+        inputs = []
+        r.folded = self.model.config.fold_tail and r.fed_slots > 1
+        if r.folded:
+            held = r.fed_slots
+            cache.valid[b, cache.valid[b].nonzero()[-held:, 0]] = False  # a row's latest entries are its last valid
+            inputs.append((r.fed, first - 1))
+            r.extra_slots -= held - 1
+        start = 0
+        for size in input_sizes(len(r.group), tail):
+            start += size
+            inputs.append((r.group[start - size:start], first + start - 1))  # an input sits at its last token
+        r.last_inputs = len(inputs) - r.folded
+        return inputs
 
     def _doubted(self, hidden: torch.Tensor, rows: list[_Row]) -> list[int]:
         """Batch positions of the rows just fed a merged group whose next token the model doubts: its top
@@ -424,10 +446,11 @@ class Generation:
             valid[pos, :k] = True
             first = len(r.prompt_ids) + len(r.tokens) - k  # the group's first token's own position
             positions[pos, :k] = torch.arange(first, first + k)
-            r.merged = r.merged_earlier  # the group's merged slot leaves the cache
+            r.merged = r.merged_earlier or r.folded  # the group's merged slot leaves the cache (a folded one stays)
             r.forwards += 1
             r.rereads += 1
             r.extra_slots += k - r.last_inputs
+            r.fed_slots = k
             cache.valid[pos, cache.filled - r.last_inputs:] = False
         mask = cache.extend(valid.to(device))
         merged_before = None

@@ -54,6 +54,19 @@ def test_a_prefiltered_decode_pairs_with_the_same_model_without_it():
     assert firsts[0]["worst_token_nll"][0] == pytest.approx(-1.0)
 
 
+def test_a_tailed_decode_pairs_with_the_paper_layout_at_the_same_prefilter():
+    """`--single-tails 0,1,1f`: single-tail and folded decodes are paired with the first model's decode in the paper's
+    layout at the same knob and prefilter."""
+    plain = {**run("A", "token_prob", 0.8, [0.5, 0.5, 0.5], [3.0, 3.0, 3.0]), "prefilter": 0.75}
+    tail = {**run("A", "token_prob", 0.8, [0.4, 0.4, 0.4], [2.0, 2.0, 2.0]), "prefilter": 0.75, "single_tail": 1}
+    fold = {**tail, **run("A", "token_prob", 0.8, [0.3, 0.5, 0.4], [1.0, 3.0, 2.0]), "fold_tail": True}
+    result = {"runs": [run("base greedy", "stop_head", 1.0, [0.4, 0.5, 0.6], [2.0, 2.0, 2.0]), plain, tail, fold]}
+    firsts = [x for x in paired(result) if x["against"] == "A"]
+    assert [(x["single_tail"], x["fold_tail"]) for x in firsts] == [(1, False), (1, True)]
+    assert [x["nll_per_token"][0] for x in firsts] == pytest.approx([-0.1, -0.1])
+    assert firsts[1]["worst_token_nll"][0] == pytest.approx(-1.0)
+
+
 def test_kind_summary_adds_the_rows_up():
     from benchmarks.decode_fidelity import kind_summary
 
