@@ -366,7 +366,7 @@ class HamburgerModel(nn.Module):
         (`packing.group_windows`), as decoding runs it after every slot; the merged inputs stay the data's groups.
         Outputs then follow the windows' tokens (a token is predicted once per window that holds it)."""
         cfg, device = self.config, self.device
-        packed = as_packed(batch, cfg.max_steps, device, cfg.single_tail)
+        packed = as_packed(batch, cfg.max_steps, device, cfg.single_tail, cfg.fold_tail)
         group_tokens, group_sizes = packed.group_tokens, packed.group_sizes
         rows, slots = packed.valid.shape
 
@@ -383,11 +383,11 @@ class HamburgerModel(nn.Module):
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
             if prompt is None:
-                mask = slot_mask(packed.valid)
+                mask = slot_mask(packed.valid, split=packed.split)
                 final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
             else:  # the prompts' states are given: the base runs the merged slots after them only
                 final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
-                                                    merged_slots)
+                                                    merged_slots, packed.split)
                 before = prompt.joined(before)
                 context_at = None if context_at is None else prompt.joined(context_at)
         hidden = None
@@ -529,14 +529,18 @@ class HamburgerModel(nn.Module):
         return PromptStates(final, features, [(layer.keys, layer.values) for layer in cache.layers], lengths)
 
     def after_prompt(self, prompt: PromptStates, inputs_embeds: torch.Tensor, positions: torch.Tensor,
-                     tail: tuple[torch.Tensor, torch.Tensor], merged_slots: torch.Tensor | None = None):
+                     tail: tuple[torch.Tensor, torch.Tensor], merged_slots: torch.Tensor | None = None,
+                     split: torch.Tensor | None = None):
         """The base over the slots ``tail`` (`tail_index`) of a layout whose rows start with their prompts, reading
-        the prompts' cached keys and values -> (final, features) in the joined layout (`PromptStates.joined`)."""
+        the prompts' cached keys and values -> (final, features) in the joined layout (`PromptStates.joined`).
+        ``split``: the layout's split marks (`slot_mask`), or None."""
         cols, valid = tail
         if cols.shape[1] == 0:  # every row is its prompt and one group: nothing runs after the prompts
             return prompt.final, prompt.features
         rows = torch.arange(cols.shape[0], device=cols.device)[:, None]
-        mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1])
+        if split is not None:  # (prompt slots are seen by all)
+            split = torch.cat([split.new_zeros(prompt.valid.shape), split[rows, cols] * valid], 1)
+        mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1], split=split)
         merged = None if merged_slots is None else merged_slots[rows, cols] & valid
         final, features = self.base_forward(inputs_embeds[rows, cols], positions[rows, cols], mask,
                                             cache=prompt.cache(), merged_slots=merged, training=True)

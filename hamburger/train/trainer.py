@@ -61,6 +61,8 @@ class Trainer:
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
+        self.model.config.fold_tail = cfg.fold_tail
+        self.layout = (cfg.single_tail, cfg.fold_tail)  # the merged layout's settings (`packing.pack`)
         self.model.config.validate()
         self.model.loss_chunk = cfg.loss_chunk
         self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)
@@ -86,7 +88,7 @@ class Trainer:
         if cfg.eval_max_rows:
             self.eval_rows = self.eval_rows[:cfg.eval_max_rows]
         # the rows' lengths (merged base positions) under each cut an epoch can use: the stored groups, or each recut
-        self.cut_lengths = [[r.at_epoch(c).slots(cfg.single_tail) for r in self.rows] for c in range(max(1, len(cfg.recut)))]
+        self.cut_lengths = [[r.at_epoch(c).slots(*self.layout) for r in self.rows] for c in range(max(1, len(cfg.recut)))]
         self.plan = make_plan(self.lengths, cfg.batch_size, cfg.max_tokens, cfg.bucket_size, cfg.seed, cfg.epochs,
                               cfg.max_train_steps)
         self.step = 0
@@ -198,10 +200,10 @@ class Trainer:
             weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
             with grad_sync(self.net, j == len(micro) - 1):
                 with self._autocast():
-                    out = self.net(collate(batch_rows, k, self.dist.device, cfg.single_tail))
+                    out = self.net(collate(batch_rows, k, self.dist.device, *self.layout))
                 (out.loss * weight).backward()
             if part:
-                stats += batch_stats(out, k, *padding_fraction([batch_rows], cfg.single_tail),
+                stats += batch_stats(out, k, *padding_fraction([batch_rows], *self.layout),
                                      sum(len(r.response_ids) for r in batch_rows))
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.step, len(self.plan.steps), group["peak"], cfg.min_lr, cfg.warmup_steps)
@@ -286,8 +288,8 @@ class Trainer:
     def evaluate(self) -> dict:
         """Loss, token accuracy per micro position and stop accuracy on the held-out rows (sharded)."""
         cfg, k = self.cfg, self.model.config.max_steps
-        order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots(cfg.single_tail))
-        size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots(cfg.single_tail) for r in self.eval_rows))
+        order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots(*self.layout))
+        size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots(*self.layout) for r in self.eval_rows))
         size = max(1, size // max(1, cfg.grad_accum))
         batches = [order[i:i + size] for i in range(0, len(order), size)]
         count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
@@ -297,9 +299,9 @@ class Trainer:
         for n in range(count):
             rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
-                out = self.objective(collate(rows, k, self.dist.device, cfg.single_tail))
+                out = self.objective(collate(rows, k, self.dist.device, *self.layout))
             if n < len(mine):
-                stats += batch_stats(out, k, *padding_fraction([rows], cfg.single_tail))
+                stats += batch_stats(out, k, *padding_fraction([rows], *self.layout))
         return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight, cfg.hidden_weight)
 
     def replica_diff(self) -> float:

@@ -4,11 +4,12 @@ merged slot at the next step, so the history is the paper's layout and only the 
 import pytest
 import torch
 
-from hamburger.core.packing import TrainBatch, input_sizes
+from hamburger.core.masks import slot_mask
+from hamburger.core.packing import TrainBatch, input_sizes, layout_slots, pack
 from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
-from tests.helpers import PROMPTS, hf_greedy, tiny_hamburger
+from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_hamburger
 
 
 def fold_model(tail: int = 1, family: str = "llama", **kw):
@@ -99,3 +100,38 @@ def test_fold_tail_is_checked():
         tiny_hamburger("llama", fold_tail=True)  # nothing to fold without a single tail
     with pytest.raises(HamburgerError, match="fold_tail"):
         tiny_hamburger("llama", single_tail=1, fold_tail=True, msd_context=2)
+
+
+@pytest.mark.parametrize("tail", [1, 2])
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_engine_equals_the_training_forward_of_the_folded_layout(tail, family, char_tokenizer):
+    """`pack(fold=True)` is the layout the engine decodes: the same logits for every token of a folding decode."""
+    assert_engine_matches_training_forward(tiny_hamburger(family, seed=3, single_tail=tail, fold_tail=True),
+                                           char_tokenizer)
+
+
+def test_folded_layout_slots_and_masks():
+    """A split group's inputs are seen by each other only; its folded input and the prompt by every later slot."""
+    batch = TrainBatch([[5, 6]], [[10, 11, 12, 13, 14, 15, 16]], [[3, 1, 2, 1]])
+    p = pack(batch, 4, single_tail=1, fold=True)
+    # prompt, [10 11][12] + folded [10 11 12], [13], [14][15] (the last fed group: not folded), group [16] predicted
+    assert p.positions[0].tolist() == [0, 1, 3, 4, 4, 5, 6, 7]
+    assert p.input_sizes.tolist() == [2, 1, 3, 1, 1, 1]
+    assert p.split[0].tolist() == [0, 0, 1, 1, 0, 0, 3, 3]
+    assert p.before_group[1].tolist() == [1, 3, 5, 7]  # each group is read off its last split input
+    assert layout_slots(2, [3, 1, 2, 1], 1, fold=True) == p.valid.shape[1] == 8
+    mask = slot_mask(p.valid, split=p.split)[0, 0]
+    assert mask[5].tolist() == [True, True, False, False, True, True, False, False]  # [13] sees the fold, not [10 11]
+    assert mask[3].tolist() == [True, True, True, True, False, False, False, False]  # the tail sees its head
+    assert mask[4].tolist() == [True, True, False, False, True, False, False, False]  # the fold sees neither
+
+
+def test_training_forward_with_given_prompt_states_is_the_same(char_tokenizer):
+    model = tiny_hamburger("llama", seed=3, single_tail=1, fold_tail=True)
+    batch = TrainBatch([[1, 40, 41], [1, 50]], [[10, 11, 12, 13, 14, 15, 16], [20, 21, 22, 23, 24]],
+                       [[3, 1, 2, 1], [2, 2, 1]])
+    with torch.no_grad():
+        whole = model.training_forward(batch)
+        reused = model.training_forward(batch, prompt=model.prompt_states(batch))
+    torch.testing.assert_close(reused.token_logits, whole.token_logits, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(reused.stop_logits, whole.stop_logits, rtol=1e-4, atol=1e-5)

@@ -26,3 +26,20 @@ def test_a_run_saves_its_layout_and_a_checkpoint_of_another_layout_can_start_one
 def test_single_tail_is_checked(env, tmp_path, bad):  # noqa: F811
     with pytest.raises(HamburgerError, match="single_tail"):
         config(env, tmp_path, single_tail=bad)
+
+
+def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_path):  # noqa: F811
+    run = Trainer(config(env, tmp_path / "fold", base_mode="lora", lora_scope="merged", single_tail=1, fold_tail=True,
+                         max_train_steps=2, save_every=1))
+    assert run.model.config.fold_tail
+    assert run.lengths(0) == [r.slots(1, True) for r in run.rows] != [r.slots(1) for r in run.rows]
+    run.train()
+    model, _, _ = load_checkpoint(tmp_path / "fold" / "last")
+    assert model.config.single_tail == 1 and model.config.fold_tail
+
+
+@pytest.mark.parametrize("bad", [{"single_tail": 0}, {"single_tail": 1, "msd_context": 2},
+                                 {"single_tail": 1, "hidden_weight": 1.0, "kl_weight": 0.5}])
+def test_fold_tail_is_checked(env, tmp_path, bad):  # noqa: F811
+    with pytest.raises(HamburgerError, match="fold_tail"):
+        config(env, tmp_path, fold_tail=True, **bad)
