@@ -13,6 +13,8 @@
 #        second adapter set on the single slots after a row's first merge, `lora_scope: merged_and_after`;
 #        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
 #        lora-single-tail: lora-merged in the single-tail layout (`single_tail: 1`, experiments/2026-11-25-single-tail);
+#        lora-fold: lora-merged in the folding single-tail layout (`single_tail: 1`, `fold_tail: true`: the history in
+#        one slot per group, the latest group split; experiments/2026-11-25-fold-tail);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,
 #        experiments/2026-11-25-cpu-msd-context);
 #        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
@@ -82,6 +84,8 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set lora_scope=merged_and_after > "$W/lora-two-sets.log" 2>&1 ;;
         lora-single-tail) train lora-single-tail configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
+        lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            --set single_tail=1 --set fold_tail=true > "$W/lora-fold.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
@@ -91,7 +95,7 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

@@ -45,3 +45,16 @@ def test_picks_one_prefilter_and_anchors_at_the_base(tmp_path):
     assert [p["tau"] for p in curve(f"{fidelity}:m", prefilter=0.5, anchor_base=True)] == [1.0, 1.2]
     with pytest.raises(SystemExit):
         curve(f"{fidelity}:m", prefilter=0.3)
+
+
+def test_picks_one_layout(tmp_path):
+    fidelity = tmp_path / "fidelity.json"
+    fidelity.write_text(json.dumps({"runs": [{"model": "m", "summary": point(1.3, 0.8)},
+                                             {"model": "m", "single_tail": 1, "summary": point(1.2, 0.6)},
+                                             {"model": "m", "single_tail": 1, "fold_tail": True,
+                                              "summary": point(1.25, 0.7)}]}))
+    assert [p["tau"] for p in curve(f"{fidelity}:m", tail="0")] == [1.3]  # no field: the paper's layout
+    assert [p["tau"] for p in curve(f"{fidelity}:m", tail="1")] == [1.2]
+    assert [p["tau"] for p in curve(f"{fidelity}:m", tail="1f")] == [1.25]
+    with pytest.raises(SystemExit):
+        curve(f"{fidelity}:m", tail="2")
