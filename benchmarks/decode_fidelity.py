@@ -37,6 +37,7 @@ import torch
 from hamburger.core.base import load_base
 from hamburger.bench.prompts import category_prompts
 from hamburger.core.checkpoint import load_checkpoint
+from hamburger.core.config import layout_name, parse_layout
 from hamburger.engine.generate import Generation
 from hamburger.engine.prompt import encode_prompt, eos_ids
 from hamburger.bench.machine import machine_info
@@ -109,7 +110,7 @@ PAIRED_METRICS = ("nll_per_token", "worst_token_nll")
 def setting(run: dict) -> tuple:
     """What a decode of one model varies: (gate, knob, re-read threshold, prefilter, single tail, fold)."""
     return (run["gate"], run["confidence"], run.get("reread", 0.0), run.get("prefilter", 0.0), run.get("single_tail", 0),
-            run.get("fold_tail", False))
+            int(run.get("fold_tail", 0)))
 
 
 def paired(result: dict) -> list[dict]:
@@ -126,7 +127,7 @@ def paired(result: dict) -> list[dict]:
         same = first.get(setting(run))
         if same is run and any(setting(run)[2:]):  # a re-reading, prefiltered or tailed decode: against the plain one
             s = setting(run)  # (a tailed one against the paper's layout with the same re-read and prefilter first)
-            same = (first.get(s[:4] + (0, False)) if any(s[4:]) else None) or first.get(s[:2] + (0.0, 0.0, 0, False))
+            same = (first.get(s[:4] + (0, 0)) if any(s[4:]) else None) or first.get(s[:2] + (0.0, 0.0, 0, 0))
         for label, ref in [(r["model"], r) for r in references] + [(models[0], same if same is not run else None)]:
             if ref is None:
                 continue
@@ -134,7 +135,7 @@ def paired(result: dict) -> list[dict]:
             rows = [(row, by_id[row["id"]]) for row in run["rows"]]
             line = {"model": run["model"], "gate": run["gate"], "confidence": run["confidence"],
                     "reread": run.get("reread", 0.0), "prefilter": run.get("prefilter", 0.0),
-                    "single_tail": run.get("single_tail", 0), "fold_tail": run.get("fold_tail", False),
+                    "single_tail": run.get("single_tail", 0), "fold_tail": int(run.get("fold_tail", 0)),
                     "against": label}
             for metric in PAIRED_METRICS:
                 diff = paired_bootstrap([a[metric] for a, _ in rows], [b[metric] for _, b in rows])
@@ -148,7 +149,7 @@ def print_paired(lines: list[dict]) -> None:
         cells = "  ".join(f"{m} {d:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, (d, lo, hi) in
                           ((m, x[m]) for m in PAIRED_METRICS))
         print(f"{x['model']} [{x['gate']}] @{x['confidence']} reread {x.get('reread', 0.0)} prefilter "
-              f"{x.get('prefilter', 0.0)} tail {x.get('single_tail', 0)}{'f' * x.get('fold_tail', False)} minus "
+              f"{x.get('prefilter', 0.0)} tail {layout_name(x.get('single_tail', 0), x.get('fold_tail', 0))} minus "
               f"{x['against']}: "
               f"{cells}", flush=True)
 
@@ -168,9 +169,9 @@ def main() -> None:
                         "token_prob asks the MSD only while the stop head's 1 - p_stop >= this x the knob) to decode "
                         "every model with at every knob (default 0: none; the model's own setting is replaced)")
     parser.add_argument("--single-tails", default=None, help="comma list of layouts (HamburgerConfig.single_tail: a "
-                        "fed group's last tokens in slots of their own; a trailing f also folds it into one merged "
-                        "slot at the next step, HamburgerConfig.fold_tail: 0,1,1f) to decode every model with at every "
-                        "knob (default: each model's own)")
+                        "fed group's last tokens in slots of their own; f folds it into one merged slot at the next "
+                        "step, fD D steps later, HamburgerConfig.fold_tail: 0,1,1f,1f2) to decode every model with at "
+                        "every knob (default: each model's own)")
     parser.add_argument("--categories", default="chat,math,code", help="dev prompt categories (bench_prompts)")
     parser.add_argument("--per-category", type=int, default=8, help="prompts per category")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -214,7 +215,7 @@ def main() -> None:
         result["runs"].append(run)
         s = run["summary"]
         print(f"{label} [{model.config.gate}] @{knob} reread {reread} prefilter {prefilter} tail "
-              f"{model.config.single_tail}{'f' * model.config.fold_tail} T{cfgs[0].temperature}: "
+              f"{layout_name(model.config.single_tail, model.config.fold_tail)} T{cfgs[0].temperature}: "
               f"tau {s['tau']:.3f} "
               f"rereads/answer {s['rereads']:.2f} kv_ratio {s['kv_ratio']:.3f} "
               f"nll {s['nll_per_token']:.3f} worst {s['worst_token_nll']:.2f} rep4 {s['rep4']:.3f} "
@@ -238,7 +239,7 @@ def main() -> None:
             record("base greedy", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0)] * len(prompts), model)
             record("base sampled", 1.0, [DecodingConfig(args.max_new_tokens, confidence=1.0, temperature=0.7,
                                                           top_p=0.9, seed=s) for s in range(len(prompts))], model)
-        tails = [(int(t.rstrip("f")), t.endswith("f")) for t in args.single_tails.split(",")] if args.single_tails \
+        tails = [parse_layout(t) for t in args.single_tails.split(",")] if args.single_tails \
             else [(model.config.single_tail, model.config.fold_tail)]
         for gate, (tail, fold) in [(g, t) for g in (args.gates.split(",") if args.gates else [model.config.gate])
                                    for t in tails]:

@@ -5,8 +5,8 @@ A curve comes from a `benchmarks/decode_fidelity.py` result (FILE:MODEL, the mod
 a `hamburger eval` / `hamburger calibrate` summary.json (FILE:TASK, its hamburger@knob methods on that task).
 
 A decode_fidelity result may hold one model at several prefilters (`--prefilters`) and layouts (`--single-tails`):
-`--prefilter-a` / `--prefilter-b` and `--layout-a` / `--layout-b` (0, 1, 1f: single tail 1 folded) pick one curve each,
-and `--anchor-base` adds the base's greedy decode (knob 1.0, tau 1) to both curves.
+`--prefilter-a` / `--prefilter-b` and `--layout-a` / `--layout-b` (0, 1, 1f, 1f2: `config.layout_name`) pick one
+curve each, and `--anchor-base` adds the base's greedy decode (knob 1.0, tau 1) to both curves.
 
     python benchmarks/equal_tau.py RESULT.json:MODEL_A RESULT.json:MODEL_B
     python benchmarks/equal_tau.py old/summary.json:chat new/summary.json:chat
@@ -20,12 +20,9 @@ import argparse
 import json
 from pathlib import Path
 
+from hamburger.core.config import layout_name
+
 METRICS = ("nll_per_token", "worst_token_nll", "rep4")
-
-
-def layout(run: dict) -> str:
-    """A decode's slot layout as `decode_fidelity --single-tails` names it: the single tail, f if it folds."""
-    return f"{run.get('single_tail', 0)}{'f' if run.get('fold_tail') else ''}"
 
 
 def curve(spec: str, prefilter: float | None = None, anchor_base: bool = False, tail: str | None = None) -> list[dict]:
@@ -36,7 +33,7 @@ def curve(spec: str, prefilter: float | None = None, anchor_base: bool = False, 
     if "runs" in result:  # decode_fidelity
         points = [r["summary"] for r in result["runs"] if r["model"] == name
                   and (prefilter is None or r.get("prefilter", 0.0) == prefilter)
-                  and (tail is None or layout(r) == tail)]
+                  and (tail is None or layout_name(r.get("single_tail", 0), r.get("fold_tail", 0)) == tail)]
         if points and anchor_base:
             points += [r["summary"] for r in result["runs"] if r["model"] == "base greedy"]
     else:  # hamburger eval summary
@@ -61,8 +58,8 @@ def main() -> None:
     parser.add_argument("b", help="the model read against it, FILE:MODEL or FILE:TASK")
     parser.add_argument("--prefilter-a", type=float, default=None, help="decode_fidelity: A's decodes at this prefilter")
     parser.add_argument("--prefilter-b", type=float, default=None, help="decode_fidelity: B's decodes at this prefilter")
-    parser.add_argument("--layout-a", default=None, help="decode_fidelity: A's decodes in this layout (0, 1, 1f)")
-    parser.add_argument("--layout-b", default=None, help="decode_fidelity: B's decodes in this layout (0, 1, 1f)")
+    parser.add_argument("--layout-a", default=None, help="decode_fidelity: A's decodes in this layout (0, 1, 1f, 1f2)")
+    parser.add_argument("--layout-b", default=None, help="decode_fidelity: B's decodes in this layout (0, 1, 1f, 1f2)")
     parser.add_argument("--anchor-base", action="store_true",
                         help="decode_fidelity: add the base's greedy decode (tau 1) to both curves")
     args = parser.parse_args()

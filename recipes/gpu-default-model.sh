@@ -85,7 +85,7 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         lora-single-tail) train lora-single-tail configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
         lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set single_tail=1 --set fold_tail=true > "$W/lora-fold.log" 2>&1 ;;
+            --set single_tail=1 --set fold_tail=1 > "$W/lora-fold.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \

@@ -16,7 +16,7 @@ main() {
         nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
             --set init=experiments/2026-11-25-gpu-v2-two-sets/warm_start --set data=$D/split/train.jsonl \
             --set eval_data=$D/split/val.jsonl --set eval_max_rows=100 --set eval_every=100 --set epochs=2 \
-            --set single_tail=1 --set fold_tail=true --set out="$D/fold"
+            --set single_tail=1 --set fold_tail=1 --set out="$D/fold"
     fi
 }
 main "$@"

@@ -79,9 +79,9 @@ def register(sub) -> None:
                         "rest, in the same forward (0: one slot per group, the paper's layout; 1: the next group is "
                         "read off a single token, which the base reads better, for up to one more slot per group). "
                         "Default: keep the checkpoint's (the layout it was trained in)")
-    p.add_argument("--fold-tail", action=argparse.BooleanOptionalAction, default=None,
-                   help="with a single tail: at the next step, take the group fed as a merged head and a tail out of "
-                        "the KV cache and feed it again as one merged slot, in the same forward, so the cache holds "
-                        "one slot per group but the latest (the next group is still read off a single token). "
+    p.add_argument("--fold-tail", type=int, default=None, metavar="D",
+                   help="with a single tail: D steps later, take a group fed as a merged head and a tail out of the "
+                        "KV cache and feed it again as one merged slot, in that step's forward, so the cache holds one "
+                        "slot per group but the last D (each group is still read off a single token); 0: never. "
                         "Default: keep the checkpoint's")
     p.set_defaults(func=cmd_export)

@@ -220,7 +220,7 @@ def graft(out: str | Path, base: str | None = None, config: HamburgerConfig | No
 
 def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop_lora: bool = False,
            default_confidence: float | None = None, base: str | None = None, gate: str | None = None,
-           prefilter: float | None = None, single_tail: int | None = None, fold_tail: bool | None = None) -> Path:
+           prefilter: float | None = None, single_tail: int | None = None, fold_tail: int | None = None) -> Path:
     """Re-save a checkpoint with only what inference needs, weights stored in ``dtype`` (float32 | bfloat16);
     ``drop_lora`` leaves out its LoRA adapters (the grafted modules on the unchanged base); ``default_confidence``,
     ``gate`` (what the knob thresholds, `config.GATES`), ``prefilter``, ``single_tail`` and ``fold_tail`` (the slot

@@ -59,14 +59,30 @@ GATES = ("stop_head", "token_prob")
 # base reads a token much better than a smashed group (see docs/method.md). The group is still one base forward (its
 # slots share it), so tau is unchanged; the KV cache holds up to t + 1 slots per group instead of one. 0 is the
 # paper's layout.
-# `fold_tail` (with a single tail): at the next macro step the group that was fed as a merged head and a tail leaves
-# the cache and comes back as one merged slot of all its tokens, in the same forward as the new group's inputs. The
-# tail's slots have done their job (the next group's first token was read off a one-token slot), so the cache holds
-# one slot per group again, but for the latest group, and the history reads as the paper's layout. Each forward
-# feeds one slot more; tau is unchanged.
+# `fold_tail` d (with a single tail): once d newer groups have been fed, a group that was fed as a merged head and a
+# tail leaves the cache and comes back as one merged slot of all its tokens, in the same forward as the newest group's
+# inputs. The tail's slots have done their job (the next group's first token was read off a one-token slot), so the
+# cache holds one slot per group again but for the last d groups, and the older history reads as the paper's layout.
+# Each forward feeds one slot more; tau is unchanged. 0: never fold (the single tail's layout).
 # `msd_context` w: the MSD also reads the base's final states at the w slots before the one whose features it reads
 # (oldest first, before the features; a row's first slot repeats where there are fewer), so that tokens 2.. see the
 # recent context and not only one slot's taps. 0 is the paper's MSD.
+
+
+def layout_name(single_tail: int, fold_tail: int = 0) -> str:
+    """A slot layout in short: the single tail, then f and the fold delay when it folds ("0", "1", "1f", "1f2")."""
+    fold = int(fold_tail)
+    return f"{single_tail}" + ("" if not fold else "f" if fold == 1 else f"f{fold}")
+
+
+def parse_layout(name: str) -> tuple[int, int]:
+    """(single_tail, fold_tail) of a `layout_name` ("1f" is "1f1")."""
+    tail, f, fold = name.strip().partition("f")
+    try:
+        return int(tail), (int(fold) if fold else 1) if f else 0
+    except ValueError:
+        raise HamburgerError(f"a layout is a single tail, then f and a fold delay (0, 1, 1f, 1f2), got {name!r}"
+                             ) from None
 
 
 @dataclass
@@ -91,7 +107,7 @@ class HamburgerConfig:
     gate: str = "stop_head"  # what the knob thresholds, see GATES
     prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
-    fold_tail: bool = False  # with single_tail: fold the previous group into one merged slot at each step, see above
+    fold_tail: int = 0  # with single_tail: fold a split group into one merged slot d groups later, see above
     msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
 
     @property
@@ -124,8 +140,10 @@ class HamburgerConfig:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
         if not 0 <= self.single_tail < self.max_steps:
             raise HamburgerError(f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail!r}")
-        if self.fold_tail and (not self.single_tail or self.msd_context):
-            raise HamburgerError("fold_tail needs single_tail >= 1 and msd_context 0 (it folds the tail's slots away)")
+        self.fold_tail = int(self.fold_tail)  # (saved as true before it counted groups: 1)
+        if self.fold_tail < 0 or (self.fold_tail and (not self.single_tail or self.msd_context)):
+            raise HamburgerError(f"fold_tail must be >= 0 and needs single_tail >= 1 and msd_context 0 (it folds the "
+                                 f"tail's slots away), got {self.fold_tail!r}")
         if self.msd_context < 0:
             raise HamburgerError(f"msd_context must be >= 0, got {self.msd_context!r}")
         if not 0.0 <= self.prefilter <= 1.0:

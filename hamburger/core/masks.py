@@ -9,15 +9,18 @@ from __future__ import annotations
 import torch
 
 
+FOREVER = 1 << 30  # the lifetime of a slot that never leaves the cache (`slot_mask`)
+
+
 def slot_mask(valid: torch.Tensor, first_query: int = 0, queries: int | None = None,
-              split: torch.Tensor | None = None) -> torch.Tensor:
+              lifetime: torch.Tensor | None = None) -> torch.Tensor:
     """[B, K] valid key slots -> [B, 1, q, K] boolean attention mask.
 
     The queries are the slots ``first_query .. first_query + q - 1`` (``q`` = ``queries``, default: every slot
     from ``first_query`` on). Query i of row b attends to every valid slot of row b at or before its own slot,
     and always to itself (a padding query sees only itself, so it stays finite and is never read).
-    ``split`` [B, K] (a folding single tail's training layout, `packing.pack`): a slot marked s > 0 is seen only by
-    the slots marked s (a split group's own inputs); 0 is seen by every later slot.
+    ``lifetime`` [B, K] (a folding single tail's training layout, `packing.pack`): key slot k is seen only by query
+    slots before k + lifetime[k], the slot where decoding takes it out of the cache (`FOREVER`: never).
     """
     keys = valid.shape[1]
     q = keys - first_query if queries is None else queries
@@ -25,8 +28,7 @@ def slot_mask(valid: torch.Tensor, first_query: int = 0, queries: int | None = N
     key_slot = torch.arange(keys, device=valid.device)
     causal = key_slot[None, :] <= query_slot[:, None]
     mask = causal[None] & valid[:, None, :]
-    if split is not None:
-        mine = split[:, first_query:first_query + q]
-        mask = mask & ((split[:, None, :] == 0) | (mine[:, :, None] == split[:, None, :]))
+    if lifetime is not None:
+        mask = mask & ((query_slot[:, None] - key_slot[None, :])[None] < lifetime[:, None, :])
     mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
     return mask[:, None]

@@ -19,7 +19,7 @@ from transformers import DynamicCache, StaticCache
 
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight
-from hamburger.core.masks import slot_mask
+from hamburger.core.masks import FOREVER, slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
 from hamburger.errors import HamburgerError
@@ -383,11 +383,11 @@ class HamburgerModel(nn.Module):
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
             if prompt is None:
-                mask = slot_mask(packed.valid, split=packed.split)
+                mask = slot_mask(packed.valid, lifetime=packed.lifetime)
                 final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
             else:  # the prompts' states are given: the base runs the merged slots after them only
                 final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
-                                                    merged_slots, packed.split)
+                                                    merged_slots, packed.lifetime)
                 before = prompt.joined(before)
                 context_at = None if context_at is None else prompt.joined(context_at)
         hidden = None
@@ -530,17 +530,17 @@ class HamburgerModel(nn.Module):
 
     def after_prompt(self, prompt: PromptStates, inputs_embeds: torch.Tensor, positions: torch.Tensor,
                      tail: tuple[torch.Tensor, torch.Tensor], merged_slots: torch.Tensor | None = None,
-                     split: torch.Tensor | None = None):
+                     lifetime: torch.Tensor | None = None):
         """The base over the slots ``tail`` (`tail_index`) of a layout whose rows start with their prompts, reading
         the prompts' cached keys and values -> (final, features) in the joined layout (`PromptStates.joined`).
-        ``split``: the layout's split marks (`slot_mask`), or None."""
+        ``lifetime``: the layout's slot lifetimes (`slot_mask`), or None."""
         cols, valid = tail
         if cols.shape[1] == 0:  # every row is its prompt and one group: nothing runs after the prompts
             return prompt.final, prompt.features
         rows = torch.arange(cols.shape[0], device=cols.device)[:, None]
-        if split is not None:  # (prompt slots are seen by all)
-            split = torch.cat([split.new_zeros(prompt.valid.shape), split[rows, cols] * valid], 1)
-        mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1], split=split)
+        if lifetime is not None:  # (prompt slots stay; a row's slots keep their distances, so their lifetimes hold)
+            lifetime = torch.cat([torch.full_like(prompt.valid, FOREVER, dtype=torch.long), lifetime[rows, cols]], 1)
+        mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1], lifetime=lifetime)
         merged = None if merged_slots is None else merged_slots[rows, cols] & valid
         final, features = self.base_forward(inputs_embeds[rows, cols], positions[rows, cols], mask,
                                             cache=prompt.cache(), merged_slots=merged, training=True)

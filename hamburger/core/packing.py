@@ -2,11 +2,11 @@
 
 A response cut into groups is fed to the base as its prompt tokens, then one merged input per group but
 the last (the last group is predicted, never fed); with ``single_tail`` t, a group's last t tokens go in as their
-own one-token inputs after one merged input of the rest (`input_sizes`), and with ``fold`` (the engine's
-``fold_tail``) such a split group is followed by one merged input of all its tokens, which every later slot reads
-instead of the split ones (`masks.slot_mask`'s ``split``). `pack` builds every index and tensor of that layout for
-a whole batch once, on the batching side, so that the model's training forward only runs tensor ops; it
-also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
+own one-token inputs after one merged input of the rest (`input_sizes`), and with ``fold`` d (the engine's
+``fold_tail``) such a split group comes back as one merged input of all its tokens d groups later, which every slot
+after it reads instead of the split ones (`masks.slot_mask`'s ``lifetime``). `pack` builds every index and tensor
+of that layout for a whole batch once, on the batching side, so that the model's training forward only runs tensor
+ops; it also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 import torch
+
+from hamburger.core.masks import FOREVER
 
 
 @dataclass
@@ -46,11 +48,11 @@ def input_sizes(size: int, single_tail: int = 0) -> list[int]:
     return ([head] if head > 0 else []) + [1] * min(size, single_tail)
 
 
-def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: bool = False) -> int:
-    """Base slots of a row's merged layout: its prompt, then the inputs of every group but the last (with ``fold``,
-    and a folded input after each split group but the last fed one)."""
+def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: int = 0) -> int:
+    """Base slots of a row's merged layout: its prompt, then the inputs of every group but the last (with ``fold`` d,
+    and a folded input for each split group with d fed groups after it)."""
     split = [len(input_sizes(n, single_tail)) for n in groups[:-1]]
-    return prompt_length + sum(split) + (sum(k > 1 for k in split[:-1]) if fold else 0)
+    return prompt_length + sum(split) + (sum(k > 1 for k in split[:len(split) - fold]) if fold else 0)
 
 
 def group_windows(batch: "TrainBatch", max_steps: int, device=None
@@ -109,7 +111,7 @@ class PackedBatch:
     prompt_lengths: torch.Tensor  # [B]
     merged_tail: tuple[torch.Tensor, torch.Tensor]  # merged-layout slots after each prompt (`tail_index`)
     unmerged_tail: tuple[torch.Tensor, torch.Tensor]  # unmerged positions after each prompt but the last token
-    split: torch.Tensor | None = None  # [B, S] with fold: j + 1 at the split inputs of group j, else 0 (`slot_mask`)
+    lifetime: torch.Tensor | None = None  # [B, S] with fold: slots each slot stays seen for (`masks.slot_mask`)
 
 
 def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,40 +125,44 @@ def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch
             torch.tensor(valid, dtype=torch.bool, device=device).view(len(counts), width))
 
 
-def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, fold: bool = False) -> PackedBatch:
+def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, fold: int = 0) -> PackedBatch:
     """The merged and unmerged layouts of ``batch`` (see `PackedBatch`); groups longer than max_steps are an error.
-    ``fold``: each group split into 2+ inputs is followed by one input of all its tokens, at its last token's position,
-    and only that one is seen by later slots (the split inputs are seen by each other only): what the engine's
-    ``fold_tail`` feeds. The last fed group is never folded (nothing after it reads it)."""
+    ``fold`` d: as the engine's ``fold_tail`` feeds it, a group split into 2+ inputs comes back d groups later as one
+    input of all its tokens (at its last token's position, before that later group's inputs), and from there on only
+    that one is seen. A group with fewer than d fed groups after it is never folded (nothing after it would read it)."""
     tokens, inputs, prompt_r, prompt_c, prompt_tok, merge_r, merge_c = [], [], [], [], [], [], []
-    feat_r, feat_c, positions, counts, splits = [], [], [], [], []
+    feat_r, feat_c, positions, counts, lifetimes = [], [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
         if max(g) > max_steps:
             raise ValueError(f"a group of {max(g)} tokens exceeds max_steps={max_steps}")
         length = len(p)
         place = list(range(length))  # rotary position of each slot
-        split = [0] * length
+        life = [FOREVER] * length
+        starts, split_at = group_starts(g), {}  # (the columns of the split groups not folded yet)
         feat_c.append(length - 1)
-        for j, (start, n) in enumerate(zip(group_starts(g), g)):
+        for j, (start, n) in enumerate(zip(starts, g)):
             tokens.append(r[start:start + n])
             if j == len(g) - 1:  # the last group is predicted, never fed
                 break
+            fed = [(starts[j - fold], g[j - fold])] if j - fold in split_at else []  # a fold comes first
+            for c in split_at.pop(j - fold, []):
+                life[c] = len(place) - c  # seen until the fold's slot
             sizes = input_sizes(n, single_tail)
-            fed = [(start + sum(sizes[:i]), size) for i, size in enumerate(sizes)]
-            if fold and len(sizes) > 1 and j < len(g) - 2:  # then the whole group, for every later slot
-                fed.append((start, n))
-            for i, (s, size) in enumerate(fed):
+            fed += [(start + sum(sizes[:i]), size) for i, size in enumerate(sizes)]
+            if fold and len(sizes) > 1:
+                split_at[j] = list(range(len(place) + len(fed) - len(sizes), len(place) + len(fed)))
+            for s, size in fed:
                 merge_c.append(len(place))
                 inputs.append(r[s:s + size])
                 place.append(length + s + size - 1)  # an input sits at its last token
-                split.append(j + 1 if fold and len(sizes) > 1 and i < len(sizes) else 0)
-            feat_c.append(len(place) - 1 - (len(fed) - len(sizes)))  # the group's last split input predicts the next
+                life.append(FOREVER)
+            feat_c.append(len(place) - 1)  # the group's last input predicts the next group
         merge_r += [b] * (len(place) - length)
         prompt_r += [b] * length
         prompt_c += list(range(length))
         prompt_tok += p
         positions.append(place)
-        splits.append(split)
+        lifetimes.append(life)
         counts.append(len(place) - length)
         feat_r += [b] * len(g)
     slots = max(map(len, positions))
@@ -181,10 +187,11 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
         at(answer_r, answer_c), torch.tensor([len(p) for p in batch.prompt_ids], device=device),
         tail_index([len(p) for p in batch.prompt_ids], counts, device),
         tail_index([len(p) for p in batch.prompt_ids], [len(r) - 1 for r in batch.response_ids], device),
-        torch.tensor([x + [0] * (slots - len(x)) for x in splits], dtype=torch.long, device=device) if fold else None)
+        torch.tensor([x + [FOREVER] * (slots - len(x)) for x in lifetimes], dtype=torch.long, device=device)
+        if fold else None)
 
 
 def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None, single_tail: int = 0,
-              fold: bool = False) -> PackedBatch:
+              fold: int = 0) -> PackedBatch:
     """``batch`` itself when already packed, else `pack` of it (a convenience for callers with lists)."""
     return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device, single_tail, fold)

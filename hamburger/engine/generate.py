@@ -4,8 +4,8 @@
 row and group as it is produced (streaming); `generate` runs one prompt to completion. Each macro
 step feeds every unfinished row exactly one merged vector, so every row adds one KV slot per step
 whatever its group length (a model with a ``single_tail`` feeds a group as a merged head and its last tokens alone,
-up to single_tail + 1 slots, still in one forward, and with ``fold_tail`` the group before comes back as one merged
-slot in that forward, its split slots leaving the cache); finished rows are dropped from the batch.
+up to single_tail + 1 slots, still in one forward, and with ``fold_tail`` d the group fed d steps before comes back as
+one merged slot in that forward, its split slots leaving the cache); finished rows are dropped from the batch.
 
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
@@ -99,9 +99,10 @@ class _Row:
         # KV slots beyond one per group: a single tail's inputs (`input_sizes`), re-read groups' tokens
         self.extra_slots = 0
         self.last_inputs = 1  # slots the last fed group took
-        self.fed: list[int] = []  # the last fed group's tokens (a folding single tail folds them at the next step)
-        self.fed_slots = 0  # the cache slots they hold (their inputs, or one per token after a re-read)
-        self.folded = False  # the last macro step folded the group before into one merged slot
+        # a folding single tail's last fed groups, oldest first: [tokens, cache slots they hold (their inputs, or one
+        # per token after a re-read), slots their step added (those and a fold's), their last token's position]
+        self.recent: list[list] = []
+        self.folded = False  # the last macro step folded an earlier group into one merged slot
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
@@ -336,7 +337,7 @@ class Generation:
         capacity = None
         if self.static_cache:  # a row holds at most prompt + max_new_tokens - 1 slots, and a single tail's holes
             longest = max(r.cfg.max_new_tokens for r in rows)
-            per_step = model.config.single_tail + 1 + model.config.fold_tail  # (a fold's new slot; holes stay)
+            per_step = model.config.single_tail + 1 + bool(model.config.fold_tail)  # (a fold's new slot; holes stay)
             capacity = width + per_step * longest if model.config.single_tail else \
                 min(model.context_length, width + longest)
         cache = SlotCache(model.base.config, len(rows), model.device, capacity)
@@ -393,23 +394,30 @@ class Generation:
             r.merged_earlier = r.merged
             r.merged = r.merged or len(r.group) > tail + 1 or r.folded
             r.extra_slots += r.last_inputs - 1
-            r.fed, r.fed_slots = list(r.group), r.last_inputs
+            if model.config.fold_tail:
+                r.recent.append([list(r.group), r.last_inputs, r.last_inputs + r.folded,
+                                 len(r.prompt_ids) + len(r.tokens) - 1])
         if tail:
             cache.compact_if_holey()
         return model.decode_features(final, features, valid, previous=earlier)
 
     def _tail_inputs(self, cache: SlotCache, b: int, r: _Row, tail: int) -> list[tuple[list[int], int]]:
         """Row ``r``'s inputs of a macro step in a single-tail layout, as (tokens, position of the last one): the
-        group's merged head and its single tail (`packing.input_sizes`). With ``fold_tail``, a group fed earlier as
-        2+ slots is first taken out of the cache (its slots become holes) and fed again as one merged slot."""
+        group's merged head and its single tail (`packing.input_sizes`). With ``fold_tail`` d, the group fed d steps
+        before, if it took 2+ slots, is first taken out of the cache (its slots become holes) and fed again as one
+        merged slot."""
         first = len(r.prompt_ids) + len(r.tokens) - len(r.group)  # the group's first position
         inputs = []
-        r.folded = self.model.config.fold_tail and r.fed_slots > 1
-        if r.folded:
-            held = r.fed_slots
-            cache.valid[b, cache.valid[b].nonzero()[-held:, 0]] = False  # a row's latest entries are its last valid
-            inputs.append((r.fed, first - 1))
-            r.extra_slots -= held - 1
+        r.folded = False
+        if self.model.config.fold_tail and len(r.recent) == self.model.config.fold_tail:
+            tokens, held, _, position = r.recent.pop(0)
+            if held > 1:  # its slots lie before what the later steps added: a row's entries stay in order
+                later = sum(step[2] for step in r.recent)
+                slots = cache.valid[b].nonzero()[:, 0]
+                cache.valid[b, slots[len(slots) - later - held:len(slots) - later]] = False
+                inputs.append((tokens, position))
+                r.extra_slots -= held - 1
+                r.folded = True
         start = 0
         for size in input_sizes(len(r.group), tail):
             start += size
@@ -450,7 +458,8 @@ class Generation:
             r.forwards += 1
             r.rereads += 1
             r.extra_slots += k - r.last_inputs
-            r.fed_slots = k
+            if r.recent:  # a folding tail: this step's group now holds k slots
+                r.recent[-1][1:3] = [k, k + r.folded]
             cache.valid[pos, cache.filled - r.last_inputs:] = False
         mask = cache.extend(valid.to(device))
         merged_before = None

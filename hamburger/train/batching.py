@@ -28,7 +28,7 @@ class Row:
     groups: list[int]
     recuts: tuple[list[int], ...] = ()  # group sizes under each `recut` setting (empty: the stored groups only)
 
-    def slots(self, single_tail: int = 0, fold: bool = False) -> int:
+    def slots(self, single_tail: int = 0, fold: int = 0) -> int:
         """Base positions of the merged sequence: the prompt, then the inputs of every group but the last."""
         return layout_slots(len(self.prompt_ids), self.groups, single_tail, fold)
 
@@ -61,7 +61,7 @@ def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int,
     return rows, meta
 
 
-def collate(rows: list[Row], max_steps: int, device=None, single_tail: int = 0, fold: bool = False) -> PackedBatch:
+def collate(rows: list[Row], max_steps: int, device=None, single_tail: int = 0, fold: int = 0) -> PackedBatch:
     """The tensors of one (micro-)batch, built once: what the model's training forward takes."""
     return pack(to_batch(rows), max_steps, device, single_tail, fold)
 
@@ -131,7 +131,7 @@ def shard(rows: list[int], lengths: list[int], world: int, rank: int, grad_accum
     return [ordered[bounds[k]:bounds[k + 1]] for k in mine]
 
 
-def padding_fraction(micro_batches: list[list[Row]], single_tail: int = 0, fold: bool = False) -> tuple[int, int]:
+def padding_fraction(micro_batches: list[list[Row]], single_tail: int = 0, fold: int = 0) -> tuple[int, int]:
     """(real base positions, padded base positions) over micro-batches, for the padding-waste metric."""
     real = sum(r.slots(single_tail, fold) for mb in micro_batches for r in mb)
     padded = sum(len(mb) * max(r.slots(single_tail, fold) for r in mb) for mb in micro_batches if mb)

@@ -47,8 +47,8 @@ class TrainConfig:
     #                          nothing merged (see config.LORA_SCOPES)
     single_tail: int = 0  # the last single_tail tokens of every fed group take their own one-token slots, after one
     #                       merged slot of the rest (HamburgerConfig.single_tail; 0: one slot per group, the paper's)
-    fold_tail: bool = False  # with single_tail: train the layout the engine's fold_tail decodes (each split group
-    #                          also fed whole, in one merged slot that later slots read instead; HamburgerConfig.fold_tail)
+    fold_tail: int = 0  # with single_tail: train the layout the engine's fold_tail d decodes (each split group fed
+    #                     again whole, d groups later, in one merged slot that later slots read instead; 0: never)
     msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
     #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
@@ -134,8 +134,10 @@ class TrainConfig:
         need(0 <= self.single_tail < self.max_steps,
              f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail}")
         need(self.hidden_weight >= 0, f"hidden_weight must be >= 0, got {self.hidden_weight}")
-        need(not self.fold_tail or (self.single_tail >= 1 and self.msd_context == 0 and self.hidden_weight == 0),
-             "fold_tail needs single_tail >= 1, msd_context 0 and hidden_weight 0")
+        need(self.fold_tail >= 0 and (not self.fold_tail or (self.single_tail >= 1 and self.msd_context == 0
+                                                              and self.hidden_weight == 0)),
+             f"fold_tail must be >= 0 and needs single_tail >= 1, msd_context 0 and hidden_weight 0, "
+             f"got {self.fold_tail}")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")

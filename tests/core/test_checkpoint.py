@@ -97,7 +97,7 @@ def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
     out = tmp_path / "shipped"
     assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "bfloat16",
                  "--default-confidence", "0.6", "--gate", "token_prob", "--prefilter", "0.25", "--single-tail", "1",
-                 "--fold-tail"]) == 0
+                 "--fold-tail", "2"]) == 0
     for name in (WEIGHTS_FILE, LORA_FILE):
         assert (out / name).stat().st_size < 0.6 * (ckpt / name).stat().st_size, name
     loaded = load_checkpoint(out)[0]
@@ -107,7 +107,7 @@ def test_export_bf16_halves_the_weights_and_loads(tmp_path, char_tokenizer):
     assert loaded.config.gate == "token_prob" and load_checkpoint(ckpt)[0].config.gate == "stop_head"
     assert loaded.config.prefilter == 0.25 and load_checkpoint(ckpt)[0].config.prefilter == 0.0
     assert loaded.config.single_tail == 1 and load_checkpoint(ckpt)[0].config.single_tail == 0
-    assert loaded.config.fold_tail and not load_checkpoint(ckpt)[0].config.fold_tail
+    assert loaded.config.fold_tail == 2 and load_checkpoint(ckpt)[0].config.fold_tail == 0
 
 
 def test_config_saved_before_token_aware_stop_head_loads_as_hidden_only():

@@ -47,3 +47,14 @@ def test_single_tail_feeds_a_groups_last_tokens_alone():
     assert [layout_slots(len(q), g, 1) for q, g in zip(batch.prompt_ids, batch.groups)] == [6, 3]
     assert [t.tolist() for t in p.merged_tail] == [[[2, 3, 4, 5], [1, 2, 0, 0]],
                                                   [[True] * 4, [True, True, False, False]]]
+
+
+def test_layout_names_round_trip():
+    from hamburger.core.config import layout_name, parse_layout
+    from hamburger.errors import HamburgerError
+
+    for tail, fold, name in [(0, 0, "0"), (1, 0, "1"), (1, 1, "1f"), (2, 3, "2f3")]:
+        assert layout_name(tail, fold) == name and parse_layout(name) == (tail, fold)
+    assert parse_layout("1f1") == (1, 1) and layout_name(1, True) == "1f"
+    with pytest.raises(HamburgerError, match="layout"):
+        parse_layout("f")

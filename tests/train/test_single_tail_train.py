@@ -29,17 +29,18 @@ def test_single_tail_is_checked(env, tmp_path, bad):  # noqa: F811
 
 
 def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_path):  # noqa: F811
-    run = Trainer(config(env, tmp_path / "fold", base_mode="lora", lora_scope="merged", single_tail=1, fold_tail=True,
+    run = Trainer(config(env, tmp_path / "fold", base_mode="lora", lora_scope="merged", single_tail=1, fold_tail=1,
                          max_train_steps=2, save_every=1))
-    assert run.model.config.fold_tail
-    assert run.lengths(0) == [r.slots(1, True) for r in run.rows] != [r.slots(1) for r in run.rows]
+    assert run.model.config.fold_tail == 1
+    assert run.lengths(0) == [r.slots(1, 1) for r in run.rows] != [r.slots(1) for r in run.rows]
     run.train()
     model, _, _ = load_checkpoint(tmp_path / "fold" / "last")
-    assert model.config.single_tail == 1 and model.config.fold_tail
+    assert model.config.single_tail == 1 and model.config.fold_tail == 1
 
 
 @pytest.mark.parametrize("bad", [{"single_tail": 0}, {"single_tail": 1, "msd_context": 2},
-                                 {"single_tail": 1, "hidden_weight": 1.0, "kl_weight": 0.5}])
+                                 {"single_tail": 1, "hidden_weight": 1.0, "kl_weight": 0.5},
+                                 {"single_tail": 1, "fold_tail": -1}])
 def test_fold_tail_is_checked(env, tmp_path, bad):  # noqa: F811
     with pytest.raises(HamburgerError, match="fold_tail"):
-        config(env, tmp_path, fold_tail=True, **bad)
+        config(env, tmp_path, **{"fold_tail": 1, **bad})
