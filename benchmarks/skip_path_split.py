@@ -7,8 +7,9 @@ The first token of a group is the base's own next-token prediction (no micro-ste
   * `single`  a slot holding one token, with merged slots earlier in the history,
   * `tail`    (a model with a `single_tail`) the single last token of a group fed as a merged head and its tail.
 `merged_2` .. `merged_k` split `merged` by the length of the group the slot merges, `tail_3` .. `tail_k` split `tail`
-by the length of the group (`merged_k` and `tail_k` read the same group in the two layouts). `--single-tail` decodes a
-checkpoint in another layout than its own (what a checkpoint trained without a tail reads in that layout).
+by the length of the group (`merged_k` and `tail_k` read the same group in the two layouts). `--layout` (0, 1, 1f,
+1f2: `config.layout_name`) reads a checkpoint in another layout than its own (what a checkpoint trained without a
+tail reads in that layout; a folding tail reads its groups as `tail` too, with the older history folded).
 The micro-step decoder's tokens (2..k) are reported beside them. On the base's own greedy answers an
 unmerged base is right 100% of the time at `prompt`, so the gaps measure what merging costs.
 
@@ -32,6 +33,7 @@ from pathlib import Path
 import torch
 
 from hamburger.core.checkpoint import load_checkpoint
+from hamburger.core.config import parse_layout
 from hamburger.core.lora import adapters_disabled
 from hamburger.core.packing import as_packed, input_sizes
 from hamburger.bench.machine import machine_info
@@ -63,7 +65,8 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
     correct, count, nll, implausible = Counter(), Counter(), Counter(), Counter()
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
-        packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail)
+        packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail,
+                           model.config.fold_tail)
         with torch.no_grad():
             out = model.training_forward(packed)
             with adapters_disabled(model.base):
@@ -87,22 +90,24 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="HAMburger checkpoint folder")
     parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows)")
     parser.add_argument("--rows", type=int, default=0, help="use the first N rows (0: all)")
-    parser.add_argument("--single-tail", type=int, default=None,
-                        help="feed groups in this layout (HamburgerConfig.single_tail) instead of the checkpoint's")
+    parser.add_argument("--layout", default=None,
+                        help="feed groups in this layout (0, 1, 1f, 1f2: HamburgerConfig.single_tail and fold_tail) "
+                             "instead of the checkpoint's")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model, tokenizer, info = load_checkpoint(args.model)
-    if args.single_tail is not None:
-        model.config.single_tail = args.single_tail
+    if args.layout is not None:
+        model.config.single_tail, model.config.fold_tail = parse_layout(args.layout)
         model.config.validate()
     vocab = model.base.get_input_embeddings().num_embeddings
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, vocab)
     rows = rows[:args.rows] if args.rows else rows
     result = {"model": Path(args.model).name, "data": Path(args.data).name, "rows": len(rows),
               "response_tokens": sum(len(r.response_ids) for r in rows),
-              "lora_scope": model.config.lora_scope, "single_tail": model.config.single_tail, "split": split_accuracy(model, rows),
+              "lora_scope": model.config.lora_scope, "single_tail": model.config.single_tail,
+              "fold_tail": model.config.fold_tail, "split": split_accuracy(model, rows),
               "machine": machine_info(args.threads, "fp32")}
     print(json.dumps(result["split"], indent=1))
     if args.out:

@@ -13,8 +13,9 @@
 #        second adapter set on the single slots after a row's first merge, `lora_scope: merged_and_after`;
 #        lora-after-merge: one set from the first merge on, which lost 5 points on those slots on the CPU;
 #        lora-single-tail: lora-merged in the single-tail layout (`single_tail: 1`, experiments/2026-11-25-single-tail);
-#        lora-fold: lora-merged in the folding single-tail layout (`single_tail: 1`, `fold_tail: true`: the history in
-#        one slot per group, the latest group split; experiments/2026-11-25-fold-tail);
+#        lora-fold: lora-merged in the folding single-tail layout (`single_tail: 1`, `fold_tail: 2`: each group read
+#        off its single last token, the history older than 2 groups in one slot per group;
+#        experiments/2026-11-25-fold-tail);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,
 #        experiments/2026-11-25-cpu-msd-context);
 #        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
@@ -85,7 +86,7 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         lora-single-tail) train lora-single-tail configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
         lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set single_tail=1 --set fold_tail=1 > "$W/lora-fold.log" 2>&1 ;;
+            --set single_tail=1 --set fold_tail=2 > "$W/lora-fold.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
