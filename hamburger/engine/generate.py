@@ -76,6 +76,16 @@ class GenerationResult:
         return asdict(self)
 
 
+@dataclass
+class _Fed:
+    """A group a folding single tail fed and has not folded yet (`HamburgerConfig.fold_tail`)."""
+
+    tokens: list[int]
+    slots: int  # cache slots it holds: its inputs, or one per token after a re-read
+    added: int  # slots its step added: those and the fold's
+    position: int  # its last token's position (where its merged slot goes)
+
+
 class _Row:
     """Per-request state."""
 
@@ -99,9 +109,7 @@ class _Row:
         # KV slots beyond one per group: a single tail's inputs (`input_sizes`), re-read groups' tokens
         self.extra_slots = 0
         self.last_inputs = 1  # slots the last fed group took
-        # a folding single tail's last fed groups, oldest first: [tokens, cache slots they hold (their inputs, or one
-        # per token after a re-read), slots their step added (those and a fold's), their last token's position]
-        self.recent: list[list] = []
+        self.recent: list[_Fed] = []  # a folding single tail's last fed groups, oldest first
         self.folded = False  # the last macro step folded an earlier group into one merged slot
         self.text = ""
         self.shown = 0  # characters of text already streamed
@@ -395,8 +403,8 @@ class Generation:
             r.merged = r.merged or len(r.group) > tail + 1 or r.folded
             r.extra_slots += r.last_inputs - 1
             if model.config.fold_tail:
-                r.recent.append([list(r.group), r.last_inputs, r.last_inputs + r.folded,
-                                 len(r.prompt_ids) + len(r.tokens) - 1])
+                r.recent.append(_Fed(list(r.group), r.last_inputs, r.last_inputs + r.folded,
+                                     len(r.prompt_ids) + len(r.tokens) - 1))
         if tail:
             cache.compact_if_holey()
         return model.decode_features(final, features, valid, previous=earlier)
@@ -410,13 +418,13 @@ class Generation:
         inputs = []
         r.folded = False
         if self.model.config.fold_tail and len(r.recent) == self.model.config.fold_tail:
-            tokens, held, _, position = r.recent.pop(0)
-            if held > 1:  # its slots lie before what the later steps added: a row's entries stay in order
-                later = sum(step[2] for step in r.recent)
-                slots = cache.valid[b].nonzero()[:, 0]
-                cache.valid[b, slots[len(slots) - later - held:len(slots) - later]] = False
-                inputs.append((tokens, position))
-                r.extra_slots -= held - 1
+            old = r.recent.pop(0)
+            if old.slots > 1:  # its slots are the row's valid ones before what the later steps added (in order)
+                later = sum(step.added for step in r.recent)
+                from_end = cache.valid[b].flip(0).cumsum(0).flip(0)  # (no host sync: valid rank counted from the end)
+                cache.valid[b] &= ~((from_end > later) & (from_end <= later + old.slots))
+                inputs.append((old.tokens, old.position))
+                r.extra_slots -= old.slots - 1
                 r.folded = True
         start = 0
         for size in input_sizes(len(r.group), tail):
@@ -459,7 +467,7 @@ class Generation:
             r.rereads += 1
             r.extra_slots += k - r.last_inputs
             if r.recent:  # a folding tail: this step's group now holds k slots
-                r.recent[-1][1:3] = [k, k + r.folded]
+                r.recent[-1].slots, r.recent[-1].added = k, k + r.folded
             cache.valid[pos, cache.filled - r.last_inputs:] = False
         mask = cache.extend(valid.to(device))
         merged_before = None
