@@ -23,7 +23,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        max_new_tokens=args.max_new_tokens, gsm8k_file=args.gsm8k_file, chat_file=args.chat_file,
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
-                       base=args.base)
+                       base=args.base, verify_fold=args.verify_fold)
     print(summary.read_text())
     return 0
 
@@ -70,6 +70,10 @@ def register(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
                         "the base's own answers, with tau = tokens per base forward)")
+    p.add_argument("--verify-fold", default=None, metavar="GROUPS:WINDOW",
+                   help="also evaluate verify mode with folding on the checkpoint itself (its adapters on): older "
+                        "answer tokens fold into one KV slot per group once WINDOW tokens follow them, GROUPS "
+                        "segments (the base's entropy cut) or forwards, e.g. segments:8 (see generate --fold)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--bands", default=None,

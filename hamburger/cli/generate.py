@@ -25,10 +25,11 @@ def read_prompt(args: argparse.Namespace) -> str:
 
 def generation_model(args: argparse.Namespace, device: str):
     """(model, tokenizer) for `generate`: in verify mode the grafted modules sit on the checkpoint's unchanged
-    base (its LoRA adapters or fine-tuned base left out), so the output is that base's own."""
+    base (its LoRA adapters or fine-tuned base left out), so the output is that base's own; with --fold the checkpoint
+    keeps its adapters, which read the folded slots."""
     from hamburger.core.loading import load_model
 
-    if args.mode != "verify":
+    if args.mode != "verify" or args.fold:
         return load_model(args.model, args.dtype, args.base, device=device)[:2]
     from hamburger.engine.verify import on_base
 
@@ -43,7 +44,10 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
     if args.mode == "verify":
         from hamburger.engine.verify import VerifyGeneration
 
-        return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft)
+        from hamburger.engine.folding import parse_folding
+
+        return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft,
+                                fold=parse_folding(args.fold) if args.fold else None)
     return Generation(model, tokenizer, ids, configs)
 
 
@@ -72,8 +76,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.prompt import encode_prompt
 
-    if args.draft is not None and args.mode != "verify":
-        raise HamburgerError("--draft applies to --mode verify only")
+    for flag, value in (("--draft", args.draft), ("--fold", args.fold)):
+        if value is not None and args.mode != "verify":
+            raise HamburgerError(f"{flag} applies to --mode verify only")
     config = decoding_config(args)
     device = device_of(args)
     if args.prompts_file:
@@ -124,6 +129,11 @@ def register(sub) -> None:
     p.add_argument("--draft", type=int, default=None,
                    help="with --mode verify: draft exactly this many tokens per base forward instead of asking "
                         "the stop head")
+    p.add_argument("--fold", default=None, metavar="GROUPS:WINDOW",
+                   help="with --mode verify: fold older answer tokens into one KV slot per group once WINDOW tokens "
+                        "follow them; GROUPS is segments (the base's own entropy cut, as training data is cut) or "
+                        "forwards (the tokens one base forward kept), e.g. segments:8. Every token is still the base "
+                        "model's choice, but reading folded history it is no longer exactly the base's output")
     add_sampling(p, knob=KNOB_HELP)
     p.add_argument("--raw", action="store_true", help="do not apply the chat template")
     p.add_argument("--system", default=None, help="system message for the chat template")

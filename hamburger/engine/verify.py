@@ -10,7 +10,13 @@ the rejected positions leave the cache, and the MSD drafts again from the base's
 last kept position. The greedy output is the base's greedy output, token for token.
 
 Draft length: by the stop head (draft while 1 - p_stop >= confidence, at most max_steps - 1 tokens),
-or a fixed ``draft`` count. Rows of a batch keep different numbers of tokens per step: every row's new
+or a fixed ``draft`` count.
+
+**Folding** (``fold``, a `folding.Folding`; not lossless): older answer tokens leave their one-token slots for one
+merged slot per group (the base's own entropy cut, as training data is cut, or the tokens each forward kept), fed first
+in a later forward (`engine/folding.py`). The cache then holds one slot per group of the folded history plus the
+recent tokens one by one, and every token is still the base's own choice (greedy: its argmax; sampling: the accept
+test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts. Rows of a batch keep different numbers of tokens per step: every row's new
 slots are written, the rejected ones marked invalid in the attention mask, the slots no row kept are
 cropped, and the cache is compacted when holes pile up. `VerifyGeneration` has the interface of
 `Generation` (iterate for streaming events, `add` and `cancel` rows, `results`); `verify_generate`
@@ -28,6 +34,8 @@ from transformers import DynamicCache
 
 from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
+from hamburger.core.packing import group_tensors
+from hamburger.engine.folding import Folding, FoldState, entropies
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
@@ -99,16 +107,24 @@ class VerifyGeneration(Generation):
     per step (default max_steps - 1, the group length the MSD was trained for). ``draft_vocab``: token ids
     the drafts are restricted to (e.g. `draft_vocabulary`): the draft's LM head multiplies only those rows,
     a fraction of the full head's cost; the output stays the base's (the base verifies every token).
-    ``prefill_chunk`` and ``poll`` work as in `Generation` (poll runs once per base forward), so the server's
-    scheduler runs verify batches like any other.
+    ``prefill_chunk``, ``poll`` and ``trace_logits`` work as in `Generation` (poll runs once per base forward), so the
+    server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the module's doc; not
+    lossless; the model keeps its adapters, which act at merged slots).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: DecodingConfig | list[DecodingConfig], draft: int | None = None,
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
-                 prefill_chunk: int | None = None, poll=None):
+                 prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
+                 trace_logits: bool = False):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
+        if fold is not None:
+            fold.validate(model.config.max_steps)
+            if model.config.msd_context:
+                raise HamburgerError("fold does not combine with msd_context (the MSD's context would read folded "
+                                     "slots)")
+        self.fold = fold
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
@@ -120,7 +136,8 @@ class VerifyGeneration(Generation):
             self._draft_head = (vocab, head.weight[vocab].detach().t().contiguous(), bias)
         self.max_draft = max_draft if max_draft is not None else (
             draft if draft is not None else model.config.max_steps - 1)
-        super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll)
+        super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll,
+                         trace_logits=trace_logits)
 
     def add(self, prompt_ids: list[int], config: DecodingConfig) -> int:
         if config.confidence is None:
@@ -128,6 +145,7 @@ class VerifyGeneration(Generation):
         index = super().add(prompt_ids, config)
         row = self.rows[index]
         row.pending, row.fed, row.drafts, row.accepted = None, 0, [], []
+        row.folding = FoldState(self.fold, self.model.base.config.vocab_size) if self.fold else None
         return index
 
     # ------------------------------------------------------------------ driver
@@ -197,8 +215,12 @@ class VerifyGeneration(Generation):
         logits = self.model.decode_logits(hidden).float()
         tokens = choose_tokens(logits, [r.cfg for r in rows], [r.generator for r in rows])
         probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0].tolist()
-        for r, t, p in zip(rows, tokens.tolist(), probs):
+        for b, (r, t, p) in enumerate(zip(rows, tokens.tolist(), probs)):
             self._emit(r, [t], [p], [0.0])
+            if r.folding:
+                r.folding.entropies += entropies(logits[b:b + 1])
+            if self.trace_logits:
+                self.logits[self.rows.index(r)].append(logits[b].clone())
 
     def _budget(self, row: _Row) -> int:
         """Most drafts this step: never more tokens than max_new_tokens or the context leaves room for."""
@@ -274,32 +296,74 @@ class VerifyGeneration(Generation):
         MSD's inputs at the slot before the pending token, `decode_features`)."""
         model, device = self.model, self.model.device
         sizes = [1 + len(d.tokens) for d in drafts]
+        folds = [self._fold_out(cache, b, r) for b, r in enumerate(rows)]
+        lead = max(map(len, folds))  # columns before the pending tokens for the merged slots of folded groups
         width = max(sizes)
-        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        ids = torch.zeros(len(rows), lead + width, dtype=torch.long)
+        valid = torch.zeros(len(rows), lead + width, dtype=torch.bool)
+        positions = torch.zeros(len(rows), lead + width, dtype=torch.long)
         for b, (r, d) in enumerate(zip(rows, drafts)):
-            ids[b, :sizes[b]] = torch.tensor([r.pending] + d.tokens)
-        valid = torch.arange(width)[None, :] < torch.tensor(sizes)[:, None]
-        positions = torch.tensor([r.fed for r in rows])[:, None] + torch.arange(width)[None, :]
+            ids[b, lead:lead + sizes[b]] = torch.tensor([r.pending] + d.tokens)
+            valid[b, lead:lead + sizes[b]] = True
+            positions[b, lead:] = r.fed + torch.arange(width)
+        embeds = model.embed(ids.to(device))
+        merged_slots = merged_before = None
+        if lead:
+            at = [(b, j) for b, f in enumerate(folds) for j in range(len(f))]
+            pieces = [rows[b].tokens[slice(*folds[b][j])] for b, j in at]
+            tokens, group_sizes = group_tensors(pieces, model.config.max_steps, device)
+            where = tuple(torch.tensor(x, device=device) for x in zip(*at))
+            embeds = embeds.index_put(where, model.embedder(model.embed(tokens), group_sizes))
+            for b, j in at:
+                valid[b, j] = True
+                positions[b, j] = len(rows[b].prompt_ids) + folds[b][j][1] - 1  # a merged slot sits at its last token
+            merged_slots = torch.zeros_like(valid)
+            merged_slots[:, :lead] = valid[:, :lead]
+            merged_slots = merged_slots.to(device)
+        if self.fold and model.config.reads_merge_history:
+            merged_before = torch.tensor([r.merged for r in rows], device=device)
         mask = cache.extend(valid.to(device))
-        final, features = model.base_forward(model.embed(ids.to(device)), positions.to(device), mask, cache.kv)
+        final, features = model.base_forward(embeds, positions.to(device), mask, cache.kv, merged_slots=merged_slots,
+                                             merged_before=merged_before)
+        final, features, valid = final[:, lead:], features[:, lead:], valid[:, lead:]
         # [sum(sizes), V], rows in order; a few rows take the CPU's fast head layout (the cost of 1 row, not k+1)
         logits = model.decode_logits(final[valid.to(device)], max_rows=SMALL_HEAD_ROWS).float()
         kept = []
         start = 0
         for b, (r, d) in enumerate(zip(rows, drafts)):
+            first = r.fed
             row_logits = logits[start:start + sizes[b]]
             start += sizes[b]
             n_kept, token = speculative_accept(row_logits, d, r.cfg, r.generator)
             emitted = d.tokens[:n_kept] + [token]
             probs = row_logits[:n_kept + 1].softmax(-1).gather(1, torch.tensor(emitted, device=device)[:, None])
             p_continue = (d.p_continue[1:n_kept + 1] + [0.0] * (n_kept + 1))[:n_kept + 1]
+            taken = len(r.tokens)
             self._emit(r, emitted, probs[:, 0].tolist(), p_continue)
+            if self.trace_logits:  # the base's logits of each token the row took
+                self.logits[self.rows.index(r)].extend(row_logits[:len(r.tokens) - taken].clone())
             r.drafts.append(len(d.tokens))
             r.accepted.append(n_kept)
             r.fed += 1 + n_kept
             kept.append(n_kept)
+            if r.folding:  # the base's entropies of the tokens taken; the pending token and kept drafts are cached
+                r.merged = r.merged or bool(folds[b])
+                r.folding.entropies += entropies(row_logits[:len(r.tokens) - taken])
+                answer = first - len(r.prompt_ids)
+                r.folding.fed(answer, answer + 1 + n_kept)
         self._roll_back(cache, sizes, kept)
         return model.decode_features(final, features, valid.to(device), torch.tensor(kept, device=device), earlier)
+
+    @staticmethod
+    def _fold_out(cache: SlotCache, b: int, r: _Row) -> list[tuple[int, int]]:
+        """The groups of row ``r`` (cache row ``b``) that fold at this forward, as answer token ranges; their one-token
+        slots become holes (fed again as merged slots by the caller)."""
+        if r.folding is None:
+            return []
+        groups = r.folding.due(r.fed - len(r.prompt_ids))
+        if groups:
+            r.folding.fold(cache.valid[b], groups)
+        return groups
 
     @staticmethod
     def _roll_back(cache: SlotCache, sizes: list[int], kept: list[int]) -> None:

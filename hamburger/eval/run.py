@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -162,12 +163,14 @@ class Endpoint:
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
-             sampled: bool = True, verify: bool = False):
+             sampled: bool = True, verify: bool = False, verify_fold: str | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
     samples it (`plausibility.SAMPLED`, seed = the prompt's position). With ``verify``, "verify" is lossless verify
-    mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's)."""
+    mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
+    ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
+    read the merged slots), its older tokens folded into one KV slot per group."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -186,6 +189,13 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
 
         methods.append(("verify", None))
         drafter = on_base(model, judge)
+    folding = None
+    if verify_fold:
+        from hamburger.engine.folding import parse_folding
+        from hamburger.engine.verify import VerifyGeneration
+
+        folding = parse_folding(verify_fold).validate(model.config.max_steps)
+        methods.append(("verify-fold", None))
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -209,7 +219,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                          seed=i if extra else None, **extra) for i in range(len(ids))]
                 runner = judge if name.startswith("base") else drafter if name == "verify" else model
-                engine = VerifyGeneration if name == "verify" else Generation
+                engine = Generation if not name.startswith("verify") else VerifyGeneration if name == "verify" \
+                    else partial(VerifyGeneration, fold=folding)
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
                     chunk = slice(start, start + batch_size)
@@ -308,7 +319,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
-             base: str | None = None) -> Path:
+             base: str | None = None, verify_fold: str | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`). Returns summary.md."""
@@ -324,7 +335,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
-                                batch_size, endpoint, reference, chat_file, base_sampled, verify)
+                                batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file,

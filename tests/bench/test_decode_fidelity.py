@@ -97,3 +97,32 @@ def test_size_summary_adds_the_rows_up_by_slot_size():
     assert got["2"] == {"tokens": 4, "ok": 0.5, "mean_nll": 2.0, "spikes": 1}
     assert got["4"] == {"tokens": 1, "ok": 1.0, "mean_nll": 0.5, "spikes": 0}
     assert size_summary([{"tokens": 3}]) == {}
+
+
+def test_a_verify_fold_decode_pairs_with_the_first_models_same_folding_only():
+    """`--verify-folds`: a verify-mode decode pairs with the base's answers; the first model's folded ones with its plain
+    verify mode (none), another model's with the first model's at the same folding and knob; never with a
+    default-mode decode of the same knob."""
+    def verify(model, fold, nll):
+        return {**run(model, "verify", 0.5, nll, [2.0, 2.0, 2.0]), "verify_fold": fold}
+    result = {"runs": [run("base greedy", "stop_head", 1.0, [0.4, 0.5, 0.6], [2.0, 2.0, 2.0]),
+                       run("A", "token_prob", 0.5, [0.9, 0.9, 0.9], [2.0, 2.0, 2.0]), verify("A", "none", [0.4] * 3),
+                       verify("A", "segments:8", [0.5, 0.5, 0.5]), verify("A", "forwards:4", [0.6, 0.6, 0.6]),
+                       verify("B", "segments:8", [0.7, 0.7, 0.7]), verify("B", "none", [0.8] * 3)]}
+    lines = paired(result)
+    firsts = {(x["model"], x["verify_fold"]): x["nll_per_token"][0] for x in lines if x["against"] == "A"}
+    assert firsts == pytest.approx({("A", "segments:8"): 0.1, ("A", "forwards:4"): 0.2, ("B", "segments:8"): 0.2,
+                                    ("B", "none"): 0.4})
+    assert {(x["model"], x["verify_fold"]) for x in lines if x["against"] == "base greedy"} == {
+        ("A", None), ("A", "none"), ("A", "segments:8"), ("A", "forwards:4"), ("B", "segments:8"), ("B", "none")}
+
+
+def test_kv_ratio_of_the_answers_leaves_the_prompts_out():
+    from benchmarks.decode_fidelity import summarise
+    rows = [{"tokens": t, "forwards": f, "kv_slots": kv, "kv_slots_ordinary": p + t - 1, "rereads": 0,
+             "nll_per_token": 0.5, "worst_token_nll": 2.0, "rep4": 0.0, "micro": 0, "micro_ok": 0,
+             "after_merge": 0, "after_merge_ok": 0} for t, f, kv, p in ((11, 8, 15, 10), (21, 14, 20, 5))]
+    s = summarise(rows)
+    assert s["kv_ratio"] == pytest.approx(35 / 45)
+    assert s["kv_ratio_answer"] == pytest.approx((35 - 15) / (45 - 15))  # answer slots 5 + 15 of 10 + 20
+    assert s["tau"] == pytest.approx(32 / 22)

@@ -47,6 +47,23 @@ def test_eval_verify_method_gives_the_base_answers(tmp_path, char_tokenizer):
     assert all(r["text"] == base[r["id"]] for r in rows if r["method"] == "verify")
 
 
+def test_eval_verify_fold_method(tmp_path, char_tokenizer):
+    """`eval --verify-fold`: verify mode with folding is one more method. Folding later than any answer ends is
+    verify mode on the checkpoint itself: here (no adapters) the base's answers."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    for spec, methods in (("segments:100", {"base", "verify-fold"}), ("forwards:0", {"base", "verify-fold"})):
+        out = tmp_path / spec.replace(":", "-")
+        assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "",
+                     "--max-new-tokens", "10", "--verify-fold", spec, "--no-base-sampled", "--out", str(out)]) == 0
+        by = {s["method"]: s for s in json.loads((out / "summary.json").read_text())["summary"]}
+        assert set(by) == methods
+    assert by["verify-fold"]["tau"] >= 1.0
+    by = {s["method"]: s for s in json.loads((tmp_path / "segments-100" / "summary.json").read_text())["summary"]}
+    assert by["verify-fold"]["exact"] == 1.0
+    assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--verify-fold", "segments", "--out",
+                 str(tmp_path / "bad")]) == 1
+
+
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
     assert "unknown task" in capsys.readouterr().err

@@ -1,0 +1,108 @@
+"""Folding a verify-mode cache: old answer tokens leave their one-token slots for one merged slot per group.
+
+Verify mode (`engine/verify.py`) keeps the base's own choice of every token, reading an ordinary one-slot-per-token
+cache. With a `Folding`, a group of the answer's older tokens leaves the cache once ``window`` answer tokens were fed
+after it (its slots become holes) and comes back as one merged slot (the compositional embedder, at its last token's
+position), fed first in the next forward. So the cache holds one slot per group of the folded history plus the last
+``window``-odd tokens one by one, and every token is still the base's own choice given that cache: only the reading of
+the folded history differs from the base's.
+
+Groups (``groups``):
+  * ``segments``: the base's own entropy cut (`data.segment`, by default ``sliding`` 0.9, as training data is cut),
+    on the entropies of the base's distributions that chose the tokens. Cuts run left to right, so every group but
+    the last of the cut is final;
+  * ``forwards``: the tokens one verify forward kept in the cache (its pending token and the drafts the base kept).
+A group of one token stays in its slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+import torch
+
+from hamburger.data.segment import STRATEGIES, SegmentSettings, segment_entropies
+from hamburger.errors import HamburgerError
+
+GROUPINGS = ("segments", "forwards")
+
+
+@dataclass(frozen=True)
+class Folding:
+    """When a group of answer tokens folds into one merged slot, and how the groups are cut."""
+
+    window: int = 8  # a group folds once this many answer tokens were fed after its last one
+    groups: str = "segments"  # `GROUPINGS`
+    segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
+
+    def validate(self, max_steps: int) -> "Folding":
+        if self.window < 0:
+            raise HamburgerError(f"the fold window must be >= 0 tokens, got {self.window}")
+        if self.groups not in GROUPINGS:
+            raise HamburgerError(f"fold groups must be one of {', '.join(GROUPINGS)}, got {self.groups!r}")
+        if self.segments.strategy not in STRATEGIES:
+            raise HamburgerError(f"unknown strategy {self.segments.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        if self.segments.max_steps > max_steps:
+            raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
+                                 f"most {max_steps}")
+        return self
+
+
+def parse_folding(spec: str) -> Folding:
+    """``GROUPS:WINDOW`` (e.g. ``segments:8``, ``forwards:4``) -> a validated-later `Folding` (segments: sliding 0.9)."""
+    groups, _, window = spec.partition(":")
+    try:
+        return Folding(window=int(window), groups=groups)
+    except ValueError:
+        raise HamburgerError(f"a folding is GROUPS:WINDOW, e.g. segments:8 or forwards:4; got {spec!r}") from None
+
+
+def entropies(logits: torch.Tensor) -> list[float]:
+    """Entropy (nats) of each row's distribution, logits [n, V]: the entropies the segment strategies cut."""
+    logp = logits.float().log_softmax(-1)
+    return (-(logp.exp() * logp).sum(-1)).tolist()
+
+
+class FoldState:
+    """One row's folding: which of its answer tokens sit in one-token slots, and the groups due to fold."""
+
+    def __init__(self, folding: Folding, vocab_size: int):
+        self.folding, self.vocab_size = folding, vocab_size
+        self.live: list[int] = []  # the row's answer slots in cache order: a token's index, or -1 for a merged slot
+        self.entropies: list[float] = []  # of each emitted token's distribution
+        self.forwards: list[tuple[int, int]] = []  # the answer tokens each forward kept: [start, end)
+        self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
+
+    def fed(self, start: int, end: int) -> None:
+        """Answer tokens [start, end) were written to the cache as one-token slots by one forward."""
+        self.live += range(start, end)
+        self.forwards.append((start, end))
+
+    def due(self, fed: int) -> list[tuple[int, int]]:
+        """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache."""
+        limit = fed - self.folding.window
+        if self.folding.groups == "forwards":
+            cut = [(s, e) for s, e in self.forwards if s >= self.decided]
+        else:  # the base's entropy cut of the undecided tokens: all groups but the last are final
+            sizes = segment_entropies(self.entropies[self.decided:fed], self.folding.segments, self.vocab_size)
+            ends = list(accumulate(sizes))
+            cut = [(self.decided + e - n, self.decided + e) for n, e in zip(sizes[:-1], ends[:-1])]
+        out = []
+        for start, end in cut:
+            if end > limit:
+                break
+            self.decided = end
+            if end - start > 1:
+                out.append((start, end))
+        return out
+
+    def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> None:
+        """Mark the one-token slots of ``groups`` as holes in the row's cache validity ``valid`` [slots] (in place) and
+        record their merged slots, fed next. The row's answer slots are its last valid ones, in order, so a slot is
+        found by its rank among the valid slots counted from the end (no host sync)."""
+        leaving = {i for start, end in groups for i in range(start, end)}
+        ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
+        from_end = valid.flip(0).cumsum(0).flip(0)
+        valid &= ~(valid & torch.isin(from_end, ranks))
+        self.live = [i for i in self.live if i not in leaving] + [-1] * len(groups)

@@ -1,0 +1,205 @@
+"""Verify mode with folding (`VerifyGeneration(fold=d)`): the base keeps its own choices among the MSD's drafts, and
+the tokens one forward kept in the cache come back as one merged slot d forwards later."""
+
+import math
+
+import pytest
+import torch
+
+from hamburger.core.packing import group_tensors
+from hamburger.data.segment import SegmentSettings
+from hamburger.engine import cache as cache_module
+from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.folding import Folding, FoldState, entropies
+from hamburger.engine.verify import VerifyGeneration
+from hamburger.errors import HamburgerError
+from tests.engine.test_verify import drafting_model
+from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_hamburger
+
+
+def fed_groups(res) -> list[int]:
+    """Tokens each verify forward kept in the cache: the pending token and the drafts the base kept."""
+    return [1 + a for a in res.accepted]
+
+
+def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[int]) -> list[list[tuple[int, int]]]:
+    """The groups folded before each forward, by the policy (`FoldState`) on the traced logits' entropies."""
+    state = FoldState(folding, vocab)
+    state.entropies = entropies(logits)
+    out, done = [], 0
+    for n in fed:
+        out.append(state.due(done))
+        state.fed(done, done + n)
+        done += n
+    return out
+
+
+def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: list[int],
+                            schedule: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """The specification, one uncached forward: the slots in the order the engine feeds them (the prompt; then per
+    forward s, the merged slots of the groups `schedule[s]` folds, then the tokens forward s kept, as single slots).
+    A slot sees the earlier slots still in the cache when it is fed: a folded group's single slots leave it at the
+    forward that feeds its merged slot. Returns the logits of every answer token, from the slot before it."""
+    pieces, positions, born, dies = [], [], [], []
+
+    def add(tokens: list[int], position: int, step: int) -> int:
+        pieces.append(tokens)
+        positions.append(position)
+        born.append(step)
+        dies.append(math.inf)
+        return len(pieces) - 1
+
+    slot_of = [add([t], i, 0) for i, t in enumerate(prompt)]  # the slot each fed token sits in (prompt, then answer)
+    done = 0
+    for s, (n, groups) in enumerate(zip(fed, schedule), start=1):
+        for start, end in groups:
+            for i in range(start, end):
+                dies[slot_of[len(prompt) + i]] = s
+            add(answer[start:end], len(prompt) + end - 1, s)
+        for i in range(done, done + n):
+            slot_of.append(add([answer[i]], len(prompt) + i, s))
+        done += n
+    n = len(pieces)
+    sees = torch.tensor([[k <= q and dies[k] > born[q] for k in range(n)] for q in range(n)])
+    tokens, sizes = group_tensors(pieces, model.config.max_steps)
+    embeds = model.embedder(model.embed(tokens), sizes)[None]
+    with torch.no_grad():
+        final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
+                                      merged_slots=(sizes > 1)[None])
+        logits = model.decode_logits(final[0], max_rows=n).float()
+    return logits[[slot_of[len(prompt) - 1 + j] for j in range(len(answer))]]
+
+
+FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Folding(window=5, groups="forwards"),
+            "segments 0": Folding(window=0, segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
+            "segments 6": Folding(window=6, segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3))}
+
+
+def folding_model(family: str = "llama"):
+    """`drafting_model` with a sharper LM head: the tiny base's entropies then vary enough to cut groups of 1-4."""
+    model = drafting_model(family)
+    with torch.no_grad():
+        model.base.get_output_embeddings().weight.mul_(4.0)
+    return model
+
+
+@pytest.mark.parametrize("name", list(FOLDINGS))
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_logits_are_the_folded_layouts(name, family, char_tokenizer):
+    model, folding = folding_model(family), FOLDINGS[name]
+    folded = 0
+    for prompt in PROMPTS:
+        run = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=40, confidence=0.2,
+                                                                             ignore_eos=True), fold=folding,
+                               trace_logits=True)
+        res = run.run()[0]
+        fed, traced = fed_groups(res), torch.stack(run.logits[0])
+        assert sum(fed) == res.tokens - 1  # every token but the last was fed
+        schedule = fold_schedule(folding, model.base.config.vocab_size, traced, fed)
+        want = folded_reference_logits(model, prompt, res.token_ids, fed, schedule)
+        torch.testing.assert_close(traced, want, rtol=1e-4, atol=1e-4)
+        assert res.token_ids == want.argmax(-1).tolist()  # greedy: every token is the base's choice on that cache
+        folded += sum(map(len, schedule))
+        # the cache: the prompt, every fed token, less what the folds took out
+        assert res.kv_slots == len(prompt) + sum(fed) - sum(e - s - 1 for groups in schedule for s, e in groups)
+    assert folded > 4, "the test needs folded groups"
+
+
+def test_kv_bytes_follow_the_slots(char_tokenizer):
+    model = drafting_model("llama")
+    res = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=40, confidence=0.2),
+                           fold=FOLDINGS["forwards 0"]).run()[0]
+    assert res.kv_slots < res.kv_slots_ordinary
+    assert res.kv_bytes * res.kv_slots_ordinary == res.kv_bytes_ordinary * res.kv_slots
+
+
+def test_no_fold_before_the_answer_ends_is_plain_verify(char_tokenizer):
+    """Folding later than the answer lasts changes nothing: the output is the base's greedy output, token for token."""
+    model = drafting_model("llama")
+    for prompt in PROMPTS:
+        res = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=30, confidence=0.2),
+                               fold=Folding(window=30)).run()[0]
+        assert res.token_ids == hf_greedy(model.base, prompt, 30)
+        assert res.kv_slots == res.kv_slots_ordinary and sum(res.accepted) > 0
+
+
+@pytest.mark.parametrize("compact_at", [0.0, 0.25, 2.0])
+@pytest.mark.parametrize("name", ["forwards 0", "segments 6"])
+def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monkeypatch):
+    """Rows fold at different forwards, keep different numbers of drafts and end at different lengths (the cache
+    compacted always, when holes pile up, never): each row gives what it gives alone."""
+    monkeypatch.setattr(cache_module, "COMPACT_AT", compact_at)
+    model = folding_model("llama")
+    torch.manual_seed(0)
+    with torch.no_grad():  # row 1: every draft wrong; row 2: every draft right; row 3: some of each
+        for p in model.decoder.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2) for n in (40, 13, 29)]
+    batch = VerifyGeneration(model, char_tokenizer, PROMPTS, cfgs, fold=FOLDINGS[name]).run()
+    for prompt, cfg, res in zip(PROMPTS, cfgs, batch):
+        alone = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=FOLDINGS[name]).run()[0]
+        assert (res.token_ids, res.accepted, res.kv_slots) == (alone.token_ids, alone.accepted, alone.kv_slots)
+        assert res.tokens == cfg.max_new_tokens
+    assert any(a < d for r in batch for a, d in zip(r.accepted, r.drafts)), "the test needs rejections"
+    assert sum(r.kv_slots < r.kv_slots_ordinary for r in batch) >= 2, "the test needs folds"
+    assert len({tuple(r.accepted[:5]) for r in batch}) > 1
+
+
+def test_sampling_with_a_seed_is_reproducible(char_tokenizer):
+    model = drafting_model("llama")
+    cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, temperature=0.9, seed=7)
+    runs = [VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=Folding(window=2)).run()[0]
+            for _ in range(2)]
+    assert runs[0].token_ids == runs[1].token_ids and len(runs[0].token_ids) == 30
+
+
+def test_bad_folding_is_refused(char_tokenizer):
+    model, cfg = drafting_model("llama"), DecodingConfig()
+    for folding, match in [(Folding(window=-1), "window"), (Folding(groups="tokens"), "groups"),
+                           (Folding(segments=SegmentSettings(strategy="nope")), "strategy"),
+                           (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
+        with pytest.raises(HamburgerError, match=match):
+            VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=folding)
+    with pytest.raises(HamburgerError, match="msd_context"):
+        VerifyGeneration(tiny_hamburger("llama", msd_context=2), char_tokenizer, [PROMPTS[0]], cfg, fold=Folding())
+
+
+def test_due_groups_by_hand():
+    """Forwards: each forward's kept tokens, once `window` tokens follow them; segments: the entropy cut's final
+    groups (all but the last), once `window` tokens follow them; one-token groups stay single slots."""
+    state = FoldState(Folding(window=2, groups="forwards"), 100)
+    for start, end in [(0, 3), (3, 4), (4, 6), (6, 8)]:
+        state.fed(start, end)
+    assert state.due(4) == []  # (0, 3) is followed by one token only
+    assert state.due(5) == [(0, 3)]
+    assert state.due(8) == [(4, 6)]  # (3, 4) holds one token: it stays, decided
+    assert state.decided == 6 and state.due(8) == []
+    segments = FoldState(Folding(window=1, segments=SegmentSettings(strategy="sliding", sliding_p=0.5)), 100)
+    high = 10.0  # above H(0.5): starts a group
+    segments.entropies = [high, 0.1, 0.1, high, 0.1, high, high, 0.1]  # cut: 3, 2, 1, 2
+    assert segments.due(3) == []  # (0, 3) is the whole cut of the first 3 tokens: it may still grow
+    assert segments.due(4) == [(0, 3)]  # final, and one token (the window) follows it
+    assert segments.due(5) == []  # (3, 5) may still grow
+    assert segments.due(6) == [(3, 5)]
+    assert segments.due(8) == [] and segments.decided == 6  # (5, 6) is one token; (6, 8) is the cut's last group
+
+
+def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
+    """`hamburger generate --mode verify --fold` decodes with the checkpoint's adapters (they read the merged slots),
+    as `VerifyGeneration(fold=...)` on the loaded checkpoint does; --fold needs verify mode and a GROUPS:WINDOW."""
+    import json
+
+    from hamburger.cli.main import main
+    from hamburger.core.checkpoint import load_checkpoint
+    from hamburger.engine.prompt import encode_prompt
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    text = "hello there"
+    assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--fold", "forwards:0", "--draft", "2",
+                 "--json", "--raw", "--max-new-tokens", "16", text]) == 0
+    out = json.loads(capsys.readouterr().out)
+    model, tokenizer, _ = load_checkpoint(ckpt)
+    want = VerifyGeneration(model, tokenizer, [encode_prompt(tokenizer, text, raw=True)],
+                            DecodingConfig(max_new_tokens=16), draft=2, fold=Folding(window=0, groups="forwards")).run()
+    assert (out["token_ids"], out["kv_slots"]) == (want[0].token_ids, want[0].kv_slots)
+    assert main(["generate", "--model", str(ckpt), "--fold", "segments:8", "--raw", text]) == 1
+    assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--fold", "segments", "--raw", text]) == 1
