@@ -33,17 +33,20 @@ def reexec_with_env() -> None:
 
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int):
     from hamburger.bench.methods import HFMethod, VerifyMethod
+    from hamburger.engine.folding import parse_folding
     from hamburger.engine.verify import draft_vocabulary, on_base
 
     verify_model = on_base(model, reference_model)
     base = reference_model.base
     methods = [HFMethod(base, tokenizer),
                HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup)]
-    for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": 2 drafts per step; ":v4096": draft vocabulary
-        policy, _, vocab = p.partition(":v")
+    for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": 2 drafts per step; ":v4096": draft vocabulary;
+        drafting, _, fold = p.partition("@")  # "@segments:8": folding (engine/folding.py) on the checkpoint itself
+        policy, _, vocab = drafting.partition(":v")
         draft_vocab = draft_vocabulary(DRAFT_DATA, int(vocab)) if vocab else None
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
-        methods.append(VerifyMethod(verify_model, tokenizer, name=f"verify@{p}", draft_vocab=draft_vocab, **kind))
+        methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
+                                    draft_vocab=draft_vocab, fold=parse_folding(fold) if fold else None, **kind))
     return verify_model, methods
 
 
@@ -60,6 +63,9 @@ def summarise(rows: list[dict]) -> list[dict]:
                      "decode_tok_s": decoded / decode_s if decode_s else 0.0,
                      "tokens_per_forward": sum(r["tokens"] for r in rs) / sum(r["forwards"] for r in rs),
                      "identical_to_hf": sum(r["identical_to_hf"] for r in rs) / len(rs)}
+            if all(r.get("kv_slots") for r in rs):  # the answers' cache slots against one per token but the last
+                entry["kv_ratio_answer"] = sum(r["kv_slots"] - r["prompt_tokens"] for r in rs) / \
+                    sum(r["tokens"] - 1 for r in rs)
             if "drafts" in rs[0]:
                 drafts = [d for r in rs for d in r["drafts"]]
                 accepted = [a for r in rs for a in r["accepted"]]
@@ -153,7 +159,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--policies", default="c0.5,c0.5:v4096,k1:v4096",
                         help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step; a suffix "
-                             ":vN restricts drafts to the N most frequent training-response tokens")
+                             ":vN restricts drafts to the N most frequent training-response tokens; a suffix "
+                             "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cost-reps", type=int, default=15)
@@ -202,7 +209,8 @@ def main() -> int:
                 row = {"category": prompt["category"], "prompt_id": prompt.get("id"), "repeat": rep, "method": m.name,
                        "tokens": r.tokens, "first_tokens": r.first_tokens, "forwards": r.forwards,
                        "ttft_s": r.ttft_s, "decode_s": r.decode_s, "decode_tok_s": r.decode_tok_s,
-                       "identical_to_hf": r.token_ids == reference_ids, "load_average": os.getloadavg()[0]}
+                       "identical_to_hf": r.token_ids == reference_ids, "kv_slots": r.kv_slots,
+                       "prompt_tokens": r.prompt_tokens, "load_average": os.getloadavg()[0]}
                 if getattr(m, "last", None) is not None:
                     row["drafts"], row["accepted"] = m.last.drafts, m.last.accepted
                 result["rows"].append(row)

@@ -92,12 +92,13 @@ class HamburgerMethod:
 
 
 class VerifyMethod:
-    """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base."""
+    """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base; with ``fold``
+    (a `folding.Folding`; not lossless) the checkpoint itself, whose adapters read the folded slots."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
-                 name: str | None = None, draft_vocab=None):
+                 name: str | None = None, draft_vocab=None, fold=None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
-        self.draft_vocab = draft_vocab
+        self.draft_vocab, self.fold = draft_vocab, fold
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
@@ -109,7 +110,7 @@ class VerifyMethod:
         from hamburger.engine.verify import VerifyGeneration
 
         r = VerifyGeneration(self.model, self.tokenizer, [prompt_ids], self._config(max_new_tokens, ignore_eos),
-                             draft=self.draft, draft_vocab=self.draft_vocab).run()[0]
+                             draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold).run()[0]
         self.last = r  # draft statistics of the latest run (acceptance by position)
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
@@ -118,7 +119,7 @@ class VerifyMethod:
         from hamburger.engine.verify import VerifyGeneration
 
         run = VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
-                               draft=self.draft, draft_vocab=self.draft_vocab)
+                               draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold)
         return [r.token_ids for r in run.run()]
 
 

@@ -23,7 +23,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        max_new_tokens=args.max_new_tokens, gsm8k_file=args.gsm8k_file, chat_file=args.chat_file,
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
-                       base=args.base, verify_fold=args.verify_fold)
+                       base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence)
     print(summary.read_text())
     return 0
 
@@ -74,6 +74,9 @@ def register(sub) -> None:
                    help="also evaluate verify mode with folding on the checkpoint itself (its adapters on): older "
                         "answer tokens fold into one KV slot per group once WINDOW tokens follow them, GROUPS "
                         "segments (the base's entropy cut) or forwards, e.g. segments:8 (see generate --fold)")
+    p.add_argument("--verify-confidence", type=float, default=None,
+                   help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default 0.5; "
+                        "lower drafts more: more tokens per forward, more positions per forward)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--bands", default=None,

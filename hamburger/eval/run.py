@@ -163,14 +163,16 @@ class Endpoint:
 def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit: int, max_new_tokens: int,
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
-             sampled: bool = True, verify: bool = False, verify_fold: str | None = None):
+             sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
+             verify_confidence: float | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
     samples it (`plausibility.SAMPLED`, seed = the prompt's position). With ``verify``, "verify" is lossless verify
     mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
-    read the merged slots), its older tokens folded into one KV slot per group."""
+    read the merged slots), its older tokens folded into one KV slot per group. Both draft while the stop head's
+    1 - p_stop >= ``verify_confidence`` (None: verify mode's default)."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -187,7 +189,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     if verify:
         from hamburger.engine.verify import VerifyGeneration, on_base
 
-        methods.append(("verify", None))
+        methods.append(("verify", verify_confidence))
         drafter = on_base(model, judge)
     folding = None
     if verify_fold:
@@ -195,7 +197,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         from hamburger.engine.verify import VerifyGeneration
 
         folding = parse_folding(verify_fold).validate(model.config.max_steps)
-        methods.append(("verify-fold", None))
+        methods.append(("verify-fold", verify_confidence))
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -319,7 +321,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
-             base: str | None = None, verify_fold: str | None = None) -> Path:
+             base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`). Returns summary.md."""
@@ -329,13 +331,14 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
-    for c in confidences:
+    for c in confidences + ([verify_confidence] if verify_confidence is not None else []):
         DecodingConfig(confidence=c).validate()
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
-                                batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold)
+                                batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
+                                verify_confidence)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file,

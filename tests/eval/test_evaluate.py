@@ -57,11 +57,16 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
                      "--max-new-tokens", "10", "--verify-fold", spec, "--no-base-sampled", "--out", str(out)]) == 0
         by = {s["method"]: s for s in json.loads((out / "summary.json").read_text())["summary"]}
         assert set(by) == methods
-    assert by["verify-fold"]["tau"] >= 1.0
+    assert by["verify-fold"]["tau"] >= 1.0 and by["verify-fold"]["confidence"] is None
     by = {s["method"]: s for s in json.loads((tmp_path / "segments-100" / "summary.json").read_text())["summary"]}
     assert by["verify-fold"]["exact"] == 1.0
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--verify-fold", "segments", "--out",
                  str(tmp_path / "bad")]) == 1
+    assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "2", "--confidence", "",
+                 "--max-new-tokens", "6", "--verify-fold", "forwards:0", "--verify-confidence", "0.01",
+                 "--no-base-sampled", "--out", str(tmp_path / "drafting")]) == 0
+    by = {s["method"]: s for s in json.loads((tmp_path / "drafting" / "summary.json").read_text())["summary"]}
+    assert by["verify-fold"]["confidence"] == 0.01
 
 
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
