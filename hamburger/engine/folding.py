@@ -70,9 +70,14 @@ class FoldState:
     def __init__(self, folding: Folding, vocab_size: int):
         self.folding, self.vocab_size = folding, vocab_size
         self.live: list[int] = []  # the row's answer slots in cache order: a token's index, or -1 for a merged slot
-        self.entropies: list[float] = []  # of each emitted token's distribution
+        self.entropies: list[float] = []  # of each emitted token's distribution (segments only)
         self.forwards: list[tuple[int, int]] = []  # the answer tokens each forward kept: [start, end)
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
+
+    def chose(self, logits: torch.Tensor) -> None:
+        """The base's logits [n, V] that chose the row's next n tokens (their entropies cut the segments)."""
+        if self.folding.groups == "segments":
+            self.entropies += entropies(logits)
 
     def fed(self, start: int, end: int) -> None:
         """Answer tokens [start, end) were written to the cache as one-token slots by one forward."""

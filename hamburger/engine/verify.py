@@ -10,17 +10,17 @@ the rejected positions leave the cache, and the MSD drafts again from the base's
 last kept position. The greedy output is the base's greedy output, token for token.
 
 Draft length: by the stop head (draft while 1 - p_stop >= confidence, at most max_steps - 1 tokens),
-or a fixed ``draft`` count.
+or a fixed ``draft`` count. Rows of a batch keep different numbers of tokens per step: every row's new
+slots are written, the rejected ones marked invalid in the attention mask, the slots no row kept are
+cropped, and the cache is compacted when holes pile up. `VerifyGeneration` has the interface of
+`Generation` (iterate for streaming events, `add` and `cancel` rows, `results`); `verify_generate`
+runs one prompt.
 
 **Folding** (``fold``, a `folding.Folding`; not lossless): older answer tokens leave their one-token slots for one
 merged slot per group (the base's own entropy cut, as training data is cut, or the tokens each forward kept), fed first
 in a later forward (`engine/folding.py`). The cache then holds one slot per group of the folded history plus the
 recent tokens one by one, and every token is still the base's own choice (greedy: its argmax; sampling: the accept
-test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts. Rows of a batch keep different numbers of tokens per step: every row's new
-slots are written, the rejected ones marked invalid in the attention mask, the slots no row kept are
-cropped, and the cache is compacted when holes pile up. `VerifyGeneration` has the interface of
-`Generation` (iterate for streaming events, `add` and `cancel` rows, `results`); `verify_generate`
-runs one prompt.
+test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts.
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from typing import Iterator
 import torch
 from transformers import DynamicCache
 
-from hamburger.engine.cache import SlotCache
-from hamburger.errors import HamburgerError
-from hamburger.core.packing import group_tensors
-from hamburger.engine.folding import Folding, FoldState, entropies
-from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.core.model import HamburgerModel
+from hamburger.core.packing import group_tensors
+from hamburger.engine.cache import SlotCache
+from hamburger.engine.folding import Folding, FoldState
+from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
+from hamburger.errors import HamburgerError
 
 VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
@@ -108,8 +108,8 @@ class VerifyGeneration(Generation):
     the drafts are restricted to (e.g. `draft_vocabulary`): the draft's LM head multiplies only those rows,
     a fraction of the full head's cost; the output stays the base's (the base verifies every token).
     ``prefill_chunk``, ``poll`` and ``trace_logits`` work as in `Generation` (poll runs once per base forward), so the
-    server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the module's doc; not
-    lossless; the model keeps its adapters, which act at merged slots).
+    server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the
+    module's doc; not lossless; the model keeps its adapters, which act at merged slots).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
@@ -218,7 +218,7 @@ class VerifyGeneration(Generation):
         for b, (r, t, p) in enumerate(zip(rows, tokens.tolist(), probs)):
             self._emit(r, [t], [p], [0.0])
             if r.folding:
-                r.folding.entropies += entropies(logits[b:b + 1])
+                r.folding.chose(logits[b:b + 1])
             if self.trace_logits:
                 self.logits[self.rows.index(r)].append(logits[b].clone())
 
@@ -348,7 +348,7 @@ class VerifyGeneration(Generation):
             kept.append(n_kept)
             if r.folding:  # the base's entropies of the tokens taken; the pending token and kept drafts are cached
                 r.merged = r.merged or bool(folds[b])
-                r.folding.entropies += entropies(row_logits[:len(r.tokens) - taken])
+                r.folding.chose(row_logits[:len(r.tokens) - taken])
                 answer = first - len(r.prompt_ids)
                 r.folding.fed(answer, answer + 1 + n_kept)
         self._roll_back(cache, sizes, kept)
