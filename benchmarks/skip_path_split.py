@@ -57,6 +57,15 @@ def skip_keys(groups: list[int], single_tail: int = 0) -> list[list[str]]:
             for i, s in enumerate(skip_sources(groups, single_tail))]
 
 
+def load_in_layout(path: str, layout: str | None = None):
+    """`load_checkpoint`, read in ``layout`` (0, 1, 1f, 1f2: `config.parse_layout`; None: the checkpoint's own)."""
+    model, tokenizer, info = load_checkpoint(path)
+    if layout is not None:
+        model.config.single_tail, model.config.fold_tail = parse_layout(layout)
+        model.config.validate()
+    return model, tokenizer, info
+
+
 IMPLAUSIBLE_NLL = -math.log(0.01)
 
 
@@ -97,10 +106,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the result JSON here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model, tokenizer, info = load_checkpoint(args.model)
-    if args.layout is not None:
-        model.config.single_tail, model.config.fold_tail = parse_layout(args.layout)
-        model.config.validate()
+    model, tokenizer, info = load_in_layout(args.model, args.layout)
     vocab = model.base.get_input_embeddings().num_embeddings
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, vocab)
     rows = rows[:args.rows] if args.rows else rows

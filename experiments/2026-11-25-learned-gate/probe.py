@@ -24,9 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.gate_ranking import auroc  # noqa: E402
+from benchmarks.skip_path_split import load_in_layout  # noqa: E402
 from hamburger.bench.machine import machine_info  # noqa: E402
-from hamburger.core.checkpoint import load_checkpoint  # noqa: E402
-from hamburger.core.config import parse_layout  # noqa: E402
 from hamburger.train.batching import load_rows, to_batch  # noqa: E402
 
 FEATURES = ("logp_top", "entropy", "margin", "stop_go", "logp_prev", "micro_2", "micro_3", "logp_top*micro_2",
@@ -116,10 +115,7 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model, tokenizer, _ = load_checkpoint(args.model)
-    if args.layout is not None:
-        model.config.single_tail, model.config.fold_tail = parse_layout(args.layout)
-        model.config.validate()
+    model, tokenizer, _ = load_in_layout(args.model, args.layout)
     model.eval()
     vocab = model.base.get_input_embeddings().num_embeddings
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, vocab)
