@@ -35,6 +35,7 @@ _EXPORTS = {
     "DecodingConfig": "hamburger.engine.sampling",
     "verify_generate": "hamburger.engine.verify",
     "VerifyGeneration": "hamburger.engine.verify",
+    "Folding": "hamburger.engine.folding",
     "HamburgerError": "hamburger.errors",
 }
 __all__ = ["__version__", *_EXPORTS]
