@@ -12,7 +12,8 @@ Groups (``groups``):
     on the entropies of the base's distributions that chose the tokens. Cuts run left to right, so every group but
     the last of the cut is final;
   * ``forwards``: the tokens one verify forward kept in the cache (its pending token and the drafts the base kept).
-A group of one token stays in its slot.
+A group holds at most ``segments.max_steps`` tokens (at most what the embedder merges); a group of one token stays in
+its slot.
 """
 
 from __future__ import annotations
@@ -80,9 +81,11 @@ class FoldState:
             self.entropies += entropies(logits)
 
     def fed(self, start: int, end: int) -> None:
-        """Answer tokens [start, end) were written to the cache as one-token slots by one forward."""
+        """Answer tokens [start, end) were written to the cache as one-token slots by one forward (its groups: cut
+        into pieces of at most `segments.max_steps` tokens, what the embedder merges, when a forward kept more)."""
         self.live += range(start, end)
-        self.forwards.append((start, end))
+        step = self.folding.segments.max_steps
+        self.forwards += [(s, min(s + step, end)) for s in range(start, end, step)]
 
     def due(self, fed: int) -> list[tuple[int, int]]:
         """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache."""

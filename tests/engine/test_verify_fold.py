@@ -105,6 +105,20 @@ def test_logits_are_the_folded_layouts(name, family, char_tokenizer):
     assert folded > 4, "the test needs folded groups"
 
 
+def test_forwards_that_keep_more_than_a_group_fold_in_pieces(char_tokenizer):
+    """Six drafts per forward: a forward can keep 7 tokens, folded as groups of at most max_steps (4 and 3)."""
+    model, folding = folding_model(), FOLDINGS["forwards 0"]
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, ignore_eos=True),
+                           draft=6, fold=folding, trace_logits=True)
+    res = run.run()[0]
+    fed, traced = fed_groups(res), torch.stack(run.logits[0])
+    assert max(fed) == 7
+    schedule = fold_schedule(folding, model.base.config.vocab_size, traced, fed)
+    assert {e - s for groups in schedule for s, e in groups} == {3, 4}
+    torch.testing.assert_close(traced, folded_reference_logits(model, PROMPTS[0], res.token_ids, fed, schedule),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_kv_bytes_follow_the_slots(char_tokenizer):
     model = drafting_model("llama")
     res = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=40, confidence=0.2),
@@ -168,7 +182,7 @@ def test_due_groups_by_hand():
     """Forwards: each forward's kept tokens, once `window` tokens follow them; segments: the entropy cut's final
     groups (all but the last), once `window` tokens follow them; one-token groups stay single slots."""
     state = FoldState(Folding(window=2, groups="forwards"), 100)
-    for start, end in [(0, 3), (3, 4), (4, 6), (6, 8)]:
+    for start, end in [(0, 3), (3, 4), (4, 6), (6, 8)]:  # (forwards of more than 4 tokens: the test above)
         state.fed(start, end)
     assert state.due(4) == []  # (0, 3) is followed by one token only
     assert state.due(5) == [(0, 3)]
