@@ -154,11 +154,12 @@ def test_sigterm_drains_running_requests_and_refuses_new_ones(checkpoint, tmp_pa
             while srv.health()["running"] < 2 and time.time() < end:
                 time.sleep(0.02)
             srv.proc.send_signal(signal.SIGTERM)
-            end, refused = time.time() + 5, None
-            while refused is None and time.time() < end:  # the drain starts on uvicorn's next tick
-                late = httpx.post(srv.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, headers=AUTH)
-                refused = late if late.status_code == 503 else None
-            assert refused is not None and error_of(refused)["code"] == "shutting_down"
+            end = time.time() + 5
+            while srv.health()["status"] != "draining" and time.time() < end:  # it starts on uvicorn's next tick
+                time.sleep(0.02)
+            # (a request sent before the drain starts would be served, and could outlast the drain's short window)
+            refused = httpx.post(srv.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 2}, headers=AUTH)
+            assert refused.status_code == 503 and error_of(refused)["code"] == "shutting_down"
             rest = [line for line in lines if line.startswith("data: ")]
             stream.__exit__(None, None, None)
             import json
