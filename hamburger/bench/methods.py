@@ -205,8 +205,9 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
                   reference: HamburgerModel | None = None, compile_backend: str | None = None,
                   micro_loop: str = "host") -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
-    prompt_lookup, early_exit, verify. Every method but hamburger runs ``reference`` (the unchanged base,
-    default ``model``; verify puts ``model``'s grafted modules on it). Early exit defaults to a quarter of
+    prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache by `VERIFY_FOLD`, on ``model``
+    itself: its adapters read the merged slots). Every method but hamburger and verify_fold runs ``reference`` (the
+    unchanged base, default ``model``; verify puts ``model``'s grafted modules on it). Early exit defaults to a quarter of
     the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
@@ -242,9 +243,15 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             from hamburger.engine.verify import on_base
 
             methods.append(VerifyMethod(on_base(model, reference), tokenizer))
+        elif name == "verify_fold":
+            from hamburger.engine.folding import parse_folding
+
+            methods.append(VerifyMethod(model, tokenizer, name=f"verify_fold@{VERIFY_FOLD}",
+                                        fold=parse_folding(VERIFY_FOLD).validate(model.config.max_steps)))
         else:
             raise ValueError(name)
     return methods
 
 
-METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify")
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify", "verify_fold")
+VERIFY_FOLD = "segments:32"  # the folding the verify_fold method times (chosen on dev prompts, experiments/2026-11-25-verify-fold)

@@ -1,5 +1,6 @@
 # bench.sh [MODEL]: the GPU mode of `hamburger bench` on a lent GPU, eager and then compiled, side by side with
-# HF generate (same prompts, fp32). Needs the machine set up by setup1.sh + start2.sh and the model's weights in
+# HF generate (same prompts, fp32), and verify mode with and without folding (verify_fold: segments:32; eager in
+# both). Needs the machine set up by setup1.sh + start2.sh and the model's weights in
 # the working tree (the default model: re-track hamburger/default_model/grafted.safetensors for this call).
 # Results (results.json/.md, plots) land in $OUT/bench-eager and $OUT/bench-compiled.
 . .gpu/env.sh
@@ -7,6 +8,7 @@ MODEL=${1:+--model $1}
 for mode in eager compiled; do
     extra=""; [ $mode = compiled ] && extra="--compile"
     $HB bench $MODEL --device cuda $extra --categories chat,code,math --n-prompts 5 --repeats 3 \
-        --max-new-tokens 128 --methods hamburger,own_loop,hf_generate,prompt_lookup --confidences 0.6,0.9 \
+        --max-new-tokens 128 --methods hamburger,own_loop,hf_generate,prompt_lookup,verify,verify_fold \
+        --confidences 0.6,0.9 \
         --lengths '' --batch-sizes 1,4,16 --out $OUT/bench-$mode 2>&1 | tail -25
 done

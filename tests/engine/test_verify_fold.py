@@ -217,3 +217,23 @@ def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
     assert (out["token_ids"], out["kv_slots"]) == (want[0].token_ids, want[0].kv_slots)
     assert main(["generate", "--model", str(ckpt), "--fold", "segments:8", "--raw", text]) == 1
     assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--fold", "segments", "--raw", text]) == 1
+
+
+def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch):
+    """`hamburger bench --methods verify_fold` times `VerifyGeneration(fold=VERIFY_FOLD)` on the checkpoint itself
+    (here a folding that cuts the tiny model's answers: its entropies are above any sliding 0.9 threshold)."""
+    from hamburger.bench import methods as bench_methods
+    from hamburger.engine.folding import parse_folding
+
+    monkeypatch.setattr(bench_methods, "VERIFY_FOLD", "forwards:4")
+    model = folding_model()
+    assert "verify_fold" in bench_methods.METHOD_NAMES
+    (method,) = bench_methods.build_methods(model, char_tokenizer, ["verify_fold"], [])
+    got = method.run(PROMPTS[0], 30, ignore_eos=True)
+    want = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, ignore_eos=True),
+                            fold=parse_folding("forwards:4")).run()[0]
+    assert (got.method, got.token_ids, got.forwards) == ("verify_fold@forwards:4", want.token_ids, want.forwards)
+    assert got.kv_slots == want.kv_slots < want.kv_slots_ordinary
+    assert method.run_batch(PROMPTS[:2], 12) == [
+        r.token_ids for r in VerifyGeneration(model, char_tokenizer, PROMPTS[:2], DecodingConfig(max_new_tokens=12),
+                                              fold=parse_folding("forwards:4")).run()]
