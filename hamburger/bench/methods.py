@@ -247,7 +247,7 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             from hamburger.engine.folding import parse_folding
 
             methods.append(VerifyMethod(model, tokenizer, name=f"verify_fold@{VERIFY_FOLD}",
-                                        fold=parse_folding(VERIFY_FOLD).validate(model.config.max_steps)))
+                                        fold=parse_folding(VERIFY_FOLD)))
         else:
             raise ValueError(name)
     return methods

@@ -42,9 +42,8 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
     from hamburger.engine.generate import Generation
 
     if args.mode == "verify":
-        from hamburger.engine.verify import VerifyGeneration
-
         from hamburger.engine.folding import parse_folding
+        from hamburger.engine.verify import VerifyGeneration
 
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft,
                                 fold=parse_folding(args.fold) if args.fold else None)

@@ -23,7 +23,7 @@ from itertools import accumulate
 
 import torch
 
-from hamburger.data.segment import STRATEGIES, SegmentSettings, segment_entropies
+from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entropy, segment_entropies
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
@@ -59,12 +59,6 @@ def parse_folding(spec: str) -> Folding:
         raise HamburgerError(f"a folding is GROUPS:WINDOW, e.g. segments:8 or forwards:4; got {spec!r}") from None
 
 
-def entropies(logits: torch.Tensor) -> list[float]:
-    """Entropy (nats) of each row's distribution, logits [n, V]: the entropies the segment strategies cut."""
-    logp = logits.float().log_softmax(-1)
-    return (-(logp.exp() * logp).sum(-1)).tolist()
-
-
 class FoldState:
     """One row's folding: which of its answer tokens sit in one-token slots, and the groups due to fold."""
 
@@ -72,13 +66,13 @@ class FoldState:
         self.folding, self.vocab_size = folding, vocab_size
         self.live: list[int] = []  # the row's answer slots in cache order: a token's index, or -1 for a merged slot
         self.entropies: list[float] = []  # of each emitted token's distribution (segments only)
-        self.forwards: list[tuple[int, int]] = []  # the answer tokens each forward kept: [start, end)
+        self.forwards: list[tuple[int, int]] = []  # the undecided answer tokens each forward kept: [start, end)
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
 
     def chose(self, logits: torch.Tensor) -> None:
         """The base's logits [n, V] that chose the row's next n tokens (their entropies cut the segments)."""
-        if self.folding.groups == "segments":
-            self.entropies += entropies(logits)
+        if self.folding.groups == "segments":  # (the entropies training data is cut by)
+            self.entropies += log_softmax_entropy(logits)[1].tolist()
 
     def fed(self, start: int, end: int) -> None:
         """Answer tokens [start, end) were written to the cache as one-token slots by one forward (its groups: cut
@@ -91,7 +85,7 @@ class FoldState:
         """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache."""
         limit = fed - self.folding.window
         if self.folding.groups == "forwards":
-            cut = [(s, e) for s, e in self.forwards if s >= self.decided]
+            cut = self.forwards
         else:  # the base's entropy cut of the undecided tokens: all groups but the last are final
             sizes = segment_entropies(self.entropies[self.decided:fed], self.folding.segments, self.vocab_size)
             ends = list(accumulate(sizes))
@@ -103,6 +97,7 @@ class FoldState:
             self.decided = end
             if end - start > 1:
                 out.append((start, end))
+        self.forwards = [(s, e) for s, e in self.forwards if s >= self.decided]
         return out
 
     def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> None:
@@ -113,4 +108,7 @@ class FoldState:
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)
         valid &= ~(valid & torch.isin(from_end, ranks))
-        self.live = [i for i in self.live if i not in leaving] + [-1] * len(groups)
+        live = [i for i in self.live if i not in leaving]
+        while live and live[0] == -1:  # merged slots before every single one no longer matter to a rank
+            live.pop(0)
+        self.live = live + [-1] * len(groups)

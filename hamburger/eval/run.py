@@ -186,18 +186,18 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     eos = set(eos_ids(judge, tokenizer))
     methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
-    if verify:
+    engines = {}  # the engine of each method that does not run `Generation`
+    if verify or verify_fold:
         from hamburger.engine.verify import VerifyGeneration, on_base
-
+    if verify:
         methods.append(("verify", verify_confidence))
-        drafter = on_base(model, judge)
-    folding = None
+        drafter, engines["verify"] = on_base(model, judge), VerifyGeneration
     if verify_fold:
         from hamburger.engine.folding import parse_folding
-        from hamburger.engine.verify import VerifyGeneration
 
-        folding = parse_folding(verify_fold).validate(model.config.max_steps)
+        folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
+        engines["verify-fold"] = partial(VerifyGeneration, fold=folding)
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -221,8 +221,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                          seed=i if extra else None, **extra) for i in range(len(ids))]
                 runner = judge if name.startswith("base") else drafter if name == "verify" else model
-                engine = Generation if not name.startswith("verify") else VerifyGeneration if name == "verify" \
-                    else partial(VerifyGeneration, fold=folding)
+                engine = engines.get(name, Generation)
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
                     chunk = slice(start, start + batch_size)

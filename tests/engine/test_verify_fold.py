@@ -10,7 +10,8 @@ from hamburger.core.packing import group_tensors
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.engine.folding import Folding, FoldState, entropies
+from hamburger.data.segment import log_softmax_entropy
+from hamburger.engine.folding import Folding, FoldState
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.engine.test_verify import drafting_model
@@ -25,7 +26,7 @@ def fed_groups(res) -> list[int]:
 def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[int]) -> list[list[tuple[int, int]]]:
     """The groups folded before each forward, by the policy (`FoldState`) on the traced logits' entropies."""
     state = FoldState(folding, vocab)
-    state.entropies = entropies(logits)
+    state.entropies = log_softmax_entropy(logits)[1].tolist()
     out, done = [], 0
     for n in fed:
         out.append(state.due(done))
