@@ -34,6 +34,7 @@ def reexec_with_env() -> None:
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int):
     from hamburger.bench.methods import HFMethod, VerifyMethod
     from hamburger.engine.folding import parse_folding
+    from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.verify import draft_vocabulary, on_base
 
     verify_model = on_base(model, reference_model)
@@ -41,12 +42,14 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
     methods = [HFMethod(base, tokenizer),
                HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup)]
     for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": 2 drafts per step; ":v4096": draft vocabulary;
-        drafting, _, fold = p.partition("@")  # "@segments:8": folding (engine/folding.py) on the checkpoint itself
-        policy, _, vocab = drafting.partition(":v")
-        draft_vocab = draft_vocabulary(DRAFT_DATA, int(vocab)) if vocab else None
+        drafting, _, fold = p.partition("@")  # ":p10": prompt lookup drafts of up to 10 tokens where the text matches;
+        policy, *options = drafting.split(":")  # "@segments:8": folding (engine/folding.py) on the checkpoint itself
+        vocab = next((int(o[1:]) for o in options if o.startswith("v")), None)
+        lookup = next((PromptLookup(tokens=int(o[1:])) for o in options if o.startswith("p")), None)
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
         methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
-                                    draft_vocab=draft_vocab, fold=parse_folding(fold) if fold else None, **kind))
+                                    draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
+                                    fold=parse_folding(fold) if fold else None, lookup=lookup, **kind))
     return verify_model, methods
 
 
@@ -74,6 +77,10 @@ def summarise(rows: list[dict]) -> list[dict]:
                 entry["acceptance_by_position"] = [
                     sum(a >= i for a in accepted) / max(1, sum(d >= i for d in drafts)) for i in range(1, depth + 1)]
                 entry["drafts_by_position"] = [sum(d >= i for d in drafts) for i in range(1, depth + 1)]
+            if any(any(r.get("looked_up", ())) for r in rs):  # steps prompt lookup drafted, drafts it got kept
+                looked = [a for r in rs for a, up in zip(r["accepted"], r["looked_up"]) if up]
+                entry["lookup_steps"] = len(looked) / max(1, sum(len(r["looked_up"]) for r in rs))
+                entry["lookup_kept_per_step"] = sum(looked) / len(looked)
             out.append(entry)
         hf = next(e for e in out if e["category"] == category and e["method"] == "hf_generate")
         for e in out:
@@ -159,7 +166,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--policies", default="c0.5,c0.5:v4096,k1:v4096",
                         help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step; a suffix "
-                             ":vN restricts drafts to the N most frequent training-response tokens; a suffix "
+                             ":vN restricts drafts to the N most frequent training-response tokens, :pN drafts up to N "
+                             "tokens by prompt lookup where the text's last n-gram occurred before; a suffix "
                              "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
@@ -213,6 +221,7 @@ def main() -> int:
                        "prompt_tokens": r.prompt_tokens, "load_average": os.getloadavg()[0]}
                 if getattr(m, "last", None) is not None:
                     row["drafts"], row["accepted"] = m.last.drafts, m.last.accepted
+                    row["looked_up"] = m.last.looked_up
                 result["rows"].append(row)
                 print(f"[{i + 1}/{len(prompts)}] {m.name:14s} {r.decode_tok_s:6.1f} tok/s  "
                       f"tau {r.tau:.2f}  same {row['identical_to_hf']}", flush=True)

@@ -93,12 +93,13 @@ class HamburgerMethod:
 
 class VerifyMethod:
     """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base; with ``fold``
-    (a `folding.Folding`; not lossless) the checkpoint itself, whose adapters read the folded slots."""
+    (a `folding.Folding`; not lossless) the checkpoint itself, whose adapters read the folded slots. ``lookup`` (a
+    `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
-                 name: str | None = None, draft_vocab=None, fold=None):
+                 name: str | None = None, draft_vocab=None, fold=None, lookup=None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
-        self.draft_vocab, self.fold = draft_vocab, fold
+        self.draft_vocab, self.fold, self.lookup = draft_vocab, fold, lookup
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
@@ -106,21 +107,20 @@ class VerifyMethod:
     def _config(self, max_new_tokens: int, ignore_eos: bool) -> DecodingConfig:
         return DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
 
-    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+    def _generation(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool):
         from hamburger.engine.verify import VerifyGeneration
 
-        r = VerifyGeneration(self.model, self.tokenizer, [prompt_ids], self._config(max_new_tokens, ignore_eos),
-                             draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold).run()[0]
+        return VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
+                                draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold, lookup=self.lookup)
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
+        r = self._generation([prompt_ids], max_new_tokens, ignore_eos).run()[0]
         self.last = r  # draft statistics of the latest run (acceptance by position)
         return Measurement(self.name, r.tokens, r.forwards, r.prefill_s, r.decode_s, r.kv_bytes, r.kv_slots,
                            r.token_ids, prompt_tokens=len(prompt_ids), first_tokens=r.groups[0])
 
     def run_batch(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool = False) -> list[list[int]]:
-        from hamburger.engine.verify import VerifyGeneration
-
-        run = VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
-                               draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold)
-        return [r.token_ids for r in run.run()]
+        return [r.token_ids for r in self._generation(prompts, max_new_tokens, ignore_eos).run()]
 
 
 class HFMethod:

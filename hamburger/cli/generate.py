@@ -43,10 +43,12 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
 
     if args.mode == "verify":
         from hamburger.engine.folding import parse_folding
+        from hamburger.engine.lookup import PromptLookup
         from hamburger.engine.verify import VerifyGeneration
 
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft,
-                                fold=parse_folding(args.fold) if args.fold else None)
+                                fold=parse_folding(args.fold) if args.fold else None,
+                                lookup=PromptLookup(tokens=args.lookup) if args.lookup else None)
     return Generation(model, tokenizer, ids, configs)
 
 
@@ -75,7 +77,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.prompt import encode_prompt
 
-    for flag, value in (("--draft", args.draft), ("--fold", args.fold)):
+    for flag, value in (("--draft", args.draft), ("--fold", args.fold), ("--lookup", args.lookup)):
         if value is not None and args.mode != "verify":
             raise HamburgerError(f"{flag} applies to --mode verify only")
     config = decoding_config(args)
@@ -133,6 +135,10 @@ def register(sub) -> None:
                         "follow them; GROUPS is segments (the base's own entropy cut, as training data is cut) or "
                         "forwards (the tokens one base forward kept), e.g. segments:8. Every token is still the base "
                         "model's choice, but reading folded history it is no longer exactly the base's output")
+    p.add_argument("--lookup", type=int, default=None, metavar="N",
+                   help="with --mode verify: where the text's last 2-3 tokens occurred before (in the prompt or the "
+                        "answer), draft the up to N tokens that followed them (prompt lookup; free: no forward makes "
+                        "them) instead of asking the micro-step decoder; the base still checks every token")
     add_sampling(p, knob=KNOB_HELP)
     p.add_argument("--raw", action="store_true", help="do not apply the chat template")
     p.add_argument("--system", default=None, help="system message for the chat template")

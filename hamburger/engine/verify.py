@@ -37,6 +37,7 @@ from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
 from hamburger.errors import HamburgerError
 
@@ -50,6 +51,7 @@ class VerifyResult(GenerationResult):
 
     drafts: list[int] = field(default_factory=list)  # tokens drafted at each verify step
     accepted: list[int] = field(default_factory=list)  # drafts the base kept at each verify step
+    looked_up: list[bool] = field(default_factory=list)  # whether prompt lookup (not the MSD) drafted at each step
 
     def acceptance_by_position(self) -> list[float]:
         """Fraction of steps that drafted an i-th token in which the base kept it (i = 1, 2, ...)."""
@@ -66,6 +68,7 @@ class _Drafts:
 
     tokens: list[int] = field(default_factory=list)
     q: list[torch.Tensor] = field(default_factory=list)
+    looked_up: bool = False  # prompt lookup made them (`engine/lookup.py`), not the MSD
     # 1 - p_stop after the pending token and after each draft (stop-head drafting only); results report it per
     # emitted token where the stop head judged that token, 0.0 elsewhere
     p_continue: list[float] = field(default_factory=list)
@@ -109,14 +112,16 @@ class VerifyGeneration(Generation):
     a fraction of the full head's cost; the output stays the base's (the base verifies every token).
     ``prefill_chunk``, ``poll`` and ``trace_logits`` work as in `Generation` (poll runs once per base forward), so the
     server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the
-    module's doc; not lossless; the model keeps its adapters, which act at merged slots).
+    module's doc; not lossless; the model keeps its adapters, which act at merged slots). ``lookup``: where the text's
+    last n-gram occurred before, draft the tokens that followed it (up to ``lookup.tokens``, beyond ``max_draft``)
+    instead of asking the MSD (`engine/lookup.py`).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: DecodingConfig | list[DecodingConfig], draft: int | None = None,
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
-                 trace_logits: bool = False):
+                 trace_logits: bool = False, lookup: PromptLookup | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if fold is not None:
@@ -125,6 +130,7 @@ class VerifyGeneration(Generation):
                 raise HamburgerError("fold does not combine with msd_context (the MSD's context would read folded "
                                      "slots)")
         self.fold = fold
+        self.lookup = lookup.validate() if lookup is not None else None
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
@@ -144,7 +150,7 @@ class VerifyGeneration(Generation):
             config = replace(config, confidence=VERIFY_CONFIDENCE)
         index = super().add(prompt_ids, config)
         row = self.rows[index]
-        row.pending, row.fed, row.drafts, row.accepted = None, 0, [], []
+        row.pending, row.fed, row.drafts, row.accepted, row.looked_up = None, 0, [], [], []
         row.folding = FoldState(self.fold, self.model.base.config.vocab_size) if self.fold else None
         return index
 
@@ -198,7 +204,7 @@ class VerifyGeneration(Generation):
     def _result(self, row: _Row) -> VerifyResult:
         base = asdict(super()._result(row))
         base["kv_slots"] = row.kv_slots
-        return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted)
+        return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted, looked_up=row.looked_up)
 
     # ------------------------------------------------------------------ emitting
     def _emit(self, row: _Row, tokens: list[int], probs: list[float], p_continue: list[float]) -> None:
@@ -222,22 +228,45 @@ class VerifyGeneration(Generation):
             if self.trace_logits:
                 self.logits[self.rows.index(r)].append(logits[b].clone())
 
+    def _room(self, row: _Row) -> int:
+        """Most drafts max_new_tokens and the context leave room for (the base adds one token after them)."""
+        return min(row.cfg.max_new_tokens - len(row.tokens),
+                   self.model.context_length - len(row.prompt_ids) - len(row.tokens)) - 1
+
     def _budget(self, row: _Row) -> int:
-        """Most drafts this step: never more tokens than max_new_tokens or the context leaves room for."""
-        left = min(row.cfg.max_new_tokens - len(row.tokens),
-                   self.model.context_length - len(row.prompt_ids) - len(row.tokens))
-        return max(0, min(self.max_draft, left - 1))
+        """Most MSD drafts this step: max_draft, within the room left."""
+        return max(0, min(self.max_draft, self._room(row)))
+
+    def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
+        """Draft by prompt lookup into ``drafts`` where the row's text has a match; whether it did."""
+        tokens = self.lookup.propose(row.prompt_ids + row.tokens, self._room(row)) if self.lookup else []
+        if not tokens:
+            return False
+        drafts.tokens, drafts.looked_up = tokens, True
+        if not row.cfg.greedy:  # a lookup draft is certain: q is one-hot
+            vocab = self.model.base.get_output_embeddings().weight.shape[0]
+            drafts.q = [torch.zeros(vocab, device=self.model.device).index_fill_(0, torch.tensor([t]), 1.0)
+                        for t in tokens]
+        return True
 
     # ------------------------------------------------------------------ drafting
     def _draft(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> list[_Drafts]:
-        """The MSD's drafts after each row's pending token, from the base features before it (batched;
-        a row leaves the micro batch when its budget is spent or the stop head ends its draft)."""
+        """The drafts after each row's pending token: prompt lookup's where it matches, else the MSD's from the base
+        features before it (batched; a row leaves the micro batch when its budget is spent or the stop head ends its
+        draft)."""
         model = self.model
         out = [_Drafts() for _ in rows]
         budget = [self._budget(r) for r in rows]
         pending = torch.tensor([r.pending for r in rows], device=model.device)
         embeddings = model.embed(pending)
-        live = self._still_drafting(hidden, embeddings, rows, out, budget, list(range(len(rows))))
+        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b])]  # the rows the MSD drafts for
+        if not ask:
+            return out
+        if len(ask) < len(rows):
+            at = torch.tensor(ask, device=model.device)
+            live = self._still_drafting(hidden[at], embeddings[at], rows, out, budget, ask)
+        else:
+            live = self._still_drafting(hidden, embeddings, rows, out, budget, ask)
         if not live:
             return out
         index = torch.tensor(live, device=model.device)
@@ -344,6 +373,7 @@ class VerifyGeneration(Generation):
                 self.logits[self.rows.index(r)].extend(row_logits[:len(r.tokens) - taken].clone())
             r.drafts.append(len(d.tokens))
             r.accepted.append(n_kept)
+            r.looked_up.append(d.looked_up)
             r.fed += 1 + n_kept
             kept.append(n_kept)
             if r.folding:  # the base's entropies of the tokens taken; the pending token and kept drafts are cached

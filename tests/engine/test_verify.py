@@ -12,6 +12,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.sampling import DecodingConfig, warp_logits
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration, verify_generate
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
 
@@ -210,11 +211,13 @@ def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int]:
     return float(((obs[used] - exp[used]) ** 2 / exp[used]).sum()), int(used.sum()) - 1
 
 
-@pytest.mark.parametrize("draft_vocab", [None, [0, 1, 4, 5]])
-def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_tokenizer):
+@pytest.mark.parametrize("draft_vocab, lookup", [(None, None), ([0, 1, 4, 5], None),
+                                                 (None, PromptLookup(tokens=2, ngram=2, min_ngram=1))])
+def test_speculative_sampling_follows_the_base_distribution(draft_vocab, lookup, char_tokenizer):
     """Tokens 2 and 3 come out of the acceptance test (draft accepted, or redrawn from the residual); their
     joint frequency over many seeds matches the base's exact distribution, and not the drafts' own; also
-    when the drafts are restricted to a few tokens (q is 0 elsewhere)."""
+    when the drafts are restricted to a few tokens (q is 0 elsewhere), and when prompt lookup drafts where the text
+    repeats (a certain draft: q is one-hot)."""
     torch.manual_seed(0)
     base = tiny_base("llama", seed=5, vocab=6)
     model = HamburgerModel(base, HamburgerConfig(max_steps=3, decoder_init="random")).eval()
@@ -233,15 +236,19 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
     exact = joint.sum(0).flatten()  # P(t2, t3)
     samples = 4000
     counts = torch.zeros(vocab * vocab)
-    drafted = accepted = 0
+    drafted = accepted = looked = 0
     for start in range(0, samples, 500):
         cfgs = [DecodingConfig(**cfg, seed=start + i) for i in range(500)]
         vocab_ids = torch.tensor(draft_vocab) if draft_vocab else None
-        for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2, draft_vocab=vocab_ids).run():
+        for res in VerifyGeneration(model, char_tokenizer, [prompt] * 500, cfgs, draft=2, draft_vocab=vocab_ids,
+                                    lookup=lookup).run():
             counts[res.token_ids[1] * vocab + res.token_ids[2]] += 1
             drafted += sum(res.drafts)
             accepted += sum(res.accepted)
+            looked += res.looked_up[0]
     assert 0.1 < accepted / drafted < 0.9, "the test needs both accepted and rejected drafts"
+    if lookup:
+        assert 0.1 < looked / samples < 0.9, "the test needs lookup drafts and MSD drafts"
     stat, df = chi_square(counts, exact)
     assert stat < chi_square_critical(df), (stat, df)
     marginal = counts.view(vocab, vocab).sum(1)
@@ -258,9 +265,10 @@ def test_speculative_sampling_follows_the_base_distribution(draft_vocab, char_to
             outside[draft_vocab] = False
             q = q.masked_fill(outside, 0.0)
             q = q / q.sum(-1, keepdim=True)
-    naive_t2 = (p[0, 0, 0][:, None] * q).sum(0)
-    stat, df = chi_square(marginal, naive_t2)
-    assert stat > chi_square_critical(df), "draft and base distributions are too close for this test"
+    if lookup is None:
+        naive_t2 = (p[0, 0, 0][:, None] * q).sum(0)
+        stat, df = chi_square(marginal, naive_t2)
+        assert stat > chi_square_critical(df), "draft and base distributions are too close for this test"
 
 
 @pytest.mark.slow
