@@ -273,6 +273,7 @@ class Outside:
 # ------------------------------------------------------------------------------ serve: a real server process
 KEY = "sk-test-key"
 MAX_QUEUE = 40  # the load test sends 32 requests at once: none may be refused
+LOOKUP, FOLD = 4, "forwards:2"  # the serve tests' --lookup and --fold (the verify modes' drafting and folding)
 
 
 def free_port() -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from hamburger.engine.cache import cache_bytes
+from hamburger.engine.folding import DEFAULT_FOLD
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import compile_micro_loop
 from hamburger.core.model import HamburgerModel
@@ -254,4 +255,4 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
 
 
 METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify", "verify_fold")
-VERIFY_FOLD = "segments:32"  # the folding the verify_fold method times (chosen on dev prompts, experiments/2026-11-25-verify-fold)
+VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times

@@ -23,7 +23,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        max_new_tokens=args.max_new_tokens, gsm8k_file=args.gsm8k_file, chat_file=args.chat_file,
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
-                       base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence)
+                       base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
+                       verify_lookup=args.verify_lookup)
     print(summary.read_text())
     return 0
 
@@ -77,6 +78,9 @@ def register(sub) -> None:
     p.add_argument("--verify-confidence", type=float, default=None,
                    help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default 0.5; "
                         "lower drafts more: more tokens per forward, more positions per forward)")
+    p.add_argument("--verify-lookup", type=int, default=0, metavar="N",
+                   help="--verify and --verify-fold also draft by prompt lookup: up to N tokens that followed an "
+                        "earlier occurrence of the text's last 2-3 tokens (default 0: the MSD drafts alone)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--bands", default=None,

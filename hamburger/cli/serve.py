@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from hamburger.cli.options import add_model, add_runtime, device_of
+from hamburger.engine.folding import DEFAULT_FOLD
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK
 from hamburger.serve.protocol import MODES
 
@@ -17,7 +18,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
           max_batch_size=args.max_batch_size, max_queue=args.max_queue, max_tokens=args.max_tokens,
           confidence=args.confidence, mode=args.mode, max_request_bytes=args.max_request_bytes,
           prefill_chunk=args.prefill_chunk, drain_timeout=args.drain_timeout, dtype=args.dtype, device=device,
-          base=args.base, log_level=args.log_level)
+          base=args.base, log_level=args.log_level, fold=args.fold, lookup=args.lookup)
     return 0
 
 
@@ -43,8 +44,17 @@ def register(sub) -> None:
                    help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
     p.add_argument("--mode", default="hamburger", choices=MODES,
                    help="decoding mode of requests without a 'mode' field: hamburger (merged groups, the confidence "
-                        "knob; one KV slot per group) or verify (lossless: the micro-step decoder drafts, the "
-                        "unchanged base verifies; the base's own output) (default hamburger)")
+                        "knob; one KV slot per group), verify (lossless: the micro-step decoder drafts, the "
+                        "unchanged base verifies; the base's own output) or verify_fold (verify mode on the checkpoint "
+                        "itself, older answer tokens folded into one KV slot per group by --fold; every token the "
+                        "base's choice on that cache) (default hamburger)")
+    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW",
+                   help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
+                        "tokens follow it; GROUPS is segments (the base's entropy cut) or forwards (see generate "
+                        "--fold) (default %(default)s)")
+    p.add_argument("--lookup", type=int, default=0, metavar="N",
+                   help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "
+                        "occurrence of the text's last 2-3 tokens (0, the default: the micro-step decoder drafts alone)")
     p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
                    help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
     p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,

@@ -27,6 +27,7 @@ from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entr
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
+DEFAULT_FOLD = "segments:32"  # `parse_folding` spec used where none is given (chosen on dev prompts, see the README)
 
 
 @dataclass(frozen=True)

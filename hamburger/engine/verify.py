@@ -52,6 +52,7 @@ class VerifyResult(GenerationResult):
     drafts: list[int] = field(default_factory=list)  # tokens drafted at each verify step
     accepted: list[int] = field(default_factory=list)  # drafts the base kept at each verify step
     looked_up: list[bool] = field(default_factory=list)  # whether prompt lookup (not the MSD) drafted at each step
+    folded: bool = False  # decoded with a `Folding` (older tokens may sit in merged slots)
 
     def acceptance_by_position(self) -> list[float]:
         """Fraction of steps that drafted an i-th token in which the base kept it (i = 1, 2, ...)."""
@@ -204,7 +205,8 @@ class VerifyGeneration(Generation):
     def _result(self, row: _Row) -> VerifyResult:
         base = asdict(super()._result(row))
         base["kv_slots"] = row.kv_slots
-        return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted, looked_up=row.looked_up)
+        return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted, looked_up=row.looked_up,
+                            folded=self.fold is not None)
 
     # ------------------------------------------------------------------ emitting
     def _emit(self, row: _Row, tokens: list[int], probs: list[float], p_continue: list[float]) -> None:

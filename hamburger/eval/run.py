@@ -164,7 +164,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
-             verify_confidence: float | None = None):
+             verify_confidence: float | None = None, verify_lookup: int = 0):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -172,7 +172,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
     read the merged slots), its older tokens folded into one KV slot per group. Both draft while the stop head's
-    1 - p_stop >= ``verify_confidence`` (None: verify mode's default)."""
+    1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
+    (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`)."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -188,16 +189,19 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
     engines = {}  # the engine of each method that does not run `Generation`
     if verify or verify_fold:
+        from hamburger.engine.lookup import PromptLookup
         from hamburger.engine.verify import VerifyGeneration, on_base
+
+        lookup = PromptLookup(tokens=verify_lookup).validate() if verify_lookup else None
     if verify:
         methods.append(("verify", verify_confidence))
-        drafter, engines["verify"] = on_base(model, judge), VerifyGeneration
+        drafter, engines["verify"] = on_base(model, judge), partial(VerifyGeneration, lookup=lookup)
     if verify_fold:
         from hamburger.engine.folding import parse_folding
 
         folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
-        engines["verify-fold"] = partial(VerifyGeneration, fold=folding)
+        engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup)
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -320,7 +324,8 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
-             base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None) -> Path:
+             base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
+             verify_lookup: int = 0) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`). Returns summary.md."""
@@ -337,7 +342,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence)
+                                verify_confidence, verify_lookup)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file,

@@ -4,7 +4,7 @@ Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET 
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. Extensions: the request fields `confidence`, `reread`, `mode`
-("hamburger" or "verify", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau, groups,
+("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau, groups,
 kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
@@ -37,11 +37,12 @@ HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}  # the `code` of Star
 def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | None = None,
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
                default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
-               prefill_chunk: int | None = PREFILL_CHUNK, mode: str = "hamburger", verify_model=None):
+               prefill_chunk: int | None = PREFILL_CHUNK, mode: str = "hamburger", verify_model=None,
+               fold=None, lookup=None):
     """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
     `app.state.draining` (see `drain.DrainingServer`) and new requests get 503 while the running ones finish.
-    ``mode``: the decoding mode of requests without a `mode` field; ``verify_model``: what verify mode runs
-    (see `scheduler.Scheduler`)."""
+    ``mode``: the decoding mode of requests without a `mode` field; ``verify_model``, ``fold`` and ``lookup``: what
+    the verify modes run (see `scheduler.Scheduler`)."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
     from fastapi.responses import JSONResponse, StreamingResponse
@@ -49,7 +50,8 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
 
     if mode not in MODES:
         raise HamburgerError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model)
+    scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
+                          lookup)
     created = int(time.time())
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 

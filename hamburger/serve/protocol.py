@@ -26,7 +26,8 @@ from hamburger.engine.verify import VerifyResult
 ROLES = {"system", "developer", "user", "assistant"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "confidence", "reread", "mode"}
-MODES = ("hamburger", "verify")  # the request field `mode`: lossy merged decoding, or lossless verify mode
+# the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
+MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
 
 
@@ -235,7 +236,8 @@ def completion_prompt(body: dict, tokenizer) -> list[int]:
 
 
 def parse_mode(body: dict, default: str) -> str:
-    """The decoding mode of a request: "hamburger" (merged groups, the knob) or "verify" (lossless)."""
+    """The decoding mode of a request: "hamburger" (merged groups, the knob), "verify" (lossless) or "verify_fold"
+    (verify mode, older tokens folded into merged slots)."""
     mode = body.get("mode")
     if mode is None:
         return default
@@ -283,7 +285,14 @@ def usage(r: GenerationResult) -> dict:
             "hamburger": {"base_forwards": r.forwards, "tau": round(r.tau, 4), "groups": len(r.groups),
                           "kv_slots": r.kv_slots, "kv_slots_ordinary": r.kv_slots_ordinary, "kv_bytes": r.kv_bytes,
                           "rereads": r.rereads, "confidence": r.confidence,
-                          "mode": "verify" if isinstance(r, VerifyResult) else "hamburger"}}
+                          "mode": mode_of(r)}}
+
+
+def mode_of(r: GenerationResult) -> str:
+    """The `MODES` entry a result was decoded in."""
+    if isinstance(r, VerifyResult):
+        return "verify_fold" if r.folded else "verify"
+    return "hamburger"
 
 
 def sse(data) -> str:

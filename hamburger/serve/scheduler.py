@@ -10,9 +10,11 @@ with `Generation.cancel`, or skipped if it has not started. Both happen in `Gene
 once per macro step and between the chunks of a long prompt's prefill (`prefill_chunk`), so a short
 request joins while a long prompt is still being read.
 
-Each request names its mode: "hamburger" (merged groups) or "verify" (lossless verify mode, run on
-``verify_model``). A batch runs one engine, so it takes requests of one mode; a waiting request of the
-other mode stops admission into the running batch, which then drains, and the next batch starts with it.
+Each request names its mode: "hamburger" (merged groups), "verify" (lossless verify mode, run on ``verify_model``)
+or "verify_fold" (verify mode folding older tokens into merged slots, `folding.Folding`, on the checkpoint itself).
+Both verify modes also draft by prompt lookup when the scheduler has a ``lookup``. A batch runs one engine, so it
+takes requests of one mode; a waiting request of another mode stops admission into the running batch, which then
+drains, and the next batch starts with it.
 
 `drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
 refused; the running rows go on until they finish or the time is up, then each is cut and answered with
@@ -27,7 +29,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from functools import partial
+
+from hamburger.engine.folding import DEFAULT_FOLD, Folding, parse_folding
 from hamburger.engine.generate import Generation
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
 
@@ -50,7 +56,7 @@ class Request:
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     cancelled: bool = False
-    mode: str = "hamburger"  # "verify": lossless verify mode (`verify.VerifyGeneration`)
+    mode: str = "hamburger"  # "verify" / "verify_fold": verify mode (`verify.VerifyGeneration`), lossless / folding
 
     def push(self, kind: str, value) -> None:
         try:
@@ -61,13 +67,18 @@ class Request:
 
 class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
-                 prefill_chunk: int | None = None, verify_model=None):
+                 prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
+                 lookup: PromptLookup | None = None):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
-        (`verify.on_base`); default ``model`` (right when its base was not adapted)."""
+        (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
+        "verify_fold" requests (default `folding.DEFAULT_FOLD`). ``lookup``: both verify modes also draft by prompt
+        lookup."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
         self.verify_model = verify_model if verify_model is not None else model
+        self.fold = (fold or parse_folding(DEFAULT_FOLD)).validate(model.config.max_steps)
+        self.lookup = lookup.validate() if lookup is not None else None
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -162,10 +173,9 @@ class Scheduler:
         rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
         run = None
         try:
-            engine, model = (VerifyGeneration, self.verify_model) if batch[0].mode == "verify" else \
-                (Generation, self.model)
-            run = engine(model, self.tokenizer, [r.prompt_ids for r in batch], [r.config for r in batch],
-                         prefill_chunk=self.prefill_chunk, poll=lambda: self._between_steps(run, rows, batch[0].mode))
+            run = self._engine(batch[0].mode)(self.tokenizer, [r.prompt_ids for r in batch],
+                                              [r.config for r in batch], prefill_chunk=self.prefill_chunk,
+                                              poll=lambda: self._between_steps(run, rows, batch[0].mode))
             for event in run:
                 req = rows.get(event.row)
                 if req is not None:
@@ -178,6 +188,14 @@ class Scheduler:
             return
         for row in list(rows):  # not reached: every row ends with an event that has a finish_reason
             self._close(run, rows, row, "done")
+
+    def _engine(self, mode: str):
+        """The engine of a mode, bound to its model: called with (tokenizer, prompts, configs, ...)."""
+        if mode == "verify":
+            return partial(VerifyGeneration, self.verify_model, lookup=self.lookup)
+        if mode == "verify_fold":
+            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup)
+        return partial(Generation, self.model)
 
     @staticmethod
     def _close(run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from hamburger.engine.folding import DEFAULT_FOLD
 from hamburger.errors import HamburgerError
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK, create_app
 
@@ -15,12 +16,17 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
           served_model_name: str | None = None, max_batch_size: int = 8, max_queue: int = 64, max_tokens: int = 512,
           confidence: float | None = None, mode: str = "hamburger", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
-          device: str = "cpu", base: str | None = None, log_level: str = "info") -> None:
+          device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
+          lookup: int = 0) -> None:
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
-    ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set."""
+    ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set. ``fold`` (a
+    `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify modes also
+    draft up to N tokens by prompt lookup."""
     import uvicorn
 
     from hamburger.core.loading import load_model
+    from hamburger.engine.folding import parse_folding
+    from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.verify import on_base
     from hamburger.serve.drain import GRACE_S, DrainingServer
 
@@ -34,11 +40,15 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
         raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
     if drain_timeout < 0:
         raise HamburgerError("--drain-timeout must be >= 0")
+    if lookup < 0:
+        raise HamburgerError("--lookup must be >= 0 (0: no prompt lookup drafts)")
+    folding = parse_folding(fold)
     api_key = api_key or os.environ.get("HAMBURGER_API_KEY") or None
     model, tokenizer, _, reference = load_model(model_dir, dtype, base, True, device)
     name = served_model_name or Path(model_dir or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
-                     max_request_bytes, prefill_chunk, mode, on_base(model, reference))
+                     max_request_bytes, prefill_chunk, mode, on_base(model, reference),
+                     folding.validate(model.config.max_steps), PromptLookup(tokens=lookup) if lookup else None)
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "

@@ -47,6 +47,24 @@ def test_eval_verify_method_gives_the_base_answers(tmp_path, char_tokenizer):
     assert all(r["text"] == base[r["id"]] for r in rows if r["method"] == "verify")
 
 
+def test_eval_verify_lookup_drafts_and_stays_lossless(tmp_path, char_tokenizer):
+    """`eval --verify-lookup N`: verify mode also drafts by prompt lookup. At confidence 1.0 the MSD never drafts, so
+    every token beyond one per forward came from a lookup draft; the answers are still the base's."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    taus = []
+    for lookup in ("0", "4"):
+        out = tmp_path / f"lookup-{lookup}"
+        assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "",
+                     "--max-new-tokens", "24", "--verify", "--verify-confidence", "1.0", "--verify-lookup", lookup,
+                     "--no-base-sampled", "--out", str(out)]) == 0
+        by = {s["method"]: s for s in json.loads((out / "summary.json").read_text())["summary"]}
+        assert by["verify"]["exact"] == 1.0
+        taus.append(by["verify"]["tau"])
+    assert taus[0] == 1.0 < taus[1]
+    assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--verify", "--verify-lookup", "-1", "--out",
+                 str(tmp_path / "bad")]) == 1
+
+
 def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     """`eval --verify-fold`: verify mode with folding is one more method. Folding later than any answer ends is
     verify mode on the checkpoint itself: here (no adapters) the base's answers."""

@@ -5,7 +5,7 @@ Module-scoped: each module that uses them writes its own checkpoint and starts i
 import pytest
 import torch
 
-from tests.helpers import KEY, MAX_QUEUE, Server, save_tiny_chat_checkpoint
+from tests.helpers import FOLD, KEY, LOOKUP, MAX_QUEUE, Server, save_tiny_chat_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def checkpoint(tmp_path_factory, char_tokenizer):
 def server(checkpoint, tmp_path_factory):
     log = tmp_path_factory.mktemp("logs") / "server.log"
     srv = Server(checkpoint[0], log, "--api-key", KEY, "--confidence", "0.5", "--max-batch-size", "8",
-                 "--max-queue", str(MAX_QUEUE))
+                 "--max-queue", str(MAX_QUEUE), "--lookup", str(LOOKUP), "--fold", FOLD)
     try:
         yield srv.wait()
     finally:

@@ -14,7 +14,7 @@ httpx = pytest.importorskip("httpx")
 from hamburger.engine.generate import Generation, generate  # noqa: E402
 from hamburger.engine.prompt import encode_prompt  # noqa: E402
 from hamburger.engine.sampling import DecodingConfig  # noqa: E402
-from tests.helpers import KEY, MAX_QUEUE, error_of, long_body, tiny_long_group_model  # noqa: E402
+from tests.helpers import FOLD, KEY, LOOKUP, MAX_QUEUE, error_of, long_body, tiny_long_group_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -67,13 +67,16 @@ def test_chat_completion_equals_engine(server, checkpoint):
 
 
 def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
-    """The request field `mode: verify` runs lossless verify mode: the base's own greedy answer, streamed or not."""
-    from hamburger.engine.verify import verify_generate
+    """The request field `mode: verify` runs lossless verify mode (drafting also by the server's --lookup): the base's
+    own greedy answer, streamed or not."""
+    from hamburger.engine.lookup import PromptLookup
+    from hamburger.engine.verify import VerifyGeneration
 
     _, model, tok = checkpoint
     client = server.client()
     ids = encode_prompt(tok, chat("Verify me"))
-    ref = verify_generate(model, tok, ids, DecodingConfig(max_new_tokens=20))
+    ref = VerifyGeneration(model, tok, [ids], DecodingConfig(max_new_tokens=20),
+                           lookup=PromptLookup(tokens=LOOKUP)).run()[0]
     base = generate(model, tok, ids, DecodingConfig(max_new_tokens=20, confidence=1.0))
     assert ref.token_ids == base.token_ids
     out = client.chat.completions.create(model="ckpt", messages=chat("Verify me"), max_tokens=20,
@@ -85,6 +88,25 @@ def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
     stream = client.chat.completions.create(model="ckpt", messages=chat("Verify me"), max_tokens=20, stream=True,
                                             extra_body={"mode": "verify"})
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == base.text
+
+
+def test_verify_fold_request_is_the_folding_engine(server, checkpoint):
+    """`mode: verify_fold` runs verify mode folding by the server's --fold (and drafting by its --lookup); usage
+    reports the mode and the folded cache's slots."""
+    from hamburger.engine.folding import parse_folding
+    from hamburger.engine.lookup import PromptLookup
+    from hamburger.engine.verify import VerifyGeneration
+
+    _, model, tok = checkpoint
+    ids = encode_prompt(tok, chat("Fold me up"))
+    ref = VerifyGeneration(model, tok, [ids], DecodingConfig(max_new_tokens=30), fold=parse_folding(FOLD),
+                           lookup=PromptLookup(tokens=LOOKUP)).run()[0]
+    out = server.client().chat.completions.create(model="ckpt", messages=chat("Fold me up"), max_tokens=30,
+                                                  extra_body={"mode": "verify_fold"})
+    assert out.choices[0].message.content == ref.text
+    ext = out.usage.model_extra["hamburger"]
+    assert ext["mode"] == "verify_fold" and (ext["base_forwards"], ext["kv_slots"]) == (ref.forwards, ref.kv_slots)
+    assert ext["kv_slots"] < ext["kv_slots_ordinary"], "the test needs folds"
 
 
 def test_stream_equals_non_stream(server):

@@ -30,6 +30,7 @@ def test_usage_counts_and_the_hamburger_extension():
         "hamburger": {"base_forwards": 2, "tau": 1.2346, "groups": 2, "kv_slots": 5, "kv_slots_ordinary": 6,
                       "kv_bytes": 640, "rereads": 0, "confidence": 0.5, "mode": "hamburger"}}
     assert usage(result(cls=VerifyResult))["hamburger"]["mode"] == "verify"
+    assert usage(result(cls=VerifyResult, folded=True))["hamburger"]["mode"] == "verify_fold"
 
 
 def test_finish_reasons_are_openai_ones():
