@@ -63,3 +63,5 @@ done
 hamburger export --model runs/default-2/last --out runs/default-export --dtype bfloat16 --drop-lora \
     --default-confidence "${DEFAULT_CONFIDENCE:-0.9}"
 cp runs/default-export/* hamburger/default_model/
+# 9. Verify mode's draft vocabulary: the 4096 most frequent training-response tokens (added 2026-11-26 to v2).
+python recipes/draft_vocab.py hamburger/default_model data/segmented/smollm2-135m-instruct.train.jsonl

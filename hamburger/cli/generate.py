@@ -46,7 +46,7 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
         from hamburger.engine.lookup import PromptLookup
         from hamburger.engine.verify import VerifyGeneration
 
-        return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft,
+        return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft, draft_vocab=model.draft_vocab,
                                 fold=parse_folding(args.fold) if args.fold else None,
                                 lookup=PromptLookup(tokens=args.lookup) if args.lookup else None)
     return Generation(model, tokenizer, ids, configs)

@@ -4,6 +4,7 @@ Layout:
   hamburger_config.json   format version, the HamburgerConfig, the base reference (spec + fingerprint)
   grafted.safetensors     embedder, micro-step decoder and stop head
   lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
+  draft_vocab.safetensors optional: the token ids ("ids") verify mode's drafts are restricted to (`draft_vocab`)
   base/                   only when training changed the base: its full HF folder
 A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
 adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
@@ -32,6 +33,7 @@ FORMAT = "hamburger-checkpoint/1"
 CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
+DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
 BASE_DIR = "base"
 
 
@@ -73,6 +75,9 @@ def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo,
         model.base.save_pretrained(str(tmp / BASE_DIR))
         if tokenizer is not None:
             tokenizer.save_pretrained(str(tmp / BASE_DIR))
+    if model.draft_vocab is not None:
+        save_file({"ids": model.draft_vocab.detach().cpu().long().contiguous()}, str(tmp / DRAFT_VOCAB_FILE),
+                  metadata={"format": FORMAT})
     (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     old = out.with_name(out.name + ".old")
     if out.exists():
@@ -177,7 +182,33 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         _load_lora(model, path, meta["lora"])
         if merge_adapters and config.lora_scope == "all":
             merge_lora(model.base)
+    if (path / DRAFT_VOCAB_FILE).is_file():
+        model.draft_vocab = load_draft_vocab(path / DRAFT_VOCAB_FILE, base_model.get_output_embeddings().weight.shape[0])
     return model.eval(), tokenizer, info
+
+
+def load_draft_vocab(file: Path, vocab_size: int) -> torch.Tensor:
+    """A checkpoint's draft vocabulary: distinct token ids below ``vocab_size``, sorted (refused otherwise)."""
+    try:
+        ids = load_file(str(file))["ids"]
+    except (SafetensorError, OSError, ValueError, KeyError) as e:
+        raise HamburgerError(f"cannot read the draft vocabulary {file}: {e}") from e
+    if ids.dim() != 1 or ids.dtype != torch.long or not len(ids) or ids.min() < 0 or ids.max() >= vocab_size \
+            or not bool((ids[1:] > ids[:-1]).all()):
+        raise HamburgerError(f"{file}: 'ids' must be distinct, sorted int64 token ids below the vocabulary size "
+                             f"{vocab_size}")
+    return ids
+
+
+def write_draft_vocab(path: str | Path, ids: torch.Tensor) -> Path:
+    """Put a draft vocabulary (e.g. `verify.draft_vocabulary`) into the checkpoint folder ``path``; it is checked
+    against the checkpoint's base vocabulary when loaded."""
+    read_meta(path)
+    file = Path(path) / DRAFT_VOCAB_FILE
+    tmp = file.with_name(file.name + ".tmp")
+    save_file({"ids": ids.detach().cpu().long().contiguous()}, str(tmp), metadata={"format": FORMAT})
+    tmp.replace(file)
+    return file
 
 
 def load_reference(path: str | Path, model: HamburgerModel, dtype: str | torch.dtype = "float32",

@@ -437,4 +437,5 @@ def on_base(model: HamburgerModel, base_model: HamburgerModel) -> HamburgerModel
         return model
     out = HamburgerModel(base_model.base, replace(model.config)).eval()
     out.load_grafted_state_dict(model.grafted_state_dict())
+    out.draft_vocab = model.draft_vocab
     return out

@@ -195,13 +195,14 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         lookup = PromptLookup(tokens=verify_lookup).validate() if verify_lookup else None
     if verify:
         methods.append(("verify", verify_confidence))
-        drafter, engines["verify"] = on_base(model, judge), partial(VerifyGeneration, lookup=lookup)
+        drafter = on_base(model, judge)
+        engines["verify"] = partial(VerifyGeneration, lookup=lookup, draft_vocab=model.draft_vocab)
     if verify_fold:
         from hamburger.engine.folding import parse_folding
 
         folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
-        engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup)
+        engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup, draft_vocab=model.draft_vocab)
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []

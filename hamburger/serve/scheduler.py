@@ -192,9 +192,11 @@ class Scheduler:
     def _engine(self, mode: str):
         """The engine of a mode, bound to its model: called with (tokenizer, prompts, configs, ...)."""
         if mode == "verify":
-            return partial(VerifyGeneration, self.verify_model, lookup=self.lookup)
+            return partial(VerifyGeneration, self.verify_model, lookup=self.lookup,
+                           draft_vocab=self.verify_model.draft_vocab)
         if mode == "verify_fold":
-            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup)
+            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup,
+                           draft_vocab=self.model.draft_vocab)
         return partial(Generation, self.model)
 
     @staticmethod

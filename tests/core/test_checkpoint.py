@@ -234,3 +234,38 @@ def test_pickled_base_weights_are_refused(tmp_path, char_tokenizer, content):
     with pytest.raises(HamburgerError, match="safetensors"):
         load_checkpoint(ckpt)
     assert not marker.exists()
+
+
+def test_draft_vocabulary_travels_with_the_checkpoint(tmp_path, char_tokenizer):
+    """`write_draft_vocab` puts draft ids into a checkpoint; loading, saving and exporting keep them; bad ids are
+    refused with one line; a checkpoint without the file has none."""
+    from safetensors.torch import save_file
+
+    from hamburger.cli.main import main
+    from hamburger.core.checkpoint import DRAFT_VOCAB_FILE, write_draft_vocab
+
+    ckpt = save_tiny(tmp_path, char_tokenizer)[1]
+    assert load_checkpoint(ckpt)[0].draft_vocab is None
+    write_draft_vocab(ckpt, torch.tensor([4, 7, 40]))
+    loaded, _, info = load_checkpoint(ckpt)
+    assert loaded.draft_vocab.tolist() == [4, 7, 40]
+    save_checkpoint(loaded, tmp_path / "again", info)
+    assert load_checkpoint(tmp_path / "again")[0].draft_vocab.tolist() == [4, 7, 40]
+    assert main(["export", "--model", str(ckpt), "--out", str(tmp_path / "shipped")]) == 0
+    assert load_checkpoint(tmp_path / "shipped")[0].draft_vocab.tolist() == [4, 7, 40]
+    vocab = loaded.base.get_output_embeddings().weight.shape[0]
+    for bad in (torch.tensor([7, 4]), torch.tensor([4, 4]), torch.tensor([4, vocab]), torch.tensor([-1, 4]),
+                torch.tensor([4.0, 7.0]), torch.tensor([[4, 7]]), torch.tensor([], dtype=torch.long)):
+        save_file({"ids": bad}, str(ckpt / DRAFT_VOCAB_FILE))
+        with pytest.raises(HamburgerError, match="draft_vocab"):
+            load_checkpoint(ckpt)
+    (ckpt / DRAFT_VOCAB_FILE).write_text("not safetensors")
+    with pytest.raises(HamburgerError, match="draft vocabulary"):
+        load_checkpoint(ckpt)
+    with pytest.raises(HamburgerError, match="not a HAMburger checkpoint"):
+        write_draft_vocab(tmp_path, torch.tensor([1]))
+
+
+def test_shipped_default_model_has_a_draft_vocabulary():
+    model = load_checkpoint(ROOT / "hamburger" / "default_model")[0]
+    assert len(model.draft_vocab) == 4096

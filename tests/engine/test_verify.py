@@ -67,6 +67,39 @@ def test_draft_vocabulary_keeps_greedy_exact(tmp_path, char_tokenizer):
     assert drafted and set(drafted) <= set(vocab.tolist())
 
 
+@pytest.mark.parametrize("fold", [[], ["--fold", "forwards:0"]])
+def test_cli_drafts_over_the_checkpoints_draft_vocabulary(fold, tmp_path, char_tokenizer, capsys, monkeypatch):
+    """A checkpoint with a draft vocabulary (`recipes/draft_vocab.py`): `generate --mode verify` drafts only those
+    tokens (the draft logits are -inf elsewhere), with or without folding; the output is unchanged."""
+    import json
+
+    from hamburger.cli.main import main
+    from hamburger.core.checkpoint import write_draft_vocab
+    from tests.helpers import save_tiny
+
+    ckpt = save_tiny(tmp_path, char_tokenizer)[1]
+    argv = ["generate", "--model", str(ckpt), "--mode", "verify", "--draft", "2", "--json", "--raw",
+            "--max-new-tokens", "12", *fold, "hello"]
+    assert main(argv) == 0
+    free = json.loads(capsys.readouterr().out)
+    write_draft_vocab(ckpt, torch.tensor([4, 7, 40]))
+    seen = []
+    original = VerifyGeneration._draft_logits
+
+    def spy(self, hidden):
+        logits = original(self, hidden)
+        seen.append(logits)
+        return logits
+
+    monkeypatch.setattr(VerifyGeneration, "_draft_logits", spy)
+    assert main(argv) == 0
+    restricted = json.loads(capsys.readouterr().out)
+    assert seen and (fold or restricted["token_ids"] == free["token_ids"])  # (folding: forwards fold as they kept)
+    outside = torch.ones(seen[0].shape[-1], dtype=torch.bool)
+    outside[[4, 7, 40]] = False
+    assert all(torch.isinf(x[:, outside]).all() and torch.isfinite(x[:, ~outside]).all() for x in seen)
+
+
 def run_steps(run: VerifyGeneration, steps: int):
     """Drive the engine by hand: prefill, first tokens, then ``steps`` verify steps; return the cache."""
     rows = run.rows

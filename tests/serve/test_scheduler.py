@@ -130,3 +130,13 @@ def test_a_batch_takes_the_oldest_request_and_those_of_its_mode(char_tokenizer):
         assert scheduler._take() == [reqs[3]]
     finally:
         loop.close()
+
+
+def test_verify_modes_draft_over_the_checkpoints_draft_vocabulary(char_tokenizer):
+    from hamburger.engine.verify import on_base
+
+    model = tiny_hamburger("llama", seed=5)
+    model.draft_vocab = torch.tensor([4, 7, 40])
+    scheduler = Scheduler(model, char_tokenizer, verify_model=on_base(model, tiny_hamburger("llama", seed=5)))
+    for mode in ("verify", "verify_fold"):
+        assert scheduler._engine(mode).keywords["draft_vocab"].tolist() == [4, 7, 40]
