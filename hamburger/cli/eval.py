@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from hamburger.cli.options import add_confidence_sweep, add_max_new_tokens, add_model, add_runtime, device_of, names
+from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.eval import calibrate as calibrate_library
 from hamburger.eval import run as eval_library
 from hamburger.eval.run import TASKS
@@ -78,9 +79,10 @@ def register(sub) -> None:
     p.add_argument("--verify-confidence", type=float, default=None,
                    help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default 0.5; "
                         "lower drafts more: more tokens per forward, more positions per forward)")
-    p.add_argument("--verify-lookup", type=int, default=0, metavar="N",
+    p.add_argument("--verify-lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="--verify and --verify-fold also draft by prompt lookup: up to N tokens that followed an "
-                        "earlier occurrence of the text's last 2-3 tokens (default 0: the MSD drafts alone)")
+                        "earlier occurrence of the text's last 2-3 tokens (default %(default)s; 0: the MSD drafts "
+                        "alone)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--bands", default=None,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hamburger.cli import options
 from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
+from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.errors import HamburgerError
 
 KNOB_HELP = options.KNOB_HELP + ". With --mode verify: draft while 1 - p_stop >= confidence (default 0.5)"
@@ -46,9 +47,10 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
         from hamburger.engine.lookup import PromptLookup
         from hamburger.engine.verify import VerifyGeneration
 
+        lookup = LOOKUP_TOKENS if args.lookup is None else args.lookup
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft, draft_vocab=model.draft_vocab,
                                 fold=parse_folding(args.fold) if args.fold else None,
-                                lookup=PromptLookup(tokens=args.lookup) if args.lookup else None)
+                                lookup=PromptLookup(tokens=lookup) if lookup else None)
     return Generation(model, tokenizer, ids, configs)
 
 
@@ -138,7 +140,8 @@ def register(sub) -> None:
     p.add_argument("--lookup", type=int, default=None, metavar="N",
                    help="with --mode verify: where the text's last 2-3 tokens occurred before (in the prompt or the "
                         "answer), draft the up to N tokens that followed them (prompt lookup; free: no forward makes "
-                        "them) instead of asking the micro-step decoder; the base still checks every token")
+                        "them) instead of asking the micro-step decoder; the base still checks every token "
+                        f"(default {LOOKUP_TOKENS}; 0: the micro-step decoder drafts alone)")
     add_sampling(p, knob=KNOB_HELP)
     p.add_argument("--raw", action="store_true", help="do not apply the chat template")
     p.add_argument("--system", default=None, help="system message for the chat template")

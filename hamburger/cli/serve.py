@@ -6,6 +6,7 @@ import argparse
 
 from hamburger.cli.options import add_model, add_runtime, device_of
 from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK
 from hamburger.serve.protocol import MODES
 
@@ -52,9 +53,10 @@ def register(sub) -> None:
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
                         "tokens follow it; GROUPS is segments (the base's entropy cut) or forwards (see generate "
                         "--fold) (default %(default)s)")
-    p.add_argument("--lookup", type=int, default=0, metavar="N",
+    p.add_argument("--lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "
-                        "occurrence of the text's last 2-3 tokens (0, the default: the micro-step decoder drafts alone)")
+                        "occurrence of the text's last 2-3 tokens (default %(default)s; 0: the micro-step decoder "
+                        "drafts alone)")
     p.add_argument("--max-request-bytes", type=int, default=MAX_REQUEST_BYTES,
                    help=f"largest request body; larger ones get 413 before they are read (default {MAX_REQUEST_BYTES})")
     p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,

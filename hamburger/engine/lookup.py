@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from hamburger.errors import HamburgerError
 
+LOOKUP_TOKENS = 10  # the default draft length: `hamburger generate`, `serve` and `eval` draft by lookup unless told 0
+
 
 @dataclass(frozen=True)
 class PromptLookup:
     """Draft up to ``tokens`` tokens from the latest earlier match of the last ``ngram``..``min_ngram`` tokens."""
 
-    tokens: int = 10  # most tokens one lookup drafts
+    tokens: int = LOOKUP_TOKENS  # most tokens one lookup drafts
     ngram: int = 3  # longest n-gram matched first
     min_ngram: int = 2  # shortest n-gram that still counts as a match
 

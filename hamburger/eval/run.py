@@ -32,6 +32,7 @@ import torch
 from hamburger.data.io import read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
+from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.eval.sandbox import Limits, require
@@ -164,7 +165,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
-             verify_confidence: float | None = None, verify_lookup: int = 0):
+             verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -326,7 +327,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
-             verify_lookup: int = 0) -> Path:
+             verify_lookup: int = LOOKUP_TOKENS) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`). Returns summary.md."""
@@ -346,6 +347,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                                 verify_confidence, verify_lookup)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
-            "gsm8k_file": gsm8k_file, "chat_file": chat_file,
+            "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
+            "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
             "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
     return write_outputs(Path(out), records, summary, meta, bands)

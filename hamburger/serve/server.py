@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.errors import HamburgerError
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK, create_app
 
@@ -17,7 +18,7 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
           confidence: float | None = None, mode: str = "hamburger", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
           device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
-          lookup: int = 0) -> None:
+          lookup: int = LOOKUP_TOKENS) -> None:
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
     ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set. ``fold`` (a
     `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify modes also

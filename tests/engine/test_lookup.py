@@ -103,8 +103,8 @@ def test_folded_logits_with_lookup_drafts(char_tokenizer):
 
 
 def test_cli_lookup_keeps_verify_lossless(tmp_path, char_tokenizer, capsys):
-    """`hamburger generate --mode verify --lookup N` drafts by lookup and prints the same tokens as verify mode
-    without it (both the unchanged base's greedy answer); --lookup needs verify mode."""
+    """`hamburger generate --mode verify --lookup N` drafts by lookup (by default 10 tokens; 0: never) and prints the
+    same tokens as verify mode without it (both the unchanged base's greedy answer); --lookup needs verify mode."""
     import json
 
     from hamburger.cli.main import main
@@ -112,10 +112,10 @@ def test_cli_lookup_keeps_verify_lossless(tmp_path, char_tokenizer, capsys):
 
     _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     outs = []
-    for extra in ([], ["--lookup", "4"]):
+    for extra in (["--lookup", "0"], ["--lookup", "4"], []):
         assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--json", "--raw", "--max-new-tokens", "24",
                      *extra, "abcabcabc abcabc"]) == 0
         outs.append(json.loads(capsys.readouterr().out))
-    assert outs[0]["token_ids"] == outs[1]["token_ids"]
-    assert not any(outs[0]["looked_up"])
+    assert outs[0]["token_ids"] == outs[1]["token_ids"] == outs[2]["token_ids"]
+    assert not any(outs[0]["looked_up"]) and any(outs[1]["looked_up"]) and any(outs[2]["looked_up"])
     assert main(["generate", "--model", str(ckpt), "--lookup", "4", "--raw", "abc"]) == 1
