@@ -18,6 +18,7 @@ import torch
 
 from hamburger.engine.cache import cache_bytes
 from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import compile_micro_loop
 from hamburger.core.model import HamburgerModel
@@ -208,8 +209,8 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
     prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache by `VERIFY_FOLD`, on ``model``
     itself: its adapters read the merged slots). Every method but hamburger and verify_fold runs ``reference`` (the
-    unchanged base, default ``model``; verify puts ``model``'s grafted modules on it). Both verify methods draft over the
-    checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
+    unchanged base, default ``model``; verify puts ``model``'s grafted modules on it). Both verify methods draft as the
+    CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
     cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU), and
@@ -243,12 +244,14 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
         elif name == "verify":
             from hamburger.engine.verify import on_base
 
-            methods.append(VerifyMethod(on_base(model, reference), tokenizer, draft_vocab=model.draft_vocab))
+            methods.append(VerifyMethod(on_base(model, reference), tokenizer, draft_vocab=model.draft_vocab,
+                                        lookup=PromptLookup()))
         elif name == "verify_fold":
             from hamburger.engine.folding import parse_folding
 
             methods.append(VerifyMethod(model, tokenizer, name=f"verify_fold@{VERIFY_FOLD}",
-                                        fold=parse_folding(VERIFY_FOLD), draft_vocab=model.draft_vocab))
+                                        fold=parse_folding(VERIFY_FOLD), draft_vocab=model.draft_vocab,
+                                        lookup=PromptLookup()))
         else:
             raise ValueError(name)
     return methods

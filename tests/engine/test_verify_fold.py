@@ -12,6 +12,7 @@ from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.segment import log_softmax_entropy
 from hamburger.engine.folding import Folding, FoldState
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.engine.test_verify import drafting_model
@@ -201,7 +202,8 @@ def test_due_groups_by_hand():
 
 def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
     """`hamburger generate --mode verify --fold` decodes with the checkpoint's adapters (they read the merged slots),
-    as `VerifyGeneration(fold=...)` on the loaded checkpoint does; --fold needs verify mode and a GROUPS:WINDOW."""
+    as `VerifyGeneration(fold=...)` on the loaded checkpoint does (drafting also by prompt lookup, the default); --fold
+    needs verify mode and a GROUPS:WINDOW."""
     import json
 
     from hamburger.cli.main import main
@@ -214,15 +216,17 @@ def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
     out = json.loads(capsys.readouterr().out)
     model, tokenizer, _ = load_checkpoint(ckpt)
     want = VerifyGeneration(model, tokenizer, [encode_prompt(tokenizer, text, raw=True)],
-                            DecodingConfig(max_new_tokens=16), draft=2, fold=Folding(window=0, groups="forwards")).run()
+                            DecodingConfig(max_new_tokens=16), draft=2, fold=Folding(window=0, groups="forwards"),
+                            lookup=PromptLookup()).run()
     assert (out["token_ids"], out["kv_slots"]) == (want[0].token_ids, want[0].kv_slots)
     assert main(["generate", "--model", str(ckpt), "--fold", "segments:8", "--raw", text]) == 1
     assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--fold", "segments", "--raw", text]) == 1
 
 
 def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch):
-    """`hamburger bench --methods verify_fold` times `VerifyGeneration(fold=VERIFY_FOLD)` on the checkpoint itself
-    (here a folding that cuts the tiny model's answers: its entropies are above any sliding 0.9 threshold)."""
+    """`hamburger bench --methods verify_fold` times `VerifyGeneration(fold=VERIFY_FOLD)` on the checkpoint itself,
+    drafting by prompt lookup as the CLI does (here a folding that cuts the tiny model's answers: its entropies are
+    above any sliding 0.9 threshold)."""
     from hamburger.bench import methods as bench_methods
     from hamburger.engine.folding import parse_folding
 
@@ -232,9 +236,9 @@ def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch)
     (method,) = bench_methods.build_methods(model, char_tokenizer, ["verify_fold"], [])
     got = method.run(PROMPTS[0], 30, ignore_eos=True)
     want = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, ignore_eos=True),
-                            fold=parse_folding("forwards:4")).run()[0]
+                            fold=parse_folding("forwards:4"), lookup=PromptLookup()).run()[0]
     assert (got.method, got.token_ids, got.forwards) == ("verify_fold@forwards:4", want.token_ids, want.forwards)
     assert got.kv_slots == want.kv_slots < want.kv_slots_ordinary
     assert method.run_batch(PROMPTS[:2], 12) == [
         r.token_ids for r in VerifyGeneration(model, char_tokenizer, PROMPTS[:2], DecodingConfig(max_new_tokens=12),
-                                              fold=parse_folding("forwards:4")).run()]
+                                              fold=parse_folding("forwards:4"), lookup=PromptLookup()).run()]
