@@ -41,7 +41,7 @@ from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
 from hamburger.errors import HamburgerError
 
-VERIFY_CONFIDENCE = 0.5  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
+VERIFY_CONFIDENCE = 0.3  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
 
 
@@ -377,7 +377,9 @@ class VerifyGeneration(Generation):
             r.accepted.append(n_kept)
             r.looked_up.append(d.looked_up)
             r.fed += 1 + n_kept
-            kept.append(n_kept)
+            # the slots to keep: the pending token and the kept drafts, but none after a token that ended the row (an
+            # EOS id among the kept drafts): an ordinary decode never feeds a row's last token either
+            kept.append(len(r.tokens) - taken - 1)
             if r.folding:  # the base's entropies of the tokens taken; the pending token and kept drafts are cached
                 r.merged = r.merged or bool(folds[b])
                 r.folding.chose(row_logits[:len(r.tokens) - taken])

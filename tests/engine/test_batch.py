@@ -71,7 +71,7 @@ def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts))
     assert main(["generate", "--model", str(ckpt), "--prompts-file", str(prompts), "--batch-size", "3", "--raw",
-                 "--max-new-tokens", "10", "--confidence", "0.5"]) == 0
+                 "--max-new-tokens", "10", "--confidence", "0.5", "--mode", "hamburger"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert len(lines) == 4
     for text, line in zip(texts, lines):

@@ -118,4 +118,4 @@ def test_cli_lookup_keeps_verify_lossless(tmp_path, char_tokenizer, capsys):
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[0]["token_ids"] == outs[1]["token_ids"] == outs[2]["token_ids"]
     assert not any(outs[0]["looked_up"]) and any(outs[1]["looked_up"]) and any(outs[2]["looked_up"])
-    assert main(["generate", "--model", str(ckpt), "--lookup", "4", "--raw", "abc"]) == 1
+    assert main(["generate", "--model", str(ckpt), "--mode", "hamburger", "--lookup", "4", "--raw", "abc"]) == 1

@@ -204,6 +204,28 @@ def test_every_eos_id_ends_the_output(char_tokenizer):
         assert res.token_ids == free.token_ids[:first + 1] and res.finish_reason == "eos"
 
 
+def test_no_slot_stays_after_an_eos_among_kept_drafts(char_tokenizer):
+    """A row that ends at an EOS id inside the drafts a forward kept keeps no cache slot after it: its KV is an
+    ordinary decode's (the prompt and every token but the last). Oracle drafts (the base's own next tokens) make the
+    forward keep tokens after the EOS id."""
+    model = drafting_model("llama")
+    prompt = PROMPTS[0]
+    greedy = hf_greedy(model.base, prompt, 30)
+    at = next(i for i in range(1, 30) if greedy[i] not in greedy[:i])  # a token that first occurs there
+    d = next(d for d in (3, 2) if (at - 1) % (d + 1) != d)  # forwards of d + 1 tokens: `at` is not a forward's last
+    model.base.generation_config.eos_token_id = [greedy[at]]
+    try:
+        run = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=30))
+        run._draft = lambda hidden, features, rows: [
+            verify._Drafts(tokens=greedy[len(r.tokens):len(r.tokens) + min(d, run._budget(r))]) for r in rows]
+        res = run.run()[0]
+    finally:
+        model.base.generation_config.eos_token_id = [2, 3]
+    assert res.token_ids == greedy[:at + 1] and res.finish_reason == "eos"
+    assert res.accepted[-1] == d and res.groups[-1] < d + 1, "the last forward kept tokens after the EOS id"
+    assert res.kv_slots == res.kv_slots_ordinary == len(prompt) + res.tokens - 1
+
+
 def test_stop_strings_and_streaming(char_tokenizer):
     model = drafting_model("llama")
     full = verify_generate(model, char_tokenizer, PROMPTS[0], DecodingConfig(max_new_tokens=30), draft=3)
@@ -342,7 +364,7 @@ def test_cli_verify_mode_is_lossless_on_the_unchanged_base(tmp_path, char_tokeni
     assert out["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids, 16)[:out["tokens"]]
     assert out["tokens"] == 16 or out["finish_reason"] == "eos"
     assert sum(out["drafts"]) > 0
-    assert main(["generate", "--model", str(ckpt), "--draft", "2", "--raw", text]) == 1  # --draft needs verify
+    assert main(["generate", "--model", str(ckpt), "--mode", "hamburger", "--draft", "2", "--raw", text]) == 1
 
 
 def test_bench_method_verify_matches_hf_generate(char_tokenizer):

@@ -16,7 +16,7 @@ from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.engine.test_verify import drafting_model
-from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_hamburger
+from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
 
 
 def fed_groups(res) -> list[int]:
@@ -219,8 +219,37 @@ def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
                             DecodingConfig(max_new_tokens=16), draft=2, fold=Folding(window=0, groups="forwards"),
                             lookup=PromptLookup()).run()
     assert (out["token_ids"], out["kv_slots"]) == (want[0].token_ids, want[0].kv_slots)
-    assert main(["generate", "--model", str(ckpt), "--fold", "segments:8", "--raw", text]) == 1
+    assert main(["generate", "--model", str(ckpt), "--mode", "hamburger", "--fold", "segments:8", "--raw", text]) == 1
     assert main(["generate", "--model", str(ckpt), "--mode", "verify", "--fold", "segments", "--raw", text]) == 1
+
+
+def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """`hamburger generate --mode verify_fold` is verify mode with `folding.DEFAULT_FOLD` (here patched to one that
+    folds the tiny model's answers), prompt lookup and the stop head at `VERIFY_CONFIDENCE`, on the checkpoint with its
+    adapters; the default mode is lossless verify mode, on the unchanged base."""
+    import json
+
+    from hamburger.cli import generate as generate_cli
+    from hamburger.cli.main import main
+    from hamburger.core.checkpoint import load_checkpoint
+    from hamburger.engine.folding import parse_folding
+    from hamburger.engine.prompt import encode_prompt
+    monkeypatch.setattr(generate_cli, "DEFAULT_FOLD", "forwards:2")
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    text = "hello hello hello"
+    outs = []
+    for mode in (["--mode", "verify_fold"], []):
+        assert main(["generate", "--model", str(ckpt), "--json", "--raw", "--max-new-tokens", "24", *mode, text]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    model, tokenizer, _ = load_checkpoint(ckpt)
+    ids = [encode_prompt(tokenizer, text, raw=True)]
+    folded = VerifyGeneration(model, tokenizer, ids, DecodingConfig(max_new_tokens=24), fold=parse_folding("forwards:2"),
+                              lookup=PromptLookup()).run()[0]
+    assert (outs[0]["token_ids"], outs[0]["kv_slots"], outs[0]["forwards"]) == (folded.token_ids, folded.kv_slots,
+                                                                               folded.forwards)
+    assert outs[0]["folded"] and outs[0]["kv_slots"] < outs[0]["kv_slots_ordinary"] and outs[0]["confidence"] == 0.3
+    assert outs[1]["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids[0], 24)[:outs[1]["tokens"]]
+    assert not outs[1]["folded"]
 
 
 def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch):

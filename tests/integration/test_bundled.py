@@ -48,7 +48,7 @@ def test_cli_graft_then_generate_json(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     run = subprocess.run([sys.executable, "-m", "hamburger.cli", "generate", "--model", str(ckpt), "--json",
-                          "--confidence", "1.0", "--max-new-tokens", "16", "What is 2+2?"],
+                          "--mode", "hamburger", "--confidence", "1.0", "--max-new-tokens", "16", "What is 2+2?"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)

@@ -55,9 +55,16 @@ def test_default_model_sits_on_the_unchanged_bundled_base(default):
 
 
 def test_cli_generate_uses_the_default_model():
-    run = subprocess.run([sys.executable, "-m", "hamburger.cli", "generate", "--json", "--max-new-tokens", "24",
-                          "What is 2+2?"], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
-    assert "4" in out["text"] and out["tokens"] <= 24 and out["kv_slots"] <= out["kv_slots_ordinary"]
-    assert out["confidence"] == read_meta(DEFAULT_MODEL_DIR)["config"]["default_confidence"]
+    """The README's first command: the default model in the default mode (lossless verify) answers right, drafting;
+    with --mode hamburger it decodes at the checkpoint's default knob."""
+    from hamburger.engine.verify import VERIFY_CONFIDENCE
+
+    for mode, confidence in (([], VERIFY_CONFIDENCE),
+                             (["--mode", "hamburger"], read_meta(DEFAULT_MODEL_DIR)["config"]["default_confidence"])):
+        run = subprocess.run([sys.executable, "-m", "hamburger.cli", "generate", "--json", "--max-new-tokens", "24",
+                              *mode, "What is 2+2?"], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        out = json.loads(run.stdout)
+        assert "4" in out["text"] and out["tokens"] <= 24 and out["confidence"] == confidence
+        # (verify: a kept draft that ends the answer stays in the cache)
+        assert out["kv_slots"] <= out["kv_slots_ordinary"] + (0 if mode else 1) and ("folded" in out) == (not mode)
