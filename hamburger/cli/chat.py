@@ -1,7 +1,7 @@
 """`hamburger chat`: an interactive, multi-turn, streaming conversation with a HAMburger model.
 
 Each reply streams group by group (shaded by the stop head's confidence on a terminal) and ends
-with the summary line. Commands: /reset forgets the conversation, /exit (or Ctrl-D) quits. With a
+with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: lossless verify mode). Commands: /reset forgets the conversation, /exit (or Ctrl-D) quits. With a
 pipe on stdin, every line is one user turn.
 """
 
@@ -11,24 +11,23 @@ import argparse
 import os
 import sys
 
+from hamburger.cli.modes import KNOB_HELP, add_mode_options, check_mode_options, generation_model, make_generation
 from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
 from hamburger.errors import HamburgerError
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from hamburger.cli.render import stream_text, summary_line
-    from hamburger.core.loading import load_model
-    from hamburger.engine.generate import Generation
     from hamburger.engine.prompt import encode_prompt
 
+    check_mode_options(args)
     config = decoding_config(args)
     device = device_of(args)
-    model, tokenizer, info = load_model(args.model, args.dtype, args.base, device=device)
+    model, tokenizer = generation_model(args, device)
     interactive = sys.stdin.isatty()
     color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
     if interactive:
-        print(f"hamburger chat on {info.spec} (confidence {config.confidence or model.config.default_confidence:g}); "
-              "/reset to start over, /exit to quit", file=sys.stderr)
+        print(f"hamburger chat, {args.mode} mode; /reset to start over, /exit to quit", file=sys.stderr)
     messages: list[dict] = [{"role": "system", "content": args.system}] if args.system else []
     while True:
         try:
@@ -47,7 +46,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         messages.append({"role": "user", "content": line})
         try:
             ids = encode_prompt(tokenizer, messages)
-            run = Generation(model, tokenizer, [ids], config)
+            run = make_generation(args, model, tokenizer, [ids], config)
         except HamburgerError as e:
             messages.pop()
             print(f"error: {e}", file=sys.stderr)
@@ -66,7 +65,8 @@ def register(sub) -> None:
     p = sub.add_parser("chat", help="interactive multi-turn chat with streaming",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model(p)
-    add_sampling(p, what="reply")
+    add_mode_options(p)
+    add_sampling(p, what="reply", knob=KNOB_HELP)
     p.add_argument("--system", default=None, help="system message")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
     add_runtime(p)

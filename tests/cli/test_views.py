@@ -3,6 +3,8 @@
 import io
 import json
 
+import pytest
+
 from hamburger.cli.main import main
 from tests.helpers import save_tiny_checkpoint
 
@@ -26,14 +28,17 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
     assert streamed_ok
 
 
-def test_chat_multi_turn_from_a_pipe(tmp_path, char_tokenizer, capsys, monkeypatch):
+@pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])
+def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, monkeypatch):
+    """`hamburger chat` in each decoding mode (as `generate`'s): one streamed answer and summary per turn."""
     char_tokenizer.chat_template = TEMPLATE
     try:
         ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     finally:
         char_tokenizer.chat_template = None
     monkeypatch.setattr("sys.stdin", io.StringIO("hello\nand again\n/reset\nnew start\n/exit\n"))
-    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5", "--device", "cpu"]) == 0
+    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5", "--device", "cpu",
+                 *mode]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("tau") == 3  # one summary per answered turn
     assert "conversation reset" in captured.err

@@ -229,12 +229,12 @@ def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokeni
     adapters; the default mode is lossless verify mode, on the unchanged base."""
     import json
 
-    from hamburger.cli import generate as generate_cli
+    from hamburger.cli import modes as modes_cli
     from hamburger.cli.main import main
     from hamburger.core.checkpoint import load_checkpoint
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.prompt import encode_prompt
-    monkeypatch.setattr(generate_cli, "DEFAULT_FOLD", "forwards:2")
+    monkeypatch.setattr(modes_cli, "DEFAULT_FOLD", "forwards:2")
     _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     text = "hello hello hello"
     outs = []
