@@ -19,7 +19,8 @@ def speed_table(path: Path) -> None:
     machine = result["machine"]
     print(f"\n### {path.name}: {result['model']['checkpoint']}, {result['settings']['n_chat']} chat + "
           f"{result['settings']['n_math']} GSM8K dev prompts, {result['settings']['max_new_tokens']} tokens, "
-          f"{result['settings']['repeats']} repeat(s), {machine.get('threads')} threads, torch {machine.get('torch')}\n")
+          f"{result['settings']['repeats']} repeat(s), {machine.get('threads')} threads, "
+          f"torch {machine.get('torch')}\n")
     print("| method | category | decode tok/s | vs HF generate | tokens per forward | answers' KV | identical to HF | "
           "lookup steps | drafts kept per lookup step |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -41,8 +42,8 @@ def bands_table(folders: list[Path]) -> None:
         result = json.loads(path.read_text())
         tau = {(s["task"], s["method"]): s["tau"] for s in result["summary"]}
         for c in result["comparisons"]:
-            print(f"| {folder.parent.name}/{folder.name} | {c['task']} | {c['method']} | {tau[(c['task'], c['method'])]:.2f} "
-                  f"| {c['band_text']} | {c['diff']:+.3f} | [{c['lo']:+.3f}, {c['hi']:+.3f}] | "
+            print(f"| {folder.parent.name}/{folder.name} | {c['task']} | {c['method']} | "
+                  f"{tau[(c['task'], c['method'])]:.2f} | {c['band_text']} | {c['diff']:+.3f} | [{c['lo']:+.3f}, {c['hi']:+.3f}] | "
                   f"{'yes' if c['point_inside'] else 'no'} | {c['verdict']} |")
 
 

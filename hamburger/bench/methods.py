@@ -210,7 +210,8 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache by `VERIFY_FOLD`, on ``model``
     itself: its adapters read the merged slots). Every method but hamburger and verify_fold runs ``reference`` (the
     unchanged base, default ``model``; verify puts ``model``'s grafted modules on it). Both verify methods draft as the
-    CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
+    CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the checkpoint's draft vocabulary when it has one.
+    Early exit defaults to a quarter of the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
     cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU), and

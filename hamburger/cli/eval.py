@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hamburger.cli.options import add_confidence_sweep, add_max_new_tokens, add_model, add_runtime, device_of, names
 from hamburger.engine.lookup import LOOKUP_TOKENS
+from hamburger.engine.verify import VERIFY_CONFIDENCE
 from hamburger.eval import calibrate as calibrate_library
 from hamburger.eval import run as eval_library
 from hamburger.eval.run import TASKS
@@ -77,7 +78,8 @@ def register(sub) -> None:
                         "answer tokens fold into one KV slot per group once WINDOW tokens follow them, GROUPS "
                         "segments (the base's entropy cut) or forwards, e.g. segments:8 (see generate --fold)")
     p.add_argument("--verify-confidence", type=float, default=None,
-                   help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default 0.5; "
+                   help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default "
+                        f"{VERIFY_CONFIDENCE}; "
                         "lower drafts more: more tokens per forward, more positions per forward)")
     p.add_argument("--verify-lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="--verify and --verify-fold also draft by prompt lookup: up to N tokens that followed an "

@@ -183,7 +183,8 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         if merge_adapters and config.lora_scope == "all":
             merge_lora(model.base)
     if (path / DRAFT_VOCAB_FILE).is_file():
-        model.draft_vocab = load_draft_vocab(path / DRAFT_VOCAB_FILE, base_model.get_output_embeddings().weight.shape[0])
+        vocab = base_model.get_output_embeddings().weight.shape[0]
+        model.draft_vocab = load_draft_vocab(path / DRAFT_VOCAB_FILE, vocab)
     return model.eval(), tokenizer, info
 
 

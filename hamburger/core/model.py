@@ -129,7 +129,7 @@ class HamburgerModel(nn.Module):
         self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
         self.hidden_weight = 0.0  # training: weight of the hidden-state term (`match_hidden`)
         self.hidden_layers: tuple[int, ...] = ()  # training: the base layers it compares (`match_hidden`)
-        # verify mode: the token ids the MSD's drafts are restricted to (a checkpoint's draft_vocab.safetensors), or None
+        # verify mode: the token ids the MSD's drafts are restricted to (a checkpoint's draft_vocab.safetensors)
         self.draft_vocab: torch.Tensor | None = None
         self._states: list[torch.Tensor] | None = None  # outputs of hidden_layers during a recording forward
         self._state_hooks: set[int] = set()

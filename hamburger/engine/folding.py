@@ -52,7 +52,8 @@ class Folding:
 
 
 def parse_folding(spec: str) -> Folding:
-    """``GROUPS:WINDOW`` (e.g. ``segments:8``, ``forwards:4``) -> a validated-later `Folding` (segments: sliding 0.9)."""
+    """``GROUPS:WINDOW`` (e.g. ``segments:8``, ``forwards:4``) -> a `Folding`, validated later (segments: sliding
+    0.9)."""
     groups, _, window = spec.partition(":")
     try:
         return Folding(window=int(window), groups=groups)

@@ -264,11 +264,8 @@ class VerifyGeneration(Generation):
         ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b])]  # the rows the MSD drafts for
         if not ask:
             return out
-        if len(ask) < len(rows):
-            at = torch.tensor(ask, device=model.device)
-            live = self._still_drafting(hidden[at], embeddings[at], rows, out, budget, ask)
-        else:
-            live = self._still_drafting(hidden, embeddings, rows, out, budget, ask)
+        at = torch.tensor(ask, device=model.device)
+        live = self._still_drafting(hidden[at], embeddings[at], rows, out, budget, ask)
         if not live:
             return out
         index = torch.tensor(live, device=model.device)

@@ -4,8 +4,8 @@ Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET 
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. Extensions: the request fields `confidence`, `reread`, `mode`
-("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau, groups,
-kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
+("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau,
+groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
 `protocol` (request parsing and the OpenAI response shapes, pure functions; parsing runs in a worker pool off

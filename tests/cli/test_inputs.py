@@ -85,7 +85,8 @@ def test_a_broken_verb_does_not_break_the_cli(monkeypatch, capsys):
     assert "graft" in out and "serve" in out
 
 
-@pytest.mark.parametrize("flags, message", [(["--lookup", "-1"], "--lookup"), (["--fold", "segments"], "GROUPS:WINDOW")])
+@pytest.mark.parametrize("flags, message", [(["--lookup", "-1"], "--lookup"),
+                                            (["--fold", "segments"], "GROUPS:WINDOW")])
 def test_serve_refuses_bad_verify_settings_before_loading(flags, message, tmp_path, capsys):
     """A bad --lookup or --fold fails at once with its own message (the missing model is never reached)."""
     assert main(["serve", "--model", str(tmp_path / "missing"), *flags]) == 1

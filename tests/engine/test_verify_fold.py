@@ -243,8 +243,8 @@ def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokeni
         outs.append(json.loads(capsys.readouterr().out))
     model, tokenizer, _ = load_checkpoint(ckpt)
     ids = [encode_prompt(tokenizer, text, raw=True)]
-    folded = VerifyGeneration(model, tokenizer, ids, DecodingConfig(max_new_tokens=24), fold=parse_folding("forwards:2"),
-                              lookup=PromptLookup()).run()[0]
+    folded = VerifyGeneration(model, tokenizer, ids, DecodingConfig(max_new_tokens=24),
+                              fold=parse_folding("forwards:2"), lookup=PromptLookup()).run()[0]
     assert (outs[0]["token_ids"], outs[0]["kv_slots"], outs[0]["forwards"]) == (folded.token_ids, folded.kv_slots,
                                                                                folded.forwards)
     assert outs[0]["folded"] and outs[0]["kv_slots"] < outs[0]["kv_slots_ordinary"] and outs[0]["confidence"] == 0.3
