@@ -1,6 +1,6 @@
 # bench.sh [MODEL]: the GPU mode of `hamburger bench` on a lent GPU, eager and then compiled, side by side with
-# HF generate (same prompts, fp32), and verify mode with and without folding (verify_fold: segments:32; eager in
-# both). Needs the machine set up by setup1.sh + start2.sh and the model's weights in
+# HF generate (same prompts, fp32), and verify mode with and without folding (verify_fold: segments:32; both draft
+# by prompt lookup and over the checkpoint's draft vocabulary, as `generate` does; eager in both). Needs the machine set up by setup1.sh + start2.sh and the model's weights in
 # the working tree (the default model: re-track hamburger/default_model/grafted.safetensors for this call).
 # Results (results.json/.md, plots) land in $OUT/bench-eager and $OUT/bench-compiled.
 . .gpu/env.sh
