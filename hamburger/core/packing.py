@@ -4,7 +4,10 @@ A response cut into groups is fed to the base as its prompt tokens, then one mer
 the last (the last group is predicted, never fed); with ``single_tail`` t, a group's last t tokens go in as their
 own one-token inputs after one merged input of the rest (`input_sizes`), and with ``fold`` d (the engine's
 ``fold_tail``) such a split group comes back as one merged input of all its tokens d groups later, which every slot
-after it reads instead of the split ones (`masks.slot_mask`'s ``lifetime``). `pack` builds every index and tensor
+after it reads instead of the split ones (`masks.slot_mask`'s ``lifetime``). With ``window`` W (verify mode's
+folding, `engine/folding.py`) every response token is its own one-token input and the base predicts every token;
+a group of 2+ tokens comes back as one merged input before the token W after its last one, which later inputs read
+instead of its single ones. `pack` builds every index and tensor
 of that layout for a whole batch once, on the batching side, so that the model's training forward only runs tensor
 ops; it also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
 """
@@ -48,11 +51,25 @@ def input_sizes(size: int, single_tail: int = 0) -> list[int]:
     return ([head] if head > 0 else []) + [1] * min(size, single_tail)
 
 
-def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: int = 0) -> int:
+def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: int = 0, window: int = 0) -> int:
     """Base slots of a row's merged layout: its prompt, then the inputs of every group but the last (with ``fold`` d,
-    and a folded input for each split group with d fed groups after it)."""
+    and a folded input for each split group with d fed groups after it; with ``window``, every response token but the
+    last and a merged input for each group that `window_folds` folds)."""
+    if window:
+        return prompt_length + sum(groups) - 1 + sum(map(len, window_folds(groups, window).values()))
     split = [len(input_sizes(n, single_tail)) for n in groups[:-1]]
     return prompt_length + sum(split) + (sum(k > 1 for k in split[:len(split) - fold]) if fold else 0)
+
+
+def window_folds(groups: list[int], window: int) -> dict[int, list[tuple[int, int]]]:
+    """Verify mode's folding of a response cut into ``groups``: response token i -> the groups [start, end) of 2+
+    tokens whose merged input comes just before token i's one-token input, i = end + window (only tokens but the last
+    are fed)."""
+    fed, out = sum(groups) - 1, {}
+    for start, n in zip(group_starts(groups), groups):
+        if n > 1 and start + n + window < fed:
+            out.setdefault(start + n + window, []).append((start, start + n))
+    return out
 
 
 def group_windows(batch: "TrainBatch", max_steps: int, device=None
@@ -125,20 +142,27 @@ def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch
             torch.tensor(valid, dtype=torch.bool, device=device).view(len(counts), width))
 
 
-def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, fold: int = 0) -> PackedBatch:
+def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, fold: int = 0,
+         window: int = 0) -> PackedBatch:
     """The merged and unmerged layouts of ``batch`` (see `PackedBatch`); groups longer than max_steps are an error.
     ``fold`` d: as the engine's ``fold_tail`` feeds it, a group split into 2+ inputs comes back d groups later as one
     input of all its tokens (at its last token's position, before that later group's inputs), and from there on only
-    that one is seen. A group with fewer than d fed groups after it is never folded (nothing after it would read it)."""
+    that one is seen. A group with fewer than d fed groups after it is never folded (nothing after it would read it).
+    ``window`` W: verify mode's folded layout (`window_folds`); the packed batch's groups are then every token alone
+    (the base predicts each), and ``batch.groups`` only say what folds."""
+    fold_groups = batch.groups
+    if window:  # every token alone, predicted by the base
+        batch = TrainBatch(batch.prompt_ids, batch.response_ids, [[1] * len(r) for r in batch.response_ids])
     tokens, inputs, prompt_r, prompt_c, prompt_tok, merge_r, merge_c = [], [], [], [], [], [], []
     feat_r, feat_c, positions, counts, lifetimes = [], [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
-        if max(g) > max_steps:
-            raise ValueError(f"a group of {max(g)} tokens exceeds max_steps={max_steps}")
+        if max(fold_groups[b]) > max_steps:
+            raise ValueError(f"a group of {max(fold_groups[b])} tokens exceeds max_steps={max_steps}")
         length = len(p)
         place = list(range(length))  # rotary position of each slot
         life = [FOREVER] * length
         starts, split_at = group_starts(g), {}  # (the columns of the split groups not folded yet)
+        folds, single_at = window_folds(fold_groups[b], window) if window else {}, {}  # (window: token -> column)
         feat_c.append(length - 1)
         for j, (start, n) in enumerate(zip(starts, g)):
             tokens.append(r[start:start + n])
@@ -147,6 +171,11 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
             fed = [(starts[j - fold], g[j - fold])] if j - fold in split_at else []  # a fold comes first
             for c in split_at.pop(j - fold, []):
                 life[c] = len(place) - c  # seen until the fold's slot
+            first = len(place) + len(fed)  # (window: token `start`'s input comes after these merged ones, and no
+            for s, e in folds.get(start, []):  # merged one sees the single inputs any of them replaces)
+                for i in range(s, e):
+                    life[single_at[i]] = first - single_at[i]
+                fed.append((s, e - s))
             sizes = input_sizes(n, single_tail)
             fed += [(start + sum(sizes[:i]), size) for i, size in enumerate(sizes)]
             if fold and len(sizes) > 1:
@@ -156,6 +185,7 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
                 inputs.append(r[s:s + size])
                 place.append(length + s + size - 1)  # an input sits at its last token
                 life.append(FOREVER)
+            single_at[start] = len(place) - 1
             feat_c.append(len(place) - 1)  # the group's last input predicts the next group
         merge_r += [b] * (len(place) - length)
         prompt_r += [b] * length
@@ -188,10 +218,10 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
         tail_index([len(p) for p in batch.prompt_ids], counts, device),
         tail_index([len(p) for p in batch.prompt_ids], [len(r) - 1 for r in batch.response_ids], device),
         torch.tensor([x + [FOREVER] * (slots - len(x)) for x in lifetimes], dtype=torch.long, device=device)
-        if fold else None)
+        if fold or window else None)
 
 
 def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None, single_tail: int = 0,
-              fold: int = 0) -> PackedBatch:
+              fold: int = 0, window: int = 0) -> PackedBatch:
     """``batch`` itself when already packed, else `pack` of it (a convenience for callers with lists)."""
-    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device, single_tail, fold)
+    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device, single_tail, fold, window)

@@ -49,6 +49,9 @@ class TrainConfig:
     #                       merged slot of the rest (HamburgerConfig.single_tail; 0: one slot per group, the paper's)
     fold_tail: int = 0  # with single_tail: train the layout the engine's fold_tail d decodes (each split group fed
     #                     again whole, d groups later, in one merged slot that later slots read instead; 0: never)
+    verify_window: int = 0  # train the layout verify mode's folding decodes in (`packing.window_folds`): every token
+    #                         its own slot, predicted by the base, each data group of 2+ tokens folded into one merged
+    #                         slot this many tokens after its end (0: off; trains the reading only: stop_loss_weight 0)
     msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
     #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
@@ -138,6 +141,12 @@ class TrainConfig:
                                                               and self.hidden_weight == 0)),
              f"fold_tail must be >= 0 and needs single_tail >= 1, msd_context 0 and hidden_weight 0, "
              f"got {self.fold_tail}")
+        need(self.verify_window >= 0 and (not self.verify_window or (
+            self.single_tail == 0 and self.fold_tail == 0 and self.msd_context == 0 and self.hidden_weight == 0
+            and self.stop_loss_weight == 0 and self.stage == "full")),
+             "verify_window must be >= 0 and needs single_tail 0, fold_tail 0, msd_context 0, hidden_weight 0, "
+             f"stop_loss_weight 0 (every token is its own group: no stop targets) and stage full, got "
+             f"{self.verify_window}")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")

@@ -62,7 +62,7 @@ class Trainer:
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.fold_tail = cfg.fold_tail
-        self.layout = (cfg.single_tail, cfg.fold_tail)  # the merged layout's settings (`packing.pack`)
+        self.layout = (cfg.single_tail, cfg.fold_tail, cfg.verify_window)  # the layout's settings (`packing.pack`)
         self.model.config.validate()
         self.model.loss_chunk = cfg.loss_chunk
         self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)

@@ -271,3 +271,25 @@ def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch)
     assert method.run_batch(PROMPTS[:2], 12) == [
         r.token_ids for r in VerifyGeneration(model, char_tokenizer, PROMPTS[:2], DecodingConfig(max_new_tokens=12),
                                               fold=parse_folding("forwards:4"), lookup=PromptLookup()).run()]
+
+
+@pytest.mark.parametrize("window", [1, 3])
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_training_window_layout_is_the_folded_reading(window, family):
+    """`pack(..., window=W)`, the layout verify mode's folding decodes in: every token a one-token input that the base
+    predicts, and each group of 2+ tokens one merged input before the token W after its end (`window_folds`). The
+    training forward's logits equal the uncached specification of the engine's cache, token by token."""
+    from hamburger.core.packing import TrainBatch, pack, window_folds
+
+    model = folding_model(family)
+    prompt, groups = PROMPTS[1], [2, 1, 3, 2, 4, 2, 1, 3]
+    answer = torch.randint(10, 90, (sum(groups),), generator=torch.Generator().manual_seed(1)).tolist()
+    folds = window_folds(groups, window)
+    assert sum(map(len, folds.values())) >= 4, "the test needs folds"
+    schedule = [folds.get(i, []) for i in range(len(answer) - 1)]  # the groups folded before token i is fed
+    with torch.no_grad():
+        out = model.training_forward(pack(TrainBatch([prompt], [answer], [groups]), model.config.max_steps,
+                                          window=window))
+    want = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), schedule)
+    torch.testing.assert_close(out.token_logits, want, rtol=1e-4, atol=1e-4)
+    assert out.targets.tolist() == answer

@@ -44,3 +44,27 @@ def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_pa
 def test_fold_tail_is_checked(env, tmp_path, bad):  # noqa: F811
     with pytest.raises(HamburgerError, match="fold_tail"):
         config(env, tmp_path, **{"fold_tail": 1, **bad})
+
+
+def test_a_verify_window_run_trains_the_reading_and_keeps_the_stop_head(env, tmp_path):  # noqa: F811
+    """`verify_window`: verify-fold's layout (every token its own slot, groups folded W tokens after their end); the
+    rows batch by that layout's slots, the base's every prediction is trained and the stop head gets no target."""
+    import torch
+
+    from hamburger.core.packing import layout_slots
+
+    run = Trainer(config(env, tmp_path / "window", base_mode="lora", lora_scope="merged", verify_window=2,
+                         stop_loss_weight=0.0, max_train_steps=2, save_every=1))
+    assert run.lengths(0) == [layout_slots(len(r.prompt_ids), r.groups, window=2) for r in run.rows]
+    assert run.lengths(0) != [r.slots() for r in run.rows]
+    stop = {k: v.clone() for k, v in run.model.stop_head.state_dict().items()}
+    run.train()
+    for k, v in load_checkpoint(tmp_path / "window" / "last")[0].stop_head.state_dict().items():
+        torch.testing.assert_close(v.float(), stop[k].float(), rtol=1e-3, atol=1e-5)  # (weight decay only)
+
+
+@pytest.mark.parametrize("bad", [{"stop_loss_weight": 0.5}, {"single_tail": 1}, {"msd_context": 2},
+                                 {"stage": "msd"}, {"verify_window": -1}])
+def test_verify_window_is_checked(env, tmp_path, bad):  # noqa: F811
+    with pytest.raises(HamburgerError, match="verify_window"):
+        config(env, tmp_path, **{"verify_window": 2, "stop_loss_weight": 0.0, **bad})
