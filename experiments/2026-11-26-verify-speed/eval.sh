@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 19: the quality suite on verify mode with folding (FOLD, default segments:32) drafting by prompt lookup (up to
 # LOOKUP tokens, default 10) and by the MSD at stop-head confidence CONF (default 0.3), the GPU warm start (MODEL=default:
-# the shipped default model, outputs named default-...), paired with the base by `hamburger eval`'s bands (the protocol of experiments/2026-11-25-verify-fold/eval.sh):
+# the shipped default model, outputs named default-...; MODEL=FOLDER: that checkpoint, FOLDER's name first), paired
+# with the base by `hamburger eval`'s bands (the protocol of experiments/2026-11-25-verify-fold/eval.sh):
 #   dev: the knob rule's prompts (20 chat + 20 GSM8K dev prompts, 96 new tokens);
 #   test (report only, nothing chosen on it; only with IFEVAL=1): the first 60 IFEval prompts, 128 new tokens.
 # Outputs: eval-dev-NAME/, eval-ifeval-NAME/ and their .txt logs (NAME: GROUPS-WINDOW-cCONF-pLOOKUP). Steps are
@@ -12,7 +13,11 @@ E=experiments/2026-11-26-verify-speed
 FOLD=${FOLD:-segments:32} CONF=${CONF:-0.3} LOOKUP=${LOOKUP:-10}
 NAME=${FOLD/:/-}-c$CONF-p$LOOKUP
 model=(--model experiments/2026-11-25-gpu-v2-two-sets/warm_start)
-[ "${MODEL:-}" != default ] || { model=(); NAME=default-$NAME; }
+case ${MODEL:-} in
+    "") ;;
+    default) model=(); NAME=default-$NAME ;;
+    *) model=(--model "$MODEL"); NAME=$(basename "$MODEL")-$NAME ;;
+esac
 export MKL_CBWR=AVX2
 common=("${model[@]}" --verify-fold $FOLD --verify-confidence $CONF --verify-lookup $LOOKUP --confidence ""
         --batch-size 8 --threads ${THREADS:-1})
