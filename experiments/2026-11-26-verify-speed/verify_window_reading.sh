@@ -3,13 +3,14 @@
 # start-of-run eval (`hamburger train --set verify_window=W`: every token its own slot, predicted by the base, each
 # entropy segment of the data folded into one merged slot W tokens after its end; packing.window_folds) on the
 # fold-tail CPU A/B's 92 val rows (runs/cpu-st/split, made by experiments/2026-11-25-cpu-single-tail-ab/run.sh), for
-# the GPU warm start at W = 8, 16 and 32. One training step each (the eval at step 0 is the number; the run itself is
-# a smoke test of the layout on real rows). Metrics: verify_window_reading/W.jsonl. One thread, niced.
+# the GPU warm start at W = 8, 16 and 32, and 100000 (no answer is that long: nothing folds, the base itself). One
+# training step each (the eval at step 0 is the number; the run itself is a smoke test of the layout on real rows).
+# Metrics: verify_window_reading/W.jsonl. One thread, niced.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=experiments/2026-11-26-verify-speed/verify_window_reading
 mkdir -p $D
-for W in ${WINDOWS:-8 16 32}; do
+for W in ${WINDOWS:-8 16 32 100000}; do
     [ -s $D/$W.jsonl ] && continue
     rm -rf runs/verify-window-$W
     OMP_NUM_THREADS=1 nice -n 15 .venv/bin/hamburger train --config configs/smollm2-lora-merged-v2-cpu.yaml \
