@@ -12,6 +12,7 @@ from hamburger.cli.modes import KNOB_HELP, add_mode_options, check_mode_options,
 from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
 from hamburger.errors import HamburgerError
 
+
 def read_prompt(args: argparse.Namespace) -> str:
     if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
         return sys.stdin.read()

@@ -28,7 +28,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-
 from functools import partial
 
 from hamburger.engine.folding import DEFAULT_FOLD, Folding, parse_folding
