@@ -117,9 +117,10 @@ class HamburgerModel(nn.Module):
         super().__init__()
         self.base = base
         self.config = config.for_base(base.config)
-        self.embedder = CompositionalEmbedder(self.config).to(self.dtype)
+        # the grafted modules live where the base does (a base already on a GPU gets them on that GPU too)
+        self.embedder = CompositionalEmbedder(self.config).to(self.device, self.dtype)
         self.decoder = MicroStepDecoder(base, self.config)
-        self.stop_head = StopHead(self.config).to(self.dtype)
+        self.stop_head = StopHead(self.config).to(self.device, self.dtype)
         self._taps: list[torch.Tensor] | None = None
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         self._compiled_stack = None  # set by `compile_decoding`

@@ -79,7 +79,8 @@ class MicroStepDecoder(nn.Module):
         self.layers = nn.ModuleList(layer_cls(config, layer_idx=i) for i in range(n))
         self.norm = copy.deepcopy(stack.norm)
         self.rotary = type(stack.rotary_emb)(config=config)
-        dtype = next(base.parameters()).dtype
+        reference = next(base.parameters())
+        self.layers.to(reference.device, reference.dtype)
         if cfg.decoder_init == "copy_last" and n <= len(stack.layers):
             for mine, theirs in zip(self.layers, stack.layers[-n:]):
                 mine.load_state_dict(theirs.state_dict())
@@ -90,7 +91,7 @@ class MicroStepDecoder(nn.Module):
                     nn.init.normal_(module.weight, std=std)
                     if module.bias is not None:
                         nn.init.zeros_(module.bias)
-        self.to(dtype)
+        self.to(reference.device, reference.dtype)
         for p in self.parameters():
             p.requires_grad_(True)
 

@@ -247,7 +247,8 @@ class VerifyGeneration(Generation):
         drafts.tokens, drafts.looked_up = tokens, True
         if not row.cfg.greedy:  # a lookup draft is certain: q is one-hot
             vocab = self.model.base.get_output_embeddings().weight.shape[0]
-            drafts.q = [torch.zeros(vocab, device=self.model.device).index_fill_(0, torch.tensor([t]), 1.0)
+            device = self.model.device
+            drafts.q = [torch.zeros(vocab, device=device).index_fill_(0, torch.tensor([t], device=device), 1.0)
                         for t in tokens]
         return True
 
