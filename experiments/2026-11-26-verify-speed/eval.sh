@@ -6,10 +6,11 @@
 #   dev: the knob rule's prompts (20 chat + 20 GSM8K dev prompts, 96 new tokens);
 #   test (report only, nothing chosen on it; only with IFEVAL=1): the first 60 IFEval prompts, 128 new tokens.
 # Outputs: eval-dev-NAME/, eval-ifeval-NAME/ and their .txt logs (NAME: GROUPS-WINDOW-cCONF-pLOOKUP). Steps are
-# skipped when their output exists. One thread each (THREADS to change).
+# skipped when their output exists. One thread each (THREADS to change). OUT_DIR puts them elsewhere (default: here).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-E=experiments/2026-11-26-verify-speed
+E=${OUT_DIR:-experiments/2026-11-26-verify-speed}
+mkdir -p "$E"
 FOLD=${FOLD:-segments:32} CONF=${CONF:-0.3} LOOKUP=${LOOKUP:-10}
 NAME=${FOLD/:/-}-c$CONF-p$LOOKUP
 model=(--model experiments/2026-11-25-gpu-v2-two-sets/warm_start)
