@@ -119,7 +119,8 @@ def make_plan(lengths: list[int] | Callable[[int], list[int]], batch_size: int, 
     return Plan(steps, len(first))
 
 
-def shard(rows: list[int], lengths: list[int], world: int, rank: int, grad_accum: int) -> list[list[int]]:
+def shard(rows: list[int], lengths: list[int] | dict[int, int], world: int, rank: int, grad_accum: int
+          ) -> list[list[int]]:
     """This process's ``grad_accum`` micro-batches of a step batch (an empty one means "no rows").
 
     The step batch is sorted by length and cut into ``world * grad_accum`` contiguous parts of near

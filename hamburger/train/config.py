@@ -52,6 +52,9 @@ class TrainConfig:
     verify_window: int = 0  # train the layout verify mode's folding decodes in (`packing.window_folds`): every token
     #                         its own slot, predicted by the base, each data group of 2+ tokens folded into one merged
     #                         slot this many tokens after its end (0: off; trains the reading only: stop_loss_weight 0)
+    verify_window_every: int = 0  # with verify_window: only every this-many-th step trains in that layout, the others
+    #                               in the ordinary one (single_tail/fold_tail 0), so one set of adapters reads both;
+    #                               the stop loss counts on the ordinary steps only (0: every step, as 1)
     msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
     #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
@@ -141,12 +144,15 @@ class TrainConfig:
                                                               and self.hidden_weight == 0)),
              f"fold_tail must be >= 0 and needs single_tail >= 1, msd_context 0 and hidden_weight 0, "
              f"got {self.fold_tail}")
+        mixed = self.verify_window_every > 1
         need(self.verify_window >= 0 and (not self.verify_window or (
             self.single_tail == 0 and self.fold_tail == 0 and self.msd_context == 0 and self.hidden_weight == 0
-            and self.stop_loss_weight == 0 and self.stage == "full")),
+            and (self.stop_loss_weight == 0 or mixed) and self.stage == "full")),
              "verify_window must be >= 0 and needs single_tail 0, fold_tail 0, msd_context 0, hidden_weight 0, "
-             f"stop_loss_weight 0 (every token is its own group: no stop targets) and stage full, got "
-             f"{self.verify_window}")
+             f"stop_loss_weight 0 (every token is its own group: no stop targets; with verify_window_every > 1 the "
+             f"other steps train the stop head) and stage full, got {self.verify_window}")
+        need(self.verify_window_every >= 0 and (not self.verify_window_every or self.verify_window > 0),
+             f"verify_window_every must be >= 0 and needs verify_window > 0, got {self.verify_window_every}")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")

@@ -62,7 +62,10 @@ class Trainer:
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.fold_tail = cfg.fold_tail
-        self.layout = (cfg.single_tail, cfg.fold_tail, cfg.verify_window)  # the layout's settings (`packing.pack`)
+        # the layouts' settings (`packing.pack`): the ordinary one and verify-fold's, which steps train in (`layout_at`)
+        self.ordinary, self.window = (cfg.single_tail, cfg.fold_tail, 0), (0, 0, cfg.verify_window)
+        self.layouts = ([self.ordinary] if not cfg.verify_window else [self.window] if cfg.verify_window_every <= 1
+                        else [self.ordinary, self.window])
         self.model.config.validate()
         self.model.loss_chunk = cfg.loss_chunk
         self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)
@@ -88,7 +91,9 @@ class Trainer:
         if cfg.eval_max_rows:
             self.eval_rows = self.eval_rows[:cfg.eval_max_rows]
         # the rows' lengths (merged base positions) under each cut an epoch can use: the stored groups, or each recut
-        self.cut_lengths = [[r.at_epoch(c).slots(*self.layout) for r in self.rows] for c in range(max(1, len(cfg.recut)))]
+        # (with two layouts, the longer: a step's batch fits whichever layout it trains in)
+        self.cut_lengths = [[max(r.at_epoch(c).slots(*layout) for layout in self.layouts) for r in self.rows]
+                            for c in range(max(1, len(cfg.recut)))]
         self.plan = make_plan(self.lengths, cfg.batch_size, cfg.max_tokens, cfg.bucket_size, cfg.seed, cfg.epochs,
                               cfg.max_train_steps)
         self.step = 0
@@ -182,6 +187,12 @@ class Trainer:
         """The rows' merged lengths in epoch ``epoch`` (with `recut`, under that epoch's cut)."""
         return self.cut_lengths[epoch % len(self.cut_lengths)]
 
+    def layout_at(self, step: int) -> tuple[int, int, int]:
+        """The layout step ``step`` (0-based) trains in: with two, verify-fold's on every verify_window_every-th."""
+        if len(self.layouts) == 1:
+            return self.layouts[0]
+        return self.window if (step + 1) % self.cfg.verify_window_every == 0 else self.ordinary
+
     def step_rows(self, step: int) -> list[Row]:
         """The rows (with the groups they train on) of the plan's step ``step``."""
         epoch, _, rows = self.plan.steps[step]
@@ -189,9 +200,14 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------ loop
     def train_step(self, rows: list[int], epoch: int = 0) -> torch.Tensor:
-        """One optimizer step on a step batch of epoch ``epoch``; returns the summed stats of this process's share."""
-        cfg, k = self.cfg, self.model.config.max_steps
-        micro = shard(rows, self.lengths(epoch), self.dist.world, self.dist.rank, cfg.grad_accum)
+        """One optimizer step on a step batch of epoch ``epoch``, in the layout of this step (`layout_at`); returns the
+        summed stats of this process's share."""
+        cfg, k, layout = self.cfg, self.model.config.max_steps, self.layout_at(self.step)
+        # verify-fold's layout has one-token groups only: no stop targets to learn from
+        self.model.config.stop_loss_weight = 0.0 if layout[2] else cfg.stop_loss_weight
+        lengths = (self.lengths(epoch) if len(self.layouts) == 1  # (two layouts: cut the step by its own layout)
+                   else {i: self.rows[i].at_epoch(epoch).slots(*layout) for i in rows})
+        micro = shard(rows, lengths, self.dist.world, self.dist.rank, cfg.grad_accum)
         total = sum(len(self.rows[i].response_ids) for i in rows)
         stats = empty_stats(k, self.dist.device)
         self.net.train()
@@ -200,11 +216,12 @@ class Trainer:
             weight = sum(len(r.response_ids) for r in batch_rows) / total * self.dist.world if part else 0.0
             with grad_sync(self.net, j == len(micro) - 1):
                 with self._autocast():
-                    out = self.net(collate(batch_rows, k, self.dist.device, *self.layout))
+                    out = self.net(collate(batch_rows, k, self.dist.device, *layout))
                 (out.loss * weight).backward()
             if part:
-                stats += batch_stats(out, k, *padding_fraction([batch_rows], *self.layout),
+                stats += batch_stats(out, k, *padding_fraction([batch_rows], *layout),
                                      sum(len(r.response_ids) for r in batch_rows))
+        self.model.config.stop_loss_weight = cfg.stop_loss_weight  # (what a checkpoint records)
         for group in self.optimizer.param_groups:
             group["lr"] = lr_at(self.step, len(self.plan.steps), group["peak"], cfg.min_lr, cfg.warmup_steps)
         if cfg.grad_clip > 0:
@@ -284,12 +301,19 @@ class Trainer:
             raise KeyboardInterrupt
         self.stop_signal = signum
 
-    @torch.no_grad()
     def evaluate(self) -> dict:
-        """Loss, token accuracy per micro position and stop accuracy on the held-out rows (sharded)."""
+        """Loss, token accuracy per micro position and stop accuracy on the held-out rows (sharded), in the run's first
+        layout; with two, verify-fold's under "window"."""
+        out = self.evaluate_layout(self.layouts[0])
+        if len(self.layouts) > 1:
+            out["window"] = self.evaluate_layout(self.layouts[1])
+        return out
+
+    @torch.no_grad()
+    def evaluate_layout(self, layout: tuple[int, int, int]) -> dict:
         cfg, k = self.cfg, self.model.config.max_steps
-        order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots(*self.layout))
-        size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots(*self.layout) for r in self.eval_rows))
+        order = sorted(range(len(self.eval_rows)), key=lambda i: self.eval_rows[i].slots(*layout))
+        size = cfg.batch_size or max(1, cfg.max_tokens // max(r.slots(*layout) for r in self.eval_rows))
         size = max(1, size // max(1, cfg.grad_accum))
         batches = [order[i:i + size] for i in range(0, len(order), size)]
         count = -(-len(batches) // self.dist.world)  # FSDP: every process runs as many forwards
@@ -299,10 +323,11 @@ class Trainer:
         for n in range(count):
             rows: list[Row] = [self.eval_rows[i] for i in (mine[n] if n < len(mine) else batches[0])]
             with self._autocast():
-                out = self.objective(collate(rows, k, self.dist.device, *self.layout))
+                out = self.objective(collate(rows, k, self.dist.device, *layout))
             if n < len(mine):
-                stats += batch_stats(out, k, *padding_fraction([rows], *self.layout))
-        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, cfg.stop_loss_weight, cfg.hidden_weight)
+                stats += batch_stats(out, k, *padding_fraction([rows], *layout))
+        stop_weight = 0.0 if layout[2] else cfg.stop_loss_weight
+        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, stop_weight, cfg.hidden_weight)
 
     def replica_diff(self) -> float:
         """Largest difference of any trainable weight between processes (0 when replicas agree)."""

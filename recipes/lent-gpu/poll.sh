@@ -1,7 +1,7 @@
 # poll.sh SECONDS [final]: follow the pipeline, copy what is new to $OUT; with "final", export unfinished runs.
 . .gpu/env.sh
 end=$((SECONDS + $1))
-RUN_NAMES="lora-merged lora-single-tail lora-fold lora-verify-fold lora-msd-context lora-grow4 full lora-two-sets lora-after-merge lora frozen"  # every run of recipes/gpu-default-model.sh that exports
+RUN_NAMES="lora-merged lora-single-tail lora-fold lora-verify-fold lora-both lora-msd-context lora-grow4 full lora-two-sets lora-after-merge lora frozen"  # every run of recipes/gpu-default-model.sh that exports
 ship() {  # NAME DIR: tar + split a finished export into $OUT
     [ -f /tmp/work/.sent-$1 ] && return
     # a call brings back < 64 MiB: a full fine-tune's export (534 MiB, 2026-11-25) would fill $OUT for many calls and

@@ -68,3 +68,46 @@ def test_a_verify_window_run_trains_the_reading_and_keeps_the_stop_head(env, tmp
 def test_verify_window_is_checked(env, tmp_path, bad):  # noqa: F811
     with pytest.raises(HamburgerError, match="verify_window"):
         config(env, tmp_path, **{"verify_window": 2, "stop_loss_weight": 0.0, **bad})
+
+
+def _mixed(env, out, **kw):  # noqa: F811
+    return Trainer(config(env, out, base_mode="lora", lora_scope="merged", **kw))
+
+
+def test_a_mixed_run_trains_each_step_exactly_as_the_run_of_that_layout_would(env, tmp_path):  # noqa: F811
+    """`verify_window_every` k: every k-th step in verify-fold's layout (no stop loss), the others in the ordinary one;
+    a step of either kind is the same optimizer step the single-layout run makes on the same rows."""
+    import torch
+
+    from hamburger.core.packing import layout_slots
+
+    mixed = _mixed(env, tmp_path / "mixed", verify_window=2, verify_window_every=2, stop_loss_weight=0.5)
+    assert [mixed.layout_at(s) for s in range(4)] == [(0, 0, 0), (0, 0, 2), (0, 0, 0), (0, 0, 2)]
+    assert mixed.lengths(0) == [max(r.slots(), layout_slots(len(r.prompt_ids), r.groups, window=2))
+                                for r in mixed.rows]
+    rows = mixed.plan.steps[0][2]
+    for step, single in [(0, _mixed(env, tmp_path / "plain", stop_loss_weight=0.5)),
+                         (1, _mixed(env, tmp_path / "window", verify_window=2, stop_loss_weight=0.0))]:
+        mixed_run = _mixed(env, tmp_path / f"mixed{step}", verify_window=2, verify_window_every=2,
+                           stop_loss_weight=0.5)
+        mixed_run.step = single.step = step
+        assert torch.equal(mixed_run.train_step(rows), single.train_step(rows))
+        for (name, a), (_, b) in zip(mixed_run.model.named_parameters(), single.model.named_parameters()):
+            assert torch.equal(a, b), name
+        assert mixed_run.model.config.stop_loss_weight == 0.5
+
+
+def test_a_mixed_run_evaluates_both_layouts_and_saves_the_stop_weight(env, tmp_path):  # noqa: F811
+    run = _mixed(env, tmp_path / "mixed", verify_window=2, verify_window_every=2, stop_loss_weight=0.5,
+                 eval_data=env["data"], max_train_steps=2, save_every=1)
+    metrics = run.evaluate()
+    assert metrics["window"]["token_acc_micro"][1:] == [None] * 3 and metrics["token_acc_micro"][1] is not None
+    run.train()
+    assert load_checkpoint(tmp_path / "mixed" / "last")[0].config.stop_loss_weight == 0.5
+
+
+@pytest.mark.parametrize("bad", [{"verify_window": 0}, {"verify_window_every": -1},
+                                 {"verify_window_every": 1, "stop_loss_weight": 0.5}])
+def test_verify_window_every_is_checked(env, tmp_path, bad):  # noqa: F811
+    with pytest.raises(HamburgerError, match="verify_window"):
+        config(env, tmp_path, **{"verify_window": 2, "verify_window_every": 2, "stop_loss_weight": 0.0, **bad})

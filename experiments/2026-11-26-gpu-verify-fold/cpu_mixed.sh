@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 19, CPU: can one set of adapters read both layouts? The lent GPU's lora-verify-fold model (rebuild.py) reads
+# verify-fold's layout well and HAMburger's own merged groups badly; train it with both layouts mixed
+# (`verify_window_every: 2`: every 2nd step in verify-fold's layout at W 16, the others in the ordinary one, stop loss
+# on those) on the CPU A/B rows of experiments/2026-11-25-cpu-single-tail-ab/run.sh (runs/cpu-st/split; the val rows
+# were never trained on by any run), the CPU rates of configs/smollm2-lora-merged-v2-cpu.yaml, 2 threads, niced,
+# resumable (rerun to continue). Eval at the start and every 50 steps, in both layouts (the "window" entry).
+# Metrics: cpu_mixed/metrics.jsonl (copied from the run).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HB=${HB:-.venv/bin/hamburger}
+E=experiments/2026-11-26-gpu-verify-fold
+R=runs/cpu-mixed
+export MKL_CBWR=AVX2
+[ -f runs/gpu-s24/lora-verify-fold-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py runs/gpu-s24/lora-verify-fold-export
+if [ -f "$R/last/trainer_state.pt" ]; then
+    nice -n 15 $HB train --out "$R" --resume
+else
+    nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
+        --set init=runs/gpu-s24/lora-verify-fold-export --set data=runs/cpu-st/split/train.jsonl \
+        --set eval_data=runs/cpu-st/split/val.jsonl --set eval_max_rows=100 --set eval_every=50 --set epochs=2 \
+        --set verify_window=16 --set verify_window_every=2 --set threads=2 --set out="$R"
+fi
+mkdir -p $E/cpu_mixed && cp $R/metrics.jsonl $R/config.json $E/cpu_mixed/
