@@ -70,7 +70,7 @@ def test_verify_window_is_checked(env, tmp_path, bad):  # noqa: F811
         config(env, tmp_path, **{"verify_window": 2, "stop_loss_weight": 0.0, **bad})
 
 
-def _mixed(env, out, **kw):  # noqa: F811
+def _mixed(env, out, **kw):
     return Trainer(config(env, out, base_mode="lora", lora_scope="merged", **kw))
 
 
