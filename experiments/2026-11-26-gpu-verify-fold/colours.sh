@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export MKL_CBWR=AVX2
-.venv/bin/hamburger generate --model "${MODEL:-runs/gpu-s24/lora-verify-fold-export}" --mode verify_fold \
+MODEL=${MODEL:-runs/gpu-s24/lora-verify-fold-export}
+[ -f "$MODEL/hamburger_config.json" ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py "$MODEL"
+.venv/bin/hamburger generate --model "$MODEL" --mode verify_fold \
     --max-new-tokens 128 --threads 1 --json "Name three colours." 2>/dev/null \
     > experiments/2026-11-26-gpu-verify-fold/colours.jsonl

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.."
 D=experiments/2026-11-26-gpu-verify-fold
 MODEL=${MODEL:-runs/gpu-s24/lora-verify-fold-export}
 export MKL_CBWR=AVX2
+[ -f "$MODEL"/hamburger_config.json ] || .venv/bin/python $D/rebuild.py "$MODEL"
 for name in lora-verify-fold default; do
     [ -s $D/speed_$name.json ] && continue
     model=(); [ $name = default ] || model=(--model "$MODEL")
