@@ -7,6 +7,9 @@
 #   test (report only, nothing chosen on it; only with IFEVAL=1): the first 60 IFEval prompts, 128 new tokens.
 # Outputs: eval-dev-NAME/, eval-ifeval-NAME/ and their .txt logs (NAME: GROUPS-WINDOW-cCONF-pLOOKUP). Steps are
 # skipped when their output exists. One thread each (THREADS to change). OUT_DIR puts them elsewhere (default: here).
+# Longer dev answers: TOKENS=256 (default 96), TASKS=chat (default chat,gsm8k); the dev output's name then gets
+# -tTOKENS and -TASKS. More IFEval prompts: IFEVAL_LIMIT=541 (default 60; the IFEval output's name gets -nLIMIT);
+# NO_SAMPLED=1 leaves out the base's sampled answers there (the reference of the NLL bands only).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=${OUT_DIR:-experiments/2026-11-26-verify-speed}
@@ -19,10 +22,15 @@ case ${MODEL:-} in
     default) model=(); NAME=default-$NAME ;;
     *) model=(--model "$MODEL"); NAME=$(basename "$MODEL")-$NAME ;;
 esac
+TOKENS=${TOKENS:-96} TASKS=${TASKS:-chat,gsm8k} IFEVAL_LIMIT=${IFEVAL_LIMIT:-60} DNAME=$NAME INAME=$NAME
+[ "$TOKENS" = 96 ] || DNAME=$DNAME-t$TOKENS
+[ "$TASKS" = chat,gsm8k ] || DNAME=$DNAME-${TASKS//,/-}
+[ "$IFEVAL_LIMIT" = 60 ] || INAME=$NAME-n$IFEVAL_LIMIT
 export MKL_CBWR=AVX2
 common=("${model[@]}" --verify-fold $FOLD --verify-confidence $CONF --verify-lookup $LOOKUP --confidence ""
         --batch-size 8 --threads ${THREADS:-1})
-[ -s $E/eval-dev-$NAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks chat,gsm8k --limit 20 \
-    --max-new-tokens 96 --out $E/eval-dev-$NAME > $E/eval-dev-$NAME.txt 2>&1
-[ -z "${IFEVAL:-}" ] || [ -s $E/eval-ifeval-$NAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" \
-    --tasks ifeval --limit 60 --max-new-tokens 128 --out $E/eval-ifeval-$NAME > $E/eval-ifeval-$NAME.txt 2>&1
+[ -s $E/eval-dev-$DNAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks $TASKS --limit 20 \
+    --max-new-tokens $TOKENS --out $E/eval-dev-$DNAME > $E/eval-dev-$DNAME.txt 2>&1
+[ -z "${IFEVAL:-}" ] || [ -s $E/eval-ifeval-$INAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" \
+    --tasks ifeval --limit $IFEVAL_LIMIT --max-new-tokens 128 ${NO_SAMPLED:+--no-base-sampled} \
+    --out $E/eval-ifeval-$INAME > $E/eval-ifeval-$INAME.txt 2>&1
