@@ -1,0 +1,47 @@
+"""Where verify-fold's long GSM8K answers spike: for every answer of the 256-token GSM8K dev eval
+(eval-dev-default-segments-32-c0.3-p10-t256-gsm8k/examples.jsonl), the unchanged base's worst token, teacher-forced
+after the chat-templated prompt (the answer's text re-tokenized), with its context, and whether it holds a digit.
+
+    python experiments/2026-11-26-long-answers/worst_tokens.py > experiments/2026-11-26-long-answers/worst_tokens.txt
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from hamburger.core.base import load_base
+from hamburger.engine.prompt import encode_prompt
+from hamburger.eval.plausibility import token_nll
+from hamburger.eval.run import gsm8k_examples
+
+EVAL = Path(__file__).resolve().parent / "eval-dev-default-segments-32-c0.3-p10-t256-gsm8k"
+
+
+def main() -> None:
+    torch.set_num_threads(2)
+    lm, tokenizer = load_base()[:2]
+    questions = {e.id: e.prompt for e in gsm8k_examples(None, 20)}
+    rows = [json.loads(line) for line in (EVAL / "examples.jsonl").read_text().splitlines()]
+    print("| method | id | worst NLL | token | digit | context before |")
+    print("|---|---|---|---|---|---|")
+    digits = {}
+    for r in rows:
+        ids = tokenizer(r["text"], add_special_tokens=False)["input_ids"]
+        nll = token_nll(lm, encode_prompt(tokenizer, questions[r["id"]]), ids)
+        at = max(range(len(nll)), key=nll.__getitem__)
+        token = tokenizer.decode(ids[at:at + 1])
+        has_digit = any(c.isdigit() for c in token)
+        digits.setdefault(r["method"], []).append(has_digit)
+        context = tokenizer.decode(ids[max(0, at - 12):at]).replace("\n", "\\n").replace("|", "/")
+        print(f"| {r['method']} | {r['id']} | {nll[at]:.2f} | {token!r} | {'yes' if has_digit else 'no'} | "
+              f"{context} |")
+    print("\n| method | answers whose worst token holds a digit |\n|---|---|")
+    for method, flags in digits.items():
+        print(f"| {method} | {sum(flags)}/{len(flags)} |")
+
+
+if __name__ == "__main__":
+    main()
