@@ -6,7 +6,7 @@
 # were never trained on by any run), the CPU rates of configs/smollm2-lora-merged-v2-cpu.yaml, 2 threads, niced,
 # resumable (rerun to continue). Eval at the start and every 50 steps, in both layouts (the "window" entry).
 # Metrics: cpu_mixed/metrics.jsonl (copied from the run). Without the run's full checkpoint (runs/ is not in git), it
-# starts again from the committed compact warm start cpu_mixed/warm_start (bf16, step 220, no optimizer state) with a
+# starts again from the committed compact warm start cpu_mixed/warm_start (bf16, step 410, no optimizer state) with a
 # fresh schedule, into runs/cpu-mixed-ws (its metrics: cpu_mixed/metrics-ws.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
