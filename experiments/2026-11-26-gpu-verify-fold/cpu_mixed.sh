@@ -17,18 +17,15 @@ export MKL_CBWR=AVX2
 [ -f runs/gpu-s24/lora-verify-fold-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py runs/gpu-s24/lora-verify-fold-export
 WS=$E/cpu_mixed/warm_start
 [ -f "$R/last/trainer_state.pt" ] || [ ! -f $WS/hamburger_config.json ] || R=runs/cpu-mixed-ws
+settings=(--config configs/smollm2-lora-merged-v2-cpu.yaml --set data=runs/cpu-st/split/train.jsonl
+          --set eval_data=runs/cpu-st/split/val.jsonl --set eval_max_rows=100 --set eval_every=50
+          --set verify_window=16 --set verify_window_every=2 --set threads=2 --set out="$R")
 if [ -f "$R/last/trainer_state.pt" ]; then
     nice -n 15 $HB train --out "$R" --resume
 elif [ "$R" = runs/cpu-mixed-ws ]; then
-    nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml --set init=$WS \
-        --set data=runs/cpu-st/split/train.jsonl --set eval_data=runs/cpu-st/split/val.jsonl --set eval_max_rows=100 \
-        --set eval_every=50 --set epochs=1 --set verify_window=16 --set verify_window_every=2 --set threads=2 \
-        --set out="$R"
+    nice -n 15 $HB train "${settings[@]}" --set init=$WS --set epochs=1
 else
-    nice -n 15 $HB train --config configs/smollm2-lora-merged-v2-cpu.yaml \
-        --set init=runs/gpu-s24/lora-verify-fold-export --set data=runs/cpu-st/split/train.jsonl \
-        --set eval_data=runs/cpu-st/split/val.jsonl --set eval_max_rows=100 --set eval_every=50 --set epochs=2 \
-        --set verify_window=16 --set verify_window_every=2 --set threads=2 --set out="$R"
+    nice -n 15 $HB train "${settings[@]}" --set init=runs/gpu-s24/lora-verify-fold-export --set epochs=2
 fi
 if [ "$R" = runs/cpu-mixed-ws ]; then cp $R/metrics.jsonl $E/cpu_mixed/metrics-ws.jsonl
 else mkdir -p $E/cpu_mixed && cp $R/metrics.jsonl $R/config.json $E/cpu_mixed/; fi

@@ -79,9 +79,7 @@ def main() -> None:
     folders = [f for f in sorted(HERE.glob("eval-*/")) + sorted(BEFORE.glob("eval-*/")) if f.is_dir()]
     scores_table(folders)
     verify_speed.bands_table(folders)
-    print("\n## Speed")
-    for path in sorted(HERE.glob("speed_*.json")):
-        verify_speed.speed_table(path)
+    verify_speed.speed_section(HERE)
 
 
 if __name__ == "__main__":

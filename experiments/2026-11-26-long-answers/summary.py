@@ -39,9 +39,7 @@ def main() -> None:
     gpu_verify_fold.scores_table(folders)
     ifeval_table(folders)
     verify_speed.bands_table(folders)
-    print("\n## Speed")
-    for path in sorted(HERE.glob("speed_*.json")):
-        verify_speed.speed_table(path)
+    verify_speed.speed_section(HERE)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,13 @@ def speed_table(path: Path) -> None:
               f"{lookup} |")
 
 
+def speed_section(folder: Path) -> None:
+    """Every speed run of ``folder`` (its speed_*.json), under one heading."""
+    print("\n## Speed")
+    for path in sorted(folder.glob("speed_*.json")):
+        speed_table(path)
+
+
 def bands_table(folders: list[Path]) -> None:
     print("\n### Quality bands (paired with the base; 95% bootstrap intervals over prompts)\n")
     print("| eval | task | method | tau | metric vs reference (band) | diff | 95% CI | point in band | verdict |")
