@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 E=${OUT_DIR:-experiments/2026-11-26-verify-speed}
 mkdir -p "$E"
 FOLD=${FOLD:-segments:32} CONF=${CONF:-0.3} LOOKUP=${LOOKUP:-10}
-NAME=${FOLD/:/-}-c$CONF-p$LOOKUP
+NAME=${FOLD//:/-}-c$CONF-p$LOOKUP
 model=(--model experiments/2026-11-25-gpu-v2-two-sets/warm_start)
 case ${MODEL:-} in
     "") ;;

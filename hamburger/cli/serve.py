@@ -49,9 +49,9 @@ def register(sub) -> None:
                         "unchanged base verifies; the base's own output) or verify_fold (verify mode on the checkpoint "
                         "itself, older answer tokens folded into one KV slot per group by --fold; every token the "
                         "base's choice on that cache) (default hamburger)")
-    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW",
+    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:SHARE]",
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
-                        "tokens follow it; GROUPS is segments (the base's entropy cut) or forwards (see generate "
+                        "tokens (or SHARE of the answer's tokens, when more) follow it; GROUPS is segments (the base's entropy cut) or forwards (see generate "
                         "--fold) (default %(default)s)")
     p.add_argument("--lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "

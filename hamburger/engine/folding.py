@@ -13,7 +13,8 @@ Groups (``groups``):
     the last of the cut is final;
   * ``forwards``: the tokens one verify forward kept in the cache (its pending token and the drafts the base kept).
 A group holds at most ``segments.max_steps`` tokens (at most what the embedder merges); a group of one token stays in
-its slot.
+its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is more than
+``window``), so the cache keeps about the same share of the answer's slots at every length.
 """
 
 from __future__ import annotations
@@ -35,12 +36,15 @@ class Folding:
     """When a group of answer tokens folds into one merged slot, and how the groups are cut."""
 
     window: int = 8  # a group folds once this many answer tokens were fed after its last one
+    share: float = 0.0  # ... or this share of the answer's fed tokens, when more: the window grows with the answer
     groups: str = "segments"  # `GROUPINGS`
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
             raise HamburgerError(f"the fold window must be >= 0 tokens, got {self.window}")
+        if not 0 <= self.share < 1:
+            raise HamburgerError(f"the fold window's share of the answer must be in [0, 1), got {self.share}")
         if self.groups not in GROUPINGS:
             raise HamburgerError(f"fold groups must be one of {', '.join(GROUPINGS)}, got {self.groups!r}")
         if self.segments.strategy not in STRATEGIES:
@@ -51,14 +55,22 @@ class Folding:
         return self
 
 
+    def window_at(self, fed: int) -> int:
+        """The window when ``fed`` answer tokens are in the cache: ``window``, or ``share`` of them when more."""
+        return max(self.window, int(self.share * fed))
+
+
 def parse_folding(spec: str) -> Folding:
-    """``GROUPS:WINDOW`` (e.g. ``segments:8``, ``forwards:4``) -> a `Folding`, validated later (segments: sliding
+    """``GROUPS:WINDOW[:SHARE]`` (e.g. ``segments:8``, ``forwards:4``, ``segments:32:0.25``: the last 32 answer tokens
+    or the last quarter of them, whichever is more, stay unfolded) -> a `Folding`, validated later (segments: sliding
     0.9)."""
-    groups, _, window = spec.partition(":")
+    groups, _, rest = spec.partition(":")
+    window, _, share = rest.partition(":")
     try:
-        return Folding(window=int(window), groups=groups)
+        return Folding(window=int(window), groups=groups, share=float(share or 0))
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW, e.g. segments:8 or forwards:4; got {spec!r}") from None
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE], e.g. segments:8, forwards:4 or segments:32:0.25; "
+                             f"got {spec!r}") from None
 
 
 class FoldState:
@@ -85,7 +97,7 @@ class FoldState:
 
     def due(self, fed: int) -> list[tuple[int, int]]:
         """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache."""
-        limit = fed - self.folding.window
+        limit = fed - self.folding.window_at(fed)
         if self.folding.groups == "forwards":
             cut = self.forwards
         else:  # the base's entropy cut of the undecided tokens: all groups but the last are final

@@ -11,7 +11,7 @@ from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.segment import log_softmax_entropy
-from hamburger.engine.folding import Folding, FoldState
+from hamburger.engine.folding import Folding, FoldState, parse_folding
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -74,7 +74,8 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
 
 FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Folding(window=5, groups="forwards"),
             "segments 0": Folding(window=0, segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
-            "segments 6": Folding(window=6, segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3))}
+            "segments 6": Folding(window=6, segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3)),
+            "forwards 2, growing": Folding(window=2, share=0.4, groups="forwards")}
 
 
 def folding_model(family: str = "llama"):
@@ -173,6 +174,7 @@ def test_bad_folding_is_refused(char_tokenizer):
     model, cfg = drafting_model("llama"), DecodingConfig()
     for folding, match in [(Folding(window=-1), "window"), (Folding(groups="tokens"), "groups"),
                            (Folding(segments=SegmentSettings(strategy="nope")), "strategy"),
+                           (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"),
                            (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=folding)
@@ -198,6 +200,23 @@ def test_due_groups_by_hand():
     assert segments.due(5) == []  # (3, 5) may still grow
     assert segments.due(6) == [(3, 5)]
     assert segments.due(8) == [] and segments.decided == 6  # (5, 6) is one token; (6, 8) is the cut's last group
+
+
+def test_a_growing_window_keeps_a_share_of_the_answer_unfolded():
+    """``share``: the window is that share of the fed answer tokens when more than ``window``, so groups fold later
+    as the answer grows; the spec's optional third field."""
+    folding = parse_folding("forwards:2:0.5")
+    assert folding == Folding(window=2, share=0.5, groups="forwards")
+    assert [folding.window_at(n) for n in (0, 4, 5, 10, 11)] == [2, 2, 2, 5, 5]
+    state = FoldState(folding, 100)
+    for start, end in [(0, 3), (3, 5), (5, 7), (7, 10), (10, 12)]:
+        state.fed(start, end)
+    assert state.due(4) == []  # window 2: (0, 3) needs 3 + 2 fed
+    assert state.due(5) == [(0, 3)]
+    assert state.due(8) == []  # window 4: (3, 5) needs 5 + 4 (a fixed window of 2: 5 + 2)
+    assert state.due(9) == [(3, 5)]
+    assert state.due(12) == []  # window 6: (5, 7) needs 7 + 6 (a fixed window of 2 would have folded up to (7, 10))
+    assert state.due(14) == [(5, 7)]
 
 
 def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
