@@ -9,7 +9,8 @@
 # skipped when their output exists. One thread each (THREADS to change). OUT_DIR puts them elsewhere (default: here).
 # Longer dev answers: TOKENS=256 (default 96), TASKS=chat (default chat,gsm8k); the dev output's name then gets
 # -tTOKENS and -TASKS. More IFEval prompts: IFEVAL_LIMIT=541 (default 60; the IFEval output's name gets -nLIMIT);
-# NO_SAMPLED=1 leaves out the base's sampled answers there (the reference of the NLL bands only).
+# NO_SAMPLED=1 leaves out the base's sampled answers there (the reference of the NLL bands only). REUSE=DIR takes the
+# dev run's base and base-sampled answers from the earlier eval in DIR (`hamburger eval --reuse-base`).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=${OUT_DIR:-experiments/2026-11-26-verify-speed}
@@ -30,7 +31,7 @@ export MKL_CBWR=AVX2
 common=("${model[@]}" --verify-fold $FOLD --verify-confidence $CONF --verify-lookup $LOOKUP --confidence ""
         --batch-size 8 --threads ${THREADS:-1})
 [ -s $E/eval-dev-$DNAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks $TASKS --limit 20 \
-    --max-new-tokens $TOKENS --out $E/eval-dev-$DNAME > $E/eval-dev-$DNAME.txt 2>&1
+    --max-new-tokens $TOKENS ${REUSE:+--reuse-base $REUSE} --out $E/eval-dev-$DNAME > $E/eval-dev-$DNAME.txt 2>&1
 [ -z "${IFEVAL:-}" ] || [ -s $E/eval-ifeval-$INAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" \
     --tasks ifeval --limit $IFEVAL_LIMIT --max-new-tokens 128 ${NO_SAMPLED:+--no-base-sampled} \
     --out $E/eval-ifeval-$INAME > $E/eval-ifeval-$INAME.txt 2>&1

@@ -26,7 +26,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
                        base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
-                       verify_lookup=args.verify_lookup)
+                       verify_lookup=args.verify_lookup, reuse_base=args.reuse_base)
     print(summary.read_text())
     return 0
 
@@ -88,6 +88,10 @@ def register(sub) -> None:
                         "alone)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
+    p.add_argument("--reuse-base", default=None, metavar="DIR",
+                   help="take the base's and base-sampled answers (with their scores and timings) from the earlier "
+                        "eval in DIR instead of decoding them again; refused unless DIR decoded the same base with "
+                        "the same --max-new-tokens and task files on the same prompts")
     p.add_argument("--bands", default=None,
                    help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
                         "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "

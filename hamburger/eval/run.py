@@ -165,7 +165,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              gsm8k_file: str | None = None, timeout: float = 10.0, batch_size: int = 4,
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
-             verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS):
+             verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
+             reused: dict[tuple[str, str], list[dict]] | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -174,7 +175,9 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
     read the merged slots), its older tokens folded into one KV slot per group. Both draft while the stop head's
     1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
-    (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`)."""
+    (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`). ``reused`` ((task,
+    method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken as they are
+    instead of decoding them again."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -220,7 +223,17 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         base_texts: list[str] = []
         base_ids: list[list[int]] = []
         for name, confidence in methods:
-            if name == "endpoint":
+            earlier = (reused or {}).get((task, name))
+            if earlier is not None:
+                if [r["id"] for r in earlier] != [e.id for e in examples]:
+                    raise HamburgerError(f"the reused {name} answers of task {task} are for other prompts (ids "
+                                         f"{[r['id'] for r in earlier][:3]}..., here {[e.id for e in examples][:3]}...)")
+                if task == "chat" and name == "base" and confidences:
+                    raise HamburgerError("the chat task's held-out loss needs the base's own token ids: evaluate "
+                                         "hamburger knobs on chat without reusing the base's answers")
+                rows = [dict(r) for r in earlier]
+                base_texts = [r["text"] for r in rows] if name == "base" else base_texts
+            elif name == "endpoint":
                 answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
             else:
                 extra = SAMPLED if name == "base-sampled" else {}
@@ -236,15 +249,15 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
                 answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids)
                            for r in results]
-            rows = []
-            for e, p, a, base_text in zip(examples, ids, answers, base_texts):
-                answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
-                    a.text, add_special_tokens=False)["input_ids"]
-                row = {"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
-                       "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
-                       "first_group": a.first_group, **score(e, a.text, base_text, timeout),
-                       **plausibility(judge.base, p, answer_ids, eos)}
-                rows.append(row)
+            if earlier is None:
+                rows = []
+                for e, p, a, base_text in zip(examples, ids, answers, base_texts):
+                    answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
+                        a.text, add_special_tokens=False)["input_ids"]
+                    rows.append({"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
+                                 "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
+                                 "first_group": a.first_group, **score(e, a.text, base_text, timeout),
+                                 **plausibility(judge.base, p, answer_ids, eos)})
             records += rows
             entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
                      "skipped_too_long": skipped,
@@ -322,15 +335,40 @@ def _plot(out: Path, summary: list[dict]) -> None:
     plt.close(fig)
 
 
+BASE_METHODS = ("base", "base-sampled")  # answers of the unchanged base alone: `reused_base` takes them from a run
+
+
+def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[dict]]:
+    """The base's and base-sampled records of the earlier eval in ``folder``, by (task, method), if that run decoded
+    the same base (weights fingerprint) with the same settings as ``meta`` (max_new_tokens, the task files);
+    otherwise a `HamburgerError` that names the difference."""
+    folder = Path(folder)
+    try:
+        earlier = json.loads((folder / "summary.json").read_text())["meta"]
+        rows = read_jsonl(folder / "examples.jsonl")
+    except (OSError, ValueError, KeyError) as e:
+        raise HamburgerError(f"no earlier eval to reuse in {folder} (summary.json and examples.jsonl): {e}") from None
+    for key in ("fingerprint", "max_new_tokens", "gsm8k_file", "chat_file"):
+        if earlier.get(key) != meta[key]:
+            raise HamburgerError(f"cannot reuse the base's answers of {folder}: its {key} is {earlier.get(key)!r}, "
+                                 f"here {meta[key]!r}")
+    out: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        if r["method"] in BASE_METHODS:
+            out.setdefault((r["task"], r["method"]), []).append(r)
+    return out
+
+
 def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_dir: str | None = None, *,
              limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
-             verify_lookup: int = LOOKUP_TOKENS) -> Path:
+             verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
-    `paired.DEFAULT_BANDS`). Returns summary.md."""
+    `paired.DEFAULT_BANDS`); ``reuse_base``: an earlier eval's folder whose base and base-sampled answers (and their
+    scores and timings) are taken instead of decoded again (`reused_base`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
     from hamburger.core.loading import load_model
 
@@ -342,12 +380,14 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
-    records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
-                                batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
-            "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
+            "reused_base": str(reuse_base) if reuse_base else None}
+    reused = reused_base(reuse_base, meta) if reuse_base else None
+    records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
+                                batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
+                                verify_confidence, verify_lookup, reused)
+    meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

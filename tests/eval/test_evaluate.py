@@ -87,6 +87,30 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     assert by["verify-fold"]["confidence"] == 0.01
 
 
+def test_eval_reuses_the_base_answers_of_an_earlier_run(tmp_path, char_tokenizer, capsys):
+    """`eval --reuse-base DIR`: the base's and base-sampled records come from DIR as they are (their timings too, so
+    nothing was decoded again); other settings or other prompts are refused."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    common = ["eval", "--model", str(ckpt), "--tasks", "chat", "--confidence", "", "--max-new-tokens", "8"]
+    assert main(common + ["--limit", "3", "--out", str(tmp_path / "first")]) == 0
+    assert main(common + ["--limit", "3", "--verify-fold", "forwards:0", "--reuse-base", str(tmp_path / "first"),
+                          "--out", str(tmp_path / "second")]) == 0
+    rows = {name: [json.loads(line) for line in (tmp_path / name / "examples.jsonl").read_text().splitlines()]
+            for name in ("first", "second")}
+    assert [r for r in rows["second"] if r["method"] != "verify-fold"] == rows["first"]
+    assert {r["method"] for r in rows["second"]} == {"base", "base-sampled", "verify-fold"}
+    meta = json.loads((tmp_path / "second" / "summary.json").read_text())["meta"]
+    assert meta["reused_base"] == str(tmp_path / "first")
+    capsys.readouterr()
+    for change, match in ((["--limit", "2"], "other prompts"), (["--limit", "3", "--max-new-tokens", "9"],
+                                                                 "max_new_tokens"),
+                          (["--limit", "3", "--confidence", "0.5"], "held-out loss")):
+        assert main(common + change + ["--reuse-base", str(tmp_path / "first"), "--out", str(tmp_path / "x")]) == 1
+        assert match in capsys.readouterr().err
+    assert main(common + ["--reuse-base", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]) == 1
+    assert "no earlier eval" in capsys.readouterr().err
+
+
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
     assert "unknown task" in capsys.readouterr().err
