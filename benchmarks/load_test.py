@@ -4,6 +4,7 @@ and (--verify) checks every greedy output against the engine's batch-1 result.
 
     python benchmarks/load_test.py --tiny --clients 32 --max-tokens 32 --verify          # tiny random model
     python benchmarks/load_test.py --model runs/untrained --clients 16 --max-tokens 64 --confidence 1.0
+    python benchmarks/load_test.py --model default --mode verify --clients 8 --max-tokens 128   # the bundled model
 
 Traffic goes to 127.0.0.1 only; the run is bounded by --clients and --timeout.
 """
@@ -27,8 +28,17 @@ TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clo
           "salt", "trains", "ink", "wind", "honey"]
 
 
-def prompts(n: int) -> list[str]:
-    return [f"Write two sentences about {TOPICS[i % len(TOPICS)]} (request {i})." for i in range(n)]
+def prompts(n: int, kind: str = "short") -> list[str]:
+    """``short``: "Write two sentences about ..." (distinct per request); ``dev``: chat and GSM8K dev prompts in turn
+    (`bench.prompts`, data training never sees; the verify modes' benchmarks use them)."""
+    if kind == "short":
+        return [f"Write two sentences about {TOPICS[i % len(TOPICS)]} (request {i})." for i in range(n)]
+    from itertools import chain, zip_longest
+
+    from hamburger.bench.prompts import category_prompts
+
+    pairs = zip_longest(category_prompts("chat", (n + 1) // 2), category_prompts("math", n // 2))
+    return [p["prompt"] for p in chain.from_iterable(pairs) if p][:n]
 
 
 async def one(client, text: str, max_tokens: int, confidence: float | None) -> dict:
@@ -56,12 +66,16 @@ async def drive(url: str, texts: list[str], max_tokens: int, confidence: float |
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="checkpoint folder")
+    parser.add_argument("--model", help="checkpoint folder, or 'default' for the bundled model")
     parser.add_argument("--tiny", action="store_true", help="use a tiny random checkpoint (made in a temp folder)")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--prompts", default="short", choices=["short", "dev"],
+                        help="short: 'Write two sentences about ...'; dev: chat and GSM8K dev prompts in turn")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--confidence", type=float, default=None, help="per-request confidence (default: server's)")
+    parser.add_argument("--mode", default=None, choices=["hamburger", "verify", "verify_fold"],
+                        help="the server's decoding mode (`hamburger serve --mode`; default: the server's default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--verify", action="store_true", help="compare each output with engine batch-1 greedy")
@@ -71,11 +85,11 @@ def main() -> None:
     if not (args.model or args.tiny):
         parser.error("give --model CKPT or --tiny")
     tmp = tempfile.TemporaryDirectory()
-    ckpt = Path(args.model) if args.model else tiny_checkpoint(Path(tmp.name))
+    ckpt = None if args.model == "default" else Path(args.model) if args.model else tiny_checkpoint(Path(tmp.name))
     args_ = ["--threads", str(args.threads), "--dtype", args.dtype, "--max-batch-size", str(args.max_batch_size),
-             "--max-queue", str(max(args.clients, 1))]
+             "--max-queue", str(max(args.clients, 1))] + (["--mode", args.mode] if args.mode else [])
     with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, _):
-        texts = prompts(args.clients)
+        texts = prompts(args.clients, args.prompts)
         asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
         start = time.perf_counter()
         outs = asyncio.run(drive(url, texts, args.max_tokens, args.confidence, args.timeout))
@@ -84,29 +98,32 @@ def main() -> None:
     tokens = sum(o["tokens"] for o in outs)
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)
-    results = {"clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
+    results = {"mode": args.mode or "server default", "prompts": args.prompts, "clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
                "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
                "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),
                "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
                "ttft_s_p50": round(ttft[len(ttft) // 2], 3), "ttft_s_max": round(ttft[-1], 3),
                "latency_s_p50": round(lat[len(lat) // 2], 3), "latency_s_max": round(lat[-1], 3)}
-    if args.verify:
+    if args.verify:  # (the lossless verify mode's reference is the unchanged base's greedy decoding)
         import torch
 
-        from hamburger.core.checkpoint import load_checkpoint
+        from hamburger.core.loading import load_model
         from hamburger.engine.generate import generate
         from hamburger.engine.prompt import encode_prompt
         from hamburger.engine.sampling import DecodingConfig
 
+        if args.mode == "verify_fold":
+            sys.exit("--verify compares with the engine's batch-1 output of modes hamburger and verify only")
         torch.set_num_threads(args.threads)
-        model, tok, _ = load_checkpoint(ckpt, args.dtype)
-        cfg = DecodingConfig(max_new_tokens=args.max_tokens, confidence=args.confidence)
-        same = sum(generate(model, tok, encode_prompt(tok, [{"role": "user", "content": t}]), cfg).text == o["text"]
-                   for t, o in zip(texts, outs))
+        model, tok, _, reference = load_model(str(ckpt) if ckpt else None, args.dtype, reference=True)
+        lossless = args.mode == "verify"
+        cfg = DecodingConfig(max_new_tokens=args.max_tokens, confidence=1.0 if lossless else args.confidence)
+        same = sum(generate(reference if lossless else model, tok, encode_prompt(
+            tok, [{"role": "user", "content": t}]), cfg).text == o["text"] for t, o in zip(texts, outs))
         results["equal_to_batch_1"] = f"{same}/{len(texts)}"
     from hamburger.bench.machine import machine_info
 
-    record = {"benchmark": "load_test", "model": "tiny random" if args.tiny else str(ckpt),
+    record = {"benchmark": "load_test", "model": "tiny random" if args.tiny else str(ckpt or "default"),
               "machine": machine_info(args.threads, args.dtype), "results": results}
     write_record(args.out, record)
     tmp.cleanup()

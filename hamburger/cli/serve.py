@@ -43,16 +43,19 @@ def register(sub) -> None:
                    help="completion tokens when a request sets no max_tokens (default 512)")
     p.add_argument("--confidence", type=float, default=None,
                    help="default knob in (0, 1] for requests without 'confidence' (default: the checkpoint's)")
-    p.add_argument("--mode", default="hamburger", choices=MODES,
-                   help="decoding mode of requests without a 'mode' field: hamburger (merged groups, the confidence "
-                        "knob; one KV slot per group), verify (lossless: the micro-step decoder drafts, the "
-                        "unchanged base verifies; the base's own output) or verify_fold (verify mode on the checkpoint "
-                        "itself, older answer tokens folded into one KV slot per group by --fold; every token the "
-                        "base's choice on that cache) (default hamburger)")
+    p.add_argument("--mode", default="verify", choices=MODES,
+                   help="decoding mode of requests without a 'mode' field: verify (lossless: the micro-step decoder "
+                        "and prompt lookup draft, the unchanged base verifies; the base's own output; the fastest "
+                        "at 1-4 concurrent requests on a CPU, benchmarks/serve_modes.sh), hamburger (merged groups, "
+                        "the confidence knob, one KV slot per group; at the checkpoint's knob 1.0 the base's own "
+                        "decoding, the most throughput at 8 concurrent requests on a CPU) or verify_fold (verify "
+                        "mode on the checkpoint itself, older answer tokens folded into one KV slot per group by "
+                        "--fold; every token the base's choice on that cache) (default verify). In the verify modes "
+                        "a request's confidence is the stop head's drafting threshold")
     p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:SHARE]",
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
-                        "tokens (or SHARE of the answer's tokens, when more) follow it; GROUPS is segments (the base's entropy cut) or forwards (see generate "
-                        "--fold) (default %(default)s)")
+                        "tokens (or SHARE of the answer's tokens, when more) follow it; GROUPS is segments (the "
+                        "base's entropy cut) or forwards (see generate --fold) (default %(default)s)")
     p.add_argument("--lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "
                         "occurrence of the text's last 2-3 tokens (default %(default)s; 0: the micro-step decoder "

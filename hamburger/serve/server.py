@@ -15,7 +15,7 @@ from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK,
 
 def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           served_model_name: str | None = None, max_batch_size: int = 8, max_queue: int = 64, max_tokens: int = 512,
-          confidence: float | None = None, mode: str = "hamburger", max_request_bytes: int = MAX_REQUEST_BYTES,
+          confidence: float | None = None, mode: str = "verify", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
           device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
           lookup: int = LOOKUP_TOKENS) -> None:

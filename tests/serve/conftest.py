@@ -31,8 +31,8 @@ def checkpoint(tmp_path_factory, char_tokenizer):
 @pytest.fixture(scope="module")
 def server(checkpoint, tmp_path_factory):
     log = tmp_path_factory.mktemp("logs") / "server.log"
-    srv = Server(checkpoint[0], log, "--api-key", KEY, "--confidence", "0.5", "--max-batch-size", "8",
-                 "--max-queue", str(MAX_QUEUE), "--lookup", str(LOOKUP), "--fold", FOLD)
+    srv = Server(checkpoint[0], log, "--mode", "hamburger", "--api-key", KEY, "--confidence", "0.5",
+                 "--max-batch-size", "8", "--max-queue", str(MAX_QUEUE), "--lookup", str(LOOKUP), "--fold", FOLD)
     try:
         yield srv.wait()
     finally:

@@ -140,7 +140,8 @@ def test_unexpected_error_is_openai_shaped_500_and_keeps_the_connection(faulty_a
 
 # ------------------------------------------------------------------------------ graceful drain
 def test_sigterm_drains_running_requests_and_refuses_new_ones(checkpoint, tmp_path):
-    srv = Server(checkpoint[0], tmp_path / "drain.log", "--api-key", KEY, "--drain-timeout", "0.5").wait()
+    # (serve's default mode, verify; without prompt lookup, at confidence 1.0 it decodes one token per forward)
+    srv = Server(checkpoint[0], tmp_path / "drain.log", "--api-key", KEY, "--drain-timeout", "0.5", "--lookup", "0").wait()
     body = long_body(checkpoint)
     try:
         with httpx.Client(headers=AUTH, timeout=60) as http, ThreadPoolExecutor(1) as pool:
@@ -171,6 +172,7 @@ def test_sigterm_drains_running_requests_and_refuses_new_ones(checkpoint, tmp_pa
             assert answer.status_code == 200, answer.text
             assert answer.json()["choices"][0]["finish_reason"] == "length"
             assert answer.json()["usage"]["completion_tokens"] < body["max_tokens"]  # cut, not finished
+            assert answer.json()["usage"]["hamburger"]["mode"] == "verify"  # serve's default mode
         assert srv.proc.wait(20) == 0
     finally:
         srv.stop()
