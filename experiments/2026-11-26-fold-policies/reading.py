@@ -1,0 +1,181 @@
+"""How faithfully the default model reads a folded answer, teacher-forced, by fold policy (issue 19, session 26).
+
+Decoded evals of 20 prompts per task judge a folding by each answer's worst token, with intervals of +-1-1.5 nats.
+This measures the same thing at every position of 80 fixed 256-token answers to the dev prompts: the base's greedy
+and sampled answers (T 0.7, top-p 0.9) to the 20 chat + 20 GSM8K dev prompts of
+experiments/2026-11-26-long-answers/ (their examples.jsonl; the texts re-tokenized). Each answer is read once as the
+base reads it (every token its own slot) and once per policy in verify-fold's layout: the engine's own `FoldState`
+decides what folds, one answer token per forward (a group folds before the forward that feeds the token `window`
+tokens after its end), on the base's own entropies; every merged slot sits at its last token's position and from
+then on replaces the group's single slots (one uncached forward with the mask the engine's cache amounts to, the
+construction `tests/engine/test_verify_fold.py` checks the engine against). At every answer position:
+
+  * flip: the folded reading's top token is not the unfolded base's;
+  * spike: the folded reading's top token costs the unfolded base > 6 nats (what a decode would emit as a wrong
+    token; the base's own greedy choice never does);
+  * KL(unfolded || folded), mean;
+  * KV: the answer's slots at its end over its tokens.
+
+Policies beyond `Folding`'s own (a filter on the groups that fold; the others stay as single slots, decided):
+``nodigit`` folds no group holding a digit; ``calm<E>`` folds only groups whose tokens all had entropy < E nats.
+
+    python experiments/2026-11-26-fold-policies/reading.py > experiments/2026-11-26-fold-policies/reading.txt
+    python experiments/2026-11-26-fold-policies/reading.py --model CKPT [--name NAME] --policies segments:32,segments:64 \
+        > experiments/2026-11-26-fold-policies/reading-NAME.txt          # (raw counts: reading-NAME.json)
+
+(``forwards`` groupings are what a decode's forwards kept: one token per forward here, so `forwards:32` folds
+nothing: a second control.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from hamburger.core.loading import load_model
+from hamburger.core.packing import group_tensors
+from hamburger.data.segment import log_softmax_entropy
+from hamburger.engine.folding import FoldState, parse_folding
+from hamburger.engine.prompt import encode_prompt
+from hamburger.eval.run import chat_examples, gsm8k_examples
+
+HERE = Path(__file__).resolve().parent
+LONG = HERE.parent / "2026-11-26-long-answers"
+EVALS = {"chat": LONG / "eval-dev-default-segments-32-c0.3-p10-t256-chat",
+         "gsm8k": LONG / "eval-dev-default-segments-32-c0.3-p10-t256-gsm8k"}
+POLICIES = ["segments:100000", "segments:16", "segments:32", "segments:48", "segments:64", "segments:32:0.25",
+            "segments:32 nodigit", "segments:32 calm1", "segments:32 calm2", "forwards:32"]
+SPIKE = 6.0  # nats  (segments:100000: nothing folds, the control: no flips)
+
+
+def answers(tokenizer) -> list[tuple[str, str, list[int], list[int]]]:
+    """(task, method, prompt ids, answer ids) of the base's greedy and sampled 256-token dev answers."""
+    prompts = {**{e.id: e.prompt for e in gsm8k_examples(None, 20)}, **{e.id: e.prompt for e in chat_examples(20)}}
+    out = []
+    for task, folder in EVALS.items():
+        for line in (folder / "examples.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            if r["method"] in ("base", "base-sampled"):
+                ids = tokenizer(r["text"], add_special_tokens=False)["input_ids"]
+                out.append((task, r["method"], encode_prompt(tokenizer, prompts[r["id"]]), ids))
+    return out
+
+
+def keeps(policy: str, tokenizer, answer: list[int], entropies: list[float]):
+    """The group filter of a policy name's second word (None: every due group folds)."""
+    _, _, rule = policy.partition(" ")
+    if not rule:
+        return None
+    if rule == "nodigit":
+        return lambda s, e: not any(c.isdigit() for c in tokenizer.decode(answer[s:e]))
+    if rule.startswith("calm"):
+        limit = float(rule[4:])
+        return lambda s, e: max(entropies[s:e]) < limit
+    raise ValueError(policy)
+
+
+def schedule(policy: str, tokenizer, answer: list[int], entropies: list[float], vocab: int
+             ) -> list[list[tuple[int, int]]]:
+    """The groups folded before each answer token's forward (one token per forward), by the engine's `FoldState`."""
+    folding = parse_folding(policy.partition(" ")[0])
+    state, keep, out = FoldState(folding, vocab), keeps(policy, tokenizer, answer, entropies), []
+    state.entropies = entropies
+    for i in range(len(answer) - 1):  # the last answer token is never fed
+        due = state.due(i)
+        out.append([g for g in due if keep is None or keep(*g)])
+        state.fed(i, i + 1)
+    return out
+
+
+def folded_logits(model, prompt: list[int], answer: list[int], folds: list[list[tuple[int, int]]]) -> torch.Tensor:
+    """The logits that predict answer tokens 1.. when the answer is read in the folded layout (slot order: the
+    prompt; per forward s, the merged slots of folds[s], then answer token s; a slot sees the earlier slots still in
+    the cache when it is fed)."""
+    pieces, positions, born, dies = [], [], [], []
+
+    def add(tokens: list[int], position: int, step: int) -> int:
+        pieces.append(tokens)
+        positions.append(position)
+        born.append(step)
+        dies.append(float("inf"))
+        return len(pieces) - 1
+
+    slot_of = [add([t], i, 0) for i, t in enumerate(prompt)]
+    for s, groups in enumerate(folds, start=1):
+        for start, end in groups:
+            for i in range(start, end):
+                dies[slot_of[len(prompt) + i]] = s
+            add(answer[start:end], len(prompt) + end - 1, s)
+        slot_of.append(add([answer[s - 1]], len(prompt) + s - 1, s))
+    n = len(pieces)
+    born_t, dies_t = torch.tensor(born), torch.tensor(dies)
+    sees = torch.ones(n, n, dtype=torch.bool).tril() & (dies_t[None, :] > born_t[:, None])
+    tokens, sizes = group_tensors(pieces, model.config.max_steps)
+    with torch.no_grad():
+        embeds = model.embedder(model.embed(tokens), sizes)[None]
+        final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
+                                      merged_slots=(sizes > 1)[None])
+        rows = torch.tensor([slot_of[len(prompt) + j] for j in range(len(answer) - 1)])
+        return model.lm_head(final[0, rows]).float()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="checkpoint folder (default: the bundled model)")
+    parser.add_argument("--name", default=None, help="the raw counts go to reading-NAME.json (default: the model "
+                        "folder's name; no --model: reading.json)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma list (default: %(default)s)")
+    args = parser.parse_args()
+    policies = args.policies.split(",")
+    torch.set_num_threads(2)
+    model, tokenizer = load_model(args.model)[:2]
+    vocab = model.base.config.vocab_size
+    stats = {p: {} for p in policies}
+    rows = answers(tokenizer)
+    for n, (task, method, prompt, answer) in enumerate(rows):
+        with torch.no_grad():  # the unchanged base (its adapters act at merged slots only: none here)
+            n_all = len(prompt) + len(answer)
+            final, _ = model.base_forward(model.embed(torch.tensor([prompt + answer])), torch.arange(n_all)[None],
+                                          torch.ones(n_all, n_all, dtype=torch.bool).tril()[None, None])
+            logits = model.lm_head(final[0, len(prompt) - 1:]).float()
+        logp, entropy = log_softmax_entropy(logits)
+        entropies = entropy.tolist()  # of the distributions that chose answer tokens 0..
+        ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
+        for policy in policies:
+            folds = schedule(policy, tokenizer, answer, entropies, vocab)
+            got = torch.log_softmax(folded_logits(model, prompt, answer, folds), -1)
+            top = got.argmax(-1)
+            flip = top != ref.argmax(-1)
+            spike = -ref.gather(1, top[:, None])[:, 0] > SPIKE
+            kl = (ref.exp() * (ref - got)).sum(-1)
+            merged = sum(e - s - 1 for groups in folds for s, e in groups)
+            s = stats[policy].setdefault((task, method), {"positions": 0, "flips": 0, "spikes": 0, "kl": 0.0,
+                                                          "late_flips": 0, "late": 0, "tokens": 0, "slots": 0})
+            late = torch.arange(len(flip)) >= 127  # predicting answer tokens 128..
+            s["positions"] += len(flip)
+            s["flips"] += int(flip.sum())
+            s["spikes"] += int(spike.sum())
+            s["kl"] += float(kl.sum())
+            s["late"] += int(late.sum())
+            s["late_flips"] += int((flip & late).sum())
+            s["tokens"] += len(answer)
+            s["slots"] += len(answer) - merged
+        print(f"{n + 1}/{len(rows)}", file=sys.stderr, flush=True)
+    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV |")
+    print("|---|---|---|---|---|---|---|---|")
+    for policy in policies:
+        for (task, method), s in sorted(stats[policy].items()):
+            print(f"| {policy} | {task} {method} | {s['positions']} | {100 * s['flips'] / s['positions']:.2f} | "
+                  f"{100 * s['late_flips'] / max(1, s['late']):.2f} | {s['spikes']} | {s['kl'] / s['positions']:.4f} "
+                  f"| {s['slots'] / s['tokens']:.3f} |")
+    json.dump({p: {f"{t} {m}": s for (t, m), s in v.items()} for p, v in stats.items()},
+              open(HERE / f"reading{'-' + (args.name or Path(args.model).name) if args.model else ''}.json", "w"),
+              indent=1)
+
+
+if __name__ == "__main__":
+    main()
