@@ -11,19 +11,15 @@ import importlib.util
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def _load(folder: str):
-    spec = importlib.util.spec_from_file_location(folder, HERE.parent / folder / "summary.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_spec = importlib.util.spec_from_file_location("long_answers", HERE.parent / "2026-11-26-long-answers" / "summary.py")
+long_answers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(long_answers)
 
 
 if __name__ == "__main__":
     folders = [f for f in sorted(HERE.glob("eval-*/")) if (f / "summary.json").exists()]
-    _load("2026-11-26-gpu-verify-fold").scores_table(folders)
-    verify_speed = _load("2026-11-26-verify-speed")
+    long_answers._load("2026-11-26-gpu-verify-fold").scores_table(folders)
+    verify_speed = long_answers._load("2026-11-26-verify-speed")
     verify_speed.bands_table(folders)
     if list(HERE.glob("speed_*.json")):
         verify_speed.speed_section(HERE)
