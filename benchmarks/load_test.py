@@ -98,7 +98,8 @@ def main() -> None:
     tokens = sum(o["tokens"] for o in outs)
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)
-    results = {"mode": args.mode or "server default", "prompts": args.prompts, "clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
+    results = {"mode": args.mode or "server default", "prompts": args.prompts, "clients": args.clients,
+               "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
                "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
                "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),
                "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),

@@ -20,8 +20,8 @@ Policies beyond `Folding`'s own (a filter on the groups that fold; the others st
 ``nodigit`` folds no group holding a digit; ``calm<E>`` folds only groups whose tokens all had entropy < E nats.
 
     python experiments/2026-11-26-fold-policies/reading.py > experiments/2026-11-26-fold-policies/reading.txt
-    python experiments/2026-11-26-fold-policies/reading.py --model CKPT [--name NAME] --policies segments:32,segments:64 \
-        > experiments/2026-11-26-fold-policies/reading-NAME.txt          # (raw counts: reading-NAME.json)
+    python experiments/2026-11-26-fold-policies/reading.py --model CKPT [--name NAME] \
+        --policies segments:32,segments:64 > experiments/2026-11-26-fold-policies/reading-NAME.txt  # (+ reading-NAME.json)
 
 (``forwards`` groupings are what a decode's forwards kept: one token per forward here, so `forwards:32` folds
 nothing: a second control.)

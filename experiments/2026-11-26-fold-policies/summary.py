@@ -20,8 +20,8 @@ def main() -> None:
     for path in sorted(HERE.glob("reading*.json")):
         model = path.stem.removeprefix("reading").removeprefix("-") or "the default model"
         print(f"\n## {model}\n")
-        print("| policy | flip % (all 80) | spikes > 6 nats (all) | KL mean (all) | answers' KV (all) | flip % (GSM8K 40) "
-              "| spikes (GSM8K) | KV (GSM8K) | KV (chat) |")
+        print("| policy | flip % (all 80) | spikes > 6 nats (all) | KL mean (all) | answers' KV (all) "
+              "| flip % (GSM8K 40) | spikes (GSM8K) | KV (GSM8K) | KV (chat) |")
         print("|---|---|---|---|---|---|---|---|---|")
         for policy, stats in json.loads(path.read_text()).items():
             every = total(stats, list(stats))

@@ -76,8 +76,8 @@ def register(sub) -> None:
     p.add_argument("--verify-fold", default=None, metavar="GROUPS:WINDOW[:SHARE]",
                    help="also evaluate verify mode with folding on the checkpoint itself (its adapters on): older "
                         "answer tokens fold into one KV slot per group once WINDOW tokens (or SHARE of the answer, "
-                        "when more) follow them, GROUPS "
-                        "segments (the base's entropy cut) or forwards, e.g. segments:8 (see generate --fold)")
+                        "when more) follow them, GROUPS segments (the base's entropy cut) or forwards, e.g. "
+                        "segments:8 (see generate --fold)")
     p.add_argument("--verify-confidence", type=float, default=None,
                    help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default "
                         f"{VERIFY_CONFIDENCE}; "

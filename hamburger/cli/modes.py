@@ -35,8 +35,9 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "the stop head")
     p.add_argument("--fold", default=None, metavar="GROUPS:WINDOW[:SHARE]",
                    help="in the verify modes: fold older answer tokens into one KV slot per group once WINDOW tokens "
-                        "(or SHARE of the answer's tokens, when more: segments:32:0.25) follow them; GROUPS is segments (the base's own entropy cut, as training data is cut) or "
-                        "forwards (the tokens one base forward kept), e.g. segments:8 (verify_fold's default: "
+                        "(or SHARE of the answer's tokens, when more: segments:32:0.25) follow them; GROUPS is "
+                        "segments (the base's own entropy cut, as training data is cut) or forwards (the tokens one "
+                        "base forward kept), e.g. segments:8 (verify_fold's default: "
                         f"{DEFAULT_FOLD}). Every token is still the base model's choice, but reading folded history it "
                         "is no longer exactly the base's output")
     p.add_argument("--lookup", type=int, default=None, metavar="N",

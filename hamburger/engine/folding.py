@@ -54,7 +54,6 @@ class Folding:
                                  f"most {max_steps}")
         return self
 
-
     def window_at(self, fed: int) -> int:
         """The window when ``fed`` answer tokens are in the cache: ``window``, or ``share`` of them when more."""
         return max(self.window, int(self.share * fed))

@@ -227,7 +227,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
             if earlier is not None:
                 if [r["id"] for r in earlier] != [e.id for e in examples]:
                     raise HamburgerError(f"the reused {name} answers of task {task} are for other prompts (ids "
-                                         f"{[r['id'] for r in earlier][:3]}..., here {[e.id for e in examples][:3]}...)")
+                                         f"{[r['id'] for r in earlier][:3]}..., here "
+                                         f"{[e.id for e in examples][:3]}...)")
                 if task == "chat" and name == "base" and confidences:
                     raise HamburgerError("the chat task's held-out loss needs the base's own token ids: evaluate "
                                          "hamburger knobs on chat without reusing the base's answers")

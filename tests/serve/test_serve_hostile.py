@@ -141,7 +141,8 @@ def test_unexpected_error_is_openai_shaped_500_and_keeps_the_connection(faulty_a
 # ------------------------------------------------------------------------------ graceful drain
 def test_sigterm_drains_running_requests_and_refuses_new_ones(checkpoint, tmp_path):
     # (serve's default mode, verify; without prompt lookup, at confidence 1.0 it decodes one token per forward)
-    srv = Server(checkpoint[0], tmp_path / "drain.log", "--api-key", KEY, "--drain-timeout", "0.5", "--lookup", "0").wait()
+    srv = Server(checkpoint[0], tmp_path / "drain.log", "--api-key", KEY, "--drain-timeout", "0.5",
+                 "--lookup", "0").wait()
     body = long_body(checkpoint)
     try:
         with httpx.Client(headers=AUTH, timeout=60) as http, ThreadPoolExecutor(1) as pool:
