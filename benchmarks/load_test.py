@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--confidence", type=float, default=None, help="per-request confidence (default: server's)")
     parser.add_argument("--mode", default=None, choices=["hamburger", "verify", "verify_fold"],
                         help="the server's decoding mode (`hamburger serve --mode`; default: the server's default)")
+    parser.add_argument("--draft-rows", type=int, default=None,
+                        help="the server's --draft-rows (the verify modes draft only in forwards of up to N rows)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--verify", action="store_true", help="compare each output with engine batch-1 greedy")
@@ -87,7 +89,8 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     ckpt = None if args.model == "default" else Path(args.model) if args.model else tiny_checkpoint(Path(tmp.name))
     args_ = ["--threads", str(args.threads), "--dtype", args.dtype, "--max-batch-size", str(args.max_batch_size),
-             "--max-queue", str(max(args.clients, 1))] + (["--mode", args.mode] if args.mode else [])
+             "--max-queue", str(max(args.clients, 1))] + (["--mode", args.mode] if args.mode else []) + (
+        ["--draft-rows", str(args.draft_rows)] if args.draft_rows is not None else [])
     with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, _):
         texts = prompts(args.clients, args.prompts)
         asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
@@ -98,7 +101,8 @@ def main() -> None:
     tokens = sum(o["tokens"] for o in outs)
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)
-    results = {"mode": args.mode or "server default", "prompts": args.prompts, "clients": args.clients,
+    results = {"mode": args.mode or "server default", "draft_rows": args.draft_rows, "prompts": args.prompts,
+               "clients": args.clients,
                "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
                "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
                "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),

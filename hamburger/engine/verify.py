@@ -115,16 +115,21 @@ class VerifyGeneration(Generation):
     server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the
     module's doc; not lossless; the model keeps its adapters, which act at merged slots). ``lookup``: where the text's
     last n-gram occurred before, draft the tokens that followed it (up to ``lookup.tokens``, beyond ``max_draft``)
-    instead of asking the MSD (`engine/lookup.py`).
+    instead of asking the MSD (`engine/lookup.py`). ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
+    forward of more than N rows, which then decodes one token per row, as plain decoding does (None: always draft). On
+    compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: DecodingConfig | list[DecodingConfig], draft: int | None = None,
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
-                 trace_logits: bool = False, lookup: PromptLookup | None = None):
+                 trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
+        if draft_rows is not None and draft_rows < 0:
+            raise HamburgerError(f"draft_rows must be >= 0, got {draft_rows}")
+        self.draft_rows = draft_rows
         if fold is not None:
             fold.validate(model.config.max_steps)
             if model.config.msd_context:
@@ -259,6 +264,8 @@ class VerifyGeneration(Generation):
         draft)."""
         model = self.model
         out = [_Drafts() for _ in rows]
+        if self.draft_rows is not None and len(rows) > self.draft_rows:  # a full batch: one token per row
+            return out
         budget = [self._budget(r) for r in rows]
         pending = torch.tensor([r.pending for r in rows], device=model.device)
         embeddings = model.embed(pending)

@@ -67,17 +67,21 @@ class Request:
 class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
                  prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
-                 lookup: PromptLookup | None = None):
+                 lookup: PromptLookup | None = None, draft_rows: int | None = None):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
         (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
         "verify_fold" requests (default `folding.DEFAULT_FOLD`). ``lookup``: both verify modes also draft by prompt
-        lookup."""
+        lookup. ``draft_rows``: both verify modes draft only in forwards of at most that many rows
+        (`VerifyGeneration`)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
         self.verify_model = verify_model if verify_model is not None else model
         self.fold = (fold or parse_folding(DEFAULT_FOLD)).validate(model.config.max_steps)
         self.lookup = lookup.validate() if lookup is not None else None
+        if draft_rows is not None and draft_rows < 0:
+            raise ValueError("draft_rows must be >= 0")
+        self.draft_rows = draft_rows
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -192,10 +196,10 @@ class Scheduler:
         """The engine of a mode, bound to its model: called with (tokenizer, prompts, configs, ...)."""
         if mode == "verify":
             return partial(VerifyGeneration, self.verify_model, lookup=self.lookup,
-                           draft_vocab=self.verify_model.draft_vocab)
+                           draft_vocab=self.verify_model.draft_vocab, draft_rows=self.draft_rows)
         if mode == "verify_fold":
             return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup,
-                           draft_vocab=self.model.draft_vocab)
+                           draft_vocab=self.model.draft_vocab, draft_rows=self.draft_rows)
         return partial(Generation, self.model)
 
     @staticmethod

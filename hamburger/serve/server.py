@@ -13,16 +13,20 @@ from hamburger.errors import HamburgerError
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK, create_app
 
 
+CPU_DRAFT_ROWS = 3  # on a 2-core CPU, verify forwards of 4+ rows cost more than their drafts save (serve_modes.sh)
+
+
 def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
           served_model_name: str | None = None, max_batch_size: int = 8, max_queue: int = 64, max_tokens: int = 512,
           confidence: float | None = None, mode: str = "verify", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
           device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
-          lookup: int = LOOKUP_TOKENS) -> None:
+          lookup: int = LOOKUP_TOKENS, draft_rows: int | None = None) -> None:
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
     ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set. ``fold`` (a
     `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify modes also
-    draft up to N tokens by prompt lookup."""
+    draft up to N tokens by prompt lookup; ``draft_rows`` N: they draft only in forwards of at most N rows (None:
+    `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU)."""
     import uvicorn
 
     from hamburger.core.loading import load_model
@@ -43,13 +47,17 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
         raise HamburgerError("--drain-timeout must be >= 0")
     if lookup < 0:
         raise HamburgerError("--lookup must be >= 0 (0: no prompt lookup drafts)")
+    if draft_rows is not None and draft_rows < 0:
+        raise HamburgerError("--draft-rows must be >= 0 (0: the verify modes never draft)")
     folding = parse_folding(fold)
     api_key = api_key or os.environ.get("HAMBURGER_API_KEY") or None
     model, tokenizer, _, reference = load_model(model_dir, dtype, base, True, device)
+    if draft_rows is None and model.device.type == "cpu":
+        draft_rows = CPU_DRAFT_ROWS
     name = served_model_name or Path(model_dir or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
-                     folding, PromptLookup(tokens=lookup) if lookup else None)  # (the scheduler validates both)
+                     folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows)  # (the scheduler validates both)
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "

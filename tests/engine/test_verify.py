@@ -177,6 +177,28 @@ def test_rows_join_a_running_batch(char_tokenizer):
         assert res.token_ids == hf_greedy(model.base, prompt, 20)
 
 
+def test_draft_rows_stops_drafting_in_fuller_forwards(char_tokenizer):
+    """``draft_rows`` 1: the lone row drafts (by the MSD and by prompt lookup); once two more rows join, no row
+    drafts in a forward of 3 rows, and every answer is still the base's greedy one."""
+    model = drafting_model("llama", "random")
+    cfg = DecodingConfig(max_new_tokens=20, confidence=0.2)
+    run = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg, lookup=PromptLookup(tokens=4, min_ngram=1),
+                           draft_rows=1)
+    joined_at = None
+    for _ in run:
+        if joined_at is None and len(run.rows[0].tokens) > 5:
+            run.add(PROMPTS[1], cfg)
+            run.add(PROMPTS[2], cfg)
+            joined_at = len(run.rows[0].drafts)
+    first, *others = run.results
+    assert sum(first.drafts[:joined_at]) > 0 and sum(first.drafts[joined_at + 1:]) == 0
+    assert all(sum(r.drafts) == 0 and r.tau == 1.0 for r in others)
+    for prompt, res in zip(PROMPTS, run.results):
+        assert res.token_ids == hf_greedy(model.base, prompt, 20)
+    with pytest.raises(verify.HamburgerError, match="draft_rows"):
+        VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg, draft_rows=-1)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 13])
 def test_max_new_tokens_exact(n, char_tokenizer):
     model = drafting_model("llama")

@@ -195,3 +195,23 @@ def test_server_default_mode_applies_to_requests_without_one(checkpoint):
         merged = client.post("/v1/completions", json={**body, "mode": "hamburger"}).json()["usage"]["hamburger"]
     assert default["mode"] == "verify" and default["kv_slots"] == default["kv_slots_ordinary"]
     assert merged["mode"] == "hamburger"
+
+
+def test_draft_rows_zero_serves_the_same_answer_without_drafts(checkpoint):
+    """`create_app(draft_rows=N)` (`serve --draft-rows`): the verify modes draft only in forwards of at most N rows;
+    at 0 a verify request is decoded one token per forward, with the same (lossless) answer."""
+    from fastapi.testclient import TestClient
+
+    from hamburger.engine.lookup import PromptLookup
+    from hamburger.serve.app import create_app
+
+    _, model, tok = checkpoint
+    body = {"model": "ckpt", "prompt": "abcabcabcabcabc", "max_tokens": 24, "mode": "verify", "confidence": 0.01}
+    out = {}
+    for rows in (None, 0):
+        app = create_app(model, tok, "ckpt", lookup=PromptLookup(tokens=4, min_ngram=1), draft_rows=rows)
+        with TestClient(app) as client:
+            out[rows] = client.post("/v1/completions", json=body).json()
+    assert out[0]["choices"][0]["text"] == out[None]["choices"][0]["text"]
+    plain, drafting = out[0]["usage"]["hamburger"], out[None]["usage"]["hamburger"]
+    assert plain["tau"] == 1.0 and drafting["base_forwards"] < plain["base_forwards"]
