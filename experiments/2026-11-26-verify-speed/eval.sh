@@ -10,7 +10,8 @@
 # Longer dev answers: TOKENS=256 (default 96), TASKS=chat (default chat,gsm8k); the dev output's name then gets
 # -tTOKENS and -TASKS. More IFEval prompts: IFEVAL_LIMIT=541 (default 60; the IFEval output's name gets -nLIMIT);
 # NO_SAMPLED=1 leaves out the base's sampled answers there (the reference of the NLL bands only). REUSE=DIR takes the
-# dev run's base and base-sampled answers from the earlier eval in DIR (`hamburger eval --reuse-base`).
+# dev run's base and base-sampled answers from the earlier eval in DIR (`hamburger eval --reuse-base`). LIMIT=60: dev
+# prompts per task (default 20; the dev output's name gets -lLIMIT).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=${OUT_DIR:-experiments/2026-11-26-verify-speed}
@@ -23,14 +24,15 @@ case ${MODEL:-} in
     default) model=(); NAME=default-$NAME ;;
     *) model=(--model "$MODEL"); NAME=$(basename "$MODEL")-$NAME ;;
 esac
-TOKENS=${TOKENS:-96} TASKS=${TASKS:-chat,gsm8k} IFEVAL_LIMIT=${IFEVAL_LIMIT:-60} DNAME=$NAME INAME=$NAME
+TOKENS=${TOKENS:-96} TASKS=${TASKS:-chat,gsm8k} IFEVAL_LIMIT=${IFEVAL_LIMIT:-60} LIMIT=${LIMIT:-20} DNAME=$NAME INAME=$NAME
 [ "$TOKENS" = 96 ] || DNAME=$DNAME-t$TOKENS
 [ "$TASKS" = chat,gsm8k ] || DNAME=$DNAME-${TASKS//,/-}
+[ "$LIMIT" = 20 ] || DNAME=$DNAME-l$LIMIT
 [ "$IFEVAL_LIMIT" = 60 ] || INAME=$NAME-n$IFEVAL_LIMIT
 export MKL_CBWR=AVX2
 common=("${model[@]}" --verify-fold $FOLD --verify-confidence $CONF --verify-lookup $LOOKUP --confidence ""
         --batch-size 8 --threads ${THREADS:-1})
-[ -s $E/eval-dev-$DNAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks $TASKS --limit 20 \
+[ -s $E/eval-dev-$DNAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks $TASKS --limit $LIMIT \
     --max-new-tokens $TOKENS ${REUSE:+--reuse-base $REUSE} --out $E/eval-dev-$DNAME > $E/eval-dev-$DNAME.txt 2>&1
 [ -z "${IFEVAL:-}" ] || [ -s $E/eval-ifeval-$INAME/summary.json ] || .venv/bin/hamburger eval "${common[@]}" \
     --tasks ifeval --limit $IFEVAL_LIMIT --max-new-tokens 128 ${NO_SAMPLED:+--no-base-sampled} \
