@@ -80,7 +80,8 @@ def main() -> None:
                         help="the server's --draft-rows (the verify modes draft only in forwards of up to N rows)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--verify", action="store_true", help="compare each output with engine batch-1 greedy")
+    parser.add_argument("--verify", action="store_true",
+                        help="compare each output with batch-1 greedy decoding (the base's, in verify mode)")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", default=None, help="write the JSON record here")
     args = parser.parse_args()
@@ -102,8 +103,7 @@ def main() -> None:
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)
     results = {"mode": args.mode or "server default", "draft_rows": args.draft_rows, "prompts": args.prompts,
-               "clients": args.clients,
-               "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
+               "clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
                "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
                "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),
                "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
@@ -121,7 +121,7 @@ def main() -> None:
             sys.exit("--verify compares with the engine's batch-1 output of modes hamburger and verify only")
         torch.set_num_threads(args.threads)
         model, tok, _, reference = load_model(str(ckpt) if ckpt else None, args.dtype, reference=True)
-        lossless = args.mode == "verify"
+        lossless = (args.mode or "verify") == "verify"  # (serve's default mode)
         cfg = DecodingConfig(max_new_tokens=args.max_tokens, confidence=1.0 if lossless else args.confidence)
         same = sum(generate(reference if lossless else model, tok, encode_prompt(
             tok, [{"role": "user", "content": t}]), cfg).text == o["text"] for t, o in zip(texts, outs))
