@@ -5,7 +5,10 @@
 # (`verify_window: 32`: every token its own slot, predicted by the base; no stop loss), on the CPU A/B rows of
 # experiments/2026-11-25-cpu-single-tail-ab/run.sh (runs/cpu-st/split), the CPU rates of
 # configs/smollm2-lora-merged-v2-cpu.yaml, 2 threads, niced, resumable (rerun to continue), eval every 50 steps.
-# Metrics: cpu_fold32/metrics.jsonl (copied from the run when it ends or is rerun).
+# Metrics: cpu_fold32/metrics.jsonl (copied from the run when it ends or is rerun). Without the run's full checkpoint
+# (runs/ is not in git) it starts again, with a fresh schedule, from the committed compact warm start
+# cpu_fold32/warm_start_delta (the embedder, adapters and config of its last checkpoint, bf16; the micro-step decoder
+# and stop head are the GPU model's: no loss reaches them), into runs/cpu-fold32-ws (metrics: cpu_fold32/metrics-ws.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -13,9 +16,13 @@ E=experiments/2026-11-26-fold-policies
 R=runs/cpu-fold32
 export MKL_CBWR=AVX2
 INIT=runs/gpu-s24/lora-verify-fold-export
-[ -f $INIT/hamburger_config.json ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py $INIT
+WS=$E/cpu_fold32/warm_start_delta
+[ -f "$R/last/trainer_state.pt" ] || [ ! -f $WS/hamburger_config.json ] || { R=runs/cpu-fold32-ws; INIT=runs/cpu-fold32-warm-start; }
+[ -f $INIT/hamburger_config.json ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py $INIT \
+    $([ "$INIT" = runs/cpu-fold32-warm-start ] && echo $WS)
+METRICS=$E/cpu_fold32/metrics$([ "$R" = runs/cpu-fold32-ws ] && echo -ws).jsonl
 mkdir -p $E/cpu_fold32
-[ ! -f $R/metrics.jsonl ] || cp $R/metrics.jsonl $E/cpu_fold32/
+[ ! -f $R/metrics.jsonl ] || cp $R/metrics.jsonl $METRICS
 if [ -f "$R/last/trainer_state.pt" ]; then
     nice -n 15 $HB train --out "$R" --resume || true
 else
@@ -24,4 +31,4 @@ else
         --set eval_every=50 --set verify_window=32 --set stop_loss_weight=0 --set threads=2 --set epochs=1 \
         --set out="$R" || true
 fi
-cp $R/metrics.jsonl $R/config.json $E/cpu_fold32/
+cp $R/metrics.jsonl $METRICS
