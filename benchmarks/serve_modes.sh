@@ -10,21 +10,23 @@ cd "$(dirname "$0")/.."
 export MKL_CBWR=AVX2
 D=benchmarks/results/serve-modes
 mkdir -p $D
+run() {  # NAME BATCH ARGS...: one load test unless its record exists
+    local name=$1 b=$2
+    shift 2
+    [ -s $D/$name-b$b.json ] || .venv/bin/python benchmarks/load_test.py --model default --prompts dev --clients 16 \
+        --max-batch-size $b --max-tokens 128 "$@" --out $D/$name-b$b.json > $D/$name-b$b.log 2>&1
+}
 for b in ${BATCHES:-1 2 4 8}; do
-    for m in hamburger verify; do
-        [ -s $D/$m-b$b.json ] || .venv/bin/python benchmarks/load_test.py --model default --mode $m --prompts dev \
-            --clients 16 --max-batch-size $b --max-tokens 128 --out $D/$m-b$b.json > $D/$m-b$b.log 2>&1
-    done
+    run hamburger $b --mode hamburger
+    run verify $b --mode verify
 done
-for b in 4 8; do
-    [ -s $D/verify-d3-b$b.json ] || .venv/bin/python benchmarks/load_test.py --model default --mode verify --prompts dev \
-        --clients 16 --max-batch-size $b --max-tokens 128 --draft-rows 3 --out $D/verify-d3-b$b.json > $D/verify-d3-b$b.log 2>&1
-done
+for b in 4 8; do run verify-d3 $b --mode verify --draft-rows 3; done
 .venv/bin/python - > $D/summary.md <<'PY'
 import json
 from pathlib import Path
 D = Path("benchmarks/results/serve-modes")
-print("| server batch | mode | completion tok/s | vs hamburger | mean tau | latency p50 s | time to first chunk p50 s |")
+print("| server batch | mode | completion tok/s | vs hamburger | mean tau | latency p50 s "
+      "| time to first chunk p50 s |")
 print("|---|---|---|---|---|---|---|")
 for b in (1, 2, 4, 8):
     runs = {m: json.loads((D / f"{m}-b{b}.json").read_text())["results"] for m in ("hamburger", "verify", "verify-d3")

@@ -8,7 +8,8 @@
 # Metrics: cpu_fold32/metrics.jsonl (copied from the run when it ends or is rerun). Without the run's full checkpoint
 # (runs/ is not in git) it starts again, with a fresh schedule, from the committed compact warm start
 # cpu_fold32/warm_start_delta (the embedder, adapters and config of its last checkpoint, bf16; the micro-step decoder
-# and stop head are the GPU model's: no loss reaches them), into runs/cpu-fold32-ws (metrics: cpu_fold32/metrics-ws.jsonl).
+# and stop head are the GPU model's: no loss reaches them), into runs/cpu-fold32-ws (metrics:
+# cpu_fold32/metrics-ws.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -17,10 +18,11 @@ R=runs/cpu-fold32
 export MKL_CBWR=AVX2
 INIT=runs/gpu-s24/lora-verify-fold-export
 WS=$E/cpu_fold32/warm_start_delta
-[ -f "$R/last/trainer_state.pt" ] || [ ! -f $WS/hamburger_config.json ] || { R=runs/cpu-fold32-ws; INIT=runs/cpu-fold32-warm-start; }
-[ -f $INIT/hamburger_config.json ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py $INIT \
-    $([ "$INIT" = runs/cpu-fold32-warm-start ] && echo $WS)
-METRICS=$E/cpu_fold32/metrics$([ "$R" = runs/cpu-fold32-ws ] && echo -ws).jsonl
+METRICS=$E/cpu_fold32/metrics.jsonl DELTA=()  # (DELTA: rebuild.py's default, the GPU model's)
+if [ ! -f "$R/last/trainer_state.pt" ] && [ -f $WS/hamburger_config.json ]; then
+    R=runs/cpu-fold32-ws INIT=runs/cpu-fold32-warm-start METRICS=$E/cpu_fold32/metrics-ws.jsonl DELTA=("$WS")
+fi
+[ -f $INIT/hamburger_config.json ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py $INIT "${DELTA[@]}"
 mkdir -p $E/cpu_fold32
 [ ! -f $R/metrics.jsonl ] || cp $R/metrics.jsonl $METRICS
 if [ -f "$R/last/trainer_state.pt" ]; then

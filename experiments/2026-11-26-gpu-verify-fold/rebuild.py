@@ -4,7 +4,7 @@ warm_start; `stop_loss_weight: 0` and one-token groups give them no gradient), s
 and the config are stored here (warm_start_delta/, 13 MiB instead of 27). Any run trained that way from that init
 stores the same kind of delta (`--delta`, refused when anything else differs from the init).
 
-    python experiments/2026-11-26-gpu-verify-fold/rebuild.py OUT_DIR [DELTA_DIR]     # default DELTA_DIR: warm_start_delta
+    python experiments/2026-11-26-gpu-verify-fold/rebuild.py OUT_DIR [DELTA_DIR]    # (default: warm_start_delta)
     python experiments/2026-11-26-gpu-verify-fold/rebuild.py --delta CHECKPOINT DELTA_DIR
 """
 

@@ -24,7 +24,8 @@ case ${MODEL:-} in
     default) model=(); NAME=default-$NAME ;;
     *) model=(--model "$MODEL"); NAME=$(basename "$MODEL")-$NAME ;;
 esac
-TOKENS=${TOKENS:-96} TASKS=${TASKS:-chat,gsm8k} IFEVAL_LIMIT=${IFEVAL_LIMIT:-60} LIMIT=${LIMIT:-20} DNAME=$NAME INAME=$NAME
+TOKENS=${TOKENS:-96} TASKS=${TASKS:-chat,gsm8k} IFEVAL_LIMIT=${IFEVAL_LIMIT:-60} LIMIT=${LIMIT:-20}
+DNAME=$NAME INAME=$NAME
 [ "$TOKENS" = 96 ] || DNAME=$DNAME-t$TOKENS
 [ "$TASKS" = chat,gsm8k ] || DNAME=$DNAME-${TASKS//,/-}
 [ "$LIMIT" = 20 ] || DNAME=$DNAME-l$LIMIT

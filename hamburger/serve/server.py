@@ -57,7 +57,7 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     name = served_model_name or Path(model_dir or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
-                     folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows)  # (the scheduler validates both)
+                     folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows)  # (the scheduler validates)
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "
