@@ -7,8 +7,8 @@ experiments/2026-11-26-long-answers/ (their examples.jsonl; the texts re-tokeniz
 base reads it (every token its own slot) and once per policy in verify-fold's layout: the engine's own `FoldState`
 decides what folds, one answer token per forward (a group folds before the forward that feeds the token `window`
 tokens after its end), on the base's own entropies; every merged slot sits at its last token's position and from
-then on replaces the group's single slots (one uncached forward with the mask the engine's cache amounts to, the
-construction `tests/engine/test_verify_fold.py` checks the engine against). At every answer position:
+then on replaces the group's single slots (one uncached forward with the mask the engine's cache amounts to:
+`folded_reference_logits` of `tests/engine/test_verify_fold.py`, which the engine is tested against). At every answer position:
 
   * flip: the folded reading's top token is not the unfolded base's;
   * spike: the folded reading's top token costs the unfolded base > 6 nats (what a decode would emit as a wrong
@@ -37,11 +37,13 @@ from pathlib import Path
 import torch
 
 from hamburger.core.loading import load_model
-from hamburger.core.packing import group_tensors
 from hamburger.data.segment import log_softmax_entropy
 from hamburger.engine.folding import FoldState, parse_folding
 from hamburger.engine.prompt import encode_prompt
 from hamburger.eval.run import chat_examples, gsm8k_examples
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # (the tests' reference construction)
+from tests.engine.test_verify_fold import folded_reference_logits  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LONG = HERE.parent / "2026-11-26-long-answers"
@@ -91,38 +93,6 @@ def schedule(policy: str, tokenizer, answer: list[int], entropies: list[float], 
     return out
 
 
-def folded_logits(model, prompt: list[int], answer: list[int], folds: list[list[tuple[int, int]]]) -> torch.Tensor:
-    """The logits that predict answer tokens 1.. when the answer is read in the folded layout (slot order: the
-    prompt; per forward s, the merged slots of folds[s], then answer token s; a slot sees the earlier slots still in
-    the cache when it is fed)."""
-    pieces, positions, born, dies = [], [], [], []
-
-    def add(tokens: list[int], position: int, step: int) -> int:
-        pieces.append(tokens)
-        positions.append(position)
-        born.append(step)
-        dies.append(float("inf"))
-        return len(pieces) - 1
-
-    slot_of = [add([t], i, 0) for i, t in enumerate(prompt)]
-    for s, groups in enumerate(folds, start=1):
-        for start, end in groups:
-            for i in range(start, end):
-                dies[slot_of[len(prompt) + i]] = s
-            add(answer[start:end], len(prompt) + end - 1, s)
-        slot_of.append(add([answer[s - 1]], len(prompt) + s - 1, s))
-    n = len(pieces)
-    born_t, dies_t = torch.tensor(born), torch.tensor(dies)
-    sees = torch.ones(n, n, dtype=torch.bool).tril() & (dies_t[None, :] > born_t[:, None])
-    tokens, sizes = group_tensors(pieces, model.config.max_steps)
-    with torch.no_grad():
-        embeds = model.embedder(model.embed(tokens), sizes)[None]
-        final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
-                                      merged_slots=(sizes > 1)[None])
-        rows = torch.tensor([slot_of[len(prompt) + j] for j in range(len(answer) - 1)])
-        return model.lm_head(final[0, rows]).float()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="checkpoint folder (default: the bundled model)")
@@ -147,7 +117,7 @@ def main() -> None:
         ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
         for policy in policies:
             folds = schedule(policy, tokenizer, answer, entropies, vocab)
-            got = torch.log_softmax(folded_logits(model, prompt, answer, folds), -1)
+            got = torch.log_softmax(folded_reference_logits(model, prompt, answer, [1] * len(folds), folds)[1:], -1)
             top = got.argmax(-1)
             flip = top != ref.argmax(-1)
             spike = -ref.gather(1, top[:, None])[:, 0] > SPIKE
