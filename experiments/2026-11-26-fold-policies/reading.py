@@ -14,9 +14,10 @@ then on replaces the group's single slots (one uncached forward with the mask th
   * spike: the folded reading's top token costs the unfolded base > 6 nats (what a decode would emit as a wrong
     token; the base's own greedy choice never does);
   * KL(unfolded || folded), mean;
-  * KV: the answer's slots at its end over its tokens.
+  * KV: the answer's slots at its end over its tokens, and when 128 of its tokens are cached (answers beyond 128).
 
-Policies beyond `Folding`'s own (a filter on the groups that fold; the others stay as single slots, decided):
+A policy is a `parse_folding` spec (e.g. ``segments:64:first:steps=8:p=0.7``), optionally followed by a rule word that
+filters the groups that fold (the others stay as single slots, decided):
 ``nodigit`` folds no group holding a digit; ``calm<E>`` folds only groups whose tokens all had entropy < E nats.
 
     python experiments/2026-11-26-fold-policies/reading.py > experiments/2026-11-26-fold-policies/reading.txt
@@ -68,7 +69,7 @@ def answers(tokenizer) -> list[tuple[str, str, list[int], list[int]]]:
 
 
 def keeps(policy: str, tokenizer, answer: list[int], entropies: list[float]):
-    """The group filter of a policy name's second word (None: every due group folds)."""
+    """The group filter of a policy name's rule word (None: every due group folds)."""
     _, _, rule = policy.partition(" ")
     if not rule:
         return None
@@ -117,14 +118,18 @@ def main() -> None:
         ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
         for policy in policies:
             folds = schedule(policy, tokenizer, answer, entropies, vocab)
-            got = torch.log_softmax(folded_reference_logits(model, prompt, answer, [1] * len(folds), folds)[1:], -1)
+            keep = parse_folding(policy.partition(" ")[0]).keep
+            got = torch.log_softmax(folded_reference_logits(model, prompt, answer, [1] * len(folds), folds, keep)[1:],
+                                    -1)
             top = got.argmax(-1)
             flip = top != ref.argmax(-1)
             spike = -ref.gather(1, top[:, None])[:, 0] > SPIKE
             kl = (ref.exp() * (ref - got)).sum(-1)
             merged = sum(e - s - 1 for groups in folds for s, e in groups)
+            merged_128 = sum(e - s - 1 for groups in folds[:128] for s, e in groups)  # when 128 tokens are cached
             s = stats[policy].setdefault((task, method), {"positions": 0, "flips": 0, "spikes": 0, "kl": 0.0,
-                                                          "late_flips": 0, "late": 0, "tokens": 0, "slots": 0})
+                                                          "late_flips": 0, "late": 0, "tokens": 0, "slots": 0,
+                                                          "slots_128": 0, "answers_128": 0})
             late = torch.arange(len(flip)) >= 127  # predicting answer tokens 128..
             s["positions"] += len(flip)
             s["flips"] += int(flip.sum())
@@ -134,16 +139,20 @@ def main() -> None:
             s["late_flips"] += int((flip & late).sum())
             s["tokens"] += len(answer)
             s["slots"] += len(answer) - merged
+            if len(answer) > 128:
+                s["slots_128"] += 128 - merged_128
+                s["answers_128"] += 1
         print(f"{n + 1}/{len(rows)}", file=sys.stderr, flush=True)
-    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV | KV at 128 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for policy in policies:
         for (task, method), s in sorted(stats[policy].items()):
             print(f"| {policy} | {task} {method} | {s['positions']} | {100 * s['flips'] / s['positions']:.2f} | "
                   f"{100 * s['late_flips'] / max(1, s['late']):.2f} | {s['spikes']} | {s['kl'] / s['positions']:.4f} "
-                  f"| {s['slots'] / s['tokens']:.3f} |")
+                  f"| {s['slots'] / s['tokens']:.3f} | {s['slots_128'] / max(1, 128 * s['answers_128']):.3f} |")
+    name = args.name or (Path(args.model).name if args.model else None)
     json.dump({p: {f"{t} {m}": s for (t, m), s in v.items()} for p, v in stats.items()},
-              open(HERE / f"reading{'-' + (args.name or Path(args.model).name) if args.model else ''}.json", "w"),
+              open(HERE / f"reading{'-' + name if name else ''}.json", "w"),
               indent=1)
 
 

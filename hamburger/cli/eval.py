@@ -73,11 +73,11 @@ def register(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="also evaluate lossless verify mode (the MSD drafts, the unchanged base verifies; greedy: "
                         "the base's own answers, with tau = tokens per base forward)")
-    p.add_argument("--verify-fold", default=None, metavar="GROUPS:WINDOW[:SHARE]",
+    p.add_argument("--verify-fold", default=None, metavar="GROUPS:WINDOW[:FIELD...]",
                    help="also evaluate verify mode with folding on the checkpoint itself (its adapters on): older "
-                        "answer tokens fold into one KV slot per group once WINDOW tokens (or SHARE of the answer, "
-                        "when more) follow them, GROUPS segments (the base's entropy cut) or forwards, e.g. "
-                        "segments:8 (see generate --fold)")
+                        "answer tokens fold into one KV slot per group once WINDOW tokens follow them, GROUPS "
+                        "segments (the base's entropy cut) or forwards; optional SHARE, KEEP (merged, last or first), "
+                        "steps=N and p=P, e.g. segments:8 or segments:64:first:steps=8:p=0.7 (see generate --fold)")
     p.add_argument("--verify-confidence", type=float, default=None,
                    help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default "
                         f"{VERIFY_CONFIDENCE}; "

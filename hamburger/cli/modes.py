@@ -33,13 +33,17 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft", type=int, default=None,
                    help="in the verify modes: draft exactly this many tokens per base forward instead of asking "
                         "the stop head")
-    p.add_argument("--fold", default=None, metavar="GROUPS:WINDOW[:SHARE]",
+    p.add_argument("--fold", default=None, metavar="GROUPS:WINDOW[:FIELD...]",
                    help="in the verify modes: fold older answer tokens into one KV slot per group once WINDOW tokens "
-                        "(or SHARE of the answer's tokens, when more: segments:32:0.25) follow them; GROUPS is "
-                        "segments (the base's own entropy cut, as training data is cut) or forwards (the tokens one "
-                        "base forward kept), e.g. segments:8 (verify_fold's default: "
-                        f"{DEFAULT_FOLD}). Every token is still the base model's choice, but reading folded history it "
-                        "is no longer exactly the base's output")
+                        "follow them; GROUPS is segments (the base's own entropy cut, as training data is cut) or "
+                        "forwards (the tokens one base forward kept). Optional fields: SHARE (a number: the window is "
+                        "that share of the answer's tokens when more, segments:32:0.25), KEEP (merged: one merged "
+                        "slot, HAMburger's, read through the checkpoint's adapters; last or first: the group keeps "
+                        "that token's own slot, training-free), steps=N (the longest group; merged: at most the "
+                        "embedder's) and p=P (the entropy cut's confidence, default 0.9), e.g. "
+                        f"segments:64:first:steps=8:p=0.7 (verify_fold's default: {DEFAULT_FOLD}). Every token is "
+                        "still the base model's choice, but reading folded history it is no longer exactly the base's "
+                        "output")
     p.add_argument("--lookup", type=int, default=None, metavar="N",
                    help="in the verify modes: where the text's last 2-3 tokens occurred before (in the prompt or the "
                         "answer), draft the up to N tokens that followed them (prompt lookup; free: no forward makes "

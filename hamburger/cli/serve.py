@@ -52,10 +52,10 @@ def register(sub) -> None:
                         "mode on the checkpoint itself, older answer tokens folded into one KV slot per group by "
                         "--fold; every token the base's choice on that cache) (default verify). In the verify modes "
                         "a request's confidence is the stop head's drafting threshold")
-    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:SHARE]",
+    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:FIELD...]",
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
-                        "tokens (or SHARE of the answer's tokens, when more) follow it; GROUPS is segments (the "
-                        "base's entropy cut) or forwards (see generate --fold) (default %(default)s)")
+                        "tokens follow it; GROUPS is segments (the base's entropy cut) or forwards; optional SHARE, "
+                        "KEEP (merged, last or first), steps=N and p=P as in generate --fold (default %(default)s)")
     p.add_argument("--lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "
                         "occurrence of the text's last 2-3 tokens (default %(default)s; 0: the micro-step decoder "

@@ -12,8 +12,14 @@ Groups (``groups``):
     on the entropies of the base's distributions that chose the tokens. Cuts run left to right, so every group but
     the last of the cut is final;
   * ``forwards``: the tokens one verify forward kept in the cache (its pending token and the drafts the base kept).
-A group holds at most ``segments.max_steps`` tokens (at most what the embedder merges); a group of one token stays in
-its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is more than
+What a folded group leaves in the cache (``keep``):
+  * ``merged``: one merged slot (HAMburger's: the compositional embedder's vector of the group, read by the base and
+    the checkpoint's adapters);
+  * ``last``: its last token's own slot, the keys and values the base wrote there having read the whole group; the
+    others become holes. No merged slot is fed, so no grafted module or adapter reads the history: training-free;
+  * ``first``: the same with its first token's slot (in ``segments``, the uncertain token that starts the group).
+A group holds at most ``segments.max_steps`` tokens (with keep ``merged``, at most what the embedder merges); a group
+of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is more than
 ``window``), so the cache keeps about the same share of the answer's slots at every length.
 """
 
@@ -28,6 +34,7 @@ from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entr
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
+KEEPS = ("merged", "last", "first")
 DEFAULT_FOLD = "segments:32"  # `parse_folding` spec used where none is given (chosen on dev prompts, see the README)
 
 
@@ -38,6 +45,7 @@ class Folding:
     window: int = 8  # a group folds once this many answer tokens were fed after its last one
     share: float = 0.0  # ... or this share of the answer's fed tokens, when more: the window grows with the answer
     groups: str = "segments"  # `GROUPINGS`
+    keep: str = "merged"  # `KEEPS`: what a folded group leaves in the cache
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
 
     def validate(self, max_steps: int) -> "Folding":
@@ -47,12 +55,21 @@ class Folding:
             raise HamburgerError(f"the fold window's share of the answer must be in [0, 1), got {self.share}")
         if self.groups not in GROUPINGS:
             raise HamburgerError(f"fold groups must be one of {', '.join(GROUPINGS)}, got {self.groups!r}")
+        if self.keep not in KEEPS:
+            raise HamburgerError(f"a folded group keeps one of {', '.join(KEEPS)}, got {self.keep!r}")
+        if self.segments.max_steps < 1 or not 0 < self.segments.sliding_p < 1:
+            raise HamburgerError(f"fold groups need steps >= 1 and a sliding confidence p in (0, 1), got "
+                                 f"{self.segments.max_steps} and {self.segments.sliding_p}")
         if self.segments.strategy not in STRATEGIES:
             raise HamburgerError(f"unknown strategy {self.segments.strategy!r}; choose one of {', '.join(STRATEGIES)}")
-        if self.segments.max_steps > max_steps:
+        if self.keep == "merged" and self.segments.max_steps > max_steps:
             raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
                                  f"most {max_steps}")
         return self
+
+    def leaving(self, start: int, end: int) -> range:
+        """The tokens of group [start, end) that leave their one-token slots when it folds."""
+        return range(start + (self.keep == "first"), end - (self.keep == "last"))
 
     def window_at(self, fed: int) -> int:
         """The window when ``fed`` answer tokens are in the cache: ``window``, or ``share`` of them when more."""
@@ -60,16 +77,26 @@ class Folding:
 
 
 def parse_folding(spec: str) -> Folding:
-    """``GROUPS:WINDOW[:SHARE]`` (e.g. ``segments:8``, ``forwards:4``, ``segments:32:0.25``: the last 32 answer tokens
-    or the last quarter of them, whichever is more, stay unfolded) -> a `Folding`, validated later (segments: sliding
-    0.9)."""
+    """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
+    optional field at most once: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the last quarter
+    of them, whichever is more, stay unfolded), KEEP (``merged``, ``last`` or ``first``: what a folded group leaves),
+    ``steps=N`` (the longest group) and ``p=P`` (the sliding cut's confidence), e.g. ``segments:64:first:steps=8:p=0.7``."""
     groups, _, rest = spec.partition(":")
-    window, _, share = rest.partition(":")
+    window, *fields = rest.split(":")
     try:
-        return Folding(window=int(window), groups=groups, share=float(share or 0))
+        named = {}
+        for f in fields:
+            key, _, value = f.rpartition("=") if "=" in f else ("keep" if f in KEEPS else "share", "", f)
+            if key not in ("share", "keep", "steps", "p") or key in named:
+                raise ValueError
+            named[key] = value
+        cut = SegmentSettings(strategy="sliding", sliding_p=float(named.get("p", 0.9)),
+                              max_steps=int(named.get("steps", 4)))
+        return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
+                       keep=named.get("keep", "merged"), segments=cut)
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE], e.g. segments:8, forwards:4 or segments:32:0.25; "
-                             f"got {spec!r}") from None
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P], e.g. segments:8, forwards:4, "
+                             f"segments:32:0.25 or segments:64:first:steps=8:p=0.7; got {spec!r}") from None
 
 
 class FoldState:
@@ -115,13 +142,15 @@ class FoldState:
 
     def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> None:
         """Mark the one-token slots of ``groups`` as holes in the row's cache validity ``valid`` [slots] (in place) and
-        record their merged slots, fed next. The row's answer slots are its last valid ones, in order, so a slot is
-        found by its rank among the valid slots counted from the end (no host sync)."""
-        leaving = {i for start, end in groups for i in range(start, end)}
+        record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays; nothing is
+        fed).
+        The row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid slots
+        counted from the end (no host sync)."""
+        leaving = {i for start, end in groups for i in self.folding.leaving(start, end)}
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)
         valid &= ~(valid & torch.isin(from_end, ranks))
         live = [i for i in self.live if i not in leaving]
         while live and live[0] == -1:  # merged slots before every single one no longer matter to a rank
             live.pop(0)
-        self.live = live + [-1] * len(groups)
+        self.live = live + [-1] * (len(groups) if self.folding.keep == "merged" else 0)

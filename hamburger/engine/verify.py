@@ -396,13 +396,14 @@ class VerifyGeneration(Generation):
     @staticmethod
     def _fold_out(cache: SlotCache, b: int, r: _Row) -> list[tuple[int, int]]:
         """The groups of row ``r`` (cache row ``b``) that fold at this forward, as answer token ranges; their one-token
-        slots become holes (fed again as merged slots by the caller)."""
+        slots become holes (fed again as merged slots by the caller; none with keep ``last`` or ``first``: a group
+        keeps that token's slot)."""
         if r.folding is None:
             return []
         groups = r.folding.due(r.fed - len(r.prompt_ids))
         if groups:
             r.folding.fold(cache.valid[b], groups)
-        return groups
+        return groups if r.folding.folding.keep == "merged" else []  # (keep last or first: nothing to feed)
 
     @staticmethod
     def _roll_back(cache: SlotCache, sizes: list[int], kept: list[int]) -> None:

@@ -37,11 +37,13 @@ def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[
 
 
 def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: list[int],
-                            schedule: list[list[tuple[int, int]]]) -> torch.Tensor:
+                            schedule: list[list[tuple[int, int]]], keep: str = "merged") -> torch.Tensor:
     """The specification, one uncached forward: the slots in the order the engine feeds them (the prompt; then per
     forward s, the merged slots of the groups `schedule[s]` folds, then the tokens forward s kept, as single slots).
     A slot sees the earlier slots still in the cache when it is fed: a folded group's single slots leave it at the
-    forward that feeds its merged slot. Returns the logits of every answer token, from the slot before it."""
+    forward that feeds its merged slot (keep ``last``/``first``: all but that token's leave then, and no merged slot is
+    fed).
+    Returns the logits of every answer token, from the slot before it."""
     pieces, positions, born, dies = [], [], [], []
 
     def add(tokens: list[int], position: int, step: int) -> int:
@@ -55,9 +57,10 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     done = 0
     for s, (n, groups) in enumerate(zip(fed, schedule), start=1):
         for start, end in groups:
-            for i in range(start, end):
+            for i in range(start + (keep == "first"), end - (keep == "last")):
                 dies[slot_of[len(prompt) + i]] = s
-            add(answer[start:end], len(prompt) + end - 1, s)
+            if keep == "merged":
+                add(answer[start:end], len(prompt) + end - 1, s)
         for i in range(done, done + n):
             slot_of.append(add([answer[i]], len(prompt) + i, s))
         done += n
@@ -75,7 +78,12 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
 FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Folding(window=5, groups="forwards"),
             "segments 0": Folding(window=0, segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
             "segments 6": Folding(window=6, segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3)),
-            "forwards 2, growing": Folding(window=2, share=0.4, groups="forwards")}
+            "forwards 2, growing": Folding(window=2, share=0.4, groups="forwards"),
+            "segments 6, keep last": Folding(window=6, keep="last",
+                                             segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3)),
+            "forwards 0, keep last": Folding(window=0, groups="forwards", keep="last"),
+            "segments 2, keep first": Folding(window=2, keep="first",  # (groups beyond the embedder's 4 tokens)
+                                              segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))}
 
 
 def folding_model(family: str = "llama"):
@@ -90,7 +98,7 @@ def folding_model(family: str = "llama"):
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_logits_are_the_folded_layouts(name, family, char_tokenizer):
     model, folding = folding_model(family), FOLDINGS[name]
-    folded = 0
+    folded = longest = 0
     for prompt in PROMPTS:
         run = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=40, confidence=0.2,
                                                                              ignore_eos=True), fold=folding,
@@ -99,13 +107,15 @@ def test_logits_are_the_folded_layouts(name, family, char_tokenizer):
         fed, traced = fed_groups(res), torch.stack(run.logits[0])
         assert sum(fed) == res.tokens - 1  # every token but the last was fed
         schedule = fold_schedule(folding, model.base.config.vocab_size, traced, fed)
-        want = folded_reference_logits(model, prompt, res.token_ids, fed, schedule)
+        want = folded_reference_logits(model, prompt, res.token_ids, fed, schedule, folding.keep)
         torch.testing.assert_close(traced, want, rtol=1e-4, atol=1e-4)
         assert res.token_ids == want.argmax(-1).tolist()  # greedy: every token is the base's choice on that cache
         folded += sum(map(len, schedule))
+        longest = max([longest] + [e - s for groups in schedule for s, e in groups])
         # the cache: the prompt, every fed token, less what the folds took out
         assert res.kv_slots == len(prompt) + sum(fed) - sum(e - s - 1 for groups in schedule for s, e in groups)
     assert folded > 4, "the test needs folded groups"
+    assert longest == folding.segments.max_steps or folding.groups == "forwards", "the test needs the longest groups"
 
 
 def test_forwards_that_keep_more_than_a_group_fold_in_pieces(char_tokenizer):
@@ -141,7 +151,7 @@ def test_no_fold_before_the_answer_ends_is_plain_verify(char_tokenizer):
 
 
 @pytest.mark.parametrize("compact_at", [0.0, 0.25, 2.0])
-@pytest.mark.parametrize("name", ["forwards 0", "segments 6"])
+@pytest.mark.parametrize("name", ["forwards 0", "segments 6", "segments 6, keep last"])
 def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monkeypatch):
     """Rows fold at different forwards, keep different numbers of drafts and end at different lengths (the cache
     compacted always, when holes pile up, never): each row gives what it gives alone."""
@@ -174,7 +184,8 @@ def test_bad_folding_is_refused(char_tokenizer):
     model, cfg = drafting_model("llama"), DecodingConfig()
     for folding, match in [(Folding(window=-1), "window"), (Folding(groups="tokens"), "groups"),
                            (Folding(segments=SegmentSettings(strategy="nope")), "strategy"),
-                           (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"),
+                           (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"), (Folding(keep="mean"), "keeps"),
+                           (parse_folding("segments:8:p=1"), "confidence"), (parse_folding("segments:8:steps=0"), "steps"),
                            (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=folding)
@@ -217,6 +228,37 @@ def test_a_growing_window_keeps_a_share_of_the_answer_unfolded():
     assert state.due(9) == [(3, 5)]
     assert state.due(12) == []  # window 6: (5, 7) needs 7 + 6 (a fixed window of 2 would have folded up to (7, 10))
     assert state.due(14) == [(5, 7)]
+
+
+def test_fold_specs():
+    """``GROUPS:WINDOW[:FIELD...]``: the share, the keep, ``steps=N`` and ``p=P`` are optional, in any order, each at
+    most once."""
+    cut = SegmentSettings(strategy="sliding", sliding_p=0.7, max_steps=8)
+    assert parse_folding("segments:32") == Folding(window=32)
+    assert parse_folding("segments:32:last") == Folding(window=32, keep="last")
+    assert parse_folding("forwards:8:0.25:merged") == Folding(window=8, share=0.25, groups="forwards")
+    assert parse_folding("segments:32:last:0.25") == Folding(window=32, share=0.25, keep="last")
+    assert parse_folding("segments:64:first:steps=8:p=0.7") == Folding(window=64, keep="first", segments=cut)
+    assert parse_folding("segments:64:p=0.7:steps=8:first") == Folding(window=64, keep="first", segments=cut)
+    for bad in ("segments", "segments:x", "segments:32:mean", "segments:32:0.1:0.2", "segments:32:last:first",
+                "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x"):
+        with pytest.raises(HamburgerError, match="GROUPS:WINDOW"):
+            parse_folding(bad)
+
+
+def test_keep_last_reads_no_grafted_module(char_tokenizer):
+    """Keep ``last`` feeds no merged slot: neither the embedder nor adapters at merged slots act, so a checkpoint
+    whose embedder is scrambled decodes the same tokens and cache."""
+    folding = FOLDINGS["segments 6, keep last"]
+    model = folding_model("llama")
+    cfg = DecodingConfig(max_new_tokens=40, confidence=0.2, ignore_eos=True)
+    want = VerifyGeneration(model, char_tokenizer, PROMPTS, cfg, fold=folding).run()
+    with torch.no_grad():
+        for p in model.embedder.parameters():
+            p.add_(torch.randn_like(p))
+    got = VerifyGeneration(model, char_tokenizer, PROMPTS, cfg, fold=folding).run()
+    assert [(r.token_ids, r.kv_slots) for r in got] == [(r.token_ids, r.kv_slots) for r in want]
+    assert all(r.kv_slots < r.kv_slots_ordinary for r in got)
 
 
 def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
