@@ -143,7 +143,8 @@ def main() -> None:
                 s["slots_128"] += 128 - merged_128
                 s["answers_128"] += 1
         print(f"{n + 1}/{len(rows)}", file=sys.stderr, flush=True)
-    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV | KV at 128 |")
+    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV "
+          "| KV at 128 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for policy in policies:
         for (task, method), s in sorted(stats[policy].items()):

@@ -19,8 +19,8 @@ What a folded group leaves in the cache (``keep``):
     others become holes. No merged slot is fed, so no grafted module or adapter reads the history: training-free;
   * ``first``: the same with its first token's slot (in ``segments``, the uncertain token that starts the group).
 A group holds at most ``segments.max_steps`` tokens (with keep ``merged``, at most what the embedder merges); a group
-of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is more than
-``window``), so the cache keeps about the same share of the answer's slots at every length.
+of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is
+more than ``window``), so the cache keeps about the same share of the answer's slots at every length.
 """
 
 from __future__ import annotations
@@ -78,15 +78,19 @@ class Folding:
 
 def parse_folding(spec: str) -> Folding:
     """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
-    optional field at most once: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the last quarter
-    of them, whichever is more, stay unfolded), KEEP (``merged``, ``last`` or ``first``: what a folded group leaves),
-    ``steps=N`` (the longest group) and ``p=P`` (the sliding cut's confidence), e.g. ``segments:64:first:steps=8:p=0.7``."""
+    optional field at most once, in any order: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the
+    last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last`` or ``first``: what a folded
+    group leaves), ``steps=N`` (the longest group) and ``p=P`` (the sliding cut's confidence), e.g.
+    ``segments:64:first:steps=8:p=0.7``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
         named = {}
         for f in fields:
-            key, _, value = f.rpartition("=") if "=" in f else ("keep" if f in KEEPS else "share", "", f)
+            if "=" in f:
+                key, _, value = f.partition("=")
+            else:
+                key, value = "keep" if f in KEEPS else "share", f
             if key not in ("share", "keep", "steps", "p") or key in named:
                 raise ValueError
             named[key] = value
@@ -142,10 +146,9 @@ class FoldState:
 
     def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> None:
         """Mark the one-token slots of ``groups`` as holes in the row's cache validity ``valid`` [slots] (in place) and
-        record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays; nothing is
-        fed).
-        The row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid slots
-        counted from the end (no host sync)."""
+        record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays, nothing is
+        fed). The row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid
+        slots counted from the end (no host sync)."""
         leaving = {i for start, end in groups for i in self.folding.leaving(start, end)}
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)

@@ -184,8 +184,9 @@ def test_bad_folding_is_refused(char_tokenizer):
     model, cfg = drafting_model("llama"), DecodingConfig()
     for folding, match in [(Folding(window=-1), "window"), (Folding(groups="tokens"), "groups"),
                            (Folding(segments=SegmentSettings(strategy="nope")), "strategy"),
-                           (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"), (Folding(keep="mean"), "keeps"),
-                           (parse_folding("segments:8:p=1"), "confidence"), (parse_folding("segments:8:steps=0"), "steps"),
+                           (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"),
+                           (Folding(keep="mean"), "keeps"), (parse_folding("segments:8:p=1"), "confidence"),
+                           (parse_folding("segments:8:steps=0"), "steps"),
                            (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=folding)
