@@ -39,7 +39,7 @@ import torch
 
 from hamburger.core.loading import load_model
 from hamburger.data.segment import log_softmax_entropy
-from hamburger.engine.folding import FoldState, parse_folding
+from hamburger.engine.folding import Folding, FoldState, parse_folding
 from hamburger.engine.prompt import encode_prompt
 from hamburger.eval.run import chat_examples, gsm8k_examples
 
@@ -81,10 +81,9 @@ def keeps(policy: str, tokenizer, answer: list[int], entropies: list[float]):
     raise ValueError(policy)
 
 
-def schedule(policy: str, tokenizer, answer: list[int], entropies: list[float], vocab: int
+def schedule(policy: str, folding: Folding, tokenizer, answer: list[int], entropies: list[float], vocab: int
              ) -> list[list[tuple[int, int]]]:
     """The groups folded before each answer token's forward (one token per forward), by the engine's `FoldState`."""
-    folding = parse_folding(policy.partition(" ")[0])
     state, keep, out = FoldState(folding, vocab), keeps(policy, tokenizer, answer, entropies), []
     state.entropies = entropies
     for i in range(len(answer) - 1):  # the last answer token is never fed
@@ -102,6 +101,7 @@ def main() -> None:
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma list (default: %(default)s)")
     args = parser.parse_args()
     policies = args.policies.split(",")
+    foldings = {p: parse_folding(p.partition(" ")[0]) for p in policies}  # (refused specs fail before any reading)
     torch.set_num_threads(2)
     model, tokenizer = load_model(args.model)[:2]
     vocab = model.base.config.vocab_size
@@ -117,10 +117,10 @@ def main() -> None:
         entropies = entropy.tolist()  # of the distributions that chose answer tokens 0..
         ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
         for policy in policies:
-            folds = schedule(policy, tokenizer, answer, entropies, vocab)
-            keep = parse_folding(policy.partition(" ")[0]).keep
-            got = torch.log_softmax(folded_reference_logits(model, prompt, answer, [1] * len(folds), folds, keep)[1:],
-                                    -1)
+            folding = foldings[policy]
+            folds = schedule(policy, folding, tokenizer, answer, entropies, vocab)
+            got = torch.log_softmax(
+                folded_reference_logits(model, prompt, answer, [1] * len(folds), folds, folding.keep)[1:], -1)
             top = got.argmax(-1)
             flip = top != ref.argmax(-1)
             spike = -ref.gather(1, top[:, None])[:, 0] > SPIKE

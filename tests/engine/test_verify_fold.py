@@ -42,8 +42,7 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     forward s, the merged slots of the groups `schedule[s]` folds, then the tokens forward s kept, as single slots).
     A slot sees the earlier slots still in the cache when it is fed: a folded group's single slots leave it at the
     forward that feeds its merged slot (keep ``last``/``first``: all but that token's leave then, and no merged slot is
-    fed).
-    Returns the logits of every answer token, from the slot before it."""
+    fed). Returns the logits of every answer token, from the slot before it."""
     pieces, positions, born, dies = [], [], [], []
 
     def add(tokens: list[int], position: int, step: int) -> int:
