@@ -41,7 +41,7 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "slot, HAMburger's, read through the checkpoint's adapters; last or first: the group keeps "
                         "that token's own slot, training-free), steps=N (the longest group; merged: at most the "
                         "embedder's) and p=P (the entropy cut's confidence, default 0.9), e.g. "
-                        f"segments:64:first:steps=8:p=0.7 (verify_fold's default: {DEFAULT_FOLD}). Every token is "
+                        f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")
     p.add_argument("--lookup", type=int, default=None, metavar="N",

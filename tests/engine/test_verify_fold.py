@@ -6,12 +6,14 @@ import math
 import pytest
 import torch
 
+from hamburger.core.checkpoint import read_meta
+from hamburger.core.loading import DEFAULT_MODEL_DIR
 from hamburger.core.packing import group_tensors
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.segment import log_softmax_entropy
-from hamburger.engine.folding import Folding, FoldState, parse_folding
+from hamburger.engine.folding import DEFAULT_FOLD, Folding, FoldState, parse_folding
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -244,6 +246,13 @@ def test_fold_specs():
                 "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x"):
         with pytest.raises(HamburgerError, match="GROUPS:WINDOW"):
             parse_folding(bad)
+
+
+def test_the_default_folding_suits_the_shipped_model():
+    """`DEFAULT_FOLD` (what verify_fold, the server and the bench fold by when nothing is given) parses and validates
+    against the shipped default model's embedder (a keep-merged default must not merge more than it can)."""
+    max_steps = read_meta(DEFAULT_MODEL_DIR)["config"]["max_steps"]
+    assert parse_folding(DEFAULT_FOLD).validate(max_steps).window > 0
 
 
 def test_keep_last_reads_no_grafted_module(char_tokenizer):
