@@ -5,6 +5,8 @@
 #   1. 60 GSM8K dev prompts, 256 new tokens (the base's answers reused from experiments/2026-11-26-long-math-60/);
 #   2. the knob rule's dev prompts (20 chat + 20 GSM8K, 96 new tokens; base answers from
 #      experiments/2026-11-26-verify-speed/);
+#   2b. with POOLED=1 (session 28): step 2 on the first 120 chat + 120 GSM8K dev prompts (-l120); the base's answers
+#      come from the first such run (window 56's) and are reused by the others;
 #   3. 20 chat dev prompts, 256 new tokens (base answers from experiments/2026-11-26-long-answers/);
 #   4. speed and KV, 8 chat + 8 GSM8K dev prompts at 128 and 256 new tokens (experiments/2026-11-26-long-answers/speed.sh);
 #   5. test, reported only (TEST=1): all 541 IFEval prompts, 128 new tokens, paired with the base's answers of
@@ -20,6 +22,12 @@ TOKENS=256 TASKS=gsm8k LIMIT=60 REUSE=experiments/2026-11-26-long-math-60/eval-d
 REUSE=experiments/2026-11-26-verify-speed/eval-dev-default-segments-32-c0.3-p10 bash experiments/2026-11-26-verify-speed/eval.sh
 TOKENS=256 TASKS=chat REUSE=experiments/2026-11-26-long-answers/eval-dev-default-segments-32-c0.3-p10-t256-chat \
     bash experiments/2026-11-26-verify-speed/eval.sh
+POOL=$E/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120
+if [ -n "${POOLED:-}" ]; then
+    reuse=
+    [ ! -s $POOL/summary.json ] || reuse=$POOL
+    LIMIT=120 REUSE=$reuse bash experiments/2026-11-26-verify-speed/eval.sh
+fi
 TOKENS=128 bash experiments/2026-11-26-long-answers/speed.sh
 TOKENS=256 bash experiments/2026-11-26-long-answers/speed.sh
 NAME=${FOLD//:/-}
