@@ -11,7 +11,7 @@ from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.verify import VERIFY_CONFIDENCE
 from hamburger.eval import calibrate as calibrate_library
 from hamburger.eval import run as eval_library
-from hamburger.eval.run import TASKS
+from hamburger.eval.run import SAMPLE_CHOICES, TASKS
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -26,7 +26,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
                        base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
-                       verify_lookup=args.verify_lookup, reuse_base=args.reuse_base)
+                       verify_lookup=args.verify_lookup, reuse_base=args.reuse_base, sample=args.sample)
     print(summary.read_text())
     return 0
 
@@ -86,6 +86,11 @@ def register(sub) -> None:
                    help="--verify and --verify-fold also draft by prompt lookup: up to N tokens that followed an "
                         "earlier occurrence of the text's last 2-3 tokens (default %(default)s; 0: the MSD drafts "
                         "alone)")
+    p.add_argument("--sample", nargs="?", const="also", default=None, choices=SAMPLE_CHOICES,
+                   help="also decode every HAMburger method (each knob, --verify, --verify-fold) sampled as the "
+                        "base-sampled reference is (temperature 0.7, top-p 0.9, seed = the prompt's position), as "
+                        "METHOD-sampled, held to the base's sampled answers in every band; '--sample only': sampled "
+                        "instead of greedy")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--reuse-base", default=None, metavar="DIR",

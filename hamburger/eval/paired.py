@@ -7,6 +7,8 @@ A band says how much worse than a reference method a metric may be:
   reference   the method compared against: "base" (greedy) or "base-sampled"
   higher_is_better, tolerance   allowed worsening: diff >= -tolerance (higher is better) or
               diff <= +tolerance (lower is better), with diff = method - reference
+A sampled method (its name ends in "-sampled", e.g. "verify-fold-sampled") is held to the base's sampled
+answers: wherever a band's reference is "base", it is compared with "base-sampled" instead (`Band.held_to`).
 Verdict of one difference: "inside" (the whole 95% interval is in the band), "outside" (the whole interval
 is out of it), else "undecided". The point estimate alone decides `point_inside`.
 """
@@ -14,7 +16,14 @@ is out of it), else "undecided". The point estimate alone decides `point_inside`
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+SAMPLED_SUFFIX = "-sampled"  # a method decoded with the base-sampled settings (`plausibility.SAMPLED`)
+BASE_METHODS = ("base", "base" + SAMPLED_SUFFIX)  # the unchanged base's greedy and sampled answers: the references
+
+
+def is_sampled(method: str) -> bool:
+    return method.endswith(SAMPLED_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,12 @@ class Band:
         sign = ">=" if self.higher_is_better else "<="
         tol = -self.tolerance if self.higher_is_better else self.tolerance
         return f"{self.metric} - {self.reference} {sign} {tol:+g}"
+
+    def held_to(self, method: str) -> "Band":
+        """This band as it applies to ``method``: a sampled method's "base" reference is "base-sampled"."""
+        if is_sampled(method) and self.reference == "base":
+            return replace(self, reference=BASE_METHODS[1])
+        return self
 
     def contains(self, diff: float) -> bool:
         return diff >= -self.tolerance if self.higher_is_better else diff <= self.tolerance
@@ -97,15 +112,15 @@ def verdict(band: Band, lo: float, hi: float) -> str:
 
 def compare(records: list[dict], bands=DEFAULT_BANDS, n_boot: int = 2000, seed: int = 0) -> list[dict]:
     """Every band on every (task, method) that has its metric: difference with the band's reference
-    method, paired by example id, with its bootstrap interval and verdict."""
+    method (`Band.held_to` the method), paired by example id, with its bootstrap interval and verdict."""
     by = {}
     for r in records:
         by.setdefault((r["task"], r["method"]), {})[r["id"]] = r
     out = []
     for (task, method), rows in by.items():
-        if method in ("base", "base-sampled"):
+        if method in BASE_METHODS:
             continue
-        for band in bands:
+        for band in (b.held_to(method) for b in bands):
             ref = by.get((task, band.reference))
             first = next(iter(rows.values()))
             if ref is None or band.metric not in first:

@@ -11,8 +11,9 @@ Tasks
 Every answer of every task is also scored by its plausibility under the unchanged base (NLL per token,
 worst-token NLL, repeated-4-gram rate; see `plausibility`), and the base's own sampled answers
 (temperature 0.7, top-p 0.9, seed = the prompt's position) are one more method, "base-sampled", the
-reference for "as good as the base". Every difference from the base gets a paired bootstrap 95% interval
-over prompts and a verdict against its target band (see `paired`), in summary.md.
+reference for "as good as the base". With `--sample` every HAMburger method is also decoded that way,
+as "METHOD-sampled", and held to the base's sampled answers. Every difference from the base gets a paired
+bootstrap 95% interval over prompts and a verdict against its target band (see `paired`), in summary.md.
 The base model (the unchanged one, when the checkpoint adapted it with LoRA) is decoded by our own
 loop at confidence 1.0, which is token-for-token the base's greedy decoding (tested). Each task also
 reports tau and decode tok/s. `--endpoint URL` adds an OpenAI-compatible server (e.g. `hamburger
@@ -40,6 +41,7 @@ from hamburger.eval.scorers import chrf, extract_final_number, gsm8k_reference, 
 
 TASKS = ("gsm8k", "humaneval", "chat", "ifeval")
 IFEVAL_KEYS = ("prompt_strict", "prompt_loose", "inst_strict", "inst_loose")
+SAMPLE_CHOICES = ("also", "only")  # `run_eval`'s sampled methods: beside the greedy ones, or instead of them
 
 
 @dataclass
@@ -166,7 +168,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
-             reused: dict[tuple[str, str], list[dict]] | None = None):
+             reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -177,19 +179,26 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
     (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`). ``reused`` ((task,
     method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken as they are
-    instead of decoding them again."""
+    instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is decoded a second
+    time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's answers);
+    "only": sampled instead of greedy."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
     from hamburger.engine.prompt import eos_ids
+    from hamburger.eval.paired import BASE_METHODS, SAMPLED_SUFFIX, is_sampled
     from hamburger.eval.plausibility import SAMPLED, plausibility
 
     builders = {"gsm8k": lambda: gsm8k_examples(gsm8k_file, limit), "humaneval": lambda: humaneval_examples(limit),
                 "chat": lambda: chat_examples(limit, chat_file), "ifeval": lambda: ifeval_examples(limit)}
     judge = reference or model
     eos = set(eos_ids(judge, tokenizer))
-    methods = [("base", 1.0)] + ([("base-sampled", 1.0)] if sampled else [])
+    if sample not in (None, *SAMPLE_CHOICES):
+        raise HamburgerError(f"sample must be one of {', '.join(SAMPLE_CHOICES)}, not {sample!r}")
+    if sample and not sampled:
+        raise HamburgerError("sampled methods are held to the base's sampled answers: drop --no-base-sampled")
+    methods = [("base", 1.0)] + ([(BASE_METHODS[1], 1.0)] if sampled else [])
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
     engines = {}  # the engine of each method that does not run `Generation`
     if verify or verify_fold:
@@ -207,6 +216,9 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
         engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup, draft_vocab=model.draft_vocab)
+    if sample:
+        twins = [(name + SAMPLED_SUFFIX, c) for name, c in methods if name not in BASE_METHODS]
+        methods = methods[:2] + twins if sample == "only" else methods + twins
     if endpoint is not None:
         methods.append(("endpoint", None))
     records, summary = [], []
@@ -237,11 +249,12 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
             elif name == "endpoint":
                 answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
             else:
-                extra = SAMPLED if name == "base-sampled" else {}
+                extra = SAMPLED if is_sampled(name) else {}
+                kind = name.removesuffix(SAMPLED_SUFFIX) if name not in BASE_METHODS else name
                 cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                          seed=i if extra else None, **extra) for i in range(len(ids))]
-                runner = judge if name.startswith("base") else drafter if name == "verify" else model
-                engine = engines.get(name, Generation)
+                runner = judge if name in BASE_METHODS else drafter if kind == "verify" else model
+                engine = engines.get(kind, Generation)
                 results = []
                 for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
                     chunk = slice(start, start + batch_size)
@@ -272,7 +285,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                 from hamburger.eval.ifeval import aggregate
 
                 entry.update(aggregate(rows))
-            if task == "chat" and name.startswith("hamburger@"):
+            if task == "chat" and name.startswith("hamburger@") and not is_sampled(name):  # (teacher-forced)
                 entry.update(heldout_loss(model, ids, base_ids))
             summary.append(entry)
     return records, summary
@@ -282,7 +295,7 @@ QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l", "ifeval
 
 
 def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict, bands=None) -> Path:
-    from hamburger.eval.paired import DEFAULT_BANDS, band_lines, compare, per_type, type_lines
+    from hamburger.eval.paired import BASE_METHODS, DEFAULT_BANDS, band_lines, compare, is_sampled, per_type, type_lines
 
     bands = bands or DEFAULT_BANDS
     comparisons, types = compare(records, bands), per_type(records)
@@ -299,10 +312,13 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
              "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
-        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == "base")
+        reference = BASE_METHODS[is_sampled(s["method"]) and s["method"] not in BASE_METHODS]
+        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == reference)
         lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
                      f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
+    if any(is_sampled(s["method"]) and s["method"] not in BASE_METHODS for s in summary):
+        lines += ["", "A sampled method's delta is vs base-sampled (same settings, same seeds)."]
     ifeval = [s for s in summary if s["task"] == "ifeval"]
     if ifeval:
         lines += ["", "## IFEval accuracy (%)", "",
@@ -336,13 +352,12 @@ def _plot(out: Path, summary: list[dict]) -> None:
     plt.close(fig)
 
 
-BASE_METHODS = ("base", "base-sampled")  # answers of the unchanged base alone: `reused_base` takes them from a run
-
-
 def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[dict]]:
     """The base's and base-sampled records of the earlier eval in ``folder``, by (task, method), if that run decoded
     the same base (weights fingerprint) with the same settings as ``meta`` (max_new_tokens, the task files);
     otherwise a `HamburgerError` that names the difference."""
+    from hamburger.eval.paired import BASE_METHODS
+
     folder = Path(folder)
     try:
         earlier = json.loads((folder / "summary.json").read_text())["meta"]
@@ -365,11 +380,13 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
-             verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None) -> Path:
+             verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None,
+             sample: str | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`); ``reuse_base``: an earlier eval's folder whose base and base-sampled answers (and their
-    scores and timings) are taken instead of decoded again (`reused_base`). Returns summary.md."""
+    scores and timings) are taken instead of decoded again (`reused_base`); ``sample``: the sampled methods
+    (`run_eval`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
     from hamburger.core.loading import load_model
 
@@ -385,10 +402,10 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
-            "reused_base": str(reuse_base) if reuse_base else None}
+            "reused_base": str(reuse_base) if reuse_base else None, "sample": sample}
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused)
+                                verify_confidence, verify_lookup, reused, sample)
     meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

@@ -87,6 +87,37 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     assert by["verify-fold"]["confidence"] == 0.01
 
 
+def test_eval_samples_every_method_and_holds_it_to_the_base_sampled_answers(tmp_path, char_tokenizer, capsys):
+    """`eval --sample`: each HAMburger method is decoded a second time with base-sampled's settings and seeds. At knob
+    1.0 that is base-sampled's answers exactly; every band of a sampled method is against base-sampled; `--sample
+    only` decodes the same sampled answers without the greedy ones."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    common = ["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "1.0",
+              "--max-new-tokens", "10", "--verify", "--verify-fold", "segments:100"]
+    assert main(common + ["--sample", "--out", str(tmp_path / "also")]) == 0
+    assert main(common + ["--sample", "only", "--out", str(tmp_path / "only")]) == 0
+    rows = {name: [json.loads(line) for line in (tmp_path / name / "examples.jsonl").read_text().splitlines()]
+            for name in ("also", "only")}
+    text = {(r["method"], r["id"]): r["text"] for r in rows["also"]}
+    ids = sorted({r["id"] for r in rows["also"]})
+    greedy = ("hamburger@1", "verify", "verify-fold")
+    assert {m for m, _ in text} == {"base", "base-sampled", *greedy, *(m + "-sampled" for m in greedy)}
+    assert all(text["hamburger@1-sampled", i] == text["base-sampled", i] for i in ids)
+    assert all(text["verify", i] == text["base", i] for i in ids)
+    assert any(text["verify-sampled", i] != text["verify", i] for i in ids)  # (sampling is on)
+    assert {r["method"] for r in rows["only"]} == {"base", "base-sampled", *(m + "-sampled" for m in greedy)}
+    assert all(text[r["method"], r["id"]] == r["text"] for r in rows["only"])  # (same seeds, same answers)
+    result = json.loads((tmp_path / "also" / "summary.json").read_text())
+    refs = {(c["method"], c["band"]["metric"]): c["band"]["reference"] for c in result["comparisons"]}
+    assert refs["verify-sampled", "rep4"] == "base-sampled" and refs["verify", "rep4"] == "base"
+    assert refs["verify-fold-sampled", "nll_per_token"] == "base-sampled"
+    assert result["meta"]["sample"] == "also"
+    assert "delta is vs base-sampled" in (tmp_path / "also" / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(common + ["--sample", "--no-base-sampled", "--out", str(tmp_path / "x")]) == 1
+    assert "drop --no-base-sampled" in capsys.readouterr().err
+
+
 def test_eval_reuses_the_base_answers_of_an_earlier_run(tmp_path, char_tokenizer, capsys):
     """`eval --reuse-base DIR`: the base's and base-sampled records come from DIR as they are (their timings too, so
     nothing was decoded again); other settings or other prompts are refused."""

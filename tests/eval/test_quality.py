@@ -72,6 +72,18 @@ def test_compare_pairs_by_prompt():
     assert {c["method"] for c in compare(records, bands)} == {"hamburger@0.5"}
 
 
+def test_a_sampled_method_is_held_to_the_base_sampled_answers():
+    rep4 = Band("rep4", "base", False, 0.0)
+    assert rep4.held_to("verify-fold-sampled").reference == "base-sampled"
+    assert rep4.held_to("verify-fold") is rep4 and rep4.held_to("base-sampled").reference == "base-sampled"
+    records = [_rec("base", i, rep4=0.3) for i in range(10)] + [_rec("base-sampled", i, rep4=0.1) for i in range(10)]
+    records += [_rec(m, i, rep4=0.2) for m in ("verify", "verify-sampled") for i in range(10)]
+    out = {c["method"]: c for c in compare(records, (rep4,))}
+    assert out["verify"]["diff"] == pytest.approx(-0.1) and out["verify"]["point_inside"]
+    assert out["verify-sampled"]["diff"] == pytest.approx(0.1) and not out["verify-sampled"]["point_inside"]
+    assert out["verify-sampled"]["band_text"] == "rep4 - base-sampled <= +0"
+
+
 def test_per_type():
     def rec(method, i, strict):
         return {"task": "ifeval", "method": method, "id": i, "followed": [{"id": "a", "strict": strict}]}
