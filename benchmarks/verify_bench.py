@@ -1,6 +1,7 @@
 """Verify mode (lossless: the MSD drafts, the base verifies) against HF `generate` and HF prompt lookup.
 
-Greedy, batch 1, fp32, dev-split prompts (chat and GSM8K), methods interleaved prompt by prompt in one
+Greedy (or, with `--sample`, sampled at temperature 0.7, top-p 0.9, every method seeded alike on every prompt;
+a sampled verify mode is speculative sampling), batch 1, fp32, dev-split prompts (chat and GSM8K), methods interleaved prompt by prompt in one
 process and one environment; several draft policies of verify mode side by side (stop head at a few
 confidences, fixed draft counts). Also the cost of the parts of a verify step. Results go to a JSON file,
 rewritten after every prompt (a killed run keeps what it measured). `MKL_CBWR=AVX2` is set for the whole
@@ -31,7 +32,7 @@ def reexec_with_env() -> None:
         os.execv(sys.executable, [sys.executable, "-m", "benchmarks.verify_bench", *sys.argv[1:]])
 
 
-def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int):
+def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int, sampling: dict | None = None):
     from hamburger.bench.methods import HFMethod, VerifyMethod
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
@@ -39,8 +40,8 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
 
     verify_model = on_base(model, reference_model)
     base = reference_model.base
-    methods = [HFMethod(base, tokenizer),
-               HFMethod(base, tokenizer, "prompt_lookup", prompt_lookup_num_tokens=prompt_lookup)]
+    methods = [HFMethod(base, tokenizer, sampling=sampling),
+               HFMethod(base, tokenizer, "prompt_lookup", sampling=sampling, prompt_lookup_num_tokens=prompt_lookup)]
     for p in policies:  # "c0.5": stop head at confidence 0.5; "k2": 2 drafts per step; ":v4096": draft vocabulary;
         drafting, _, fold = p.partition("@")  # ":p10": prompt lookup drafts of up to 10 tokens where the text matches;
         policy, *options = drafting.split(":")  # "@segments:8": folding (engine/folding.py) on the checkpoint itself
@@ -49,7 +50,8 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
         methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
                                     draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
-                                    fold=parse_folding(fold) if fold else None, lookup=lookup, **kind))
+                                    fold=parse_folding(fold) if fold else None, lookup=lookup, sampling=sampling,
+                                    **kind))
     return verify_model, methods
 
 
@@ -173,6 +175,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cost-reps", type=int, default=15)
     parser.add_argument("--skip-costs", action="store_true")
+    parser.add_argument("--sample", action="store_true",
+                        help="sample (temperature 0.7, top-p 0.9: eval's base-sampled settings, seed 0 on every prompt)")
     args = parser.parse_args()
 
     import torch
@@ -181,14 +185,17 @@ def main() -> int:
     from hamburger.core.loading import load_model
     from hamburger.engine.prompt import encode_prompt
     from hamburger.bench.machine import machine_info
+    from hamburger.eval.plausibility import SAMPLED
 
     torch.set_num_threads(args.threads)
     model, tokenizer, info, reference = load_model(args.model, "float32", reference=True)
     chat, math = category_prompts("chat", args.n_chat), category_prompts("math", args.n_math)
     prompts = [p for pair in zip_longest(chat, math) for p in pair if p]  # alternate: a cut run covers both
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
-    verify_model, methods = build(model, reference, tokenizer, args.policies.split(","), args.prompt_lookup)
-    result = {"what": "verify mode vs HF generate and prompt lookup, greedy, batch 1",
+    sampling = SAMPLED if args.sample else None
+    verify_model, methods = build(model, reference, tokenizer, args.policies.split(","), args.prompt_lookup, sampling)
+    result = {"what": f"verify mode vs HF generate and prompt lookup, {'sampled' if sampling else 'greedy'}, batch 1",
+              "sampling": sampling,
               "settings": vars(args), "model": {"checkpoint": args.model or "default", "base": Path(info.spec).name,
                                                 "fingerprint": info.fingerprint},
               "machine": machine_info(torch.get_num_threads(), "float32"),

@@ -1,6 +1,7 @@
 """Decoding methods measured side by side: HAMburger and the peers a user would pick instead.
 
-Every method decodes greedily and returns a `Measurement` with the same definitions:
+Every method decodes greedily (or, given ``sampling`` settings, samples with them, seeded with `SAMPLING_SEED` on
+every prompt) and returns a `Measurement` with the same definitions:
   ttft_s    prompt forward until the first token is known
   decode_s  the rest of the generation; decode tok/s = (tokens - first step's tokens) / decode_s
   forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
@@ -24,6 +25,9 @@ from hamburger.engine.micro import compile_micro_loop
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.sampling import DecodingConfig
+
+
+SAMPLING_SEED = 0  # a sampling method's seed on every prompt (HF `generate`: the global seed before each call)
 
 
 @dataclass
@@ -99,15 +103,17 @@ class VerifyMethod:
     `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
-                 name: str | None = None, draft_vocab=None, fold=None, lookup=None):
+                 name: str | None = None, draft_vocab=None, fold=None, lookup=None, sampling: dict | None = None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
-        self.draft_vocab, self.fold, self.lookup = draft_vocab, fold, lookup
+        self.draft_vocab, self.fold, self.lookup, self.sampling = draft_vocab, fold, lookup, sampling
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
 
     def _config(self, max_new_tokens: int, ignore_eos: bool) -> DecodingConfig:
-        return DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos)
+        sampling = dict(self.sampling, seed=SAMPLING_SEED) if self.sampling else {}
+        return DecodingConfig(max_new_tokens=max_new_tokens, confidence=self.confidence, ignore_eos=ignore_eos,
+                              **sampling)
 
     def _generation(self, prompts: list[list[int]], max_new_tokens: int, ignore_eos: bool):
         from hamburger.engine.verify import VerifyGeneration
@@ -126,17 +132,22 @@ class VerifyMethod:
 
 
 class HFMethod:
-    """The base model through Hugging Face `generate` (plain, prompt lookup or early exit)."""
+    """The base model through Hugging Face `generate` (plain, prompt lookup or early exit); with ``sampling``
+    (temperature, top_p, top_k), `do_sample` with them."""
 
-    def __init__(self, base, tokenizer, name: str = "hf_generate", **generate_kwargs):
+    def __init__(self, base, tokenizer, name: str = "hf_generate", sampling: dict | None = None, **generate_kwargs):
         self.base, self.tokenizer, self.name, self.kwargs = base, tokenizer, name, generate_kwargs
+        self.sampling = dict(do_sample=True, top_k=0, **sampling) if sampling else dict(do_sample=False)  # (HF's
+        # default top_k of 50 is off unless ``sampling`` sets one, as in `DecodingConfig`)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.pad_id = pad
 
     def _generate(self, ids: torch.Tensor, mask: torch.Tensor, max_new_tokens: int, ignore_eos: bool = False):
         extra = {"min_new_tokens": max_new_tokens} if ignore_eos else {}
+        if self.sampling["do_sample"]:
+            torch.manual_seed(SAMPLING_SEED)
         return self.base.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                  do_sample=False, pad_token_id=self.pad_id, return_dict_in_generate=True,
+                                  pad_token_id=self.pad_id, return_dict_in_generate=True, **self.sampling,
                                   **extra, **self.kwargs)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:

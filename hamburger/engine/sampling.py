@@ -93,6 +93,25 @@ def continue_threshold(confidence: float) -> float:
     return math.log(confidence / (1.0 - confidence))
 
 
+NUCLEUS_START = 64  # `nucleus` first looks among this many of the most likely tokens, then 4x as many, ...
+
+
+def nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The top-p set of one row's logits [V] as a boolean mask: the most likely tokens, in order, up to and including
+    the first at which their probability reaches ``top_p``. Exact without sorting the vocabulary: the k most likely
+    tokens (k = 64, 256, ... until they reach ``top_p``) hold the set, since every later token's preceding mass
+    is already at least ``top_p``. The masses add up in float64."""
+    probs, vocab = logits.softmax(-1), logits.shape[-1]
+    k = min(NUCLEUS_START, vocab)
+    while True:
+        values, order = torch.topk(probs, k)  # (sorted, most likely first)
+        cumulative = values.double().cumsum(-1)
+        if cumulative[-1] >= top_p or k == vocab:
+            keep = order[cumulative - values < top_p]  # the mass before each token is still short of top_p
+            return torch.zeros(vocab, dtype=torch.bool, device=logits.device).index_fill_(0, keep, True)
+        k = min(4 * k, vocab)
+
+
 def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     """Temperature, then top-k, then top-p (nucleus) filtering of one row's logits [V]."""
     logits = logits.float() / cfg.temperature
@@ -100,11 +119,13 @@ def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
         kth = torch.topk(logits, cfg.top_k).values[-1]
         logits = logits.masked_fill(logits < kth, -math.inf)
     if cfg.top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, descending=True)
-        cumulative = sorted_logits.softmax(-1).cumsum(-1)
-        drop = cumulative - sorted_logits.softmax(-1) >= cfg.top_p  # keep the smallest set reaching top_p
-        logits = logits.masked_fill(torch.zeros_like(drop).scatter(0, order, drop), -math.inf)
+        logits = logits.masked_fill(~nucleus(logits, cfg.top_p), -math.inf)
     return logits
+
+
+def warped_probs(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
+    """The distribution [V] a sampled row draws from: `warp_logits`, normalised."""
+    return warp_logits(logits, cfg).softmax(-1)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
@@ -119,14 +140,21 @@ def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
                   generators: list[torch.Generator | None]) -> torch.Tensor:
     """One token per row of logits [B, V]; each row uses its own settings and generator, so a
     row's random stream never depends on what else is in the batch."""
-    out = logits.argmax(-1)
     if all(c.greedy for c in cfgs):
-        return out
+        return logits.argmax(-1)
+    return draw_each(logits, cfgs, generators)[0]
+
+
+def draw_each(logits: torch.Tensor, cfgs: list[DecodingConfig],
+              generators: list[torch.Generator | None]) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    """`choose_tokens`, and the distribution each sampled row drew from (`warped_probs`; None for a greedy row)."""
+    out, dists = logits.argmax(-1), []
     for b, (cfg, gen) in enumerate(zip(cfgs, generators)):
-        if not cfg.greedy:
-            probs = warp_logits(logits[b], cfg).softmax(-1)
+        probs = None if cfg.greedy else warped_probs(logits[b], cfg)
+        if probs is not None:
             out[b] = sample(probs, gen)
-    return out
+        dists.append(probs)
+    return out, dists
 
 
 def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,

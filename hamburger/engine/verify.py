@@ -38,7 +38,7 @@ from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
-from hamburger.engine.sampling import DecodingConfig, choose_tokens, sample, warp_logits
+from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, sample, warped_probs
 from hamburger.errors import HamburgerError
 
 VERIFY_CONFIDENCE = 0.3  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
@@ -91,7 +91,7 @@ def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfi
             kept += 1
         return kept, best[kept]
     for i, d in enumerate(drafts.tokens):
-        p = warp_logits(logits[i], cfg).softmax(-1)
+        p = warped_probs(logits[i], cfg)
         q = drafts.q[i]
         if torch.rand((), generator=generator) * q[d] < p[d]:
             continue
@@ -99,7 +99,7 @@ def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfi
         mass = residual.sum()
         probs = residual / mass if mass > 0 else p
         return i, sample(probs, generator)
-    return n, sample(warp_logits(logits[n], cfg).softmax(-1), generator)
+    return n, sample(warped_probs(logits[n], cfg), generator)
 
 
 class VerifyGeneration(Generation):
@@ -284,11 +284,11 @@ class VerifyGeneration(Generation):
             start += x.shape[1]
             logits = self._draft_logits(h)
             cfgs = [rows[b].cfg for b in live]
-            tokens = choose_tokens(logits, cfgs, [rows[b].generator for b in live])
-            for j, (b, t) in enumerate(zip(live, tokens.tolist())):
+            tokens, dists = draw_each(logits, cfgs, [rows[b].generator for b in live])
+            for b, t, q in zip(live, tokens.tolist(), dists):
                 out[b].tokens.append(t)
-                if not cfgs[j].greedy:  # the draft distribution, for the acceptance test
-                    out[b].q.append(warp_logits(logits[j], cfgs[j]).softmax(-1))
+                if q is not None:  # the draft distribution, for the acceptance test
+                    out[b].q.append(q)
             embeddings = model.embed(tokens)
             going = self._still_drafting(h, embeddings, rows, out, budget, live)
             if not going:

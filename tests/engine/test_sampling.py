@@ -1,0 +1,48 @@
+"""Token choice: the top-p set without sorting the vocabulary, and the distributions sampled rows draw from."""
+
+import math
+
+import pytest
+import torch
+
+from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
+from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, nucleus, warp_logits, warped_probs
+
+
+@pytest.mark.parametrize("vocab", [7, 300, 49152])
+def test_nucleus_is_the_sorted_top_p_set(vocab):
+    g = torch.Generator().manual_seed(vocab)
+    for scale in (0.3, 2.0, 8.0):  # flat (the search grows to the whole vocabulary) to peaked (the first 64 hold it)
+        for top_p in (0.05, 0.5, 0.9, 0.99):
+            logits = torch.randn(vocab, generator=g) * scale
+            logits[: vocab // 3] = -math.inf  # (top-k's mask)
+            assert torch.equal(nucleus(logits, top_p), sorted_nucleus(logits, top_p))
+
+
+def test_nucleus_of_a_certain_token_and_of_a_uniform_row():
+    logits = torch.full((1000,), -math.inf)
+    logits[17] = 0.0
+    assert nucleus(logits, 0.9).nonzero().flatten().tolist() == [17]
+    assert int(nucleus(torch.zeros(1000), 0.25).sum()) == 250  # (the 250th token's preceding mass is 0.249)
+
+
+def test_warp_applies_temperature_top_k_then_top_p():
+    logits = torch.tensor([4.0, 3.0, 2.0, 1.0, 0.0])
+    warped = warp_logits(logits, DecodingConfig(temperature=0.5, top_k=4, top_p=0.999))
+    assert torch.equal(warped.isfinite(), torch.tensor([True, True, True, True, False]))
+    assert torch.allclose(warped[:4], logits[:4] / 0.5)
+    assert warp_logits(logits, DecodingConfig(temperature=1.0, top_p=0.5)).isfinite().tolist() == [
+        True, False, False, False, False]  # p(4.0) = 0.64 reaches 0.5 alone
+    assert warp_logits(logits, DecodingConfig(temperature=1.0, top_p=0.7)).isfinite().tolist() == [
+        True, True, False, False, False]  # 0.64 + 0.23
+
+
+def test_draw_each_gives_each_sampled_row_its_distribution():
+    logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(0))
+    cfgs = [DecodingConfig(temperature=0.7, top_p=0.9, seed=1), DecodingConfig(),
+            DecodingConfig(temperature=1.3, top_k=5, seed=2)]
+    tokens, dists = draw_each(logits, cfgs, [c.make_generator() for c in cfgs])
+    assert dists[1] is None and tokens[1] == logits[1].argmax()
+    for b in (0, 2):
+        assert torch.equal(dists[b], warped_probs(logits[b], cfgs[b])) and dists[b][tokens[b]] > 0
+    assert torch.equal(choose_tokens(logits, cfgs, [c.make_generator() for c in cfgs]), tokens)  # same seeds
