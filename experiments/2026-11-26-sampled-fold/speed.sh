@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Issue 19, session 29: sampled decoding speed at batch 1 (benchmarks/verify_bench.py --sample: temperature 0.7, top-p
+# 0.9, seed 0 on every prompt), 8 chat + 8 GSM8K dev prompts, TOKENS new tokens (default 128), fp32, 2 threads,
+# MKL_CBWR=AVX2, methods interleaved prompt by prompt: HF `generate` and HF prompt lookup sampling, lossless verify
+# (speculative sampling) and verify_fold at the default folding, both drafting as `generate` does (stop head 0.3,
+# prompt lookup 10, the 4096-token draft vocabulary). Run on a quiet machine. Output: speed_sampled_tTOKENS.json/.log.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+E=experiments/2026-11-26-sampled-fold
+TOKENS=${TOKENS:-128}
+FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+export MKL_CBWR=AVX2
+[ -s $E/speed_sampled_t$TOKENS.json ] || .venv/bin/python -m benchmarks.verify_bench --sample \
+    --policies "c0.3:v4096:p10@$FOLD,c0.3:v4096:p10" --n-chat 8 --n-math 8 --max-new-tokens $TOKENS \
+    --threads 2 --skip-costs --out $E/speed_sampled_t$TOKENS.json > $E/speed_sampled_t$TOKENS.log 2>&1
