@@ -9,15 +9,17 @@
 #   3. 20 chat dev prompts, 256 new tokens (experiments/2026-11-26-long-answers/);
 #   5. (CURVE=1, after steps 1-3 showed verify_fold sampled outside the bands on step 2) step 2 at longer windows of the
 #      same folding, 96 and 128, verify_fold sampled alone: a curve, it chooses nothing;
-#   4. test, reported only (TEST=1): all 541 IFEval prompts, 128 new tokens; base-sampled decoded here (no earlier run
-#      sampled the base on IFEval), the base's greedy answers reused from experiments/2026-11-26-long-answers/.
+#   4. test, reported only (TEST=1): all 541 IFEval prompts, 128 new tokens, verify_fold sampled alone (no control, for
+#      time); base-sampled decoded here (no earlier run sampled the base on IFEval), the base's greedy answers reused
+#      from experiments/2026-11-26-long-answers/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-26-sampled-fold
 FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
 export MKL_CBWR=AVX2
-common=(--sample only --verify --verify-fold "$FOLD" --verify-confidence 0.3 --verify-lookup 10 --confidence ""
-        --batch-size 8 --threads 2)
+fold_only=(--sample only --verify-fold "$FOLD" --verify-confidence 0.3 --verify-lookup 10 --confidence ""
+           --batch-size 8 --threads 2)
+common=(--verify "${fold_only[@]}")  # verify_fold and the control
 step() {  # NAME TASKS LIMIT TOKENS [REUSE]
     [ -s $E/eval-$1/summary.json ] || .venv/bin/hamburger eval "${common[@]}" --tasks $2 --limit $3 \
         --max-new-tokens $4 ${5:+--reuse-base $5} --out $E/eval-$1 > $E/eval-$1.txt 2>&1
@@ -35,5 +37,6 @@ for window in ${CURVE:+96 128}; do
         --reuse-base experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60 \
         --out $E/eval-dev-t256-gsm8k-l60-w$window > $E/eval-dev-t256-gsm8k-l60-w$window.txt 2>&1
 done
+common=("${fold_only[@]}")
 [ -z "${TEST:-}" ] || step ifeval-n541 ifeval 541 128 \
     experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541

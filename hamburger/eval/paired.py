@@ -138,16 +138,19 @@ def compare(records: list[dict], bands=DEFAULT_BANDS, n_boot: int = 2000, seed: 
 
 
 def per_type(records: list[dict], reference: str = "base", n_boot: int = 1000, seed: int = 0) -> list[dict]:
-    """IFEval instruction-level strict accuracy per instruction type: each method minus `reference`, paired
-    over the prompts that carry the type."""
+    """IFEval instruction-level strict accuracy per instruction type: each method minus `reference` (a sampled
+    method's "base" is "base-sampled", as in `Band.held_to`), paired over the prompts that carry the type."""
     by = {}
     for r in records:
         if r["task"] == "ifeval":
             by.setdefault(r["method"], {})[r["id"]] = r
-    ref = by.get(reference, {})
     out = []
     for method, rows in by.items():
-        if method == reference:
+        held = reference
+        if reference == BASE_METHODS[0] and is_sampled(method) and method not in BASE_METHODS:
+            held = BASE_METHODS[1]
+        ref = by.get(held, {})
+        if method == held:
             continue
         types = sorted({f["id"] for r in rows.values() for f in r["followed"]})
         for t in types:
@@ -163,7 +166,7 @@ def per_type(records: list[dict], reference: str = "base", n_boot: int = 1000, s
                     w.append(len(mine))
             if a:
                 diff, lo, hi = paired_bootstrap(a, b, w, n_boot, seed)
-                out.append({"method": method, "type": t, "instructions": int(sum(w)),
+                out.append({"method": method, "reference": held, "type": t, "instructions": int(sum(w)),
                             "acc": _mean(a, w, range(len(a))), "ref_acc": _mean(b, w, range(len(b))),
                             "diff": diff, "lo": lo, "hi": hi})
     return out
@@ -180,9 +183,10 @@ def band_lines(comparisons: list[dict]) -> list[str]:
 
 
 def type_lines(rows: list[dict]) -> list[str]:
-    lines = ["| method | instruction type | n | accuracy | base | diff | 95% CI |", "|---|---|---|---|---|---|---|"]
+    lines = ["| method | instruction type | n | accuracy | reference | its accuracy | diff | 95% CI |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['method']} | {r['type']} | {r['instructions']} | {100 * r['acc']:.1f} | "
+        lines.append(f"| {r['method']} | {r['type']} | {r['instructions']} | {100 * r['acc']:.1f} | {r['reference']} | "
                      f"{100 * r['ref_acc']:.1f} | {100 * r['diff']:+.1f} | "
                      f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] |")
     return lines

@@ -328,7 +328,8 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
               "Bands: " + "; ".join(b.describe() for b in bands) + ". Verdict: inside = the whole interval is in the "
               "band, outside = none of it, undecided = it straddles the band's edge.", ""] + band_lines(comparisons)
     if types:
-        lines += ["", "## IFEval instruction-level strict accuracy per instruction type, vs base greedy", ""]
+        lines += ["", "## IFEval instruction-level strict accuracy per instruction type, vs base greedy (a sampled "
+                  "method: vs base-sampled)", ""]
         lines += type_lines(types)
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     _plot(out, summary)

@@ -91,7 +91,12 @@ def test_per_type():
     records = [rec("base", i, i % 2 == 0) for i in range(10)] + [rec("h", i, True) for i in range(10)]
     (row,) = per_type(records)
     assert (row["type"], row["acc"], row["ref_acc"], row["instructions"]) == ("a", 1.0, 0.5, 10)
-    assert math.isclose(row["diff"], 0.5)
+    assert math.isclose(row["diff"], 0.5) and row["reference"] == "base"
+    # a sampled method is paired with the base's sampled answers; base-sampled itself with base greedy
+    records += [rec("base-sampled", i, i < 2) for i in range(10)] + [rec("h-sampled", i, i < 4) for i in range(10)]
+    rows = {r["method"]: r for r in per_type(records)}
+    assert rows["h-sampled"]["reference"] == "base-sampled" and math.isclose(rows["h-sampled"]["diff"], 0.2)
+    assert rows["base-sampled"]["reference"] == "base" and math.isclose(rows["base-sampled"]["diff"], -0.3)
 
 
 def test_micro_agreement_counts_tokens_2_to_k_of_each_group():
