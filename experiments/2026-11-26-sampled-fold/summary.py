@@ -16,7 +16,8 @@ GREEDY = [HERE.parent / "2026-11-26-fold-keep" / f"eval-dev-default-segments-60-
 
 
 def main() -> None:
-    spec = importlib.util.spec_from_file_location("long_answers", HERE.parent / "2026-11-26-long-answers" / "summary.py")
+    path = HERE.parent / "2026-11-26-long-answers" / "summary.py"
+    spec = importlib.util.spec_from_file_location("long_answers", path)
     long_answers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(long_answers)
     folders = [f for f in sorted(HERE.glob("eval-*/")) if (f / "summary.json").exists()]
