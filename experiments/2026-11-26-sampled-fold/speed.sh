@@ -4,12 +4,19 @@
 # MKL_CBWR=AVX2, methods interleaved prompt by prompt: HF `generate` and HF prompt lookup sampling, lossless verify
 # (speculative sampling) and verify_fold at the default folding, both drafting as `generate` does (stop head 0.3,
 # prompt lookup 10, the 4096-token draft vocabulary). Run on a quiet machine. Output: speed_sampled_tTOKENS.json/.log.
+# FOLD=SPEC times verify_fold with that folding alone (no lossless verify), as speed_sampled_tTOKENS-SPEC.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-26-sampled-fold
 TOKENS=${TOKENS:-128}
-FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+NAME=t$TOKENS
+if [ -n "${FOLD:-}" ]; then
+    NAME=t$TOKENS-${FOLD//:/-} POLICIES=c0.3:v4096:p10@$FOLD
+else
+    POLICIES=c0.3:v4096:p10@$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+    POLICIES=$POLICIES,c0.3:v4096:p10
+fi
 export MKL_CBWR=AVX2
-[ -s $E/speed_sampled_t$TOKENS.json ] || .venv/bin/python -m benchmarks.verify_bench --sample \
-    --policies "c0.3:v4096:p10@$FOLD,c0.3:v4096:p10" --n-chat 8 --n-math 8 --max-new-tokens $TOKENS \
-    --threads 2 --skip-costs --out $E/speed_sampled_t$TOKENS.json > $E/speed_sampled_t$TOKENS.log 2>&1
+[ -s $E/speed_sampled_$NAME.json ] || .venv/bin/python -m benchmarks.verify_bench --sample \
+    --policies "$POLICIES" --n-chat 8 --n-math 8 --max-new-tokens $TOKENS \
+    --threads 2 --skip-costs --out $E/speed_sampled_$NAME.json > $E/speed_sampled_$NAME.log 2>&1
