@@ -26,6 +26,14 @@ def is_sampled(method: str) -> bool:
     return method.endswith(SAMPLED_SUFFIX)
 
 
+def held_reference(method: str, reference: str = BASE_METHODS[0]) -> str:
+    """The method ``method`` is compared with where the rule names ``reference``: a sampled HAMburger method's "base"
+    is "base-sampled" (the base's own answers keep ``reference``)."""
+    if reference == BASE_METHODS[0] and is_sampled(method) and method not in BASE_METHODS:
+        return BASE_METHODS[1]
+    return reference
+
+
 @dataclass(frozen=True)
 class Band:
     metric: str
@@ -146,9 +154,7 @@ def per_type(records: list[dict], reference: str = "base", n_boot: int = 1000, s
             by.setdefault(r["method"], {})[r["id"]] = r
     out = []
     for method, rows in by.items():
-        held = reference
-        if reference == BASE_METHODS[0] and is_sampled(method) and method not in BASE_METHODS:
-            held = BASE_METHODS[1]
+        held = held_reference(method, reference)
         ref = by.get(held, {})
         if method == held:
             continue

@@ -295,7 +295,7 @@ QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l", "ifeval
 
 
 def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dict, bands=None) -> Path:
-    from hamburger.eval.paired import BASE_METHODS, DEFAULT_BANDS, band_lines, compare, is_sampled, per_type, type_lines
+    from hamburger.eval.paired import DEFAULT_BANDS, band_lines, compare, held_reference, per_type, type_lines
 
     bands = bands or DEFAULT_BANDS
     comparisons, types = compare(records, bands), per_type(records)
@@ -312,12 +312,11 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
              "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
-        reference = BASE_METHODS[is_sampled(s["method"]) and s["method"] not in BASE_METHODS]
-        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == reference)
+        base = next(b for b in summary if b["task"] == s["task"] and b["method"] == held_reference(s["method"]))
         lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
                      f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
-    if any(is_sampled(s["method"]) and s["method"] not in BASE_METHODS for s in summary):
+    if any(held_reference(s["method"]) != "base" for s in summary):
         lines += ["", "A sampled method's delta is vs base-sampled (same settings, same seeds)."]
     ifeval = [s for s in summary if s["task"] == "ifeval"]
     if ifeval:
