@@ -10,7 +10,7 @@ for arm in kl2 kl05; do
     [ -f runs/cpu-fold-kl/$arm-export/hamburger_config.json ] || .venv/bin/hamburger export \
         --model runs/cpu-fold-kl/$arm/last --out runs/cpu-fold-kl/$arm-export --dtype bfloat16
 done
-for name in start kl2 kl05; do
+for name in start kl2 kl05 ${MORE:+kl2-more}; do  # MORE=1: continue.sh's end point too (after `DELTA=1 continue.sh`)
     model=runs/cpu-fold-kl/$name-export; [ $name = start ] && model=runs/lvf-rebuilt
     [ -s $E/reading-$name.txt ] || .venv/bin/python experiments/2026-11-26-fold-policies/reading.py --model $model \
         --name $name --policies segments:48:p=0.7 > $E/reading-$name.txt 2> /dev/null

@@ -1,5 +1,5 @@
 """The README's tables: each arm's evals (start, end; verify-fold layout at window 48, 100 val rows) from
-ARM/metrics.jsonl, and the teacher-forced readings of read.sh (reading-*.json: 80 long dev answers,
+ARM/metrics.jsonl (kl2-more: continue.sh, kl2 continued), and the teacher-forced readings of read.sh (reading-*.json: 80 long dev answers,
 `segments:48:p=0.7`) beside the training-free default fold's (experiments/2026-11-26-fold-policies/).
 
     python experiments/2026-11-26-cpu-fold-kl/summary.py > experiments/2026-11-26-cpu-fold-kl/summary.txt
@@ -17,7 +17,7 @@ DEFAULT_FOLD = HERE.parent / "2026-11-26-fold-policies" / "reading-default-keep-
 def main() -> None:
     print("| arm | kl_weight | step | W48 next-token accuracy | W48 KL to the base |")
     print("|---|---|---|---|---|")
-    for arm in ("kl2", "kl05"):
+    for arm in ("kl2", "kl05", "kl2-more"):
         config = json.loads((HERE / arm / "config.json").read_text())
         for r in map(json.loads, (HERE / arm / "metrics.jsonl").read_text().splitlines()):
             if r.get("kind") == "eval":
@@ -25,7 +25,7 @@ def main() -> None:
     print("\n| model | policy | flips % | spikes > 6 nats | KL mean | KV at 128 |")
     print("|---|---|---|---|---|---|")
     readings = [("training-free (any model)", DEFAULT_FOLD)] + [
-        (name, HERE / f"reading-{name}.json") for name in ("start", "kl2", "kl05")]
+        (name, HERE / f"reading-{name}.json") for name in ("start", "kl2", "kl05", "kl2-more")]
     for name, path in readings:
         if not path.exists():
             continue
