@@ -1,6 +1,7 @@
 """The README's tables: each arm's evals (start, end; verify-fold layout at window 48, 100 val rows) from
-ARM/metrics.jsonl (kl2-more: continue.sh, kl2 continued), and the teacher-forced readings of read.sh (reading-*.json: 80 long dev answers,
-`segments:48:p=0.7`) beside the training-free default fold's (experiments/2026-11-26-fold-policies/).
+ARM/metrics.jsonl (kl2-more: continue.sh, kl2 continued), and the teacher-forced readings of read.sh (reading-*.json:
+80 long dev answers, `segments:48:p=0.7`) beside the training-free default fold's
+(experiments/2026-11-26-fold-policies/).
 
     python experiments/2026-11-26-cpu-fold-kl/summary.py > experiments/2026-11-26-cpu-fold-kl/summary.txt
 """

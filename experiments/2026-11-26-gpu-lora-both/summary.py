@@ -14,7 +14,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RUNS = {"shipped default model (v2)": HERE.parent / "2026-11-24-gpu-lora-merged/logs/stage4-metrics.jsonl",
-        "warm start (v2 continued, lora-merged 246)": HERE.parent / "2026-11-25-gpu-v2-two-sets/logs/lora-merged-metrics.jsonl",
+        "warm start (v2 continued, lora-merged 246)":
+            HERE.parent / "2026-11-25-gpu-v2-two-sets/logs/lora-merged-metrics.jsonl",
         "lora-verify-fold (W16 layout only)": HERE.parent / "2026-11-26-gpu-verify-fold/gpu_run/metrics.jsonl",
         "**lora-both** (both layouts)": HERE / "gpu_run/metrics.jsonl"}
 
