@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The kl_weight 2 arm continued, for sessions without a GPU (the top-ranked run on the CPU since session 30): the same
-# settings as run.sh's kl2 arm, two threads, niced, a fresh shuffle (seed 6), evaluated every 100 steps, resumable
-# (rerun to continue). It starts from kl2's end point (runs/cpu-fold-kl/kl2-export, made by read.sh) or, when that is gone,
-# from the committed compact warm start warm_start_delta/ (bf16 embedder + adapters on the GPU warm start, no optimizer
-# state; `rebuild.py`); `DELTA=1 bash continue.sh` rewrites that delta from the run's last checkpoint.
-# Metrics: kl2-more/metrics.jsonl here.
+# The kl_weight 2 arm continued on the CPU (session 30's top CPU run; it plateaued after kl2's 60 steps, README.md):
+# the same settings as run.sh's kl2 arm, two threads, niced, a fresh shuffle (seed 6), evaluated every 100 steps,
+# resumable (rerun to continue). It starts from kl2's end point (runs/cpu-fold-kl/kl2-export, made by read.sh) or,
+# when that is gone, from the committed compact warm start warm_start_delta/ (bf16 embedder + adapters on the GPU warm
+# start, no optimizer state; `rebuild.py`); `DELTA=1 bash continue.sh` rewrites that delta from the run's last
+# checkpoint. Metrics: kl2-more/metrics.jsonl here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
