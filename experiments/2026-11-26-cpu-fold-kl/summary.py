@@ -23,7 +23,12 @@ def main() -> None:
         for r in map(json.loads, (HERE / arm / "metrics.jsonl").read_text().splitlines()):
             if r.get("kind") == "eval":
                 print(f"| {arm} | {config['kl_weight']} | {r['step']} | {100 * r['token_acc']:.1f}% | {r['kl']:.4f} |")
-    print("\n| model | policy | flips % | spikes > 6 nats | KL mean | KV at 128 |")
+    for arm in ("kl2", "kl05", "kl2-more"):
+        rows = [json.loads(line) for line in (HERE / arm / "metrics.jsonl").read_text().splitlines()]
+        tokens = sum(r["response_tokens"] for r in rows if r.get("kind") == "train")
+        print(f"\n{arm}: {rows[-1]['step']} steps, {tokens:,} response tokens, "
+              f"{(rows[-1]['time'] - rows[0]['time']) / 60:.0f} min from its start line to its last line", end="")
+    print("\n\n| model | policy | flips % | spikes > 6 nats | KL mean | KV at 128 |")
     print("|---|---|---|---|---|---|")
     readings = [("training-free (any model)", DEFAULT_FOLD)] + [
         (name, HERE / f"reading-{name}.json") for name in ("start", "kl2", "kl05", "kl2-more")]

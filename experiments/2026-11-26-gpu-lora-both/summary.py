@@ -43,6 +43,19 @@ def main() -> None:
         print(f"| {name} | {r['step']} | {pct(r['token_acc'])} | {pct(micro[0])} | "
               f"{' / '.join(pct(m) for m in micro[1:])} | {r['kl']:.3f} | {pct(r['stop_acc'])} | "
               f"{pct(w.get('token_acc'))} | {w_kl} |")
+    print("\n" + run_facts(HERE / "gpu_run" / "metrics.jsonl"))
+
+
+def run_facts(path: Path) -> str:
+    """Wall time from the run's start line to its end line, response tokens trained, median step speed, peak memory."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    train = [r for r in rows if r.get("kind") == "train"]
+    speeds = sorted(r["tok_s"] for r in train)
+    wall = rows[-1]["time"] - rows[0]["time"]
+    tokens = sum(r["response_tokens"] for r in train)
+    return (f"{path.parent.name}: {rows[-1]['step']} steps, {tokens:,} response tokens, "
+            f"{wall / 60:.1f} min, median {speeds[len(speeds) // 2] / 1000:.1f}k response tok/s in steps, "
+            f"peak {max(r.get('max_mem_gib', 0) for r in train):.1f} GiB")
 
 
 if __name__ == "__main__":
