@@ -101,6 +101,7 @@ class HamburgerConfig:
     stop_sees_token: bool = True  # the stop head also reads the embedding of the token it judges
     stop_loss_weight: float = 0.5
     kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
+    token_loss_weight: float = 1.0  # weight of the cross-entropy on the data's tokens (0 with kl_weight > 0: pure KL)
     stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
     lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
@@ -146,6 +147,9 @@ class HamburgerConfig:
                                  f"tail's slots away), got {self.fold_tail!r}")
         if self.msd_context < 0:
             raise HamburgerError(f"msd_context must be >= 0, got {self.msd_context!r}")
+        for name in ("stop_loss_weight", "kl_weight", "token_loss_weight"):
+            if getattr(self, name) < 0:
+                raise HamburgerError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.prefilter <= 1.0:
             raise HamburgerError(f"prefilter must be in [0, 1], got {self.prefilter!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

@@ -433,7 +433,7 @@ class HamburgerModel(nn.Module):
             stop_targets = torch.maximum(stop_targets, wrong_next)
         micro_index = j.expand_as(in_group)[in_group]
         stop_loss = F.binary_cross_entropy_with_logits(stop_logits, stop_targets)
-        loss = token_loss + self.config.stop_loss_weight * stop_loss
+        loss = self.config.token_loss_weight * token_loss + self.config.stop_loss_weight * stop_loss
         if kl is not None:
             loss = loss + self.config.kl_weight * kl
         return TrainOutput(loss, token_loss, stop_loss, kl, predictions, stop_logits, targets, stop_targets,

@@ -93,6 +93,8 @@ class TrainConfig:
     # --- loss
     kl_weight: float = 0.0  # weight of KL(unmerged base || model) per response token; 0 = off (no teacher pass)
     stop_loss_weight: float = 0.5  # weight of the stop head's binary cross-entropy
+    token_loss_weight: float = 1.0  # weight of the cross-entropy on the data's tokens; 0 with kl_weight > 0 trains
+    #                                 the tokens on the base's distribution only (pure KL, no sharpening to the data)
     hidden_weight: float = 0.0  # weight of the hidden-state term: 1 - cos between the model's layer outputs and the
     #                            unmerged base's at each single slot that reads merged history (needs kl_weight > 0,
     #                            whose teacher pass gives the base's states; 0 = off)
@@ -134,8 +136,10 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.batch_size > 0 or self.max_tokens > 0, "batch_size or max_tokens must be > 0")
         for name in ("lr_grafted", "lr_base", "min_lr", "weight_decay", "grad_clip", "kl_weight",
-                     "stop_loss_weight", "lora_alpha"):
+                     "stop_loss_weight", "token_loss_weight", "lora_alpha"):
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        need(self.token_loss_weight > 0 or self.kl_weight > 0,
+             "token_loss_weight 0 needs kl_weight > 0 (something must teach the tokens)")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(0 <= self.single_tail < self.max_steps,
              f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail}")

@@ -63,8 +63,8 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     return s
 
 
-def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float, hidden_weight: float = 0.0
-              ) -> dict:
+def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: float, hidden_weight: float = 0.0,
+              token_weight: float = 1.0) -> dict:
     """Metrics from summed stats: mean losses per response token, accuracies, padding fraction; ``hidden`` (the
     hidden-state term, a mean per batch weighted by its tokens) only when its weight is > 0."""
     n = max(float(s[T]), 1.0)
@@ -72,7 +72,7 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     hidden = float(s[HIDDEN]) / n
     correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
     out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]),
-           "loss": token_loss + stop_weight * stop_loss + kl_weight * kl + hidden_weight * hidden,
+           "loss": token_weight * token_loss + stop_weight * stop_loss + kl_weight * kl + hidden_weight * hidden,
            "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
            "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
            "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}

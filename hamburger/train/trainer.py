@@ -59,6 +59,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
+        self.model.config.token_loss_weight = cfg.token_loss_weight
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.fold_tail = cfg.fold_tail
@@ -259,7 +260,7 @@ class Trainer:
                 window = stats if window is None else window + stats
                 if self.step % max(cfg.log_every, 1) == 0 or self.step == total:
                     m = summarize(self.dist.all_sum(window), self.model.config.max_steps, cfg.kl_weight,
-                                  cfg.stop_loss_weight, cfg.hidden_weight)
+                                  cfg.stop_loss_weight, cfg.hidden_weight, cfg.token_loss_weight)
                     dt = time.perf_counter() - t0
                     m.update(kind="train", step=self.step, epoch=epoch, tok_s=m["response_tokens"] / dt,
                              lr={g["kind"]: g["lr"] for g in self.optimizer.param_groups})
@@ -327,7 +328,8 @@ class Trainer:
             if n < len(mine):
                 stats += batch_stats(out, k, *padding_fraction([rows], *layout))
         stop_weight = 0.0 if layout[2] else cfg.stop_loss_weight
-        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, stop_weight, cfg.hidden_weight)
+        return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, stop_weight, cfg.hidden_weight,
+                         cfg.token_loss_weight)
 
     def replica_diff(self) -> float:
         """Largest difference of any trainable weight between processes (0 when replicas agree)."""

@@ -144,6 +144,30 @@ def test_kl_is_zero_for_singleton_groups_and_training_reduces_it(env, tmp_path):
     assert with_kl < 0.7 * start and with_kl < 0.6 * without_kl, (start, with_kl, without_kl)
 
 
+def test_token_loss_weight_scales_the_cross_entropy_and_pure_kl_stays_nearer_the_base(env, tmp_path):
+    """The loss is exactly token_loss_weight x CE + stop_loss_weight x stop BCE + kl_weight x KL; with weight 0 (pure
+    KL) training on data the base would not write ends nearer the base than the same run with the data's CE."""
+    trainer = Trainer(config(env, tmp_path / "w", base=env["peaked"], base_mode="lora", kl_weight=0.7,
+                             token_loss_weight=0.3, stop_loss_weight=0.5))
+    from hamburger.train.batching import to_batch
+    batch = to_batch(trainer.rows[:6])
+    with torch.no_grad():
+        out = trainer.model(batch, trainer.teacher(batch))
+    expected = 0.3 * out.token_loss + 0.5 * out.stop_loss + 0.7 * out.kl
+    assert out.token_loss > 0 and out.kl > 0 and torch.allclose(out.loss, expected, rtol=1e-6, atol=0)
+
+    def final_kl(token_weight):  # same start, data and schedule; only the weight of the data's cross-entropy differs
+        t = Trainer(config(env, tmp_path / f"t{token_weight}", base=env["peaked"], base_mode="lora", kl_weight=1.0,
+                           token_loss_weight=token_weight, eval_data=env["data"], max_train_steps=20))
+        t.train()
+        m = t.evaluate()
+        assert m["loss"] == pytest.approx(token_weight * m["token_loss"] + 0.5 * m["stop_loss"] + m["kl"])
+        return m["kl"]
+
+    pure, with_ce = final_kl(0.0), final_kl(1.0)
+    assert pure < 0.8 * with_ce, (pure, with_ce)  # (measured: 0.045 vs 1.03)
+
+
 def test_msd_chains_start_at_every_response_token():
     from hamburger.core.packing import TrainBatch
     batch = TrainBatch([[1, 2, 3], [4, 5]], [[10, 11, 12, 13, 14], [20, 21]], [[2, 3], [1, 1]])
@@ -235,6 +259,10 @@ def test_config_and_data_errors(env, tmp_path, char_tokenizer, capsys):
         TrainConfig.from_dict({"bogus": 1})
     with pytest.raises(HamburgerError, match="base_mode must be one of"):
         TrainConfig.from_dict({"base_mode": "half"})
+    with pytest.raises(HamburgerError, match="token_loss_weight 0 needs kl_weight > 0"):
+        TrainConfig.from_dict({"token_loss_weight": 0.0})
+    with pytest.raises(HamburgerError, match="token_loss_weight must be >= 0"):
+        TrainConfig.from_dict({"token_loss_weight": -1.0, "kl_weight": 1.0})
     with pytest.raises(HamburgerError, match="lr_base must be float"):
         build_config(None, ["lr_base=fast"])
     assert build_config(None, ["lr_base=1e-4", "lora_targets=[q_proj,v_proj]"]).lr_base == 1e-4
