@@ -8,6 +8,9 @@
 # on the same 100 val rows. Fixed before the run: pure KL helps if its W48 val KL ends below kl2's 0.0359 and its
 # long-answer reading (read.sh) below kl2's 0.0659; the GPU job switches to it if that reading also clears the bar
 # (KL < 0.051, spikes <= 12). STEPS=N changes the length; rerun to resume. Metrics: ARM/metrics.jsonl here.
+# Added after `pure` read 0.058 on the long answers (kl2: 0.066; README.md): ARM=pure-lr4, the same at the GPU
+# config's learning rates (configs/smollm2-gpu-lora-merged.yaml: 4x the CPU's), to see whether the plateau is the
+# learning rate's; read the same way.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -17,6 +20,11 @@ STEPS=${STEPS:-60}
 INIT=runs/lvf-rebuilt
 export MKL_CBWR=AVX2
 [ -f $INIT/hamburger_config.json ] || .venv/bin/python experiments/2026-11-26-gpu-verify-fold/rebuild.py $INIT
+case $ARM in
+    pure) extra=() ;;
+    pure-lr4) extra=(--set lr_base=2e-4 --set lr_grafted=5e-4) ;;
+    *) echo "unknown ARM $ARM (pure | pure-lr4)"; exit 2 ;;
+esac
 out=runs/cpu-pure-kl/$ARM
 mkdir -p runs/cpu-pure-kl
 if [ -f $out/last/trainer_state.pt ]; then nice -n 15 $HB train --out $out --resume
@@ -25,6 +33,6 @@ else
         --set data=runs/cpu-st/split/train.jsonl --set eval_data=runs/cpu-st/split/val.jsonl \
         --set eval_max_rows=100 --set eval_every=$STEPS --set max_train_steps=$STEPS --set epochs=1 \
         --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
-        --set threads=2 --set out=$out
+        --set threads=2 --set out=$out "${extra[@]}"
 fi > $out.log 2>&1
 mkdir -p $E/$ARM && cp $out/metrics.jsonl $out/config.json $E/$ARM/
