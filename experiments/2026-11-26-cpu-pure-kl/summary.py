@@ -17,7 +17,7 @@ ARMS = {"kl2 (session 30)": KL2 / "kl2", "pure": HERE / "pure", "pure-lr4": HERE
 READINGS = {"training-free default fold (any model)": HERE.parent / "2026-11-26-fold-policies" /
             "reading-default-keep-60.json", "start (lora-verify-fold)": KL2 / "reading-start.json",
             "kl2 (session 30)": KL2 / "reading-kl2.json", "pure": HERE / "reading-pure.json",
-            "pure-lr4": HERE / "reading-pure-lr4.json"}
+            "pure-lr4": HERE / "reading-pure-lr4.json", "pure, windows 52 and 56": HERE / "reading-pure-windows.json"}
 
 
 def lines(path: Path) -> list[dict]:
