@@ -10,7 +10,9 @@
 # (KL < 0.051, spikes <= 12). STEPS=N changes the length; rerun to resume. Metrics: ARM/metrics.jsonl here.
 # Added after `pure` read 0.058 on the long answers (kl2: 0.066; README.md): ARM=pure-lr4, the same at the GPU
 # config's learning rates (configs/smollm2-gpu-lora-merged.yaml: 4x the CPU's), to see whether the plateau is the
-# learning rate's; read the same way.
+# learning rate's; read the same way. After decode.sh (pure's sampled long math barely better than the default fold's)
+# and read_sampling.sh: ARM=mix05, pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
+# sampled token costs the base), read with read_sampling.sh (ARMS=mix05) and decoded as decode.sh (ARM=mix05).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -23,7 +25,8 @@ export MKL_CBWR=AVX2
 case $ARM in
     pure) extra=() ;;
     pure-lr4) extra=(--set lr_base=2e-4 --set lr_grafted=5e-4) ;;
-    *) echo "unknown ARM $ARM (pure | pure-lr4)"; exit 2 ;;
+    mix05) extra=(--set kl_mix=0.5) ;;
+    *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05)"; exit 2 ;;
 esac
 out=runs/cpu-pure-kl/$ARM
 mkdir -p runs/cpu-pure-kl

@@ -14,6 +14,10 @@ then on replaces the group's single slots (one uncached forward with the mask th
   * spike: the folded reading's top token costs the unfolded base > 6 nats (what a decode would emit as a wrong
     token; the base's own greedy choice never does);
   * KL(unfolded || folded), mean;
+  * (added in session 31: forward KL does not see what sampling pays) reverse KL(folded || unfolded), mean; and under
+    the eval's sampling (T 0.7, top-p 0.9) of each reading, the unfolded base's expected NLL of the sampled token
+    (folded minus unfolded: the sampled NLL-per-token gap) and the expected count of sampled tokens costing the
+    unfolded base > 6 nats (sampled spikes; the unfolded base's own count beside it);
   * KV: the answer's slots at its end over its tokens, and when 128 of its tokens are cached (answers beyond 128).
 
 A policy is a `parse_folding` spec (e.g. ``segments:64:first:steps=8:p=0.7``), optionally followed by a rule word that
@@ -41,6 +45,7 @@ from hamburger.core.loading import load_model
 from hamburger.data.segment import log_softmax_entropy
 from hamburger.engine.folding import Folding, FoldState, parse_folding
 from hamburger.engine.prompt import encode_prompt
+from hamburger.engine.sampling import DecodingConfig, warped_probs
 from hamburger.eval.run import chat_examples, gsm8k_examples
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # (the tests' reference construction)
@@ -53,6 +58,15 @@ EVALS = {"chat": LONG / "eval-dev-default-segments-32-c0.3-p10-t256-chat",
 POLICIES = ["segments:100000", "segments:16", "segments:32", "segments:48", "segments:64", "segments:32:0.25",
             "segments:32 nodigit", "segments:32 calm1", "segments:32 calm2", "forwards:32"]
 SPIKE = 6.0  # nats  (segments:100000: nothing folds, the control: no flips)
+SAMPLING = DecodingConfig(temperature=0.7, top_p=0.9)  # the eval's base-sampled settings
+
+
+def sampled(logp: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
+    """Summed over positions, when each position's token is drawn from ``logp`` [n, V] warped by SAMPLING: the
+    unfolded base's (``ref``) expected NLL of the drawn token, and the expected number of drawn tokens it puts > SPIKE
+    nats on."""
+    probs = torch.stack([warped_probs(row, SAMPLING) for row in logp])
+    return float(-(probs * ref.clamp(min=-1e4)).sum()), float((probs * (-ref > SPIKE)).sum())
 
 
 def answers(tokenizer) -> list[tuple[str, str, list[int], list[int]]]:
@@ -116,6 +130,7 @@ def main() -> None:
         logp, entropy = log_softmax_entropy(logits)
         entropies = entropy.tolist()  # of the distributions that chose answer tokens 0..
         ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
+        base_sampled = sampled(ref, ref)
         for policy in policies:
             folding = foldings[policy]
             folds = schedule(policy, folding, tokenizer, answer, entropies, vocab)
@@ -125,16 +140,24 @@ def main() -> None:
             flip = top != ref.argmax(-1)
             spike = -ref.gather(1, top[:, None])[:, 0] > SPIKE
             kl = (ref.exp() * (ref - got)).sum(-1)
+            rkl = (got.exp() * (got - ref)).sum(-1)
             merged = sum(e - s - 1 for groups in folds for s, e in groups)
             merged_128 = sum(e - s - 1 for groups in folds[:128] for s, e in groups)  # when 128 tokens are cached
             s = stats[policy].setdefault((task, method), {"positions": 0, "flips": 0, "spikes": 0, "kl": 0.0,
                                                           "late_flips": 0, "late": 0, "tokens": 0, "slots": 0,
-                                                          "slots_128": 0, "answers_128": 0})
+                                                          "slots_128": 0, "answers_128": 0, "rkl": 0.0,
+                                                          "sampled_nll": 0.0, "sampled_spikes": 0.0,
+                                                          "base_sampled_nll": 0.0, "base_sampled_spikes": 0.0})
             late = torch.arange(len(flip)) >= 127  # predicting answer tokens 128..
             s["positions"] += len(flip)
             s["flips"] += int(flip.sum())
             s["spikes"] += int(spike.sum())
             s["kl"] += float(kl.sum())
+            s["rkl"] += float(rkl.sum())
+            for key, value in zip(("sampled_nll", "sampled_spikes"), sampled(got, ref)):
+                s[key] += value
+            for key, value in zip(("base_sampled_nll", "base_sampled_spikes"), base_sampled):
+                s[key] += value
             s["late"] += int(late.sum())
             s["late_flips"] += int((flip & late).sum())
             s["tokens"] += len(answer)
@@ -143,14 +166,15 @@ def main() -> None:
                 s["slots_128"] += 128 - merged_128
                 s["answers_128"] += 1
         print(f"{n + 1}/{len(rows)}", file=sys.stderr, flush=True)
-    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | answers' KV "
-          "| KV at 128 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| policy | answers | positions | flip % | flip % at tokens 128+ | spikes > 6 nats | KL mean | reverse KL "
+          "| sampled NLL gap | sampled spikes (base's) | answers' KV | KV at 128 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for policy in policies:
         for (task, method), s in sorted(stats[policy].items()):
             print(f"| {policy} | {task} {method} | {s['positions']} | {100 * s['flips'] / s['positions']:.2f} | "
                   f"{100 * s['late_flips'] / max(1, s['late']):.2f} | {s['spikes']} | {s['kl'] / s['positions']:.4f} "
-                  f"| {s['slots'] / s['tokens']:.3f} | {s['slots_128'] / max(1, 128 * s['answers_128']):.3f} |")
+                  f"| {s['rkl'] / s['positions']:.4f} | {(s['sampled_nll'] - s['base_sampled_nll']) / s['positions']:+.4f} "
+                  f"| {s['sampled_spikes']:.1f} ({s['base_sampled_spikes']:.1f}) | {s['slots'] / s['tokens']:.3f} | {s['slots_128'] / max(1, 128 * s['answers_128']):.3f} |")
     name = args.name or (Path(args.model).name if args.model else None)
     json.dump({p: {f"{t} {m}": s for (t, m), s in v.items()} for p, v in stats.items()},
               open(HERE / f"reading{'-' + name if name else ''}.json", "w"),

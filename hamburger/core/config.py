@@ -102,6 +102,7 @@ class HamburgerConfig:
     stop_loss_weight: float = 0.5
     kl_weight: float = 0.0  # weight of KL(base || model) on every response token; 0 disables it
     token_loss_weight: float = 1.0  # weight of the cross-entropy on the data's tokens (0 with kl_weight > 0: pure KL)
+    kl_mix: float = 0.0  # share of reverse KL(model || base) in the KL term (0: forward KL(base || model) only)
     stop_target: str = "group_end"  # training label of the stop head, see STOP_TARGETS
     lora_scope: str = "all"  # where the base's LoRA adapters (if any) apply, see LORA_SCOPES
     default_confidence: float = 0.9  # generation knob used when a request gives none
@@ -150,6 +151,8 @@ class HamburgerConfig:
         for name in ("stop_loss_weight", "kl_weight", "token_loss_weight"):
             if getattr(self, name) < 0:
                 raise HamburgerError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.kl_mix <= 1.0:
+            raise HamburgerError(f"kl_mix must be in [0, 1], got {self.kl_mix!r}")
         if not 0.0 <= self.prefilter <= 1.0:
             raise HamburgerError(f"prefilter must be in [0, 1], got {self.prefilter!r}")
         if self.hidden_size and self.merger_heads and self.hidden_size % self.merger_heads:

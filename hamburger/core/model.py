@@ -456,16 +456,17 @@ class HamburgerModel(nn.Module):
             token_loss = F.cross_entropy(logits, targets)
             kl = None
             if teacher is not None and kl_rows is None:
-                kl = kl_to_teacher(logits, teacher.logits())
+                kl = kl_to_teacher(logits, teacher.logits(), self.config.kl_mix)
             elif teacher is not None:
-                kl = kl_to_teacher(logits[kl_rows], teacher.logits(kl_rows)) if kl_rows.any() else logits.new_zeros(())
+                kl = (kl_to_teacher(logits[kl_rows], teacher.logits(kl_rows), self.config.kl_mix) if kl_rows.any()
+                      else logits.new_zeros(()))
             return token_loss, kl, logits.detach().argmax(-1), logits
         head = self.base.get_output_embeddings()
         grad = torch.is_grad_enabled() and (hidden.requires_grad or any(p.requires_grad for p in head.parameters()))
         n, ce, kl, predictions = hidden.shape[0], [], [], []
         for start in range(0, n, chunk):
             part = (head, hidden[start:start + chunk], targets[start:start + chunk], teacher,
-                    None if kl_rows is None else kl_rows[start:start + chunk], start)
+                    None if kl_rows is None else kl_rows[start:start + chunk], start, self.config.kl_mix)
             if grad:
                 sums = checkpoint(_chunk_losses, *part, use_reentrant=False, preserve_rng_state=False)
             else:
@@ -599,15 +600,25 @@ def hidden_match_loss(states: torch.Tensor, teacher_layers: torch.Tensor, groups
     return (1 - F.cosine_similarity(student, teacher, dim=-1)).mean()
 
 
-def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor) -> torch.Tensor:
-    """Mean over tokens of KL(teacher || model), both given as logits [T, V]."""
-    teacher = F.log_softmax(teacher_logits.float(), -1)
-    student = F.log_softmax(logits.float(), -1)
-    return F.kl_div(student, teacher, log_target=True, reduction="batchmean")
+def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor, mix: float = 0.0) -> torch.Tensor:
+    """Mean over tokens of the KL term, both given as logits [T, V]: KL(teacher || model), with ``mix`` > 0
+    (1 - mix) x that + mix x KL(model || teacher) (`divergence`)."""
+    return divergence(F.log_softmax(logits.float(), -1), F.log_softmax(teacher_logits.float(), -1), mix) / max(
+        logits.shape[0], 1)
+
+
+def divergence(student: torch.Tensor, teacher: torch.Tensor, mix: float) -> torch.Tensor:
+    """Summed over rows of log-probabilities [T, V]: (1 - mix) x KL(teacher || student) + mix x KL(student ||
+    teacher). The forward KL covers the teacher's mass (what greedy reading needs); the reverse KL keeps the student's
+    mass off tokens the teacher finds unlikely (what a sampled token costs the teacher)."""
+    out = F.kl_div(student, teacher, log_target=True, reduction="sum") if mix < 1 else student.new_zeros(())
+    if mix > 0:
+        out = (1 - mix) * out + mix * F.kl_div(teacher, student, log_target=True, reduction="sum")
+    return out
 
 
 def _chunk_losses(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, teacher: TeacherStates | None,
-                  kl_rows: torch.Tensor | None, start: int):
+                  kl_rows: torch.Tensor | None, start: int, mix: float = 0.0):
     """One chunk of `HamburgerModel.token_losses`: (summed cross-entropy, summed KL or None, argmax predictions)."""
     logits = head(hidden).float()
     ce = F.cross_entropy(logits, targets, reduction="sum")
@@ -619,5 +630,4 @@ def _chunk_losses(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, 
         rows = torch.arange(rows.start, rows.stop, device=hidden.device)[kl_rows]
         logits = logits[kl_rows]
     teacher_logp = F.log_softmax(teacher.logits(rows), -1)
-    kl = F.kl_div(F.log_softmax(logits, -1), teacher_logp, log_target=True, reduction="sum")
-    return ce, kl, predictions
+    return ce, divergence(F.log_softmax(logits, -1), teacher_logp, mix), predictions

@@ -95,6 +95,9 @@ class TrainConfig:
     stop_loss_weight: float = 0.5  # weight of the stop head's binary cross-entropy
     token_loss_weight: float = 1.0  # weight of the cross-entropy on the data's tokens; 0 with kl_weight > 0 trains
     #                                 the tokens on the base's distribution only (pure KL, no sharpening to the data)
+    kl_mix: float = 0.0  # share of reverse KL(model || base) in the KL term: (1 - kl_mix) x KL(base || model) +
+    #                      kl_mix x KL(model || base). Forward KL covers the base's mass; reverse KL keeps the model's
+    #                      mass off tokens the base finds unlikely, what a sampled token costs the base
     hidden_weight: float = 0.0  # weight of the hidden-state term: 1 - cos between the model's layer outputs and the
     #                            unmerged base's at each single slot that reads merged history (needs kl_weight > 0,
     #                            whose teacher pass gives the base's states; 0 = off)
@@ -140,6 +143,8 @@ class TrainConfig:
             need(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
         need(self.token_loss_weight > 0 or self.kl_weight > 0,
              "token_loss_weight 0 needs kl_weight > 0 (something must teach the tokens)")
+        need(0 <= self.kl_mix <= 1 and (self.kl_mix == 0 or self.kl_weight > 0),
+             f"kl_mix must be in [0, 1] and needs kl_weight > 0, got {self.kl_mix}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
         need(0 <= self.single_tail < self.max_steps,
              f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail}")

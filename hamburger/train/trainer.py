@@ -59,7 +59,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
-        self.model.config.token_loss_weight = cfg.token_loss_weight
+        self.model.config.token_loss_weight, self.model.config.kl_mix = cfg.token_loss_weight, cfg.kl_mix
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.fold_tail = cfg.fold_tail

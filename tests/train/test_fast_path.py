@@ -64,6 +64,7 @@ MODES = {
     "frozen+kl+accepted": dict(base_mode="frozen", kl_weight=0.5, stop_target="accepted"),
     "lora+kl": dict(base_mode="lora", kl_weight=0.5),
     "lora-merged+kl": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5),
+    "lora-merged+mixed-kl": dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, kl_mix=0.5, token_loss_weight=0.0),
     "full+kl+accepted": dict(base_mode="full", kl_weight=0.5, stop_target="accepted"),
     "msd": dict(stage="msd", base_mode="frozen"),
     "msd-all+kl": dict(stage="msd", base_mode="frozen", msd_chains="all", stop_target="accepted", kl_weight=1.0),
