@@ -12,7 +12,8 @@
 # config's learning rates (configs/smollm2-gpu-lora-merged.yaml: 4x the CPU's), to see whether the plateau is the
 # learning rate's; read the same way. After decode.sh (pure's sampled long math barely better than the default fold's)
 # and read_sampling.sh: ARM=mix05, pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
-# sampled token costs the base), read with read_sampling.sh (ARMS=mix05) and decoded as decode.sh (ARM=mix05).
+# sampled token costs the base), read with read_sampling.sh (ARMS=mix05) and decoded as decode.sh (ARM=mix05); then
+# ARM=mix10, the KL term all reversed (`kl_mix: 1`), the same way.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -26,7 +27,8 @@ case $ARM in
     pure) extra=() ;;
     pure-lr4) extra=(--set lr_base=2e-4 --set lr_grafted=5e-4) ;;
     mix05) extra=(--set kl_mix=0.5) ;;
-    *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05)"; exit 2 ;;
+    mix10) extra=(--set kl_mix=1) ;;
+    *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05 | mix10)"; exit 2 ;;
 esac
 out=runs/cpu-pure-kl/$ARM
 mkdir -p runs/cpu-pure-kl

@@ -13,27 +13,46 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KL2 = HERE.parent / "2026-11-26-cpu-fold-kl"
-ARMS = {"kl2 (session 30)": KL2 / "kl2", "pure": HERE / "pure", "pure-lr4": HERE / "pure-lr4"}
+ARMS = {"kl2 (session 30)": KL2 / "kl2", "pure": HERE / "pure", "pure-lr4": HERE / "pure-lr4", "mix05": HERE / "mix05", "mix10": HERE / "mix10"}
 READINGS = {"training-free default fold (any model)": HERE.parent / "2026-11-26-fold-policies" /
             "reading-default-keep-60.json", "start (lora-verify-fold)": KL2 / "reading-start.json",
             "kl2 (session 30)": KL2 / "reading-kl2.json", "pure": HERE / "reading-pure.json",
             "pure-lr4": HERE / "reading-pure-lr4.json", "pure, windows 52 and 56": HERE / "reading-pure-windows.json"}
 
 
+SAMPLING = {"training-free default fold, shipped model": HERE / "reading-sampling-default.json",
+            "pure": HERE / "reading-sampling-pure.json", "mix05": HERE / "reading-sampling-mix05.json",
+            "mix10": HERE / "reading-sampling-mix10.json"}
+DECODES = {"training-free default fold, shipped model": HERE.parent / "2026-11-26-sampled-fold" /
+           "eval-dev-t256-gsm8k-l60", "pure": HERE / "eval-t256-gsm8k-l60-pure-w56",
+           "mix05": HERE / "eval-t256-gsm8k-l60-mix05-w56",
+           "mix10": HERE / "eval-t256-gsm8k-l60-mix10-w56"}
+
+
 def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def pooled(readings: dict[str, Path]):
+    """(model name, policy, counts summed over the 80 answers' four groups, KV at 128) of every reading file present."""
+    for name, path in readings.items():
+        for policy, stats in json.loads(path.read_text()).items() if path.exists() else ():
+            t = {k: sum(s[k] for s in stats.values()) for k in next(iter(stats.values()))}
+            yield name, policy, t, t["slots_128"] / (128 * t["answers_128"])
+
+
 def main() -> None:
-    print("| arm | token_loss_weight | kl_weight | lr_base / lr_grafted | step | W48 next-token accuracy | W48 KL |")
-    print("|---|---|---|---|---|---|---|")
+    print("| arm | token_loss_weight | kl_weight | kl_mix | lr_base / lr_grafted | step | W48 next-token accuracy "
+          "| W48 KL term (kl_mix > 0: the mixed divergence) |")
+    print("|---|---|---|---|---|---|---|---|")
     for arm, folder in ARMS.items():
         if not (folder / "metrics.jsonl").exists():
             continue
         c = json.loads((folder / "config.json").read_text())
         for r in lines(folder / "metrics.jsonl"):
             if r.get("kind") == "eval":
-                print(f"| {arm} | {c.get('token_loss_weight', 1.0)} | {c['kl_weight']} | {c['lr_base']:g} / "
+                print(f"| {arm} | {c.get('token_loss_weight', 1.0)} | {c['kl_weight']} | {c.get('kl_mix', 0.0)} | "
+                      f"{c['lr_base']:g} / "
                       f"{c['lr_grafted']:g} | {r['step']} | {100 * r['token_acc']:.1f}% | {r['kl']:.4f} |")
     for arm, folder in ARMS.items():
         if (folder / "metrics.jsonl").exists():
@@ -43,14 +62,27 @@ def main() -> None:
                   f"{(rows[-1]['time'] - rows[0]['time']) / 60:.0f} min from its start line to its last line", end="")
     print("\n\n| model | policy | flips % | spikes > 6 nats | KL mean | KV at 128 |")
     print("|---|---|---|---|---|---|")
-    for name, path in READINGS.items():
-        if not path.exists():
+    for name, policy, t, kv in pooled(READINGS):
+        print(f"| {name} | {policy} | {100 * t['flips'] / t['positions']:.2f} | {t['spikes']} | "
+              f"{t['kl'] / t['positions']:.4f} | {kv:.3f} |")
+    print("\n| model | policy | KL | reverse KL | sampled NLL gap | sampled spikes (base's own) | KV at 128 |")
+    print("|---|---|---|---|---|---|---|")
+    for name, policy, t, kv in pooled(SAMPLING):
+        n = t["positions"]
+        print(f"| {name} | {policy} | {t['kl'] / n:.4f} | {t['rkl'] / n:.4f} | "
+              f"{(t['sampled_nll'] - t['base_sampled_nll']) / n:+.4f} | {t['sampled_spikes']:.1f} "
+              f"({t['base_sampled_spikes']:.1f}) | {kv:.3f} |")
+    print("\n| model | verify_fold (sampled) | tau | NLL per token vs base-sampled | worst-token NLL vs base-sampled |")
+    print("|---|---|---|---|---|")
+    for name, folder in DECODES.items():
+        if not (folder / "summary.json").exists():
             continue
-        for policy, stats in json.loads(path.read_text()).items():
-            t = {k: sum(s[k] for s in stats.values()) for k in ("positions", "flips", "spikes", "kl", "slots_128",
-                                                                   "answers_128")}
-            print(f"| {name} | {policy} | {100 * t['flips'] / t['positions']:.2f} | {t['spikes']} | "
-                  f"{t['kl'] / t['positions']:.4f} | {t['slots_128'] / (128 * t['answers_128']):.3f} |")
+        d = json.loads((folder / "summary.json").read_text())
+        tau = next(r["tau"] for r in d["summary"] if r["method"] == "verify-fold-sampled")
+        bands = {c["band"]["metric"]: c for c in d["comparisons"] if c["method"] == "verify-fold-sampled"}
+        cells = [f"{bands[m]['diff']:+.3f} [{bands[m]['lo']:+.3f}, {bands[m]['hi']:+.3f}]"
+                 for m in ("nll_per_token", "worst_token_nll")]
+        print(f"| {name} | {d['meta']['verify_fold']} | {tau:.2f} | {cells[0]} | {cells[1]} |")
 
 
 if __name__ == "__main__":
