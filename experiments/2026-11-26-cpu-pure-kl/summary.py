@@ -13,7 +13,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 KL2 = HERE.parent / "2026-11-26-cpu-fold-kl"
-ARMS = {"kl2 (session 30)": KL2 / "kl2", "pure": HERE / "pure", "pure-lr4": HERE / "pure-lr4", "mix05": HERE / "mix05", "mix10": HERE / "mix10"}
+ARMS = {"kl2 (session 30)": KL2 / "kl2", **{arm: HERE / arm for arm in ("pure", "pure-lr4", "mix05", "mix10")}}
 READINGS = {"training-free default fold (any model)": HERE.parent / "2026-11-26-fold-policies" /
             "reading-default-keep-60.json", "start (lora-verify-fold)": KL2 / "reading-start.json",
             "kl2 (session 30)": KL2 / "reading-kl2.json", "pure": HERE / "reading-pure.json",

@@ -171,10 +171,11 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for policy in policies:
         for (task, method), s in sorted(stats[policy].items()):
-            print(f"| {policy} | {task} {method} | {s['positions']} | {100 * s['flips'] / s['positions']:.2f} | "
-                  f"{100 * s['late_flips'] / max(1, s['late']):.2f} | {s['spikes']} | {s['kl'] / s['positions']:.4f} "
-                  f"| {s['rkl'] / s['positions']:.4f} | {(s['sampled_nll'] - s['base_sampled_nll']) / s['positions']:+.4f} "
-                  f"| {s['sampled_spikes']:.1f} ({s['base_sampled_spikes']:.1f}) | {s['slots'] / s['tokens']:.3f} | {s['slots_128'] / max(1, 128 * s['answers_128']):.3f} |")
+            n, gap = s["positions"], s["sampled_nll"] - s["base_sampled_nll"]
+            print(f"| {policy} | {task} {method} | {n} | {100 * s['flips'] / n:.2f} | "
+                  f"{100 * s['late_flips'] / max(1, s['late']):.2f} | {s['spikes']} | {s['kl'] / n:.4f} "
+                  f"| {s['rkl'] / n:.4f} | {gap / n:+.4f} | {s['sampled_spikes']:.1f} ({s['base_sampled_spikes']:.1f}) "
+                  f"| {s['slots'] / s['tokens']:.3f} | {s['slots_128'] / max(1, 128 * s['answers_128']):.3f} |")
     name = args.name or (Path(args.model).name if args.model else None)
     json.dump({p: {f"{t} {m}": s for (t, m), s in v.items()} for p, v in stats.items()},
               open(HERE / f"reading{'-' + name if name else ''}.json", "w"),
