@@ -28,6 +28,7 @@
 #        KL; experiments/2026-11-26-cpu-pure-kl: 12% lower reading KL than lora-fold-kl's settings on the CPU);
 #        lora-fold-mix: lora-fold-pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
 #        sampled token costs the base; the same experiment: lower sampled NLL gap and fewer sampled spikes);
+#        lora-fold-reverse: the same all reversed (`kl_mix: 1`; on the CPU the best sampled long math of the three);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,
 #        experiments/2026-11-25-cpu-msd-context);
 #        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
@@ -111,6 +112,9 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         lora-fold-mix) train lora-fold-mix configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
             --set kl_mix=0.5 > "$W/lora-fold-mix.log" 2>&1 ;;
+        lora-fold-reverse) train lora-fold-reverse configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
+            --set kl_mix=1 > "$W/lora-fold-reverse.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
@@ -120,7 +124,7 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done
