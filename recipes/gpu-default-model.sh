@@ -89,6 +89,8 @@ train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
     fi
     [ -f "$out-export/hamburger_config.json" ] || $HB export --model "$out/last" --out "$out-export" --dtype bfloat16
 }
+# the lora-fold-* runs: verify_fold's folded reading at window 48 (the reading only), the KL to the base weighted 2
+FOLD_READ=(--set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2)
 for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
@@ -104,17 +106,14 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set verify_window=16 --set stop_loss_weight=0 > "$W/lora-verify-fold.log" 2>&1 ;;
         lora-both) train lora-both configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set verify_window=16 --set verify_window_every=2 > "$W/lora-both.log" 2>&1 ;;
-        lora-fold-kl) train lora-fold-kl configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 > "$W/lora-fold-kl.log" 2>&1 ;;
-        lora-fold-pure) train lora-fold-pure configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
-            > "$W/lora-fold-pure.log" 2>&1 ;;
-        lora-fold-mix) train lora-fold-mix configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
-            --set kl_mix=0.5 > "$W/lora-fold-mix.log" 2>&1 ;;
+        lora-fold-kl) train lora-fold-kl configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+            > "$W/lora-fold-kl.log" 2>&1 ;;
+        lora-fold-pure) train lora-fold-pure configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+            --set token_loss_weight=0 > "$W/lora-fold-pure.log" 2>&1 ;;
+        lora-fold-mix) train lora-fold-mix configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+            --set token_loss_weight=0 --set kl_mix=0.5 > "$W/lora-fold-mix.log" 2>&1 ;;
         lora-fold-reverse) train lora-fold-reverse configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
-            --set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2 --set token_loss_weight=0 \
-            --set kl_mix=1 > "$W/lora-fold-reverse.log" 2>&1 ;;
+            "${FOLD_READ[@]}" --set token_loss_weight=0 --set kl_mix=1 > "$W/lora-fold-reverse.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
