@@ -1,7 +1,9 @@
 # poll.sh SECONDS [final]: follow the pipeline, copy what is new to $OUT; with "final", export unfinished runs.
 . .gpu/env.sh
 end=$((SECONDS + $1))
-RUN_NAMES="lora-merged lora-single-tail lora-fold lora-verify-fold lora-both lora-msd-context lora-grow4 full lora-two-sets lora-after-merge lora frozen"  # every run of recipes/gpu-default-model.sh that exports
+# every run the recipe has started (a folder with config.json under /tmp/work), found rather than listed: session 32's
+# run was missing from a hand-kept list and its export did not come back until an extra call
+run_names() { for c in /tmp/work/*/config.json; do [ -f "$c" ] && basename "$(dirname "$c")"; done; }
 ship() {  # NAME DIR: tar + split a finished export into $OUT
     [ -f /tmp/work/.sent-$1 ] && return
     # a call brings back < 64 MiB: a full fine-tune's export (534 MiB, 2026-11-25) would fill $OUT for many calls and
@@ -20,12 +22,12 @@ while [ $SECONDS -lt $end ]; do
         gzip -1 -c /tmp/work/segmented.jsonl > $OUT/segmented.jsonl.gz && cp /tmp/work/segmented.jsonl.meta.json $OUT/ \
             && touch /tmp/work/.sent-segmented
     fi
-    for r in $RUN_NAMES; do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
+    for r in $(run_names); do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
     pgrep -f running-pipeline >/dev/null || break
     sleep 15
 done
 if [ "$2" = final ]; then
-    for r in $RUN_NAMES; do
+    for r in $(run_names); do
         if [ ! -f /tmp/work/.sent-$r ] && [ -d /tmp/work/$r/last ]; then
             $HB export --model /tmp/work/$r/last --out /tmp/work/$r-partial --dtype bfloat16 && ship $r-partial /tmp/work/$r-partial
         fi
@@ -33,5 +35,5 @@ if [ "$2" = final ]; then
 fi
 tar -czf $OUT/logs.tgz -C /tmp/work --exclude='*.tar' $(cd /tmp/work && ls -d *.log */metrics.jsonl */config.json val_prompts.jsonl *.meta.json 2>/dev/null)
 tail -c 3000 /tmp/work/pipeline.log | tr '\r' '\n' | tail -25
-for r in $RUN_NAMES; do echo "-- $r"; tail -c 1500 /tmp/work/$r.log 2>/dev/null | tr '\r' '\n' | tail -4; tail -2 /tmp/work/$r/metrics.jsonl 2>/dev/null; done
+for r in $(run_names); do echo "-- $r"; tail -c 1500 /tmp/work/$r.log 2>/dev/null | tr '\r' '\n' | tail -4; tail -2 /tmp/work/$r/metrics.jsonl 2>/dev/null; done
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv

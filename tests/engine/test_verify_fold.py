@@ -17,6 +17,7 @@ from hamburger.engine.folding import DEFAULT_FOLD, Folding, FoldState, parse_fol
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
+from tests.core.test_lora_scope import adapted
 from tests.engine.test_verify import drafting_model
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
 
@@ -87,18 +88,25 @@ FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Fo
                                               segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))}
 
 
-def folding_model(family: str = "llama"):
-    """`drafting_model` with a sharper LM head: the tiny base's entropies then vary enough to cut groups of 1-4."""
+def folding_model(family: str = "llama", scope: str | None = None):
+    """`drafting_model` with a sharper LM head: the tiny base's entropies then vary enough to cut groups of 1-4.
+    ``scope``: with non-zero base adapters of that `lora_scope` (as many sets as it uses)."""
     model = drafting_model(family)
+    if scope:
+        model.config.lora_scope = scope
+        adapted(model, std=0.2)
     with torch.no_grad():
         model.base.get_output_embeddings().weight.mul_(4.0)
     return model
 
 
-@pytest.mark.parametrize("name", list(FOLDINGS))
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_logits_are_the_folded_layouts(name, family, char_tokenizer):
-    model, folding = folding_model(family), FOLDINGS[name]
+@pytest.mark.parametrize("name, family, scope", [(name, family, None) for name in FOLDINGS
+                                                  for family in ("llama", "qwen2")]
+                         + [("segments 6", "llama", "merged"), ("segments 6", "llama", "merged_and_after")])
+def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
+    """Scoped adapters too: at merged slots only, or (``merged_and_after``) a second set at every slot fed after the
+    row's first fold, which the reference gates by the same rule on its slots in feeding order."""
+    model, folding = folding_model(family, scope), FOLDINGS[name]
     folded = longest = 0
     for prompt in PROMPTS:
         run = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=40, confidence=0.2,
@@ -343,15 +351,15 @@ def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch)
                                               fold=parse_folding("forwards:4"), lookup=PromptLookup()).run()]
 
 
-@pytest.mark.parametrize("window", [1, 3])
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
-def test_training_window_layout_is_the_folded_reading(window, family):
+@pytest.mark.parametrize("window, family, scope", [(w, f, None) for w in (1, 3) for f in ("llama", "qwen2")]
+                         + [(3, "llama", "merged"), (3, "llama", "merged_and_after")])
+def test_training_window_layout_is_the_folded_reading(window, family, scope):
     """`pack(..., window=W)`, the layout verify mode's folding decodes in: every token a one-token input that the base
     predicts, and each group of 2+ tokens one merged input before the token W after its end (`window_folds`). The
     training forward's logits equal the uncached specification of the engine's cache, token by token."""
     from hamburger.core.packing import TrainBatch, pack, window_folds
 
-    model = folding_model(family)
+    model = folding_model(family, scope)
     prompt, groups = PROMPTS[1], [2, 1, 3, 2, 4, 2, 1, 3]
     answer = torch.randint(10, 90, (sum(groups),), generator=torch.Generator().manual_seed(1)).tolist()
     folds = window_folds(groups, window)
