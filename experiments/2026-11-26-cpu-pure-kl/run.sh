@@ -13,7 +13,10 @@
 # learning rate's; read the same way. After decode.sh (pure's sampled long math barely better than the default fold's)
 # and read_sampling.sh: ARM=mix05, pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
 # sampled token costs the base), read with read_sampling.sh (ARMS=mix05) and decoded as decode.sh (ARM=mix05); then
-# ARM=mix10, the KL term all reversed (`kl_mix: 1`), the same way.
+# ARM=mix10, the KL term all reversed (`kl_mix: 1`), the same way. Session 32, after the lent GPU's lora-fold-reverse
+# (mix10 at 60x the tokens) read no better than mix10 (experiments/2026-11-27-gpu-fold-reverse/): ARM=after, mix10
+# whose slots that read folded history adapt too (`lora_scope: merged_and_after`: a second adapter set, added at zero,
+# at every one-token slot fed after the row's first fold), read and decoded as mix10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -28,7 +31,8 @@ case $ARM in
     pure-lr4) extra=(--set lr_base=2e-4 --set lr_grafted=5e-4) ;;
     mix05) extra=(--set kl_mix=0.5) ;;
     mix10) extra=(--set kl_mix=1) ;;
-    *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05 | mix10)"; exit 2 ;;
+    after) extra=(--set kl_mix=1 --set lora_scope=merged_and_after) ;;
+    *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05 | mix10 | after)"; exit 2 ;;
 esac
 out=runs/cpu-pure-kl/$ARM
 mkdir -p runs/cpu-pure-kl

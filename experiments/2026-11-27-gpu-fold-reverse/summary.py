@@ -1,0 +1,68 @@
+"""The README's tables: the lent GPU's lora-fold-reverse (gpu_run/metrics.jsonl: its evals, verify-fold's layout at
+window 48 on the 790 val rows) and its teacher-forced readings (read.sh: 80 long dev answers, windows 48-60, pooled
+over the answers' four groups) beside the training-free default fold's and the CPU pilots' (60 steps from the same
+start, experiments/2026-11-26-cpu-pure-kl/), then the decoded sampled long math of decode.sh beside the pilots' (and the
+answers holding a token the base gives > 6 nats: the decoded spikes).
+
+    python experiments/2026-11-27-gpu-fold-reverse/summary.py > experiments/2026-11-27-gpu-fold-reverse/summary.txt
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PILOTS = HERE.parent / "2026-11-26-cpu-pure-kl"
+_spec = importlib.util.spec_from_file_location("pilots_summary", PILOTS / "summary.py")
+pilots = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pilots)
+
+GPU = "lora-fold-reverse (GPU, 286 steps)"
+AFTER = "after (CPU pilot: mix10 + readers' adapters)"  # run.sh's ARM=after, session 32
+READINGS = {**pilots.SAMPLING, AFTER: PILOTS / "reading-sampling-after.json", GPU: HERE / "reading-reverse.json"}
+DECODES = {**pilots.DECODES, AFTER: PILOTS / "eval-t256-gsm8k-l60-after-w56", GPU: HERE / "eval-t256-gsm8k-l60-reverse-w56"}
+
+
+def main() -> None:
+    rows = pilots.lines(HERE / "gpu_run" / "metrics.jsonl")
+    config = json.loads((HERE / "gpu_run" / "config.json").read_text())
+    print(f"lora-fold-reverse: token_loss_weight {config['token_loss_weight']}, kl_weight {config['kl_weight']}, "
+          f"kl_mix {config['kl_mix']}, lr_base {config['lr_base']:g}, lr_grafted {config['lr_grafted']:g}, "
+          f"{rows[-1]['step']} steps, {sum(r['response_tokens'] for r in rows if r.get('kind') == 'train'):,} "
+          f"response tokens, {(rows[-1]['time'] - rows[0]['time']) / 60:.1f} min")
+    print("\n| step | val next-token accuracy (window 48) | val KL term (reverse) |")
+    print("|---|---|---|")
+    for r in rows:
+        if r.get("kind") == "eval":
+            print(f"| {r['step']} | {100 * r['token_acc']:.2f}% | {r['kl']:.4f} |")
+    print("\n| model | policy | flips % | spikes > 6 nats | KL | reverse KL | sampled NLL gap "
+          "| sampled spikes (base's own) | KV at 128 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, policy, t, kv in pilots.pooled(READINGS):
+        n = t["positions"]
+        print(f"| {name} | {policy} | {100 * t['flips'] / n:.2f} | {t['spikes']} | {t['kl'] / n:.4f} | "
+              f"{t['rkl'] / n:.4f} | {(t['sampled_nll'] - t['base_sampled_nll']) / n:+.4f} | "
+              f"{t['sampled_spikes']:.1f} ({t['base_sampled_spikes']:.1f}) | {kv:.3f} |")
+    print("\n| model | verify_fold (sampled) | tau | NLL per token vs base-sampled | worst-token NLL vs base-sampled "
+          "| answers with a token > 6 nats (base-sampled's) |")
+    print("|---|---|---|---|---|---|")
+    for name, folder in DECODES.items():
+        if not (folder / "summary.json").exists():
+            continue
+        d = json.loads((folder / "summary.json").read_text())
+        tau = next(r["tau"] for r in d["summary"] if r["method"] == "verify-fold-sampled")
+        bands = {c["band"]["metric"]: c for c in d["comparisons"] if c["method"] == "verify-fold-sampled"}
+        cells = [f"{bands[m]['diff']:+.3f} [{bands[m]['lo']:+.3f}, {bands[m]['hi']:+.3f}]"
+                 for m in ("nll_per_token", "worst_token_nll")]
+        worst = {}
+        for r in pilots.lines(folder / "examples.jsonl"):
+            worst.setdefault(r["method"], []).append(r["worst_token_nll"] > 6)
+        spiked = {m: f"{sum(v)} of {len(v)}" for m, v in worst.items()}
+        print(f"| {name} | {d['meta']['verify_fold']} | {tau:.2f} | {cells[0]} | {cells[1]} | "
+              f"{spiked['verify-fold-sampled']} ({spiked['base-sampled']}) |")
+
+
+if __name__ == "__main__":
+    main()
