@@ -28,7 +28,10 @@
 #        KL; experiments/2026-11-26-cpu-pure-kl: 12% lower reading KL than lora-fold-kl's settings on the CPU);
 #        lora-fold-mix: lora-fold-pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
 #        sampled token costs the base; the same experiment: lower sampled NLL gap and fewer sampled spikes);
-#        lora-fold-reverse: the same all reversed (`kl_mix: 1`; on the CPU the best sampled long math of the three);
+#        lora-fold-reverse: the same all reversed (`kl_mix: 1`; on the CPU the best sampled long math of the three;
+#        on an H200 no better read, worse decoded: experiments/2026-11-27-gpu-fold-reverse);
+#        lora-fold-after: lora-fold-reverse whose slots that read folded history adapt too (`lora_scope:
+#        merged_and_after`: a second adapter set, added at zero, at every one-token slot fed after the first fold);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,
 #        experiments/2026-11-25-cpu-msd-context);
 #        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
@@ -114,6 +117,9 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set token_loss_weight=0 --set kl_mix=0.5 > "$W/lora-fold-mix.log" 2>&1 ;;
         lora-fold-reverse) train lora-fold-reverse configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             "${FOLD_READ[@]}" --set token_loss_weight=0 --set kl_mix=1 > "$W/lora-fold-reverse.log" 2>&1 ;;
+        lora-fold-after) train lora-fold-after configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+            --set token_loss_weight=0 --set kl_mix=1 --set lora_scope=merged_and_after \
+            > "$W/lora-fold-after.log" 2>&1 ;;
         lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
         lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \

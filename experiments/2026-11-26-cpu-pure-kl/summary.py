@@ -41,6 +41,17 @@ def pooled(readings: dict[str, Path]):
             yield name, policy, t, t["slots_128"] / (128 * t["answers_128"])
 
 
+def decoded(folder: Path) -> list[str]:
+    """A sampled verify_fold eval's cells: its folding, tau, and its NLL-per-token and worst-token differences from
+    base-sampled with their intervals."""
+    d = json.loads((folder / "summary.json").read_text())
+    tau = next(r["tau"] for r in d["summary"] if r["method"] == "verify-fold-sampled")
+    bands = {c["band"]["metric"]: c for c in d["comparisons"] if c["method"] == "verify-fold-sampled"}
+    cells = [f"{bands[m]['diff']:+.3f} [{bands[m]['lo']:+.3f}, {bands[m]['hi']:+.3f}]"
+             for m in ("nll_per_token", "worst_token_nll")]
+    return [d["meta"]["verify_fold"], f"{tau:.2f}", *cells]
+
+
 def main() -> None:
     print("| arm | token_loss_weight | kl_weight | kl_mix | lr_base / lr_grafted | step | W48 next-token accuracy "
           "| W48 KL term (kl_mix > 0: the mixed divergence) |")
@@ -75,14 +86,8 @@ def main() -> None:
     print("\n| model | verify_fold (sampled) | tau | NLL per token vs base-sampled | worst-token NLL vs base-sampled |")
     print("|---|---|---|---|---|")
     for name, folder in DECODES.items():
-        if not (folder / "summary.json").exists():
-            continue
-        d = json.loads((folder / "summary.json").read_text())
-        tau = next(r["tau"] for r in d["summary"] if r["method"] == "verify-fold-sampled")
-        bands = {c["band"]["metric"]: c for c in d["comparisons"] if c["method"] == "verify-fold-sampled"}
-        cells = [f"{bands[m]['diff']:+.3f} [{bands[m]['lo']:+.3f}, {bands[m]['hi']:+.3f}]"
-                 for m in ("nll_per_token", "worst_token_nll")]
-        print(f"| {name} | {d['meta']['verify_fold']} | {tau:.2f} | {cells[0]} | {cells[1]} |")
+        if (folder / "summary.json").exists():
+            print(f"| {name} | {' | '.join(decoded(folder))} |")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 forward and decode tokens/s summed over the prompts measured, and the speed against HF generate on the same prompts.
 Too few prompts for a claim; kept so the next window's full run has a first point to compare with.
 
-    python experiments/2026-11-27-gpu-fold-reverse/gpu_bench_partial.py > experiments/2026-11-27-gpu-fold-reverse/gpu_bench_partial.txt
+    python experiments/2026-11-27-gpu-fold-reverse/gpu_bench_partial.py \
+        > experiments/2026-11-27-gpu-fold-reverse/gpu_bench_partial.txt
 """
 
 from __future__ import annotations

@@ -13,5 +13,6 @@ MODEL=${MODEL:-runs/lora-fold-reverse-export}
 export MKL_CBWR=AVX2
 [ -s $E/reading-reverse.txt ] || nice -n 15 .venv/bin/python experiments/2026-11-26-fold-policies/reading.py \
     --model $MODEL --name reverse \
-    --policies segments:48:p=0.7,segments:52:p=0.7,segments:56:p=0.7,segments:60:p=0.7 > $E/reading-reverse.txt 2> /dev/null
+    --policies segments:48:p=0.7,segments:52:p=0.7,segments:56:p=0.7,segments:60:p=0.7 \
+    > $E/reading-reverse.txt 2> /dev/null
 mv experiments/2026-11-26-fold-policies/reading-reverse.json $E/ 2>/dev/null || true

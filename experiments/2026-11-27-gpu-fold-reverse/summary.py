@@ -22,7 +22,8 @@ _spec.loader.exec_module(pilots)
 GPU = "lora-fold-reverse (GPU, 286 steps)"
 AFTER = "after (CPU pilot: mix10 + readers' adapters)"  # run.sh's ARM=after, session 32
 READINGS = {**pilots.SAMPLING, AFTER: PILOTS / "reading-sampling-after.json", GPU: HERE / "reading-reverse.json"}
-DECODES = {**pilots.DECODES, AFTER: PILOTS / "eval-t256-gsm8k-l60-after-w56", GPU: HERE / "eval-t256-gsm8k-l60-reverse-w56"}
+DECODES = {**pilots.DECODES, AFTER: PILOTS / "eval-t256-gsm8k-l60-after-w56",
+           GPU: HERE / "eval-t256-gsm8k-l60-reverse-w56"}
 
 
 def main() -> None:
@@ -51,18 +52,12 @@ def main() -> None:
     for name, folder in DECODES.items():
         if not (folder / "summary.json").exists():
             continue
-        d = json.loads((folder / "summary.json").read_text())
-        tau = next(r["tau"] for r in d["summary"] if r["method"] == "verify-fold-sampled")
-        bands = {c["band"]["metric"]: c for c in d["comparisons"] if c["method"] == "verify-fold-sampled"}
-        cells = [f"{bands[m]['diff']:+.3f} [{bands[m]['lo']:+.3f}, {bands[m]['hi']:+.3f}]"
-                 for m in ("nll_per_token", "worst_token_nll")]
         worst = {}
         for r in pilots.lines(folder / "examples.jsonl"):
             worst.setdefault(r["method"], []).append(r["worst_token_nll"] > 6)
         spiked = {m: f"{sum(v)} of {len(v)}" for m, v in worst.items()}
-        print(f"| {name} | {d['meta']['verify_fold']} | {tau:.2f} | {cells[0]} | {cells[1]} | "
-              f"{spiked['verify-fold-sampled']} ({spiked['base-sampled']}) |")
-
+        print(f"| {name} | {' | '.join(pilots.decoded(folder))} | {spiked['verify-fold-sampled']} "
+              f"({spiked['base-sampled']}) |")
 
 if __name__ == "__main__":
     main()
