@@ -20,7 +20,7 @@ pilots = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pilots)
 
 GPU = "lora-fold-reverse (GPU, 286 steps)"
-AFTER = "after (CPU pilot: mix10 + readers' adapters)"  # run.sh's ARM=after, session 32
+AFTER = "after (CPU pilot: mix10 + readers' adapters, GPU rates)"  # run.sh's ARM=after, session 32
 READINGS = {**pilots.SAMPLING, AFTER: PILOTS / "reading-sampling-after.json", GPU: HERE / "reading-reverse.json"}
 DECODES = {**pilots.DECODES, AFTER: PILOTS / "eval-t256-gsm8k-l60-after-w56",
            GPU: HERE / "eval-t256-gsm8k-l60-reverse-w56"}
