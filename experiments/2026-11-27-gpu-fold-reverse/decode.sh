@@ -4,13 +4,16 @@
 # decode.sh: 60 GSM8K dev prompts at 256 new tokens, T 0.7, top-p 0.9, the same seeds, the base-sampled answers
 # reused), drafting as `generate` does. Fixed before the run, as there: it holds if its NLL-per-token and worst-token
 # differences from base-sampled are <= 0 by their point estimates; it beats the pilots if both points are below
-# mix10's (+0.019, +0.406). MODEL: its export (read.sh). Output: eval-t256-gsm8k-l60-reverse-w56[.txt] here.
+# mix10's (+0.019, +0.406). NAME [reverse]: the GPU run lora-fold-NAME, whose export is MODEL
+# [runs/lora-fold-NAME-export] (the next window's lora-fold-after: NAME=after). Output:
+# eval-t256-gsm8k-l60-NAME-w56[.txt] here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-gpu-fold-reverse
-MODEL=${MODEL:-runs/lora-fold-reverse-export}
+NAME=${NAME:-reverse}
+MODEL=${MODEL:-runs/lora-fold-$NAME-export}
 export MKL_CBWR=AVX2
-out=$E/eval-t256-gsm8k-l60-reverse-w56
+out=$E/eval-t256-gsm8k-l60-$NAME-w56
 [ -s $out/summary.json ] || nice -n 15 .venv/bin/hamburger eval --model $MODEL --sample only \
     --verify-fold segments:56:p=0.7 --verify-confidence 0.3 --verify-lookup 10 --confidence "" --batch-size 8 \
     --threads 2 --tasks gsm8k --limit 60 --max-new-tokens 256 \
