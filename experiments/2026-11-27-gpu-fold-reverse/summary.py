@@ -2,7 +2,8 @@
 window 48 on the 790 val rows) and its teacher-forced readings (read.sh: 80 long dev answers, windows 48-60, pooled
 over the answers' four groups) beside the training-free default fold's and the CPU pilots' (60 steps from the same
 start, experiments/2026-11-26-cpu-pure-kl/), then the decoded sampled long math of decode.sh beside the pilots' (and the
-answers holding a token the base gives > 6 nats: the decoded spikes).
+answers holding a token the base gives > 6 nats: the decoded spikes), and the arms' decoded worst tokens paired with
+each other prompt by prompt (the same prompts and seeds; `hamburger.eval.paired.paired_bootstrap`, 95%).
 
     python experiments/2026-11-27-gpu-fold-reverse/summary.py > experiments/2026-11-27-gpu-fold-reverse/summary.txt
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+
+from hamburger.eval.paired import paired_bootstrap
 
 HERE = Path(__file__).resolve().parent
 PILOTS = HERE.parent / "2026-11-26-cpu-pure-kl"
@@ -58,6 +61,22 @@ def main() -> None:
         spiked = {m: f"{sum(v)} of {len(v)}" for m, v in worst.items()}
         print(f"| {name} | {' | '.join(pilots.decoded(folder))} | {spiked['verify-fold-sampled']} "
               f"({spiked['base-sampled']}) |")
+    worst = {name: worst_tokens(folder) for name, folder in DECODES.items() if (folder / "summary.json").exists()}
+    default = "training-free default fold, shipped model"
+    print("\n| decoded worst token, paired by prompt | prompts | difference [95% interval] |")
+    print("|---|---|---|")
+    for a, b in ((GPU, default), (GPU, "mix10"), ("mix10", default), (AFTER, "mix10")):
+        if a in worst and b in worst:
+            ids = sorted(worst[a].keys() & worst[b].keys())
+            point, lo, hi = paired_bootstrap([worst[a][i] for i in ids], [worst[b][i] for i in ids])
+            print(f"| {a} - {b} | {len(ids)} | {point:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
+
+
+def worst_tokens(folder: Path) -> dict[str, float]:
+    """Each prompt's worst-token NLL under the base in a sampled verify_fold eval."""
+    return {r["id"]: r["worst_token_nll"] for r in pilots.lines(folder / "examples.jsonl")
+            if r["method"] == "verify-fold-sampled"}
+
 
 if __name__ == "__main__":
     main()
