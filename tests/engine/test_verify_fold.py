@@ -8,6 +8,7 @@ import torch
 
 from hamburger.core.checkpoint import read_meta
 from hamburger.core.loading import DEFAULT_MODEL_DIR
+from hamburger.core.lora import adapters_disabled
 from hamburger.core.packing import group_tensors
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
@@ -371,3 +372,7 @@ def test_training_window_layout_is_the_folded_reading(window, family, scope):
     want = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), schedule)
     torch.testing.assert_close(out.token_logits, want, rtol=1e-4, atol=1e-4)
     assert out.targets.tolist() == answer
+    if scope:  # the adapters act on this reading: without them it differs
+        with adapters_disabled(model.base):
+            plain = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), schedule)
+        assert (plain - want).abs().max() > 1e-2
