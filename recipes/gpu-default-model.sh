@@ -29,7 +29,7 @@
 #        lora-fold-mix: lora-fold-pure with half of the KL term reversed (`kl_mix: 0.5`, KL(model || base): what a
 #        sampled token costs the base; the same experiment: lower sampled NLL gap and fewer sampled spikes);
 #        lora-fold-reverse: the same all reversed (`kl_mix: 1`; on the CPU the best sampled long math of the three;
-#        on an H200 no better read, worse decoded: experiments/2026-11-27-gpu-fold-reverse);
+#        on an H200 no different, read or decoded over 120 prompts: experiments/2026-11-27-gpu-fold-reverse);
 #        lora-fold-after: lora-fold-reverse whose slots that read folded history adapt too (`lora_scope:
 #        merged_and_after`: a second adapter set, added at zero, at every one-token slot fed after the first fold);
 #        lora-msd-context: lora-merged with an MSD that also reads the 8 slots before its features (`msd_context: 8`,

@@ -3,7 +3,8 @@ window 48 on the 790 val rows) and its teacher-forced readings (read.sh: 80 long
 over the answers' four groups) beside the training-free default fold's and the CPU pilots' (60 steps from the same
 start, experiments/2026-11-26-cpu-pure-kl/), then the decoded sampled long math of decode.sh beside the pilots' (and the
 answers holding a token the base gives > 6 nats: the decoded spikes), and the arms' decoded worst tokens paired with
-each other prompt by prompt (the same prompts and seeds; `hamburger.eval.paired.paired_bootstrap`, 95%).
+each other prompt by prompt (the same prompts and seeds; `hamburger.eval.paired.paired_bootstrap`, 95%); the same
+for decode_more.sh's next 60 prompts, and over all 120.
 
     python experiments/2026-11-27-gpu-fold-reverse/summary.py > experiments/2026-11-27-gpu-fold-reverse/summary.txt
 """
@@ -27,6 +28,9 @@ AFTER = "after (CPU pilot: mix10 + readers' adapters, GPU rates)"  # run.sh's AR
 READINGS = {**pilots.SAMPLING, AFTER: PILOTS / "reading-sampling-after.json", GPU: HERE / "reading-reverse.json"}
 DECODES = {**pilots.DECODES, AFTER: PILOTS / "eval-t256-gsm8k-l60-after-w56",
            GPU: HERE / "eval-t256-gsm8k-l60-reverse-w56"}
+DEFAULT = "training-free default fold, shipped model"
+MORE = {DEFAULT: HERE / "eval-t256-gsm8k-more-default", "mix10": HERE / "eval-t256-gsm8k-more-mix10",
+        GPU: HERE / "eval-t256-gsm8k-more-reverse"}
 
 
 def main() -> None:
@@ -49,28 +53,43 @@ def main() -> None:
         print(f"| {name} | {policy} | {100 * t['flips'] / n:.2f} | {t['spikes']} | {t['kl'] / n:.4f} | "
               f"{t['rkl'] / n:.4f} | {(t['sampled_nll'] - t['base_sampled_nll']) / n:+.4f} | "
               f"{t['sampled_spikes']:.1f} ({t['base_sampled_spikes']:.1f}) | {kv:.3f} |")
+    print("\nThe 60 long GSM8K dev prompts of decode.sh:")
+    first = decodes(DECODES)
+    print("\nThe next 60 (decode_more.sh):")
+    more = decodes(MORE)
+    both = {name: {**first[name], **more[name]} for name in first.keys() & more.keys()}
+    if both:
+        print("\nBoth sets, 120 prompts:")
+        paired(both)
+
+
+def decodes(folders: dict[str, Path]) -> dict[str, dict[str, float]]:
+    """The decoded table of the evals in ``folders`` that exist, then their worst tokens paired arm by arm; returns
+    each arm's worst token by prompt."""
     print("\n| model | verify_fold (sampled) | tau | NLL per token vs base-sampled | worst-token NLL vs base-sampled "
           "| answers with a token > 6 nats (base-sampled's) |")
     print("|---|---|---|---|---|---|")
-    for name, folder in DECODES.items():
-        if not (folder / "summary.json").exists():
-            continue
-        worst = {}
+    present = {name: folder for name, folder in folders.items() if (folder / "summary.json").exists()}
+    for name, folder in present.items():
+        spikes = {}
         for r in pilots.lines(folder / "examples.jsonl"):
-            worst.setdefault(r["method"], []).append(r["worst_token_nll"] > 6)
-        spiked = {m: f"{sum(v)} of {len(v)}" for m, v in worst.items()}
+            spikes.setdefault(r["method"], []).append(r["worst_token_nll"] > 6)
+        spiked = {m: f"{sum(v)} of {len(v)}" for m, v in spikes.items()}
         print(f"| {name} | {' | '.join(pilots.decoded(folder))} | {spiked['verify-fold-sampled']} "
               f"({spiked['base-sampled']}) |")
-    worst = {name: worst_tokens(folder) for name, folder in DECODES.items() if (folder / "summary.json").exists()}
-    default = "training-free default fold, shipped model"
+    worst = {name: worst_tokens(folder) for name, folder in present.items()}
+    paired(worst)
+    return worst
+
+
+def paired(worst: dict[str, dict[str, float]]) -> None:
     print("\n| decoded worst token, paired by prompt | prompts | difference [95% interval] |")
     print("|---|---|---|")
-    for a, b in ((GPU, default), (GPU, "mix10"), ("mix10", default), (AFTER, "mix10")):
+    for a, b in ((GPU, DEFAULT), (GPU, "mix10"), ("mix10", DEFAULT), (AFTER, "mix10")):
         if a in worst and b in worst:
             ids = sorted(worst[a].keys() & worst[b].keys())
             point, lo, hi = paired_bootstrap([worst[a][i] for i in ids], [worst[b][i] for i in ids])
             print(f"| {a} - {b} | {len(ids)} | {point:+.3f} [{lo:+.3f}, {hi:+.3f}] |")
-
 
 def worst_tokens(folder: Path) -> dict[str, float]:
     """Each prompt's worst-token NLL under the base in a sampled verify_fold eval."""
