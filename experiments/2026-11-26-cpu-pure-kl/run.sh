@@ -17,7 +17,7 @@
 # (mix10 at 60x the tokens) read no better than mix10 (experiments/2026-11-27-gpu-fold-reverse/): ARM=after, mix10
 # whose slots that read folded history adapt too (`lora_scope: merged_and_after`: a second adapter set, added at zero,
 # at every one-token slot fed after the row's first fold), at the GPU config's learning rates (the new set starts
-# at zero, and at the CPU's rates its first 30 steps stayed mix10's to 3 digits), read and decoded as mix10.
+# at zero; a start at the CPU's rates looked like mix10 after 30 steps and was discarded), read and decoded as mix10.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
