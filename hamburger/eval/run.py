@@ -134,6 +134,8 @@ class Answer:
     decode_s: float
     first_group: int
     token_ids: list[int] | None = None  # None from an endpoint: the text is tokenized for plausibility
+    kv_slots: int | None = None  # the base's KV entries held at the end (None from an endpoint)
+    kv_slots_ordinary: int | None = None  # ... and what a one-token-per-forward decode holds there
 
 
 @dataclass
@@ -261,8 +263,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                     results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
                 if name == "base":
                     base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
-                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids)
-                           for r in results]
+                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids, r.kv_slots,
+                                  r.kv_slots_ordinary) for r in results]
             if earlier is None:
                 rows = []
                 for e, p, a, base_text in zip(examples, ids, answers, base_texts):
@@ -271,6 +273,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                     rows.append({"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
                                  "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
                                  "first_group": a.first_group, **score(e, a.text, base_text, timeout),
+                                 **({} if a.kv_slots is None else {"kv_slots": a.kv_slots,
+                                                                   "kv_slots_ordinary": a.kv_slots_ordinary}),
                                  **plausibility(judge.base, p, answer_ids, eos)})
             records += rows
             entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
@@ -278,6 +282,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                      "tau": sum(r["tokens"] for r in rows) / max(1, sum(r["forwards"] for r in rows)),
                      "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
                      / max(1e-9, sum(r["decode_s"] for r in rows))}
+            if all("kv_slots" in r for r in rows):  # (not from an endpoint, nor reused rows of older runs)
+                entry["kv_share"] = sum(r["kv_slots"] for r in rows) / max(1, sum(r["kv_slots_ordinary"] for r in rows))
             for key in ("correct", "passed", "exact", "rouge_l", "chrf", "nll_per_token", "worst_token_nll", "rep4"):
                 if key in rows[0]:
                     entry[key] = sum(r[key] for r in rows) / len(rows)
@@ -307,14 +313,15 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
     (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary, "comparisons": comparisons,
                                                   "ifeval_types": types}, indent=2) + "\n")
     lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
-             "| task | method | examples | score | tau | decode tok/s | delta vs base | NLL/token | worst-token NLL "
-             "| rep4 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| task | method | examples | score | tau | decode tok/s | KV share | delta vs base | NLL/token "
+             "| worst-token NLL | rep4 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
         base = next(b for b in summary if b["task"] == s["task"] and b["method"] == held_reference(s["method"]))
+        kv = f"{s['kv_share']:.3f}" if "kv_share" in s else "-"
         lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
-                     f"{s['decode_tok_s']:.1f} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
+                     f"{s['decode_tok_s']:.1f} | {kv} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
     if any(held_reference(s["method"]) != "base" for s in summary):
         lines += ["", "A sampled method's delta is vs base-sampled (same settings, same seeds)."]
