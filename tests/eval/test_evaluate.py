@@ -78,7 +78,7 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     assert by["verify-fold"]["tau"] >= 1.0 and by["verify-fold"]["confidence"] is None
     by = {s["method"]: s for s in json.loads((tmp_path / "segments-100" / "summary.json").read_text())["summary"]}
     assert by["verify-fold"]["exact"] == 1.0
-    assert by["base"]["kv_share"] == by["verify-fold"]["kv_share"] == 1.0  # nothing folded: one slot per token
+    assert by["base"]["answer_kv_share"] == by["verify-fold"]["answer_kv_share"] == 1.0  # nothing folded
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--verify-fold", "segments", "--out",
                  str(tmp_path / "bad")]) == 1
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "2", "--confidence", "",
@@ -89,8 +89,9 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     rows = [json.loads(line) for line in (tmp_path / "drafting" / "examples.jsonl").read_text().splitlines()
             if json.loads(line)["method"] == "verify-fold"]  # the KV each answer held at its end
     assert all(r["kv_slots"] <= r["kv_slots_ordinary"] for r in rows)
-    assert by["verify-fold"]["kv_share"] == sum(r["kv_slots"] for r in rows) / sum(r["kv_slots_ordinary"] for r in rows)
-    assert by["verify-fold"]["kv_share"] < 1.0  # (forwards:0 folds the drafts each forward kept)
+    answer_slots = [r["kv_slots"] - (r["kv_slots_ordinary"] - r["tokens"] + 1) for r in rows]  # (less the prompt's)
+    assert by["verify-fold"]["answer_kv_share"] == sum(answer_slots) / sum(r["tokens"] - 1 for r in rows) < 1.0
+
 
 
 def test_eval_samples_every_method_and_holds_it_to_the_base_sampled_answers(tmp_path, char_tokenizer, capsys):
