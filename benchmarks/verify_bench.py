@@ -4,11 +4,11 @@ Greedy (or, with `--sample`, sampled at temperature 0.7, top-p 0.9, every method
 a sampled verify mode is speculative sampling), batch 1, fp32, dev-split prompts (chat and GSM8K), methods interleaved prompt by prompt in one
 process and one environment; several draft policies of verify mode side by side (stop head at a few
 confidences, fixed draft counts). Also the cost of the parts of a verify step. Results go to a JSON file,
-rewritten after every prompt (a killed run keeps what it measured). `MKL_CBWR=AVX2` is set for the whole
-process (it re-executes itself when the variable is missing): with it, MKL's fp32 forward of 2-4 positions
-costs about as much as one on AVX2 CPUs; every method runs under the same setting.
+rewritten after every prompt (a killed run keeps what it measured). MKL_CBWR is what `import hamburger` sets before
+torch loads (AVX2 on AMD's AVX2 CPUs, where MKL's fp32 forward of 2-4 positions then costs about as much as one;
+nothing on Intel's) unless given; every method runs under the same setting, recorded with the machine.
 
-    MKL_CBWR=AVX2 python -m benchmarks.verify_bench --out benchmarks/results/verify/verify_bench.json
+    python -m benchmarks.verify_bench --out benchmarks/results/verify/verify_bench.json
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ from pathlib import Path
 
 
 DRAFT_DATA = "data/segmented/smollm2-135m-instruct.train.jsonl"  # training responses: token frequencies
-
-
-def reexec_with_env() -> None:
-    if os.environ.get("MKL_CBWR") != "AVX2":
-        os.environ["MKL_CBWR"] = "AVX2"
-        os.execv(sys.executable, [sys.executable, "-m", "benchmarks.verify_bench", *sys.argv[1:]])
 
 
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int, sampling: dict | None = None):
@@ -158,7 +152,8 @@ def step_costs(model, prompt_ids: list[int], reps: int, max_k: int = 4) -> dict:
 
 
 def main() -> int:
-    reexec_with_env()
+    import hamburger  # noqa: F401  (its MKL setting, before torch loads)
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="benchmarks/results/verify/verify_bench.json")
     parser.add_argument("--model", default=None, help="HAMburger checkpoint whose MSD drafts (default: the shipped one)")

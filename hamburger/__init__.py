@@ -4,19 +4,21 @@ import os as _os
 
 
 def _prefer_avx2_mkl_path() -> None:
-    """MKL's small-matrix fp32 path is slow on AVX2 CPUs unless MKL_CBWR=AVX2 is set before torch loads.
+    """MKL's small-matrix fp32 path is slow on AMD's AVX2 CPUs unless MKL_CBWR=AVX2 is set before torch loads.
 
-    Set it only on CPUs that have AVX2 and only when the user has not chosen a value. Every method
-    run in one process shares the setting, so comparisons stay fair; benchmarks record it.
+    Set it only on non-Intel CPUs that have AVX2 and only when the user has not chosen a value: on Intel CPUs MKL
+    picks its kernels itself, and forcing AVX2 on an AVX-512 Xeon makes base forwards of 2-10 positions (verify
+    mode's) up to 1.7x slower (experiments/2026-11-27-growing-first/forward_cost.jsonl). Every method run in one
+    process shares the setting, so comparisons stay fair; benchmarks record it.
     """
     if "MKL_CBWR" in _os.environ:
         return
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = f.read()
+            info = f.read()
     except OSError:
         return
-    if " avx2" in flags:
+    if " avx2" in info and "GenuineIntel" not in info:
         _os.environ["MKL_CBWR"] = "AVX2"
 
 

@@ -264,6 +264,26 @@ def test_the_default_folding_suits_the_shipped_model():
     assert parse_folding(DEFAULT_FOLD).validate(max_steps).window > 0
 
 
+def test_a_growing_window_folds_as_the_fixed_one_until_its_share_passes_it():
+    """With ``share`` s, the window stays ``window`` W while int(s * fed) <= W: the same groups fold at every step as
+    with the fixed window, so whatever was measured at those lengths holds (W 60, s 0.45: up to 135 tokens); later
+    the growing window folds less."""
+    entropies = (torch.rand(300, generator=torch.Generator().manual_seed(0)) * 6).tolist()
+
+    def schedule(spec: str) -> list[list[tuple[int, int]]]:
+        state = FoldState(parse_folding(spec), vocab_size=49152)
+        state.entropies = entropies
+        out = []
+        for fed in range(len(entropies)):
+            out.append(state.due(fed))
+            state.fed(fed, fed + 1)
+        return out
+
+    fixed, growing = schedule("segments:60:first:steps=8:p=0.7"), schedule("segments:60:0.45:first:steps=8:p=0.7")
+    assert growing[:136] == fixed[:136] and any(growing[:136])
+    assert sum(map(len, growing)) < sum(map(len, fixed))
+
+
 def test_keep_last_reads_no_grafted_module(char_tokenizer):
     """Keep ``last`` feeds no merged slot: neither the embedder nor adapters at merged slots act, so a checkpoint
     whose embedder is scrambled decodes the same tokens and cache."""
