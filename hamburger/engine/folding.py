@@ -36,8 +36,9 @@ from hamburger.errors import HamburgerError
 GROUPINGS = ("segments", "forwards")
 KEEPS = ("merged", "last", "first")
 # The `parse_folding` spec used where none is given: groups keep their first token's own slot (training-free), cut
-# at sliding 0.7 into up to 8 tokens, 60 tokens after them (chosen on dev prompts only: README, "Keeping a token").
-DEFAULT_FOLD = "segments:60:first:steps=8:p=0.7"
+# at sliding 0.7 into up to 8 tokens, 60 answer tokens after them or 45% of the answer's, whichever is more (the
+# window grows past 135 tokens; chosen on dev prompts only: README, "Keeping a token").
+DEFAULT_FOLD = "segments:60:0.45:first:steps=8:p=0.7"
 
 
 @dataclass(frozen=True)
