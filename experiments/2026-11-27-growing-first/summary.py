@@ -1,6 +1,6 @@
 """The README's tables: each arm of run.sh, sampled on long GSM8K dev math (256 tokens), against the base's sampled
 answers and paired prompt by prompt with the default fold (`hamburger.eval.paired.paired_bootstrap`, 95%): stage 1
-over dev rows 0-119, stage 2 over rows 120-239; then stage 3's greedy runs and the speed runs (speed_t256-*.json).
+over dev rows 0-119, stage 2 over rows 120-239; then stage 3's greedy runs and the speed runs (speed_t*.json).
 
     python experiments/2026-11-27-growing-first/summary.py > experiments/2026-11-27-growing-first/summary.txt
 """
@@ -71,15 +71,16 @@ def main() -> None:
         print(text[text.index("| task | method | examples"):text.index("\n\n", text.index("| task | method | ex"))])
         print()
         print(text[text.index("| task | method | metric"):].strip())
-    print("\n## Speed, 8 chat + 8 GSM8K dev prompts, 256 tokens, greedy, batch 1, fp32, 2 threads (all prompts)\n")
-    print("| run | CPU | MKL_CBWR | method | decode tok/s | vs HF generate | tokens per forward | answers' KV |")
-    print("|---|---|---|---|---|---|---|---|")
-    for path in sorted(HERE.glob("speed_t256-*.json")):
+    print("\n## Speed, 8 chat + 8 GSM8K dev prompts, greedy, batch 1, fp32, 2 threads (all prompts)\n")
+    print("| run | new tokens | CPU | MKL_CBWR | method | decode tok/s | vs HF generate | tokens per forward "
+          "| answers' KV |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for path in sorted(HERE.glob("speed_t*.json")):
         run = json.loads(path.read_text())
-        machine = run["machine"]
+        machine, tokens = run["machine"], run["settings"]["max_new_tokens"]
         for s in run["summary"]:
             if s["category"] == "all":
-                print(f"| {path.stem} | {machine['cpu']} | {machine['env']['MKL_CBWR']} | {s['method']} | "
+                print(f"| {path.stem} | {tokens} | {machine['cpu']} | {machine['env']['MKL_CBWR']} | {s['method']} | "
                       f"{s['decode_tok_s']:.1f} | {s['speedup_vs_hf']:.2f}x | {s['tokens_per_forward']:.2f} | "
                       f"{s.get('kv_ratio_answer', 1.0):.3f} |")
 
