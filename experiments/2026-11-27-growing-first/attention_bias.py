@@ -5,7 +5,7 @@ teacher-forced on the first 12 of the base's sampled 256-token answers to the lo
 (../2026-11-26-long-math-60/): KL(unfolded || folded) and its reverse per position, and spikes (the folded reading's
 top token costs the unfolded base > 6 nats), for c in -0.5, 0 (the engine's boolean mask), 0.5 and 1.
 
-    python experiments/2026-11-27-growing-first/attention_bias.py > experiments/2026-11-27-growing-first/attention_bias.txt
+    E=experiments/2026-11-27-growing-first; python $E/attention_bias.py > $E/attention_bias.txt
 """
 
 from __future__ import annotations

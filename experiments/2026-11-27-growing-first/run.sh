@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-growing-first
 export MKL_CBWR=AVX2
-declare -A FOLDS=([default]=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
-                  [s45]=segments:60:0.45:first:steps=8:p=0.7 [s35]=segments:60:0.35:first:steps=8:p=0.7)
+# default: DEFAULT_FOLD when these ran (session 28's; since this session's result DEFAULT_FOLD is s45's)
+declare -A FOLDS=([default]=segments:60:first:steps=8:p=0.7 [s45]=segments:60:0.45:first:steps=8:p=0.7
+                  [s35]=segments:60:0.35:first:steps=8:p=0.7)
 FIRST=experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60
 MORE=experiments/2026-11-27-gpu-fold-reverse
 [ -s $E/gsm8k_dev_120_240.jsonl ] || .venv/bin/python -c "

@@ -93,7 +93,6 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     assert by["verify-fold"]["answer_kv_share"] == sum(answer_slots) / sum(r["tokens"] - 1 for r in rows) < 1.0
 
 
-
 def test_eval_samples_every_method_and_holds_it_to_the_base_sampled_answers(tmp_path, char_tokenizer, capsys):
     """`eval --sample`: each HAMburger method is decoded a second time with base-sampled's settings and seeds. At knob
     1.0 that is base-sampled's answers exactly; every band of a sampled method is against base-sampled; `--sample
