@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-26-cpu-pure-kl
 R=experiments/2026-11-26-fold-policies
-FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+FOLD=segments:60:first:steps=8:p=0.7  # DEFAULT_FOLD when this ran (sessions 28-32)
 export MKL_CBWR=AVX2
 read_one() {  # NAME MODEL POLICIES
     [ -s $E/reading-sampling-$1.txt ] || nice -n 15 .venv/bin/python $R/reading.py ${2:+--model $2} \

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 E=experiments/2026-11-26-gpu-lora-both
 MODEL=${MODEL:-$E/compare-lora-both/candidate}  # (made by recipes/lent-gpu/compare.sh from the export)
 [ -f "$MODEL"/draft_vocab.safetensors ] || cp hamburger/default_model/draft_vocab.safetensors "$MODEL"/
-FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+FOLD=segments:60:first:steps=8:p=0.7  # DEFAULT_FOLD when this ran (sessions 28-32)
 export MKL_CBWR=AVX2
 for name in lora-both default; do
     [ -s $E/speed_$name.json ] && continue

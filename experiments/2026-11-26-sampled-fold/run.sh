@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-26-sampled-fold
-FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+FOLD=segments:60:first:steps=8:p=0.7  # DEFAULT_FOLD when this ran (sessions 28-32)
 export MKL_CBWR=AVX2
 fold_only=(--sample only --verify-fold "$FOLD" --verify-confidence 0.3 --verify-lookup 10 --confidence ""
            --batch-size 8 --threads 2)

@@ -13,7 +13,7 @@ NAME=t$TOKENS
 if [ -n "${FOLD:-}" ]; then
     NAME=t$TOKENS-${FOLD//:/-} POLICIES=c0.3:v4096:p10@$FOLD
 else
-    POLICIES=c0.3:v4096:p10@$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+    POLICIES=c0.3:v4096:p10@segments:60:first:steps=8:p=0.7  # DEFAULT_FOLD when this ran (sessions 28-32)
     POLICIES=$POLICIES,c0.3:v4096:p10
 fi
 export MKL_CBWR=AVX2

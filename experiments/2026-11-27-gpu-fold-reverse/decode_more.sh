@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-gpu-fold-reverse
 export MKL_CBWR=AVX2
-FOLD=$(.venv/bin/python -c "from hamburger.engine.folding import DEFAULT_FOLD; print(DEFAULT_FOLD)")
+FOLD=segments:60:first:steps=8:p=0.7  # DEFAULT_FOLD when this ran (sessions 28-32)
 [ -s $E/gsm8k_dev_60_120.jsonl ] || .venv/bin/python -c "
 import json
 from hamburger.data.prompts import build_prompts
