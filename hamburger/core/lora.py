@@ -13,6 +13,7 @@ several adapter sets (`sets`), each gated on its own, so that different kinds of
 from __future__ import annotations
 
 import math
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -106,6 +107,29 @@ def lora_modules(model: nn.Module) -> Iterator[tuple[str, LoraLinear]]:
             yield name, module
 
 
+# The LoRA layers of each model the switches below were used on, as of `_wrapping` (bumped whenever `add_lora` or
+# `_unwrap` wraps or unwraps a layer): a decode switches adapters at every base forward, and walking 200+ modules
+# each time cost milliseconds per forward on a CPU.
+_layers_of: "weakref.WeakKeyDictionary[nn.Module, tuple[int, list[LoraLinear]]]" = weakref.WeakKeyDictionary()
+_wrapping = 0
+
+
+def lora_layers(model: nn.Module) -> list[LoraLinear]:
+    """The `LoraLinear` layers of ``model`` (remembered until a layer is wrapped or unwrapped anywhere)."""
+    known = _layers_of.get(model)
+    if known is None or known[0] != _wrapping:
+        known = _wrapping, [m for _, m in lora_modules(model)]
+        _layers_of[model] = known
+    return known[1]
+
+
+def _set_each(modules: list[LoraLinear], name: str, values) -> None:
+    """``module.name = value`` for plain (non-tensor-registered) attributes, past `nn.Module.__setattr__`'s checks
+    (``enabled`` and ``gate`` are never parameters, buffers or modules)."""
+    for m, v in zip(modules, values):
+        m.__dict__[name] = v
+
+
 def has_lora(model: nn.Module) -> bool:
     return any(True for _ in lora_modules(model))
 
@@ -126,6 +150,8 @@ def add_lora(base_model: nn.Module, targets: tuple[str, ...] | list[str] = DEFAU
                 found.append((module, child_name, f"{name}.{child_name}" if name else child_name))
     if not found:
         raise HamburgerError(f"no linear layer named any of {list(targets)} in {type(base_model).__name__}")
+    global _wrapping
+    _wrapping += 1
     for parent, child_name, _ in found:
         setattr(parent, child_name, LoraLinear(getattr(parent, child_name), r, alpha, sets))
     return [full for _, _, full in found]
@@ -179,6 +205,8 @@ def remove_lora(model: nn.Module) -> list[str]:
 
 
 def _unwrap(model: nn.Module, merge: bool) -> list[str]:
+    global _wrapping
+    _wrapping += 1
     names = []
     for name, module in list(lora_modules(model)):
         if merge:
@@ -193,15 +221,13 @@ def _unwrap(model: nn.Module, merge: bool) -> list[str]:
 @contextmanager
 def adapters_disabled(model: nn.Module):
     """Within the block, every LoRA adapter of ``model`` is off: the model is its unadapted base."""
-    modules = [m for _, m in lora_modules(model)]
+    modules = lora_layers(model)
     states = [m.enabled for m in modules]
-    for m in modules:
-        m.enabled = False
+    _set_each(modules, "enabled", [False] * len(modules))
     try:
         yield model
     finally:
-        for m, s in zip(modules, states):
-            m.enabled = s
+        _set_each(modules, "enabled", states)
 
 
 @contextmanager
@@ -209,12 +235,10 @@ def adapters_gated(model: nn.Module, gate: torch.Tensor):
     """Within the block, every adapter's update at position (b, s) is scaled by ``gate[b, s]`` (a [B, S]
     tensor of 0/1 or any weights; [B, S, sets]: set i by ``gate[b, s, i]``). Where the gate is 0 the output is
     exactly the unadapted base's."""
-    modules = [m for _, m in lora_modules(model)]
+    modules = lora_layers(model)
     g = gate[..., None] if gate.ndim == 2 else gate
-    for m in modules:
-        m.gate = g
+    _set_each(modules, "gate", [g] * len(modules))
     try:
         yield model
     finally:
-        for m in modules:
-            m.gate = None
+        _set_each(modules, "gate", [None] * len(modules))

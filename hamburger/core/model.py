@@ -18,7 +18,8 @@ from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache, StaticCache
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight
+from hamburger.core.lean import LeanStack
+from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
 from hamburger.core.masks import FOREVER, slot_mask
 from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
@@ -124,6 +125,8 @@ class HamburgerModel(nn.Module):
         self._taps: list[torch.Tensor] | None = None
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         self._compiled_stack = None  # set by `compile_decoding`
+        self.lean = True  # inference forwards on a cache take `LeanStack` where the base's layers allow
+        self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
@@ -239,13 +242,20 @@ class HamburgerModel(nn.Module):
         with no ``cache`` always is), which runs the stack of `compile_training`.
         """
         self._taps = []
-        gated = contextlib.nullcontext()
+        gated, idle = contextlib.nullcontext(), not lora_layers(self.base)
         if self.config.lora_scope != "all":
             gate = self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device, merged_slots, merged_before)
             # Inference where no adapter acts (every step of a decode that merges nothing): the same outputs, without
             # the adapters' matmuls. Training keeps the zero gate, so the adapters still get (zero) gradients.
             idle = not torch.is_grad_enabled() and not bool(gate.any())
             gated = adapters_disabled(self.base) if idle else adapters_gated(self.base, gate)
+        lean = self._lean_stack() if (idle and cache is not None and not training and not torch.is_grad_enabled()
+                                      and self._states is None) else None
+        if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
+            self._taps = None
+            with gated:
+                final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers)
+            return final, torch.stack(taps + [final], dim=2)
         stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
@@ -261,6 +271,16 @@ class HamburgerModel(nn.Module):
         if stack is self._compiled_stack:  # CUDA-graph outputs are overwritten by the next replay: own them
             final, features = final.clone(), features.clone()
         return final, features
+
+    def _lean_stack(self) -> LeanStack | None:
+        """The base's `LeanStack` (built and checked once per base; None where its layers are not Llama's), unless
+        ``lean`` is off."""
+        if not self.lean:
+            return None
+        stack = base_decoder_stack(self.base)
+        if self._lean is None or self._lean[0] is not stack:
+            self._lean = (stack, LeanStack.for_stack(stack))
+        return self._lean[1]
 
     def adapter_gate(self, shape, device, merged_slots=None, merged_before=None) -> torch.Tensor:
         """Where a scoped base's adapters act, [B, S] bool: at merged slots (``lora_scope: merged``), or at every slot

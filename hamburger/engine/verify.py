@@ -43,6 +43,7 @@ from hamburger.errors import HamburgerError
 
 VERIFY_CONFIDENCE = 0.3  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
 SMALL_HEAD_ROWS = 8  # verify logits of up to this many positions use the LM head's fast single-row layout
+HEAD_CHUNK = 3  # on a CPU the base's LM head runs on this many positions of a row at a time (`VerifyGeneration`)
 
 
 @dataclass
@@ -76,22 +77,29 @@ class _Drafts:
 
 
 def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfig,
-                       generator: torch.Generator | None) -> tuple[int, int]:
+                       generator: torch.Generator | None, start: int = 0) -> tuple[int, int] | None:
     """Base logits [n+1, V] at the pending token and each of n drafts -> (drafts kept, the base's next token).
 
     Greedy: keep drafts while each equals the base's argmax; the next token is the argmax after them.
     Sampling: keep draft i with probability min(1, p_i(d)/q_i(d)); on a rejection the next token is drawn
     from norm(max(0, p_i - q_i)); if all are kept, from p_n (p, q warped by the same temperature/top-k/top-p).
+
+    ``start`` s: ``logits`` holds only the rows s.. (drafts 0..s-1 were kept by an earlier call); None when every
+    draft those rows test was kept and the next token needs rows after them. Tested a chunk of rows at a time, the
+    drafts draw the same random numbers, in the same order, as at once.
     """
     n = len(drafts.tokens)
     if cfg.greedy:
         best = logits.argmax(-1).tolist()
-        kept = 0
-        while kept < n and best[kept] == drafts.tokens[kept]:
-            kept += 1
-        return kept, best[kept]
-    for i, d in enumerate(drafts.tokens):
-        p = warped_probs(logits[i], cfg)
+        for i, b in enumerate(best, start):
+            if i == n or b != drafts.tokens[i]:
+                return i, b
+        return None
+    for i, row in enumerate(logits, start):
+        p = warped_probs(row, cfg)
+        if i == n:
+            return n, sample(p, generator)
+        d = drafts.tokens[i]
         q = drafts.q[i]
         if torch.rand((), generator=generator) * q[d] < p[d]:
             continue
@@ -99,7 +107,7 @@ def speculative_accept(logits: torch.Tensor, drafts: _Drafts, cfg: DecodingConfi
         mass = residual.sum()
         probs = residual / mass if mass > 0 else p
         return i, sample(probs, generator)
-    return n, sample(warped_probs(logits[n], cfg), generator)
+    return None
 
 
 class VerifyGeneration(Generation):
@@ -118,13 +126,16 @@ class VerifyGeneration(Generation):
     instead of asking the MSD (`engine/lookup.py`). ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
     forward of more than N rows, which then decodes one token per row, as plain decoding does (None: always draft). On
     compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
+    ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
+    test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: DecodingConfig | list[DecodingConfig], draft: int | None = None,
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
-                 trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None):
+                 trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
+                 head_chunk: int | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
@@ -140,6 +151,9 @@ class VerifyGeneration(Generation):
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
+        if head_chunk is not None and head_chunk < 1:
+            raise HamburgerError(f"head_chunk must be >= 1, got {head_chunk}")
+        self.head_chunk = head_chunk or (HEAD_CHUNK if model.device.type == "cpu" else 1 << 30)
         self._draft_head = None
         if draft_vocab is not None:  # [d, n] rows of the LM head for the draft vocabulary, made contiguous once
             head = model.base.get_output_embeddings()
@@ -362,15 +376,9 @@ class VerifyGeneration(Generation):
         final, features = model.base_forward(embeds, positions.to(device), mask, cache.kv, merged_slots=merged_slots,
                                              merged_before=merged_before)
         final, features, valid = final[:, lead:], features[:, lead:], valid[:, lead:]
-        # [sum(sizes), V], rows in order; a few rows take the CPU's fast head layout (the cost of 1 row, not k+1)
-        logits = model.decode_logits(final[valid.to(device)], max_rows=SMALL_HEAD_ROWS).float()
         kept = []
-        start = 0
-        for b, (r, d) in enumerate(zip(rows, drafts)):
+        for b, (r, d, (n_kept, token, row_logits)) in enumerate(zip(rows, drafts, self._accept(final, rows, drafts))):
             first = r.fed
-            row_logits = logits[start:start + sizes[b]]
-            start += sizes[b]
-            n_kept, token = speculative_accept(row_logits, d, r.cfg, r.generator)
             emitted = d.tokens[:n_kept] + [token]
             probs = row_logits[:n_kept + 1].softmax(-1).gather(1, torch.tensor(emitted, device=device)[:, None])
             p_continue = (d.p_continue[1:n_kept + 1] + [0.0] * (n_kept + 1))[:n_kept + 1]
@@ -392,6 +400,28 @@ class VerifyGeneration(Generation):
                 r.folding.fed(answer, answer + 1 + n_kept)
         self._roll_back(cache, sizes, kept)
         return model.decode_features(final, features, valid.to(device), torch.tensor(kept, device=device), earlier)
+
+    def _accept(self, final: torch.Tensor, rows: list[_Row], drafts: list[_Drafts]):
+        """Each row's (drafts kept, the base's next token, base logits [>= kept + 1, V] from its pending token on),
+        from the base's final states ``final`` [B, S, d] at [pending, drafts...]. The LM head (a 49k-row product on
+        the CPU) runs on ``head_chunk`` positions of every undecided row at a time, so the positions after a rejected
+        draft mostly cost nothing; the acceptance test is the same."""
+        decided: dict[int, tuple[int, int]] = {}
+        parts: list[list[torch.Tensor]] = [[] for _ in rows]
+        seen = [0] * len(rows)
+        while len(decided) < len(rows):
+            spans = [(b, seen[b], min(seen[b] + self.head_chunk, 1 + len(drafts[b].tokens)))
+                     for b in range(len(rows)) if b not in decided]
+            hidden = torch.cat([final[b, s:e] for b, s, e in spans])
+            # a few rows take the CPU's fast head layout (the cost of 1 row, not k+1)
+            logits = self.model.decode_logits(hidden, max_rows=SMALL_HEAD_ROWS).float()
+            for part, (b, s, e) in zip(logits.split([e - s for _, s, e in spans]), spans):
+                parts[b].append(part)
+                seen[b] = e
+                outcome = speculative_accept(part, drafts[b], rows[b].cfg, rows[b].generator, start=s)
+                if outcome is not None:
+                    decided[b] = outcome
+        return [(*decided[b], torch.cat(parts[b])) for b in range(len(rows))]
 
     @staticmethod
     def _fold_out(cache: SlotCache, b: int, r: _Row) -> list[tuple[int, int]]:

@@ -419,3 +419,35 @@ def test_verify_with_chunked_prefill_and_rows_joining_mid_run(char_tokenizer):
     assert len(results) == 4 and not late
     for r, p in zip(results, [PROMPTS[0], long_prompt[:30], PROMPTS[2], long_prompt]):
         assert r.token_ids == hf_greedy(model.base, p, 16)
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_acceptance_tested_by_chunks_of_rows_equals_at_once(greedy):
+    """`speculative_accept` over rows s.. of the logits (None: every draft there kept) decides as over all rows,
+    drawing the same random numbers."""
+    gen = torch.Generator().manual_seed(0)
+    cfg = DecodingConfig() if greedy else DecodingConfig(temperature=1.0, seed=0)
+    for trial in range(40):
+        logits = torch.randn(6, 5, generator=gen) * 3
+        tokens = [int(t) for t in logits[:5].argmax(-1)] if trial % 2 else torch.randint(5, (5,), generator=gen).tolist()
+        if trial % 3 == 0:
+            tokens[trial % 5] = (tokens[trial % 5] + 1) % 5  # a wrong draft somewhere
+        q = [torch.softmax(torch.randn(5, generator=gen), -1) for _ in tokens]
+        drafts = verify._Drafts(tokens=tokens, q=[] if greedy else q)
+        at_once = verify.speculative_accept(logits, drafts, cfg, torch.Generator().manual_seed(trial))
+        for chunk in (1, 2, 4):
+            rng, outcome, start = torch.Generator().manual_seed(trial), None, 0
+            while outcome is None:
+                outcome = verify.speculative_accept(logits[start:start + chunk], drafts, cfg, rng, start=start)
+                start += chunk
+            assert outcome == at_once
+
+
+def test_the_heads_chunk_size_changes_no_token(char_tokenizer):
+    model = drafting_model("llama", "random")
+    for cfg in (DecodingConfig(max_new_tokens=40), DecodingConfig(max_new_tokens=40, temperature=1.0, seed=3)):
+        runs = [VerifyGeneration(model, char_tokenizer, PROMPTS, cfg, draft=3, head_chunk=c).run() for c in (1, 2, 99)]
+        for rows in zip(*runs):
+            assert all(r.token_ids == rows[0].token_ids and r.accepted == rows[0].accepted for r in rows)
+    with pytest.raises(verify.HamburgerError, match="head_chunk"):
+        VerifyGeneration(model, char_tokenizer, PROMPTS, DecodingConfig(), head_chunk=0)

@@ -1,0 +1,91 @@
+"""`LeanStack`: transformers' decoder stack run as plain calls for inference forwards on a KV cache."""
+
+import types
+
+import pytest
+import torch
+from torch import nn
+
+from hamburger.core.lean import LeanStack, supported
+from hamburger.core.lora import add_lora, adapters_disabled, lora_layers, lora_modules, remove_lora
+from hamburger.core.modules import base_decoder_stack
+from hamburger.engine.cache import SlotCache
+from tests.helpers import tiny_hamburger
+
+
+def forwards(model, lean: bool, merged: bool = False):
+    """A 7-token prompt, then 3 positions on its cache (the second optionally marked merged) -> both outputs."""
+    model.lean = lean
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(4, 100, (2, 10), generator=gen)
+    cache = SlotCache(model.base.config, 2, model.device)
+    outs = []
+    with torch.inference_mode():
+        for at in (slice(0, 7), slice(7, 10)):
+            n = at.stop - at.start
+            mask = cache.extend(torch.ones(2, n, dtype=torch.bool))
+            slots = torch.zeros(2, n, dtype=torch.bool)
+            slots[:, 1] = merged and at.start == 7
+            outs.append(model.base_forward(model.embed(ids[:, at]), torch.arange(at.start, at.stop)[None].repeat(2, 1),
+                                           mask, cache.kv, merged_slots=slots if merged else None))
+    return outs
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_lean_forwards_equal_transformers_stack(family):
+    """Final states and taps of a prompt and of later positions on its cache: exactly transformers' (same ops)."""
+    model = tiny_hamburger(family)
+    assert supported(base_decoder_stack(model.base))
+    assert model._lean_stack() is not None
+    for (final, feats), (ref_final, ref_feats) in zip(forwards(model, True), forwards(model, False)):
+        assert torch.equal(final, ref_final) and torch.equal(feats, ref_feats)
+
+
+def test_lean_path_serves_only_forwards_without_acting_adapters(monkeypatch):
+    """Inference on a cache takes it; an adapter that acts (a merged slot), a training forward or ``lean = False``
+    keep transformers' modules, and its outputs equal theirs with adapters off."""
+    model = tiny_hamburger("llama", lora_scope="merged")
+    add_lora(model.base, r=2, alpha=4.0)
+    with torch.no_grad():
+        for _, m in lora_modules(model.base):
+            m.lora_B.normal_(0, 0.5)
+    assert model._lean_stack() is not None  # (built and checked before counting)
+    calls = []
+    call = LeanStack.__call__
+    monkeypatch.setattr(LeanStack, "__call__", lambda self, *a, **k: calls.append(1) or call(self, *a, **k))
+    lean = forwards(model, True)
+    assert len(calls) == 2
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(lean, forwards(model, False)))
+    calls.clear()
+    forwards(model, True, merged=True)
+    assert len(calls) == 1, "the step whose slot is merged runs the adapters in transformers' modules"
+    calls.clear()
+    model.base_forward(model.embed(torch.tensor([[5, 6]])), torch.arange(2)[None],
+                       torch.ones(1, 1, 2, 2, dtype=torch.bool).tril(), training=True)
+    assert not calls
+
+
+def test_a_stack_with_other_parts_or_other_outputs_keeps_transformers():
+    stack = base_decoder_stack(tiny_hamburger("llama").base)
+    assert LeanStack.for_stack(stack) is not None
+    stack.layers[1].extra_norm = nn.Identity()  # a part the lean layer would not run
+    assert not supported(stack) and LeanStack.for_stack(stack) is None
+    del stack.layers[1].extra_norm
+    plain = type(stack).forward  # a family that scales its inputs inside the stack: outputs differ
+    stack.forward = types.MethodType(lambda self, inputs_embeds, **kw: plain(self, inputs_embeds=inputs_embeds * 2,
+                                                                             **kw), stack)
+    assert supported(stack) and LeanStack.for_stack(stack) is None
+
+
+def test_adapter_switches_follow_wrapping_and_unwrapping():
+    """The LoRA layers the switches remember are renewed whenever layers are wrapped or unwrapped."""
+    model = tiny_hamburger("llama")
+    assert lora_layers(model.base) == []
+    add_lora(model.base, r=2, alpha=4.0)
+    layers = lora_layers(model.base)
+    assert len(layers) == len(list(lora_modules(model.base))) > 0
+    with adapters_disabled(model.base):
+        assert not any(m.enabled for m in layers)
+    assert all(m.enabled for m in layers)
+    remove_lora(model.base)
+    assert lora_layers(model.base) == []
