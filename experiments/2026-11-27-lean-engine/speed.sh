@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Issue 19: decode speed of the shipped default model before and after session 34's engine changes (a lean pass
+# through Llama-family stacks, KV cache layers with spare slots, LoRA switches without module walks, the verify LM
+# head by chunks of rows), on one machine, in one session. benchmarks/verify_bench.py: 8 chat + 8 GSM8K dev prompts,
+# greedy, batch 1, fp32, 2 threads, methods interleaved prompt by prompt, MKL_CBWR as `import hamburger` sets it;
+# HF `generate` and HF prompt lookup beside three policies of our engine:
+#   k0:v4096                       our own decoding loop and cache, one token per forward (the base, no drafts)
+#   c0.3:v4096:p10                 `--mode verify`'s default (lossless)
+#   c0.3:v4096:p10@FOLD            `--mode verify_fold`'s default fold
+# REV=<commit>: run that commit's code (a temporary git worktree; its speed_REV.json lands here), else the working
+# tree (speed_now.json). TOKENS (default 128). Run on a quiet machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HERE=$PWD/experiments/2026-11-27-lean-engine
+TOKENS=${TOKENS:-128}
+FOLD=segments:60:0.45:first:steps=8:p=0.7
+NAME=${REV:-now}-t$TOKENS
+ROOT=$PWD RUN_IN=$PWD
+if [ -n "${REV:-}" ]; then
+    RUN_IN=$(mktemp -d)/tree
+    git worktree add -q --detach "$RUN_IN" "$REV"
+    trap 'git worktree remove --force "$RUN_IN"' EXIT
+fi
+[ -s "$HERE/speed_$NAME.json" ] || (cd "$RUN_IN" && "$ROOT/.venv/bin/python" -m benchmarks.verify_bench \
+    --policies "k0:v4096,c0.3:v4096:p10,c0.3:v4096:p10@$FOLD" --n-chat 8 --n-math 8 --max-new-tokens "$TOKENS" \
+    --threads 2 --skip-costs --out "$HERE/speed_$NAME.json" > "$HERE/speed_$NAME.log" 2>&1)

@@ -1,0 +1,32 @@
+"""Before/after table of speed.sh's runs: decode tok/s, speed-up over HF `generate` in the same run, tokens per
+forward, share of outputs identical to HF `generate`'s, answers' KV (all 16 prompts; then chat and math apart).
+
+    python experiments/2026-11-27-lean-engine/summary.py > experiments/2026-11-27-lean-engine/summary.txt
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    for path in sorted(HERE.glob("speed_*.json")):
+        run = json.loads(path.read_text())
+        m = run["machine"]
+        print(f"{path.name}: code at {m['git_commit']}, {m['cpu']}, torch {m['torch']}, {m['threads']} threads, "
+              f"{m['dtype']}, env {m['env']}, {run['settings']['max_new_tokens']} new tokens")
+        for category in ("all", "chat", "math"):
+            print(f"  {category}")
+            for s in run["summary"]:
+                if s["category"] == category:
+                    print(f"    {s['method']:<60} {s['decode_tok_s']:5.1f} tok/s  {s['speedup_vs_hf']:.2f}x  "
+                          f"tau {s['tokens_per_forward']:.2f}  identical {s['identical_to_hf']:.2f}  "
+                          f"answers' KV {s['kv_ratio_answer']:.2f}")
+        print()
+
+
+if __name__ == "__main__":
+    main()
