@@ -241,7 +241,6 @@ class HamburgerModel(nn.Module):
         They gate the base's adapters by ``lora_scope`` (`adapter_gate`). ``training``: a training forward (one
         with no ``cache`` always is), which runs the stack of `compile_training`.
         """
-        self._taps = []
         gated, idle = contextlib.nullcontext(), not lora_layers(self.base)
         if self.config.lora_scope != "all":
             gate = self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device, merged_slots, merged_before)
@@ -252,13 +251,13 @@ class HamburgerModel(nn.Module):
         lean = self._lean_stack() if (idle and cache is not None and not training and not torch.is_grad_enabled()
                                       and self._states is None) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
-            self._taps = None
             with gated:
                 final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers)
             return final, torch.stack(taps + [final], dim=2)
         stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
+        self._taps = []  # (the tap layers' hooks fill it; built after `_lean_stack`, whose check runs the stack)
         try:
             with gated:
                 out = stack(inputs_embeds=inputs_embeds, position_ids=position_ids, attention_mask=attention_mask,
