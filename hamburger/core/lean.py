@@ -1,10 +1,10 @@
 """A lean inference pass through a Llama-family decoder stack: transformers' own math, without its module calls.
 
-At batch 1 on a CPU, a forward of SmolLM2-135M over one position spends about a third of its time outside the matrix
-products: nn.Module dispatch, keyword plumbing and hooks, repeated for some 400 submodules. `LeanStack` runs the same
-layers as plain calls: every projection as `F.linear` on the module's own weight and bias, the norms' and the
-activation's own ``forward``, the model's own `apply_rotary_pos_emb` and attention function (the one the stack is
-configured with), the stack's own rotary module. It serves inference forwards on a KV cache
+At batch 1 on a CPU, a forward of a small model over a few positions spends a good part of its time outside the
+matrix products: nn.Module dispatch, keyword plumbing and hooks, repeated for every submodule of every layer.
+`LeanStack` runs the same layers as plain calls: every projection as `F.linear` on the module's own weight and bias,
+the norms' and the activation's own ``forward``, the model's own `apply_rotary_pos_emb` and attention function (the
+one the stack is configured with), the stack's own rotary module. It serves inference forwards on a KV cache
 (`HamburgerModel.base_forward`); training, adapters that act and everything else keep transformers' modules.
 
 It takes only stacks whose layers have exactly Llama's parts (two norms, q/k/v/o projections, a gated MLP, no sliding
@@ -53,8 +53,8 @@ def supported(stack: nn.Module) -> bool:
         family = sys.modules[type(attn).__module__]
         if not hasattr(family, "apply_rotary_pos_emb"):
             return False
-        if stack.config._attn_implementation not in ALL_ATTENTION_FUNCTIONS and not hasattr(family,
-                                                                                              "eager_attention_forward"):
+        attention = stack.config._attn_implementation
+        if attention not in ALL_ATTENTION_FUNCTIONS and not hasattr(family, "eager_attention_forward"):
             return False
     return True
 
@@ -118,7 +118,8 @@ class LeanStack:
             out = attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
             h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous())
             x = layer.post_attention_layernorm.forward(h)
-            h = h + _linear(mlp.down_proj, mlp.act_fn.forward(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x))
+            gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
+            h = h + _linear(mlp.down_proj, gated)
             if i in taps:
                 tapped.append(h)
         return stack.norm.forward(h), tapped

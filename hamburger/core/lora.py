@@ -108,8 +108,8 @@ def lora_modules(model: nn.Module) -> Iterator[tuple[str, LoraLinear]]:
 
 
 # The LoRA layers of each model the switches below were used on, as of `_wrapping` (bumped whenever `add_lora` or
-# `_unwrap` wraps or unwraps a layer): a decode switches adapters at every base forward, and walking 200+ modules
-# each time cost milliseconds per forward on a CPU.
+# `_unwrap` wraps or unwraps a layer): a decode switches adapters at every base forward, where walking every module
+# of the model each time showed in a CPU step's profile.
 _layers_of: "weakref.WeakKeyDictionary[nn.Module, tuple[int, list[LoraLinear]]]" = weakref.WeakKeyDictionary()
 _wrapping = 0
 

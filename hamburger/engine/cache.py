@@ -40,7 +40,7 @@ def cache_bytes(cache) -> tuple[int, int]:
 class SpareSlotsLayer(DynamicLayer):
     """A `DynamicLayer` whose keys and values are the first slots of buffers with up to `SPARE_SLOTS` spare ones: a
     step writes its new slots in place, where `DynamicLayer` copies the whole cache into a new tensor at every step
-    (`torch.cat`; about a tenth of a CPU decode step of SmolLM2-135M at 300 slots). ``keys`` and ``values`` are views
+    (`torch.cat`: a copy that grows with the cache). ``keys`` and ``values`` are views
     of the slots held (what attention reads, what `cache_bytes` counts; the spare slots are allocated, unwritten);
     setting them (merging rows, compacting) hands the layer new buffers, and cropping only shortens the views."""
 

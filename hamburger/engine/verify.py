@@ -403,9 +403,9 @@ class VerifyGeneration(Generation):
 
     def _accept(self, final: torch.Tensor, rows: list[_Row], drafts: list[_Drafts]):
         """Each row's (drafts kept, the base's next token, base logits [>= kept + 1, V] from its pending token on),
-        from the base's final states ``final`` [B, S, d] at [pending, drafts...]. The LM head (a 49k-row product on
-        the CPU) runs on ``head_chunk`` positions of every undecided row at a time, so the positions after a rejected
-        draft mostly cost nothing; the acceptance test is the same."""
+        from the base's final states ``final`` [B, S, d] at [pending, drafts...]. The LM head (a product with the
+        whole vocabulary) runs on ``head_chunk`` positions of every undecided row at a time, so the positions after a
+        rejected draft mostly cost nothing; the acceptance test is the same."""
         decided: dict[int, tuple[int, int]] = {}
         parts: list[list[torch.Tensor]] = [[] for _ in rows]
         seen = [0] * len(rows)

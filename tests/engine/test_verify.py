@@ -429,7 +429,8 @@ def test_acceptance_tested_by_chunks_of_rows_equals_at_once(greedy):
     cfg = DecodingConfig() if greedy else DecodingConfig(temperature=1.0, seed=0)
     for trial in range(40):
         logits = torch.randn(6, 5, generator=gen) * 3
-        tokens = [int(t) for t in logits[:5].argmax(-1)] if trial % 2 else torch.randint(5, (5,), generator=gen).tolist()
+        best = [int(t) for t in logits[:5].argmax(-1)]
+        tokens = best if trial % 2 else torch.randint(5, (5,), generator=gen).tolist()
         if trial % 3 == 0:
             tokens[trial % 5] = (tokens[trial % 5] + 1) % 5  # a wrong draft somewhere
         q = [torch.softmax(torch.randn(5, generator=gen), -1) for _ in tokens]
