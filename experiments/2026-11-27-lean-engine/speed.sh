@@ -11,7 +11,7 @@
 # tree (speed_now.json). TOKENS (default 128). Run on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-HERE=$PWD/experiments/2026-11-27-lean-engine
+HERE=experiments/2026-11-27-lean-engine
 TOKENS=${TOKENS:-128}
 FOLD=segments:60:0.45:first:steps=8:p=0.7
 NAME=${REV:-now}-t$TOKENS
@@ -21,6 +21,10 @@ if [ -n "${REV:-}" ]; then
     git worktree add -q --detach "$RUN_IN" "$REV"
     trap 'git worktree remove --force "$RUN_IN"' EXIT
 fi
-[ -s "$HERE/speed_$NAME.json" ] || (cd "$RUN_IN" && "$ROOT/.venv/bin/python" -m benchmarks.verify_bench \
-    --policies "k0:v4096,c0.3:v4096:p10,c0.3:v4096:p10@$FOLD" --n-chat 8 --n-math 8 --max-new-tokens "$TOKENS" \
-    --threads 2 --skip-costs --out "$HERE/speed_$NAME.json" > "$HERE/speed_$NAME.log" 2>&1)
+OUT=experiments/2026-11-27-lean-engine/speed_$NAME  # (relative to the tree that runs; copied here after)
+if [ ! -s "$OUT.json" ]; then
+    (cd "$RUN_IN" && mkdir -p "$(dirname "$OUT")" && "$ROOT/.venv/bin/python" -m benchmarks.verify_bench \
+        --policies "k0:v4096,c0.3:v4096:p10,c0.3:v4096:p10@$FOLD" --n-chat 8 --n-math 8 --max-new-tokens "$TOKENS" \
+        --threads 2 --skip-costs --out "$OUT.json" > "$OUT.log" 2>&1)
+    [ "$RUN_IN" = "$ROOT" ] || cp "$RUN_IN/$OUT.json" "$RUN_IN/$OUT.log" "$HERE/"
+fi
