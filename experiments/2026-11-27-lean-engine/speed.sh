@@ -8,13 +8,14 @@
 #   c0.3:v4096:p10                 `--mode verify`'s default (lossless)
 #   c0.3:v4096:p10@FOLD            `--mode verify_fold`'s default fold
 # REV=<commit>: run that commit's code (a temporary git worktree; its speed_REV.json lands here), else the working
-# tree (speed_now.json). TOKENS (default 128). Run on a quiet machine.
+# tree (speed_now-tTOKENS.json). TOKENS (default 128); RUN=2 names a repeat (speed_now-tTOKENS-run2.json). Run on a
+# quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-11-27-lean-engine
 TOKENS=${TOKENS:-128}
 FOLD=segments:60:0.45:first:steps=8:p=0.7
-NAME=${REV:-now}-t$TOKENS
+NAME=${REV:-now}-t$TOKENS${RUN:+-run$RUN}
 ROOT=$PWD RUN_IN=$PWD
 if [ -n "${REV:-}" ]; then
     RUN_IN=$(mktemp -d)/tree
