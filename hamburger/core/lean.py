@@ -19,6 +19,7 @@ import sys
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import DynamicCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hamburger.core.lora import adapters_disabled
@@ -78,8 +79,6 @@ class LeanStack:
 
     def agrees(self) -> bool:
         """One 5-position forward, then one more position on the cache, both ways: the same outputs?"""
-        from transformers import DynamicCache
-
         stack = self.stack
         param = next(stack.parameters())
         d = stack.config.hidden_size

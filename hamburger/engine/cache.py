@@ -37,12 +37,26 @@ def cache_bytes(cache) -> tuple[int, int]:
     return total, slots
 
 
+def _held_slots(name: str) -> property:
+    """A `SpareSlotsLayer` attribute: reads the view of the slots held in the buffer ``name``; set, the tensor given
+    becomes the buffer, all of it held."""
+
+    def read(layer) -> torch.Tensor | None:
+        buffer, held = getattr(layer, name)
+        return None if buffer is None else buffer[..., :held, :]
+
+    def write(layer, t: torch.Tensor | None) -> None:
+        setattr(layer, name, (t, 0 if t is None else t.shape[-2]))
+
+    return property(read, write)
+
+
 class SpareSlotsLayer(DynamicLayer):
     """A `DynamicLayer` whose keys and values are the first slots of buffers with up to `SPARE_SLOTS` spare ones: a
     step writes its new slots in place, where `DynamicLayer` copies the whole cache into a new tensor at every step
-    (`torch.cat`: a copy that grows with the cache). ``keys`` and ``values`` are views
-    of the slots held (what attention reads, what `cache_bytes` counts; the spare slots are allocated, unwritten);
-    setting them (merging rows, compacting) hands the layer new buffers, and cropping only shortens the views."""
+    (`torch.cat`: a copy that grows with the cache). ``keys`` and ``values`` are views of the slots held (what
+    attention reads, what `cache_bytes` counts; the spare slots are allocated, unwritten); setting them (merging rows,
+    compacting) hands the layer new buffers, and cropping only shortens the views."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -53,26 +67,9 @@ class SpareSlotsLayer(DynamicLayer):
         self.keys, self.values = key_states[..., :0, :], value_states[..., :0, :]
         self.is_initialized = True
 
-    # each of keys and values: (buffer, slots held); set apart, since callers replace one, then read the other
-    @property
-    def keys(self) -> torch.Tensor | None:
-        return self._view("_keys")
-
-    @keys.setter
-    def keys(self, t: torch.Tensor | None) -> None:
-        self._keys = (t, 0 if t is None else t.shape[-2])
-
-    @property
-    def values(self) -> torch.Tensor | None:
-        return self._view("_values")
-
-    @values.setter
-    def values(self, t: torch.Tensor | None) -> None:
-        self._values = (t, 0 if t is None else t.shape[-2])
-
-    def _view(self, name: str) -> torch.Tensor | None:
-        buffer, held = getattr(self, name)
-        return None if buffer is None else buffer[..., :held, :]
+    # keys and values: each a (buffer, slots held) pair, set apart, since callers replace one, then read the other
+    keys = _held_slots("_keys")
+    values = _held_slots("_values")
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
