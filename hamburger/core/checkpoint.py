@@ -5,6 +5,7 @@ Layout:
   grafted.safetensors     embedder, micro-step decoder and stop head
   lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
   draft_vocab.safetensors optional: the token ids ("ids") verify mode's drafts are restricted to (`draft_vocab`)
+  draft_ngrams.safetensors optional: verify mode's n-gram draft table (`engine.ngrams.NgramDrafts`)
   base/                   only when training changed the base: its full HF folder
 A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
 adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
@@ -28,12 +29,14 @@ from hamburger.errors import HamburgerError
 from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
                                  lora_state_dict, merge_lora)
 from hamburger.core.model import HamburgerModel
+from hamburger.engine.ngrams import NgramDrafts
 
 FORMAT = "hamburger-checkpoint/1"
 CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
 DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
+DRAFT_NGRAMS_FILE = "draft_ngrams.safetensors"
 BASE_DIR = "base"
 
 
@@ -78,6 +81,8 @@ def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo,
     if model.draft_vocab is not None:
         save_file({"ids": model.draft_vocab.detach().cpu().long().contiguous()}, str(tmp / DRAFT_VOCAB_FILE),
                   metadata={"format": FORMAT})
+    if model.draft_ngrams is not None:
+        model.draft_ngrams.save(tmp / DRAFT_NGRAMS_FILE)
     (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     old = out.with_name(out.name + ".old")
     if out.exists():
@@ -182,9 +187,11 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         _load_lora(model, path, meta["lora"])
         if merge_adapters and config.lora_scope == "all":
             merge_lora(model.base)
+    vocab = base_model.get_output_embeddings().weight.shape[0]
     if (path / DRAFT_VOCAB_FILE).is_file():
-        vocab = base_model.get_output_embeddings().weight.shape[0]
         model.draft_vocab = load_draft_vocab(path / DRAFT_VOCAB_FILE, vocab)
+    if (path / DRAFT_NGRAMS_FILE).is_file():
+        model.draft_ngrams = load_draft_ngrams(path / DRAFT_NGRAMS_FILE, vocab)
     return model.eval(), tokenizer, info
 
 
@@ -208,6 +215,25 @@ def write_draft_vocab(path: str | Path, ids: torch.Tensor) -> Path:
     file = Path(path) / DRAFT_VOCAB_FILE
     tmp = file.with_name(file.name + ".tmp")
     save_file({"ids": ids.detach().cpu().long().contiguous()}, str(tmp), metadata={"format": FORMAT})
+    tmp.replace(file)
+    return file
+
+
+def load_draft_ngrams(file: Path, vocab_size: int) -> NgramDrafts:
+    """A checkpoint's n-gram draft table, counted over this vocabulary's token ids (refused otherwise)."""
+    table = NgramDrafts.load(file)
+    if table.vocab_size != vocab_size:
+        raise HamburgerError(f"{file}: counted over a vocabulary of {table.vocab_size} tokens, the base has "
+                             f"{vocab_size}")
+    return table
+
+
+def write_draft_ngrams(path: str | Path, table: NgramDrafts) -> Path:
+    """Put an n-gram draft table (`NgramDrafts.count`) into the checkpoint folder ``path``."""
+    read_meta(path)
+    file = Path(path) / DRAFT_NGRAMS_FILE
+    tmp = file.with_name(file.name + ".tmp")
+    table.save(tmp)
     tmp.replace(file)
     return file
 

@@ -135,6 +135,8 @@ class HamburgerModel(nn.Module):
         self.hidden_layers: tuple[int, ...] = ()  # training: the base layers it compares (`match_hidden`)
         # verify mode: the token ids the MSD's drafts are restricted to (a checkpoint's draft_vocab.safetensors)
         self.draft_vocab: torch.Tensor | None = None
+        # verify mode: the base's own confident n-gram continuations (a checkpoint's draft_ngrams.safetensors)
+        self.draft_ngrams = None
         self._states: list[torch.Tensor] | None = None  # outputs of hidden_layers during a recording forward
         self._state_hooks: set[int] = set()
         stack = base_decoder_stack(base)

@@ -38,6 +38,7 @@ from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
+from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, sample, warped_probs
 from hamburger.errors import HamburgerError
 
@@ -123,7 +124,9 @@ class VerifyGeneration(Generation):
     server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the
     module's doc; not lossless; the model keeps its adapters, which act at merged slots). ``lookup``: where the text's
     last n-gram occurred before, draft the tokens that followed it (up to ``lookup.tokens``, beyond ``max_draft``)
-    instead of asking the MSD (`engine/lookup.py`). ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
+    instead of asking the MSD (`engine/lookup.py`). ``ngrams``: where the text has no such match, draft the base's own
+    confident continuations of its last tokens from an n-gram table (`engine/ngrams.py`, e.g. the checkpoint's
+    `draft_ngrams`) before asking the MSD. ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
     forward of more than N rows, which then decodes one token per row, as plain decoding does (None: always draft). On
     compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
@@ -135,7 +138,7 @@ class VerifyGeneration(Generation):
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
                  trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
-                 head_chunk: int | None = None):
+                 head_chunk: int | None = None, ngrams: NgramDrafts | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
@@ -148,6 +151,8 @@ class VerifyGeneration(Generation):
                                      "slots)")
         self.fold = fold
         self.lookup = lookup.validate() if lookup is not None else None
+        self.ngrams = ngrams
+        self.ngram_order = "before_msd"  # (an experiment's switch: "after_msd" drafts from the table where the stop head stops)
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
@@ -258,9 +263,13 @@ class VerifyGeneration(Generation):
         """Most MSD drafts this step: max_draft, within the room left."""
         return max(0, min(self.max_draft, self._room(row)))
 
-    def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
-        """Draft by prompt lookup into ``drafts`` where the row's text has a match; whether it did."""
-        tokens = self.lookup.propose(row.prompt_ids + row.tokens, self._room(row)) if self.lookup else []
+    def _look_up(self, row: _Row, drafts: _Drafts, table: bool = True) -> bool:
+        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else (``table``) from the n-gram
+        table where it knows the text's last tokens; whether either did."""
+        text, room = row.prompt_ids + row.tokens, self._room(row)
+        tokens = self.lookup.propose(text, room) if self.lookup else []
+        if not tokens and table and self.ngrams is not None:
+            tokens = self.ngrams.propose(text, room)
         if not tokens:
             return False
         drafts.tokens, drafts.looked_up = tokens, True
@@ -283,11 +292,16 @@ class VerifyGeneration(Generation):
         budget = [self._budget(r) for r in rows]
         pending = torch.tensor([r.pending for r in rows], device=model.device)
         embeddings = model.embed(pending)
-        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b])]  # the rows the MSD drafts for
+        table_first = self.ngram_order == "before_msd"
+        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b], table_first)]  # the MSD's rows
         if not ask:
             return out
         at = torch.tensor(ask, device=model.device)
         live = self._still_drafting(hidden[at], embeddings[at], rows, out, budget, ask)
+        if not table_first and self.ngrams is not None:  # rows the stop head would not draft for: the table's
+            for b in ask:
+                if b not in live:
+                    self._look_up(rows[b], out[b])
         if not live:
             return out
         index = torch.tensor(live, device=model.device)
@@ -475,5 +489,5 @@ def on_base(model: HamburgerModel, base_model: HamburgerModel) -> HamburgerModel
         return model
     out = HamburgerModel(base_model.base, replace(model.config)).eval()
     out.load_grafted_state_dict(model.grafted_state_dict())
-    out.draft_vocab = model.draft_vocab
+    out.draft_vocab, out.draft_ngrams = model.draft_vocab, model.draft_ngrams
     return out
