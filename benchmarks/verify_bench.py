@@ -30,6 +30,7 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
     from hamburger.bench.methods import HFMethod, VerifyMethod
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
+    from hamburger.engine.ngrams import model_ngrams
     from hamburger.engine.verify import draft_vocabulary, on_base
 
     verify_model = on_base(model, reference_model)
@@ -41,11 +42,13 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
         policy, *options = drafting.split(":")  # "@segments:8": folding (engine/folding.py) on the checkpoint itself
         vocab = next((int(o[1:]) for o in options if o.startswith("v")), None)
         lookup = next((PromptLookup(tokens=int(o[1:])) for o in options if o.startswith("p")), None)
+        ngrams = next((model_ngrams(model, int(o[1:]) if o[1:] else None) for o in options if o.startswith("n")),
+                      None)  # ":n": the checkpoint's n-gram table drafts where lookup finds no match (":n5": up to 5)
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
         methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
                                     draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
                                     fold=parse_folding(fold) if fold else None, lookup=lookup, sampling=sampling,
-                                    **kind))
+                                    ngrams=ngrams, **kind))
     return verify_model, methods
 
 
@@ -164,7 +167,8 @@ def main() -> int:
     parser.add_argument("--policies", default="c0.5,c0.5:v4096,k1:v4096",
                         help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step; a suffix "
                              ":vN restricts drafts to the N most frequent training-response tokens, :pN drafts up to N "
-                             "tokens by prompt lookup where the text's last n-gram occurred before; a suffix "
+                             "tokens by prompt lookup where the text's last n-gram occurred before, :n (:nN) drafts "
+                             "from the checkpoint's n-gram table where lookup does not (up to N tokens); a suffix "
                              "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)

@@ -1,6 +1,6 @@
 """Give a checkpoint an n-gram draft table: the base's own confident continuations, counted over its answers.
 
-    python recipes/draft_ngrams.py CHECKPOINT DATA_FILE [--orders 3,2] [--min-count 2] [--min-share 0.5]
+    python recipes/draft_ngrams.py CHECKPOINT DATA_FILE [--orders 3,2] [--min-count 3] [--min-share 0.6]
 
 Both verify modes (`hamburger generate`, `serve`, `eval`, `bench`) then draft, where prompt lookup finds no match,
 the tokens that most often followed the text's last ``order`` tokens in those answers (`engine/ngrams.py`). The base
@@ -23,9 +23,9 @@ parser.add_argument("checkpoint", help="HAMburger checkpoint folder to write dra
 parser.add_argument("data", help="jsonl rows with response_token_ids or response_ids (distilled or segmented data; "
                                  "gzip allowed): answers the base wrote")
 parser.add_argument("--orders", default="3,2", help="context lengths, longest tried first (default 3,2)")
-parser.add_argument("--min-count", type=int, default=2, help="least times a context was seen (default 2)")
-parser.add_argument("--min-share", type=float, default=0.5,
-                    help="least share of a context's occurrences its continuation must have (default 0.5)")
+parser.add_argument("--min-count", type=int, default=3, help="least times a context was seen (default 3)")
+parser.add_argument("--min-share", type=float, default=0.6,
+                    help="least share of a context's occurrences its continuation must have (default 0.6)")
 parser.add_argument("--tokens", type=int, default=NGRAM_TOKENS,
                     help=f"most tokens one proposal drafts (default {NGRAM_TOKENS})")
 args = parser.parse_args()

@@ -100,12 +100,15 @@ class HamburgerMethod:
 class VerifyMethod:
     """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base; with ``fold``
     (a `folding.Folding`; not lossless) the checkpoint itself, whose adapters read the folded slots. ``lookup`` (a
-    `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before."""
+    `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before, ``ngrams`` (an
+    `ngrams.NgramDrafts`) where it did not and the table knows the text's last tokens."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
-                 name: str | None = None, draft_vocab=None, fold=None, lookup=None, sampling: dict | None = None):
+                 name: str | None = None, draft_vocab=None, fold=None, lookup=None, sampling: dict | None = None,
+                 ngrams=None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
         self.draft_vocab, self.fold, self.lookup, self.sampling = draft_vocab, fold, lookup, sampling
+        self.ngrams = ngrams
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
@@ -119,7 +122,8 @@ class VerifyMethod:
         from hamburger.engine.verify import VerifyGeneration
 
         return VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
-                                draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold, lookup=self.lookup)
+                                draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold, lookup=self.lookup,
+                                ngrams=self.ngrams)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         r = self._generation([prompt_ids], max_new_tokens, ignore_eos).run()[0]
@@ -257,13 +261,13 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             from hamburger.engine.verify import on_base
 
             methods.append(VerifyMethod(on_base(model, reference), tokenizer, draft_vocab=model.draft_vocab,
-                                        lookup=PromptLookup()))
+                                        lookup=PromptLookup(), ngrams=model.draft_ngrams))
         elif name == "verify_fold":
             from hamburger.engine.folding import parse_folding
 
             methods.append(VerifyMethod(model, tokenizer, name=f"verify_fold@{VERIFY_FOLD}",
                                         fold=parse_folding(VERIFY_FOLD), draft_vocab=model.draft_vocab,
-                                        lookup=PromptLookup()))
+                                        lookup=PromptLookup(), ngrams=model.draft_ngrams))
         else:
             raise ValueError(name)
     return methods

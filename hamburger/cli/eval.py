@@ -26,7 +26,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        timeout=args.timeout, batch_size=args.batch_size, endpoint=endpoint, verify=args.verify,
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
                        base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
-                       verify_lookup=args.verify_lookup, reuse_base=args.reuse_base, sample=args.sample)
+                       verify_lookup=args.verify_lookup, reuse_base=args.reuse_base, sample=args.sample,
+                       verify_ngrams=args.verify_ngrams)
     print(summary.read_text())
     return 0
 
@@ -86,6 +87,10 @@ def register(sub) -> None:
                    help="--verify and --verify-fold also draft by prompt lookup: up to N tokens that followed an "
                         "earlier occurrence of the text's last 2-3 tokens (default %(default)s; 0: the MSD drafts "
                         "alone)")
+    p.add_argument("--verify-ngrams", type=int, default=None, metavar="N",
+                   help="--verify and --verify-fold also draft, where prompt lookup finds no match, up to N tokens "
+                        "from the checkpoint's n-gram table (default: the table's own, 10, when the checkpoint has "
+                        "one; 0: none)")
     p.add_argument("--sample", nargs="?", const="also", default=None, choices=SAMPLE_CHOICES,
                    help="also decode every HAMburger method (each knob, --verify, --verify-fold) sampled as the "
                         "base-sampled reference is (temperature 0.7, top-p 0.9, seed = the prompt's position), as "

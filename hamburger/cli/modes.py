@@ -21,7 +21,7 @@ MODES = ("verify", "verify_fold", "hamburger")  # the default first
 
 
 def add_mode_options(p: argparse.ArgumentParser) -> None:
-    """--mode, --draft, --fold and --lookup."""
+    """--mode, --draft, --fold, --lookup and --ngrams."""
     p.add_argument("--mode", choices=MODES, default=MODES[0],
                    help="verify (default): lossless, the micro-step decoder and prompt lookup draft and the base "
                         "model checks every token (its greedy output exactly, or its distribution when sampling; one "
@@ -49,11 +49,18 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "answer), draft the up to N tokens that followed them (prompt lookup; free: no forward makes "
                         "them) instead of asking the micro-step decoder; the base still checks every token "
                         f"(default {LOOKUP_TOKENS}; 0: the micro-step decoder drafts alone)")
+    p.add_argument("--ngrams", type=int, default=None, metavar="N",
+                   help="in the verify modes: where prompt lookup finds no match, draft up to N tokens from the "
+                        "checkpoint's n-gram table (how the base itself most often went on after the text's last 2-3 "
+                        "tokens in its own answers; free: no forward makes them) before asking the micro-step "
+                        "decoder; the base still checks every token (default: the table's own, 10, when the "
+                        "checkpoint has one, as the default model does; 0: none)")
 
 
 def check_mode_options(args: argparse.Namespace) -> None:
     """The verify modes' options are refused in mode hamburger."""
-    for flag, value in (("--draft", args.draft), ("--fold", args.fold), ("--lookup", args.lookup)):
+    for flag, value in (("--draft", args.draft), ("--fold", args.fold), ("--lookup", args.lookup),
+                        ("--ngrams", args.ngrams)):
         if value is not None and args.mode == "hamburger":
             raise HamburgerError(f"{flag} applies to the verify modes only (verify, the default, and verify_fold)")
 
@@ -85,10 +92,12 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
     if args.mode != "hamburger":
         from hamburger.engine.folding import parse_folding
         from hamburger.engine.lookup import PromptLookup
+        from hamburger.engine.ngrams import model_ngrams
         from hamburger.engine.verify import VerifyGeneration
 
         lookup = LOOKUP_TOKENS if args.lookup is None else args.lookup
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft, draft_vocab=model.draft_vocab,
                                 fold=parse_folding(spec) if (spec := folding_spec(args)) else None,
-                                lookup=PromptLookup(tokens=lookup) if lookup else None)
+                                lookup=PromptLookup(tokens=lookup) if lookup else None,
+                                ngrams=model_ngrams(model, args.ngrams))
     return Generation(model, tokenizer, ids, configs)

@@ -19,7 +19,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
           max_batch_size=args.max_batch_size, max_queue=args.max_queue, max_tokens=args.max_tokens,
           confidence=args.confidence, mode=args.mode, max_request_bytes=args.max_request_bytes,
           prefill_chunk=args.prefill_chunk, drain_timeout=args.drain_timeout, dtype=args.dtype, device=device,
-          base=args.base, log_level=args.log_level, fold=args.fold, lookup=args.lookup, draft_rows=args.draft_rows)
+          base=args.base, log_level=args.log_level, fold=args.fold, lookup=args.lookup, draft_rows=args.draft_rows,
+          ngrams=args.ngrams)
     return 0
 
 
@@ -60,6 +61,10 @@ def register(sub) -> None:
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "
                         "occurrence of the text's last 2-3 tokens (default %(default)s; 0: the micro-step decoder "
                         "drafts alone)")
+    p.add_argument("--ngrams", type=int, default=None, metavar="N",
+                   help="both verify modes also draft, where prompt lookup finds no match, up to N tokens from the "
+                        "checkpoint's n-gram table (the base's own most frequent continuations of the text's last 2-3 "
+                        "tokens) (default: the table's own, 10, when the checkpoint has one; 0: none)")
     p.add_argument("--draft-rows", type=int, default=None, metavar="N",
                    help="both verify modes draft (by the micro-step decoder or prompt lookup) only in base forwards of "
                         "at most N rows; a fuller batch decodes one token per row, as the hamburger mode at knob 1.0 "

@@ -16,7 +16,7 @@ Saved as safetensors: per order, the sorted context keys (a context's tokens as 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -45,7 +45,7 @@ class NgramDrafts:
 
     @classmethod
     def count(cls, sequences: Iterable[list[int]], vocab_size: int, orders: tuple[int, ...] = (3, 2),
-              min_count: int = 2, min_share: float = 0.5, tokens: int = NGRAM_TOKENS) -> "NgramDrafts":
+              min_count: int = 3, min_share: float = 0.6, tokens: int = NGRAM_TOKENS) -> "NgramDrafts":
         """The confident continuations of every context of each order in ``sequences`` (token id lists)."""
         if min_count < 1 or not 0 < min_share <= 1:
             raise HamburgerError(f"n-gram drafts need min_count >= 1 and min_share in (0, 1], got {min_count} and "
@@ -81,6 +81,12 @@ class NgramDrafts:
             text.append(token)
         return out
 
+    def drafting(self, tokens: int | None) -> "NgramDrafts | None":
+        """This table proposing up to ``tokens`` tokens (None: its own `tokens`; 0: no table, None)."""
+        if tokens is not None and tokens < 0:
+            raise HamburgerError(f"n-gram drafts must be >= 0 tokens (0: none), got {tokens}")
+        return self if tokens is None else replace(self, tokens=tokens) if tokens else None
+
     def __len__(self) -> int:
         return sum(map(len, self.tables.values()))
 
@@ -108,6 +114,19 @@ class NgramDrafts:
         except (OSError, KeyError, ValueError, SafetensorError) as e:
             raise HamburgerError(f"{path}: not an n-gram draft table ({e})") from None
         return cls(vocab_size, tables, tokens)
+
+
+def model_ngrams(model, tokens: int | None = None) -> NgramDrafts | None:
+    """``model``'s n-gram table (`HamburgerModel.draft_ngrams`, a checkpoint's draft_ngrams.safetensors) proposing up to
+    ``tokens`` tokens (None: the table's own count; 0: none); a model without a table drafts none, unless ``tokens``
+    asks for some."""
+    table = getattr(model, "draft_ngrams", None)
+    if table is None:
+        if tokens:
+            raise HamburgerError(f"this checkpoint has no n-gram draft table ({NGRAM_FILE}; recipes/draft_ngrams.py "
+                                 f"writes one)")
+        return None
+    return table.drafting(tokens)
 
 
 def _key(context: list[int], vocab_size: int) -> int:

@@ -152,7 +152,6 @@ class VerifyGeneration(Generation):
         self.fold = fold
         self.lookup = lookup.validate() if lookup is not None else None
         self.ngrams = ngrams
-        self.ngram_order = "before_msd"  # (an experiment's switch: "after_msd" drafts from the table where the stop head stops)
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
@@ -263,12 +262,12 @@ class VerifyGeneration(Generation):
         """Most MSD drafts this step: max_draft, within the room left."""
         return max(0, min(self.max_draft, self._room(row)))
 
-    def _look_up(self, row: _Row, drafts: _Drafts, table: bool = True) -> bool:
-        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else (``table``) from the n-gram
-        table where it knows the text's last tokens; whether either did."""
+    def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
+        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else from the n-gram table where it
+        knows the text's last tokens; whether either did."""
         text, room = row.prompt_ids + row.tokens, self._room(row)
         tokens = self.lookup.propose(text, room) if self.lookup else []
-        if not tokens and table and self.ngrams is not None:
+        if not tokens and self.ngrams is not None:
             tokens = self.ngrams.propose(text, room)
         if not tokens:
             return False
@@ -292,16 +291,11 @@ class VerifyGeneration(Generation):
         budget = [self._budget(r) for r in rows]
         pending = torch.tensor([r.pending for r in rows], device=model.device)
         embeddings = model.embed(pending)
-        table_first = self.ngram_order == "before_msd"
-        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b], table_first)]  # the MSD's rows
+        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b])]  # the rows the MSD drafts for
         if not ask:
             return out
         at = torch.tensor(ask, device=model.device)
         live = self._still_drafting(hidden[at], embeddings[at], rows, out, budget, ask)
-        if not table_first and self.ngrams is not None:  # rows the stop head would not draft for: the table's
-            for b in ask:
-                if b not in live:
-                    self._look_up(rows[b], out[b])
         if not live:
             return out
         index = torch.tensor(live, device=model.device)

@@ -170,7 +170,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              endpoint: Endpoint | None = None, reference=None, chat_file: str | None = None,
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
-             reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None):
+             reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None,
+             verify_ngrams: int | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -179,9 +180,10 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
     read the merged slots), its older tokens folded into one KV slot per group. Both draft while the stop head's
     1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
-    (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`). ``reused`` ((task,
-    method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken as they are
-    instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is decoded a second
+    (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`), else from ``model``'s
+    n-gram table (up to ``verify_ngrams`` tokens; None: the table's own count; 0: none; `ngrams.model_ngrams`).
+    ``reused`` ((task, method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken
+    as they are instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is decoded a second
     time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's answers);
     "only": sampled instead of greedy."""
     from tqdm import tqdm
@@ -207,17 +209,21 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         from hamburger.engine.lookup import PromptLookup
         from hamburger.engine.verify import VerifyGeneration, on_base
 
+        from hamburger.engine.ngrams import model_ngrams
+
         lookup = PromptLookup(tokens=verify_lookup).validate() if verify_lookup else None
+        ngrams = model_ngrams(model, verify_ngrams)
     if verify:
         methods.append(("verify", verify_confidence))
         drafter = on_base(model, judge)
-        engines["verify"] = partial(VerifyGeneration, lookup=lookup, draft_vocab=model.draft_vocab)
+        engines["verify"] = partial(VerifyGeneration, lookup=lookup, ngrams=ngrams, draft_vocab=model.draft_vocab)
     if verify_fold:
         from hamburger.engine.folding import parse_folding
 
         folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
-        engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup, draft_vocab=model.draft_vocab)
+        engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup, ngrams=ngrams,
+                                         draft_vocab=model.draft_vocab)
     if sample:
         twins = [(name + SAMPLED_SUFFIX, c) for name, c in methods if name not in BASE_METHODS]
         methods = methods[:2] + twins if sample == "only" else methods + twins
@@ -390,7 +396,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
              verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None,
-             sample: str | None = None) -> Path:
+             sample: str | None = None, verify_ngrams: int | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`); ``reuse_base``: an earlier eval's folder whose base and base-sampled answers (and their
@@ -398,6 +404,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     (`run_eval`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
     from hamburger.core.loading import load_model
+    from hamburger.engine.ngrams import model_ngrams
 
     bad = [t for t in tasks if t not in TASKS]
     if bad:
@@ -411,10 +418,12 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
+            "verify_ngrams": ((t.tokens if (t := model_ngrams(model, verify_ngrams)) else 0)
+                              if verify or verify_fold else None),  # (the most tokens a table draft holds)
             "reused_base": str(reuse_base) if reuse_base else None, "sample": sample}
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused, sample)
+                                verify_confidence, verify_lookup, reused, sample, verify_ngrams)
     meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

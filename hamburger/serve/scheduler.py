@@ -33,6 +33,7 @@ from functools import partial
 from hamburger.engine.folding import DEFAULT_FOLD, Folding, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.lookup import PromptLookup
+from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
 
@@ -67,12 +68,12 @@ class Request:
 class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
                  prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
-                 lookup: PromptLookup | None = None, draft_rows: int | None = None):
+                 lookup: PromptLookup | None = None, draft_rows: int | None = None, ngrams: NgramDrafts | None = None):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
         (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
         "verify_fold" requests (default `folding.DEFAULT_FOLD`). ``lookup``: both verify modes also draft by prompt
         lookup. ``draft_rows``: both verify modes draft only in forwards of at most that many rows
-        (`VerifyGeneration`)."""
+        (`VerifyGeneration`). ``ngrams``: both verify modes also draft from this n-gram table (`engine/ngrams.py`)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
@@ -81,7 +82,7 @@ class Scheduler:
         self.lookup = lookup.validate() if lookup is not None else None
         if draft_rows is not None and draft_rows < 0:
             raise ValueError("draft_rows must be >= 0")
-        self.draft_rows = draft_rows
+        self.draft_rows, self.ngrams = draft_rows, ngrams
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -195,10 +196,10 @@ class Scheduler:
     def _engine(self, mode: str):
         """The engine of a mode, bound to its model: called with (tokenizer, prompts, configs, ...)."""
         if mode == "verify":
-            return partial(VerifyGeneration, self.verify_model, lookup=self.lookup,
+            return partial(VerifyGeneration, self.verify_model, lookup=self.lookup, ngrams=self.ngrams,
                            draft_vocab=self.verify_model.draft_vocab, draft_rows=self.draft_rows)
         if mode == "verify_fold":
-            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup,
+            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup, ngrams=self.ngrams,
                            draft_vocab=self.model.draft_vocab, draft_rows=self.draft_rows)
         return partial(Generation, self.model)
 

@@ -21,17 +21,19 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
           confidence: float | None = None, mode: str = "verify", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
           device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
-          lookup: int = LOOKUP_TOKENS, draft_rows: int | None = None) -> None:
+          lookup: int = LOOKUP_TOKENS, draft_rows: int | None = None, ngrams: int | None = None) -> None:
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
     ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set. ``fold`` (a
     `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify modes also
-    draft up to N tokens by prompt lookup; ``draft_rows`` N: they draft only in forwards of at most N rows (None:
-    `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU)."""
+    draft up to N tokens by prompt lookup; ``ngrams`` N: up to N from the checkpoint's n-gram table where lookup
+    finds none (None: the table's own count; 0: none); ``draft_rows`` N: they draft only in forwards of at most N
+    rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU)."""
     import uvicorn
 
     from hamburger.core.loading import load_model
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
+    from hamburger.engine.ngrams import model_ngrams
     from hamburger.engine.verify import on_base
     from hamburger.serve.drain import GRACE_S, DrainingServer
 
@@ -57,7 +59,8 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     name = served_model_name or Path(model_dir or "hamburger").resolve().name
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
-                     folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows)  # (the scheduler validates)
+                     folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows,  # (the scheduler validates)
+                     model_ngrams(model, ngrams))
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "

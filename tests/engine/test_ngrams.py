@@ -82,3 +82,32 @@ def test_greedy_verify_with_ngram_drafts_equals_base_greedy(family, char_tokeniz
         assert runs["own"].forwards < runs["none"].forwards
         assert sum(runs["wrong"].looked_up) > 0 and sum(a for a, up in zip(runs["wrong"].accepted,
                                                                             runs["wrong"].looked_up) if up) == 0
+
+
+def test_cli_ngrams_keep_verify_lossless(tmp_path, char_tokenizer, capsys):
+    """`hamburger generate --mode verify` drafts from the checkpoint's table by default (--ngrams N: up to N tokens;
+    0: never) and prints the same tokens either way; --ngrams N > 0 without a table, or in mode hamburger, is refused
+    with one line."""
+    import json
+
+    from hamburger.cli.main import main
+    from tests.helpers import save_tiny_lora
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    args = ["generate", "--model", str(ckpt), "--mode", "verify", "--json", "--raw", "--max-new-tokens", "24",
+            "--lookup", "0"]
+    assert main(args + ["--ngrams", "3", "xyz"]) == 1
+    assert "no n-gram draft table" in capsys.readouterr().err
+    assert main(args + ["xyz"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    table = NgramDrafts.count([char_tokenizer("xyz")["input_ids"] + first["token_ids"]], 100, orders=(2,), min_count=1)
+    write_draft_ngrams(ckpt, table)
+    outs = []
+    for extra in (["--ngrams", "0"], ["--ngrams", "2"], []):
+        assert main(args + extra + ["xyz"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert first["token_ids"] == outs[0]["token_ids"] == outs[1]["token_ids"] == outs[2]["token_ids"]
+    assert not any(outs[0]["looked_up"]) and any(outs[1]["looked_up"]) and any(outs[2]["looked_up"])
+    assert max(d for d, up in zip(outs[1]["drafts"], outs[1]["looked_up"]) if up) <= 2
+    assert outs[2]["forwards"] < outs[0]["forwards"]
+    assert main(["generate", "--model", str(ckpt), "--mode", "hamburger", "--ngrams", "4", "--raw", "abc"]) == 1
