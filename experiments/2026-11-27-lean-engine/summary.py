@@ -2,18 +2,20 @@
 forward, share of outputs identical to HF `generate`'s, answers' KV (all 16 prompts; then chat and math apart).
 
     python experiments/2026-11-27-lean-engine/summary.py > experiments/2026-11-27-lean-engine/summary.txt
+    python experiments/2026-11-27-lean-engine/summary.py experiments/2026-11-27-draft-pricing  # another folder's runs
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
+HERE = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent  # (or another experiment's folder)
 
 
 def main() -> None:
-    for path in sorted(HERE.glob("speed_*.json")):
+    for path in sorted(HERE.glob("speed*.json")):
         run = json.loads(path.read_text())
         m = run["machine"]
         print(f"{path.name}: code at {m['git_commit']}, {m['cpu']}, torch {m['torch']}, {m['threads']} threads, "
