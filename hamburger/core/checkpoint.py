@@ -29,14 +29,14 @@ from hamburger.errors import HamburgerError
 from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
                                  lora_state_dict, merge_lora)
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.ngrams import NgramDrafts
+from hamburger.engine.ngrams import NGRAM_FILE, NgramDrafts
 
 FORMAT = "hamburger-checkpoint/1"
 CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
 DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
-DRAFT_NGRAMS_FILE = "draft_ngrams.safetensors"
+DRAFT_NGRAMS_FILE = NGRAM_FILE
 BASE_DIR = "base"
 
 
