@@ -66,10 +66,11 @@ def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
 
 def test_modes_run_in_batches_of_their_own(char_tokenizer):
     """Verify-mode requests run the verify engine (the base's greedy output, also drafting by the scheduler's prompt
-    lookup), verify_fold ones the verify engine with the scheduler's folding, merged ones the HAMburger engine; a
+    lookup and n-gram table), verify_fold ones the verify engine with the scheduler's folding, merged ones the HAMburger engine; a
     waiting request of another mode ends admission, so it is served next, not after the whole queue."""
     from hamburger.engine.folding import Folding
     from hamburger.engine.lookup import PromptLookup
+    from hamburger.engine.ngrams import NgramDrafts
     from hamburger.engine.verify import VerifyGeneration, verify_generate
 
     model = tiny_hamburger("llama", seed=5)
@@ -77,7 +78,9 @@ def test_modes_run_in_batches_of_their_own(char_tokenizer):
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-1.0)
     fold, lookup = Folding(window=0, groups="forwards"), PromptLookup(tokens=4, min_ngram=1)
-    scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8, fold=fold, lookup=lookup).start()
+    ngrams = NgramDrafts(100, {1: {t: t + 1 for t in range(40, 90)}})  # (drafts, mostly wrong, where lookup can't)
+    scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8, fold=fold, lookup=lookup,
+                          ngrams=ngrams).start()
     cfg = DecodingConfig(max_new_tokens=12, confidence=0.5)
     prompts = {"a": [1, 40, 41], "b": [1, 50, 51, 52], "c": [1, 60, 61], "d": [1, 70], "e": [1, 80, 81, 80, 81],
                "f": [1, 40, 41, 40]}
@@ -104,7 +107,7 @@ def test_modes_run_in_batches_of_their_own(char_tokenizer):
             assert out[k].token_ids == verify_generate(model, char_tokenizer, p, cfg).token_ids
             assert out[k].kv_slots == out[k].kv_slots_ordinary and not out[k].folded
         elif modes[k] == "verify_fold":
-            want = VerifyGeneration(model, char_tokenizer, [p], cfg, fold=fold, lookup=lookup).run()[0]
+            want = VerifyGeneration(model, char_tokenizer, [p], cfg, fold=fold, lookup=lookup, ngrams=ngrams).run()[0]
             assert (out[k].token_ids, out[k].kv_slots, out[k].looked_up) == (want.token_ids, want.kv_slots,
                                                                              want.looked_up)
             assert out[k].folded
