@@ -183,9 +183,9 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`), else from ``model``'s
     n-gram table (up to ``verify_ngrams`` tokens; None: the table's own count; 0: none; `ngrams.model_ngrams`).
     ``reused`` ((task, method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken
-    as they are instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is decoded a second
-    time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's answers);
-    "only": sampled instead of greedy."""
+    as they are instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is
+    decoded a second time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's
+    answers); "only": sampled instead of greedy."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -207,9 +207,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     engines = {}  # the engine of each method that does not run `Generation`
     if verify or verify_fold:
         from hamburger.engine.lookup import PromptLookup
-        from hamburger.engine.verify import VerifyGeneration, on_base
-
         from hamburger.engine.ngrams import model_ngrams
+        from hamburger.engine.verify import VerifyGeneration, on_base
 
         lookup = PromptLookup(tokens=verify_lookup).validate() if verify_lookup else None
         ngrams = model_ngrams(model, verify_ngrams)

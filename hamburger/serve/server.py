@@ -49,6 +49,8 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
         raise HamburgerError("--drain-timeout must be >= 0")
     if lookup < 0:
         raise HamburgerError("--lookup must be >= 0 (0: no prompt lookup drafts)")
+    if ngrams is not None and ngrams < 0:
+        raise HamburgerError("--ngrams must be >= 0 (0: no n-gram drafts)")
     if draft_rows is not None and draft_rows < 0:
         raise HamburgerError("--draft-rows must be >= 0 (0: the verify modes never draft)")
     folding = parse_folding(fold)

@@ -66,8 +66,9 @@ def test_release_forgets_finished_rows_of_a_long_running_batch(char_tokenizer):
 
 def test_modes_run_in_batches_of_their_own(char_tokenizer):
     """Verify-mode requests run the verify engine (the base's greedy output, also drafting by the scheduler's prompt
-    lookup and n-gram table), verify_fold ones the verify engine with the scheduler's folding, merged ones the HAMburger engine; a
-    waiting request of another mode ends admission, so it is served next, not after the whole queue."""
+    lookup and n-gram table), verify_fold ones the verify engine with the scheduler's folding, merged ones the
+    HAMburger engine; a waiting request of another mode ends admission, so it is served next, not after the whole
+    queue."""
     from hamburger.engine.folding import Folding
     from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.ngrams import NgramDrafts
