@@ -5,7 +5,8 @@
 # with the table (`--verify-ngrams` default) and without (`--verify-ngrams 0`), on the dev prompts session 33 judged
 # that fold on: greedy GSM8K rows 0-59 and 20 chat prompts, sampled GSM8K rows 0-59 (T 0.7, top-p 0.9, seed = the
 # prompt's position); the base's and base-sampled answers reused from the runs that decoded them (MKL_CBWR=AVX2, as
-# there). A step is skipped when its output exists.
+# there). A step is skipped when its output exists. The runs were made at 67c193e..adf0347, when sampled rows still
+# drafted from the table; since the greedy-only rule a sampled run with the table decodes as the one without.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-draft-pricing

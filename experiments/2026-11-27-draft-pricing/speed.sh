@@ -13,7 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 TOKENS=${TOKENS:-128}
 FOLD=segments:60:0.45:first:steps=8:p=0.7
-OUT=experiments/2026-11-27-draft-pricing/speed-t$TOKENS${RUN:+-run$RUN}
-.venv/bin/python -m benchmarks.verify_bench \
-    --policies "k0:v4096,c0.3:v4096:p10,c0.3:v4096:p10:n,c0.3:v4096:p10@$FOLD,c0.3:v4096:p10:n@$FOLD" \
+# SAMPLE=1: sampled decoding (T 0.7, top-p 0.9, seed 0 on every prompt; outputs are not HF's) without and with the
+# table, lossless verify only (speed-t128-sampled.json)
+POLICIES="k0:v4096,c0.3:v4096:p10,c0.3:v4096:p10:n,c0.3:v4096:p10@$FOLD,c0.3:v4096:p10:n@$FOLD"
+[ -z "${SAMPLE:-}" ] || POLICIES="c0.3:v4096:p10,c0.3:v4096:p10:n"
+OUT=experiments/2026-11-27-draft-pricing/speed-t$TOKENS${SAMPLE:+-sampled}${RUN:+-run$RUN}
+.venv/bin/python -m benchmarks.verify_bench --policies "$POLICIES" ${SAMPLE:+--sample} \
     --n-chat 8 --n-math 8 --max-new-tokens "$TOKENS" --threads 2 --skip-costs --out "$OUT.json" > "$OUT.log" 2>&1

@@ -88,9 +88,9 @@ def register(sub) -> None:
                         "earlier occurrence of the text's last 2-3 tokens (default %(default)s; 0: the MSD drafts "
                         "alone)")
     p.add_argument("--verify-ngrams", type=int, default=None, metavar="N",
-                   help="--verify and --verify-fold also draft, where prompt lookup finds no match, up to N tokens "
-                        "from the checkpoint's n-gram table (default: the table's own, 10, when the checkpoint has "
-                        "one; 0: none)")
+                   help="--verify and --verify-fold also draft greedy answers, where prompt lookup finds no match, "
+                        "up to N tokens from the checkpoint's n-gram table (default: the table's own, 10, when the "
+                        "checkpoint has one; 0: none)")
     p.add_argument("--sample", nargs="?", const="also", default=None, choices=SAMPLE_CHOICES,
                    help="also decode every HAMburger method (each knob, --verify, --verify-fold) sampled as the "
                         "base-sampled reference is (temperature 0.7, top-p 0.9, seed = the prompt's position), as "

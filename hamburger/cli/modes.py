@@ -50,11 +50,12 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "them) instead of asking the micro-step decoder; the base still checks every token "
                         f"(default {LOOKUP_TOKENS}; 0: the micro-step decoder drafts alone)")
     p.add_argument("--ngrams", type=int, default=None, metavar="N",
-                   help="in the verify modes: where prompt lookup finds no match, draft up to N tokens from the "
-                        "checkpoint's n-gram table (how the base itself most often went on after the text's last 2-3 "
-                        "tokens in its own answers; free: no forward makes them) before asking the micro-step "
-                        "decoder; the base still checks every token (default: the table's own, 10, when the "
-                        "checkpoint has one, as the default model does; 0: none)")
+                   help="in the verify modes, greedy decoding: where prompt lookup finds no match, draft up to N "
+                        "tokens from the checkpoint's n-gram table (how the base itself most often went on after the "
+                        "text's last 2-3 tokens in its own greedy answers; free: no forward makes them) before asking "
+                        "the micro-step decoder; the base still checks every token (default: the table's own, 10, "
+                        "when the checkpoint has one, as the default model does; 0: none). Sampled rows never draft "
+                        "from it")
 
 
 def check_mode_options(args: argparse.Namespace) -> None:

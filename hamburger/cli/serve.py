@@ -62,9 +62,9 @@ def register(sub) -> None:
                         "occurrence of the text's last 2-3 tokens (default %(default)s; 0: the micro-step decoder "
                         "drafts alone)")
     p.add_argument("--ngrams", type=int, default=None, metavar="N",
-                   help="both verify modes also draft, where prompt lookup finds no match, up to N tokens from the "
-                        "checkpoint's n-gram table (the base's own most frequent continuations of the text's last 2-3 "
-                        "tokens) (default: the table's own, 10, when the checkpoint has one; 0: none)")
+                   help="both verify modes also draft greedy requests, where prompt lookup finds no match, up to N "
+                        "tokens from the checkpoint's n-gram table (the base's own most frequent continuations of the "
+                        "text's last 2-3 tokens) (default: the table's own, 10, when the checkpoint has one; 0: none)")
     p.add_argument("--draft-rows", type=int, default=None, metavar="N",
                    help="both verify modes draft (by the micro-step decoder or prompt lookup) only in base forwards of "
                         "at most N rows; a fuller batch decodes one token per row, as the hamburger mode at knob 1.0 "

@@ -6,8 +6,9 @@ answers. `NgramDrafts` keeps, for each context of ``order`` tokens seen at least
 the base's own answers (e.g. the distilled training data, `data/distill.py`), the token that followed it there, when
 that token followed it at least ``min_share`` of the time. A proposal extends the text by those tokens, longest
 context first, while one is known. It costs no forward, and the base verifies every draft as it does the MSD's, so
-the output stays the base's. (The idea of drafting from a datastore is REST's, He et al. 2023; this keeps only the
-confident continuations, a table of a few MB.)
+the output stays the base's. Verify mode drafts from it for greedy rows only: sampled answers leave the base's greedy
+phrasing, and there the MSD's drafts, drawn from its own distribution, were kept more often. (The idea of drafting
+from a datastore is REST's, He et al. 2023; this keeps only the confident continuations, a table of a few MB.)
 
 Saved as safetensors: per order, the sorted context keys (a context's tokens as digits in base ``vocab_size``, so
 ``vocab_size ** order`` must fit in 63 bits) and the next tokens.

@@ -124,9 +124,10 @@ class VerifyGeneration(Generation):
     server's scheduler runs verify batches like any other. ``fold``: fold older tokens into merged slots (see the
     module's doc; not lossless; the model keeps its adapters, which act at merged slots). ``lookup``: where the text's
     last n-gram occurred before, draft the tokens that followed it (up to ``lookup.tokens``, beyond ``max_draft``)
-    instead of asking the MSD (`engine/lookup.py`). ``ngrams``: where the text has no such match, draft the base's own
-    confident continuations of its last tokens from an n-gram table (`engine/ngrams.py`, e.g. the checkpoint's
-    `draft_ngrams`) before asking the MSD. ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
+    instead of asking the MSD (`engine/lookup.py`). ``ngrams``: where the text has no such match, greedy rows draft
+    the base's own confident continuations of its last tokens from an n-gram table (`engine/ngrams.py`, e.g. the
+    checkpoint's `draft_ngrams`) before asking the MSD (sampled rows leave the base's greedy phrasing, and the MSD's
+    drafts, drawn from its own distribution, are kept more often there). ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
     forward of more than N rows, which then decodes one token per row, as plain decoding does (None: always draft). On
     compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
@@ -263,11 +264,11 @@ class VerifyGeneration(Generation):
         return max(0, min(self.max_draft, self._room(row)))
 
     def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
-        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else from the n-gram table where it
-        knows the text's last tokens; whether either did."""
+        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else (greedy rows) from the n-gram
+        table where it knows the text's last tokens; whether either did."""
         text, room = row.prompt_ids + row.tokens, self._room(row)
         tokens = self.lookup.propose(text, room) if self.lookup else []
-        if not tokens and self.ngrams is not None:
+        if not tokens and self.ngrams is not None and row.cfg.greedy:
             tokens = self.ngrams.propose(text, room)
         if not tokens:
             return False
