@@ -31,10 +31,11 @@ def main() -> None:
             s["same"] += r["token_ids"] == first[r["id"]]
         for arm, s in by_arm.items():
             steps = s["forwards"] - s["prompts"]  # (the prefill's forward yields the first token)
+            looked, msd = s["lookup_kept"] / max(1, s["lookup_steps"]), s["msd_kept"] / max(1, s["msd_steps"])
             print(f"  {arm:<14} {int(s['prompts']):3d} prompts  tau {s['tokens'] / s['forwards']:.2f}  "
-                  f"lookup steps {s['lookup_steps'] / steps:.2f} (kept {s['lookup_kept'] / max(1, s['lookup_steps']):.2f})"
-                  f"  MSD steps {s['msd_steps'] / steps:.2f} (kept {s['msd_kept'] / max(1, s['msd_steps']):.2f})  "
-                  f"{(s['tokens'] - s['prompts']) / s['decode_s']:.1f} tok/s  same answer {s['same'] / s['prompts']:.2f}")
+                  f"lookup steps {s['lookup_steps'] / steps:.2f} (kept {looked:.2f})  MSD steps "
+                  f"{s['msd_steps'] / steps:.2f} (kept {msd:.2f})  {(s['tokens'] - s['prompts']) / s['decode_s']:.1f} "
+                  f"tok/s  same answer {s['same'] / s['prompts']:.2f}")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,8 @@ def main() -> None:
             out[source or "all"] = f"{tokens / len(group):.3f} tokens/step, MSD in {msd / len(group):.2f}"
         return "  ".join(f"{k}: {v}" for k, v in out.items())
 
-    print(f"{len(steps)} MSD steps of the trace; the table proposes at {sum(s['table'] for s in steps) / len(steps):.2f}"
-          f" of them")
+    share = sum(s["table"] for s in steps) / len(steps)
+    print(f"{len(steps)} MSD steps of the trace; the table proposes at {share:.2f} of them")
     print(f"  {'msd (the old default)':<22} {replay(lambda s: 'msd' if msd_drafts(s) else None)}")
     print(f"  {'table first (shipped)':<22} "
           f"{replay(lambda s: 'table' if s['table'] else 'msd' if msd_drafts(s) else None)}")

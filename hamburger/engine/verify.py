@@ -127,9 +127,9 @@ class VerifyGeneration(Generation):
     instead of asking the MSD (`engine/lookup.py`). ``ngrams``: where the text has no such match, greedy rows draft
     the base's own confident continuations of its last tokens from an n-gram table (`engine/ngrams.py`, e.g. the
     checkpoint's `draft_ngrams`) before asking the MSD (sampled rows leave the base's greedy phrasing, and the MSD's
-    drafts, drawn from its own distribution, are kept more often there). ``draft_rows`` N: no row drafts (by the MSD or by lookup) in a
-    forward of more than N rows, which then decodes one token per row, as plain decoding does (None: always draft). On
-    compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
+    drafts, drawn from its own distribution, are kept more often there). ``draft_rows`` N: no row drafts (by the MSD
+    or by lookup) in a forward of more than N rows, which then decodes one token per row, as plain decoding does
+    (None: always draft). On compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
     test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
     """
