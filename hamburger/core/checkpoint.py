@@ -29,14 +29,13 @@ from hamburger.errors import HamburgerError
 from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
                                  lora_state_dict, merge_lora)
 from hamburger.core.model import HamburgerModel
-from hamburger.engine.ngrams import NGRAM_FILE, NgramDrafts
+from hamburger.engine.ngrams import NGRAM_FILE as DRAFT_NGRAMS_FILE, NgramDrafts
 
 FORMAT = "hamburger-checkpoint/1"
 CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
 DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
-DRAFT_NGRAMS_FILE = NGRAM_FILE
 BASE_DIR = "base"
 
 
@@ -211,12 +210,8 @@ def load_draft_vocab(file: Path, vocab_size: int) -> torch.Tensor:
 def write_draft_vocab(path: str | Path, ids: torch.Tensor) -> Path:
     """Put a draft vocabulary (e.g. `verify.draft_vocabulary`) into the checkpoint folder ``path``; it is checked
     against the checkpoint's base vocabulary when loaded."""
-    read_meta(path)
-    file = Path(path) / DRAFT_VOCAB_FILE
-    tmp = file.with_name(file.name + ".tmp")
-    save_file({"ids": ids.detach().cpu().long().contiguous()}, str(tmp), metadata={"format": FORMAT})
-    tmp.replace(file)
-    return file
+    return _write_beside(path, DRAFT_VOCAB_FILE, lambda tmp: save_file(
+        {"ids": ids.detach().cpu().long().contiguous()}, str(tmp), metadata={"format": FORMAT}))
 
 
 def load_draft_ngrams(file: Path, vocab_size: int) -> NgramDrafts:
@@ -230,10 +225,15 @@ def load_draft_ngrams(file: Path, vocab_size: int) -> NgramDrafts:
 
 def write_draft_ngrams(path: str | Path, table: NgramDrafts) -> Path:
     """Put an n-gram draft table (`NgramDrafts.count`) into the checkpoint folder ``path``."""
+    return _write_beside(path, DRAFT_NGRAMS_FILE, table.save)
+
+
+def _write_beside(path: str | Path, name: str, write) -> Path:
+    """``write(tmp)`` a file, then move it to ``name`` in the checkpoint folder ``path`` (checked to be one) at once."""
     read_meta(path)
-    file = Path(path) / DRAFT_NGRAMS_FILE
+    file = Path(path) / name
     tmp = file.with_name(file.name + ".tmp")
-    table.save(tmp)
+    write(tmp)
     tmp.replace(file)
     return file
 

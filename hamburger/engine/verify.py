@@ -129,7 +129,8 @@ class VerifyGeneration(Generation):
     checkpoint's `draft_ngrams`) before asking the MSD (sampled rows leave the base's greedy phrasing, and the MSD's
     drafts, drawn from its own distribution, are kept more often there). ``draft_rows`` N: no row drafts (by the MSD
     or by lookup) in a forward of more than N rows, which then decodes one token per row, as plain decoding does
-    (None: always draft). On compute-bound hardware a full batch's draft positions cost more than they save (`benchmarks/serve_modes.sh`).
+    (None: always draft). On compute-bound hardware a full batch's draft positions cost more than they save
+    (`benchmarks/serve_modes.sh`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
     test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
     """
@@ -266,10 +267,13 @@ class VerifyGeneration(Generation):
     def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
         """Draft by prompt lookup into ``drafts`` where the row's text has a match, else (greedy rows) from the n-gram
         table where it knows the text's last tokens; whether either did."""
+        table = self.ngrams if row.cfg.greedy else None
+        if self.lookup is None and table is None:
+            return False
         text, room = row.prompt_ids + row.tokens, self._room(row)
         tokens = self.lookup.propose(text, room) if self.lookup else []
-        if not tokens and self.ngrams is not None and row.cfg.greedy:
-            tokens = self.ngrams.propose(text, room)
+        if not tokens and table is not None:
+            tokens = table.propose(text, room)
         if not tokens:
             return False
         drafts.tokens, drafts.looked_up = tokens, True
