@@ -28,6 +28,7 @@ DRAFT_DATA = "data/segmented/smollm2-135m-instruct.train.jsonl"  # training resp
 
 def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int, sampling: dict | None = None):
     from hamburger.bench.methods import HFMethod, VerifyMethod
+    from hamburger.core.modules import Drafter
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.ngrams import model_ngrams
@@ -44,11 +45,13 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
         lookup = next((PromptLookup(tokens=int(o[1:])) for o in options if o.startswith("p")), None)
         ngrams = next((model_ngrams(model, int(o[1:]) if o[1:] else None) for o in options if o.startswith("n")),
                       None)  # ":n": the checkpoint's n-gram table drafts where lookup finds no match (":n5": up to 5)
+        # ":m": the model's own MSD drafts even where the checkpoint has a verify drafter
+        drafter = Drafter.of(model) if "m" in options else None
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
         methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
                                     draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
                                     fold=parse_folding(fold) if fold else None, lookup=lookup, sampling=sampling,
-                                    ngrams=ngrams, **kind))
+                                    ngrams=ngrams, drafter=drafter, **kind))
     return verify_model, methods
 
 
@@ -168,7 +171,8 @@ def main() -> int:
                         help="verify draft policies: cX = stop head at confidence X, kN = N drafts per step; a suffix "
                              ":vN restricts drafts to the N most frequent training-response tokens, :pN drafts up to N "
                              "tokens by prompt lookup where the text's last n-gram occurred before, :n (:nN) drafts "
-                             "from the checkpoint's n-gram table where lookup does not (up to N tokens); a suffix "
+                             "from the checkpoint's n-gram table where lookup does not (up to N tokens), :m drafts "
+                             "with the model's own MSD where the checkpoint has a verify drafter; a suffix "
                              "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)

@@ -101,14 +101,15 @@ class VerifyMethod:
     """Verify mode (lossless): the MSD drafts, the base verifies. ``model`` carries the unchanged base; with ``fold``
     (a `folding.Folding`; not lossless) the checkpoint itself, whose adapters read the folded slots. ``lookup`` (a
     `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before, ``ngrams`` (an
-    `ngrams.NgramDrafts`) where it did not and the table knows the text's last tokens."""
+    `ngrams.NgramDrafts`) where it did not and the table knows the text's last tokens. ``drafter`` (a
+    `modules.Drafter`): what drafts instead of the model's default (its verify drafter, else its own MSD)."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
                  name: str | None = None, draft_vocab=None, fold=None, lookup=None, sampling: dict | None = None,
-                 ngrams=None):
+                 ngrams=None, drafter=None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
         self.draft_vocab, self.fold, self.lookup, self.sampling = draft_vocab, fold, lookup, sampling
-        self.ngrams = ngrams
+        self.ngrams, self.drafter = ngrams, drafter
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
@@ -123,7 +124,7 @@ class VerifyMethod:
 
         return VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
                                 draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold, lookup=self.lookup,
-                                ngrams=self.ngrams)
+                                ngrams=self.ngrams, drafter=self.drafter)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         r = self._generation([prompt_ids], max_new_tokens, ignore_eos).run()[0]

@@ -6,6 +6,8 @@ Layout:
   lora.safetensors        only when the base carries LoRA adapters (their config is in the JSON, "lora")
   draft_vocab.safetensors optional: the token ids ("ids") verify mode's drafts are restricted to (`draft_vocab`)
   draft_ngrams.safetensors optional: verify mode's n-gram draft table (`engine.ngrams.NgramDrafts`)
+  verify_drafter.safetensors optional: a micro-step decoder and stop head trained to draft in verify mode
+                          ("decoder.*", "stop_head.*"; `modules.Drafter`)
   base/                   only when training changed the base: its full HF folder
 A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
 adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
@@ -29,6 +31,7 @@ from hamburger.errors import HamburgerError
 from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
                                  lora_state_dict, merge_lora)
 from hamburger.core.model import HamburgerModel
+from hamburger.core.modules import Drafter
 from hamburger.engine.ngrams import NGRAM_FILE as DRAFT_NGRAMS_FILE, NgramDrafts
 
 FORMAT = "hamburger-checkpoint/1"
@@ -36,6 +39,7 @@ CONFIG_FILE = "hamburger_config.json"
 WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
 DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
+VERIFY_DRAFTER_FILE = "verify_drafter.safetensors"
 BASE_DIR = "base"
 
 
@@ -82,6 +86,9 @@ def save_checkpoint(model: HamburgerModel, out: str | Path, base_info: BaseInfo,
                   metadata={"format": FORMAT})
     if model.draft_ngrams is not None:
         model.draft_ngrams.save(tmp / DRAFT_NGRAMS_FILE)
+    if model.verify_drafter is not None:
+        save_file({k: stored(v) for k, v in model.verify_drafter.state_dict().items()}, str(tmp / VERIFY_DRAFTER_FILE),
+                  metadata={"format": FORMAT})
     (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     old = out.with_name(out.name + ".old")
     if out.exists():
@@ -191,6 +198,8 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         model.draft_vocab = load_draft_vocab(path / DRAFT_VOCAB_FILE, vocab)
     if (path / DRAFT_NGRAMS_FILE).is_file():
         model.draft_ngrams = load_draft_ngrams(path / DRAFT_NGRAMS_FILE, vocab)
+    if (path / VERIFY_DRAFTER_FILE).is_file():
+        model.verify_drafter = load_verify_drafter(path / VERIFY_DRAFTER_FILE, model)
     return model.eval(), tokenizer, info
 
 
@@ -226,6 +235,29 @@ def load_draft_ngrams(file: Path, vocab_size: int) -> NgramDrafts:
 def write_draft_ngrams(path: str | Path, table: NgramDrafts) -> Path:
     """Put an n-gram draft table (`NgramDrafts.count`) into the checkpoint folder ``path``."""
     return _write_beside(path, DRAFT_NGRAMS_FILE, table.save)
+
+
+def load_verify_drafter(file: Path, model: HamburgerModel) -> Drafter:
+    """A checkpoint's verify drafter: a copy of ``model``'s micro-step decoder and stop head with these weights (the
+    file must hold exactly their tensors, in their shapes; refused otherwise)."""
+    drafter = Drafter.copy_of(model)
+    try:
+        state = load_file(str(file))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read the verify drafter {file}: {e}") from e
+    try:
+        drafter.load_state_dict({k: v.to(model.dtype) for k, v in state.items()})
+    except RuntimeError as e:
+        raise HamburgerError(f"{file} does not fit the model's micro-step decoder and stop head: "
+                             f"{str(e).splitlines()[0]}") from e
+    return drafter.eval()
+
+
+def write_verify_drafter(path: str | Path, drafter: Drafter, dtype: torch.dtype = torch.bfloat16) -> Path:
+    """Put a verify drafter into the checkpoint folder ``path``, its weights stored in ``dtype``."""
+    state = {k: v.detach().contiguous().cpu().to(dtype) for k, v in drafter.state_dict().items()}
+    return _write_beside(path, VERIFY_DRAFTER_FILE, lambda tmp: save_file(state, str(tmp),
+                                                                          metadata={"format": FORMAT}))
 
 
 def _write_beside(path: str | Path, name: str, write) -> Path:

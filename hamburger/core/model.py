@@ -21,7 +21,7 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.core.lean import LeanStack
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
 from hamburger.core.masks import FOREVER, slot_mask
-from hamburger.core.modules import CompositionalEmbedder, MicroStepDecoder, StopHead, base_decoder_stack
+from hamburger.core.modules import CompositionalEmbedder, Drafter, MicroStepDecoder, StopHead, base_decoder_stack
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
 from hamburger.errors import HamburgerError
 
@@ -137,6 +137,8 @@ class HamburgerModel(nn.Module):
         self.draft_vocab: torch.Tensor | None = None
         # verify mode: the base's own confident n-gram continuations (a checkpoint's draft_ngrams.safetensors)
         self.draft_ngrams = None
+        # verify mode: a drafter trained for verify's inputs (a checkpoint's verify_drafter.safetensors; `Drafter`)
+        self.verify_drafter: Drafter | None = None
         self._states: list[torch.Tensor] | None = None  # outputs of hidden_layers during a recording forward
         self._state_hooks: set[int] = set()
         stack = base_decoder_stack(base)

@@ -175,3 +175,26 @@ class StopHead(nn.Module):
         """hidden [..., d] and the chosen token's embedding [..., d] -> stop logits [...]."""
         x = torch.cat([hidden, token_embedding.to(hidden.dtype)], -1) if self.sees_token else hidden
         return self.net(x).squeeze(-1)
+
+
+class Drafter(nn.Module):
+    """What drafts in the verify modes: a micro-step decoder and a stop head of the model's shapes.
+
+    By default those are the model's own (`Drafter.of`), trained in HAMburger's layout to continue a group after a
+    slot. A checkpoint may carry a second pair trained for verify's inputs alone (the unchanged base's features at the
+    position that predicted the pending token, then the pending token and the drafts), its ``verify_drafter``.
+    """
+
+    def __init__(self, decoder: MicroStepDecoder, stop_head: StopHead):
+        super().__init__()
+        self.decoder, self.stop_head = decoder, stop_head
+
+    @classmethod
+    def of(cls, model: nn.Module) -> "Drafter":
+        """The model's own micro-step decoder and stop head (shared, not copied)."""
+        return cls(model.decoder, model.stop_head)
+
+    @classmethod
+    def copy_of(cls, model: nn.Module) -> "Drafter":
+        """A trainable copy of the model's own pair (its parameters apart from the model's)."""
+        return cls(copy.deepcopy(model.decoder), copy.deepcopy(model.stop_head))

@@ -33,6 +33,7 @@ import torch
 from transformers import DynamicCache
 
 from hamburger.core.model import HamburgerModel
+from hamburger.core.modules import Drafter
 from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
@@ -131,6 +132,8 @@ class VerifyGeneration(Generation):
     or by lookup) in a forward of more than N rows, which then decodes one token per row, as plain decoding does
     (None: always draft). On compute-bound hardware a full batch's draft positions cost more than they save
     (`benchmarks/serve_modes.sh`).
+    ``drafter``: the micro-step decoder and stop head that draft (default: the model's ``verify_drafter``, trained for
+    these inputs, where it has one, else its own; `modules.Drafter`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
     test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
     """
@@ -140,7 +143,7 @@ class VerifyGeneration(Generation):
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
                  trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
-                 head_chunk: int | None = None, ngrams: NgramDrafts | None = None):
+                 head_chunk: int | None = None, ngrams: NgramDrafts | None = None, drafter: Drafter | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
@@ -157,6 +160,7 @@ class VerifyGeneration(Generation):
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
+        self.drafter = drafter or model.verify_drafter or Drafter.of(model)
         if head_chunk is not None and head_chunk < 1:
             raise HamburgerError(f"head_chunk must be >= 1, got {head_chunk}")
         self.head_chunk = head_chunk or (HEAD_CHUNK if model.device.type == "cpu" else 1 << 30)
@@ -307,7 +311,7 @@ class VerifyGeneration(Generation):
         x = torch.cat([features[index], embeddings[index][:, None]], 1)
         start, msd_cache = 0, DynamicCache()
         while live:
-            h = model.decoder(x, msd_cache, start)[:, -1]
+            h = self.drafter.decoder(x, msd_cache, start)[:, -1]
             start += x.shape[1]
             logits = self._draft_logits(h)
             cfgs = [rows[b].cfg for b in live]
@@ -344,7 +348,7 @@ class VerifyGeneration(Generation):
         """The rows in ``live`` that draft one more token (their stop head, in order, says go on)."""
         if self.draft is not None:
             return [b for b in live if len(out[b].tokens) < min(self.draft, budget[b])]
-        going_on = torch.sigmoid(-self.model.stop_head(hidden, embeddings).float()).tolist()
+        going_on = torch.sigmoid(-self.drafter.stop_head(hidden, embeddings).float()).tolist()
         keep = []
         for b, c in zip(live, going_on):
             out[b].p_continue.append(c)
@@ -488,5 +492,5 @@ def on_base(model: HamburgerModel, base_model: HamburgerModel) -> HamburgerModel
         return model
     out = HamburgerModel(base_model.base, replace(model.config)).eval()
     out.load_grafted_state_dict(model.grafted_state_dict())
-    out.draft_vocab, out.draft_ngrams = model.draft_vocab, model.draft_ngrams
+    out.draft_vocab, out.draft_ngrams, out.verify_drafter = model.draft_vocab, model.draft_ngrams, model.verify_drafter
     return out
