@@ -12,7 +12,8 @@ Two implementations give the same tokens, groups, probabilities and finish reaso
   with mode "reduce-overhead").
   Sampling draws `max_steps` uniforms per row and macro step from the row's own generator and inverts the
   warped distribution on the device (`sampling.draw_tokens`): a seeded row is reproducible and independent
-  of the batch, but it draws other tokens than the host loop's `torch.multinomial` for the same seed.
+  of the batch, but it draws other tokens than the host loop (one uniform per token, `sampling.sample`) for the same
+  seed.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
-from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, nucleus, warp_logits, warped_probs
+from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, nucleus, sample, warp_logits,
+                                      warped_probs)
 
 
 @pytest.mark.parametrize("vocab", [7, 300, 49152])
@@ -46,3 +47,19 @@ def test_draw_each_gives_each_sampled_row_its_distribution():
     for b in (0, 2):
         assert torch.equal(dists[b], warped_probs(logits[b], cfgs[b])) and dists[b][tokens[b]] > 0
     assert torch.equal(choose_tokens(logits, cfgs, [c.make_generator() for c in cfgs]), tokens)  # same seeds
+
+
+def test_sample_draws_its_distribution_and_never_a_zero_probability_token():
+    """`sample`'s inverse-CDF draw: the frequencies of 40,000 draws match the probabilities (chi-square, 6 degrees of
+    freedom, p > 0.001), tokens of probability 0 (first, inside, last) never come, and a seed repeats its draws."""
+    probs = torch.tensor([0.0, 0.05, 0.3, 0.0, 0.15, 0.1, 0.2, 0.15, 0.05, 0.0])
+    g = torch.Generator().manual_seed(7)
+    draws = [sample(probs, g) for _ in range(40_000)]
+    counts = torch.bincount(torch.tensor(draws), minlength=len(probs)).double()
+    assert counts[probs == 0].sum() == 0
+    expected = probs[probs > 0].double() * len(draws)
+    chi2 = float(((counts[probs > 0] - expected) ** 2 / expected).sum())
+    assert chi2 < 22.46  # the 0.999 quantile of chi-square with 6 degrees of freedom
+    again = torch.Generator().manual_seed(7)
+    assert [sample(probs, again) for _ in range(100)] == draws[:100]
+    assert sample(torch.tensor([0.0, 0.0, 1.0]), g) == 2 and sample(torch.tensor([1.0, 0.0, 0.0]), g) == 0
