@@ -160,7 +160,8 @@ class VerifyGeneration(Generation):
         if model.config.max_steps < 2 and draft:
             raise HamburgerError("this model has no micro-step decoder to draft with (max_steps 1)")
         self.draft = draft
-        self.drafter = drafter or model.verify_drafter or Drafter.of(model)
+        self.drafter = drafter if drafter is not None else (
+            model.verify_drafter if model.verify_drafter is not None else Drafter.of(model))
         if head_chunk is not None and head_chunk < 1:
             raise HamburgerError(f"head_chunk must be >= 1, got {head_chunk}")
         self.head_chunk = head_chunk or (HEAD_CHUNK if model.device.type == "cpu" else 1 << 30)
