@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 
 import hamburger  # noqa: F401  (its MKL setting, before torch's first product)
 from hamburger.core.loading import load_model
+from hamburger.core.modules import Drafter
 from hamburger.engine import verify
 
 CONFIDENCE = 0.3  # verify's default
@@ -43,11 +44,8 @@ STEP_MS, DRAFT_MS = 46.0, 9.0
 def load(ckpt: str | None = None):
     model, tokenizer, _, reference = load_model(None, reference=True)
     model = verify.on_base(model, reference).eval()
-    if ckpt:
-        state = load_file(ckpt)
-        model.decoder.load_state_dict({k[len("decoder."):]: v for k, v in state.items() if k.startswith("decoder.")})
-        model.stop_head.load_state_dict({k[len("stop_head."):]: v for k, v in state.items()
-                                         if k.startswith("stop_head.")})
+    if ckpt:  # into the model's own pair (`Drafter.of` shares it)
+        Drafter.of(model).load_state_dict(load_file(ckpt))
     for p in model.parameters():
         p.requires_grad_(False)
     return model
@@ -108,16 +106,13 @@ def replay(model, data: Data, vocab, vocab_w, chunk: int = 2048, confidence: flo
     n, k = len(data.tokens), data.k
     drafts = torch.empty(n, k, dtype=torch.long)
     go_on = torch.empty(n, k, dtype=torch.bool)
+    right = torch.zeros(n, k, dtype=torch.bool)
     for s in range(0, n, chunk):
         index = torch.arange(s, min(n, s + chunk))
         feats, inputs, targets, mask = data.batch(index)
         logits, stop = draft_outputs(model, vocab_w, feats, inputs)
         drafts[index] = vocab[logits.argmax(-1)]
         go_on[index] = torch.sigmoid(-stop[:, :k].float()) >= confidence
-    right = torch.zeros(n, k, dtype=torch.bool)
-    for s in range(0, n, chunk):
-        index = torch.arange(s, min(n, s + chunk))
-        _, _, targets, mask = data.batch(index)
         right[index] = (drafts[index] == targets) & mask
     forwards, tokens, drafted, kept = 0, 0, 0, 0
     for a, b in zip(data.rows[:-1].tolist(), data.rows[1:].tolist()):
@@ -176,9 +171,7 @@ def cmd_train(args) -> None:
     if (out / "last.safetensors").exists():  # resume
         state = json.loads((out / "last.json").read_text())
         step = state["step"]
-        weights = load_file(out / "last.safetensors")
-        model.decoder.load_state_dict({k[8:]: v for k, v in weights.items() if k.startswith("decoder.")})
-        model.stop_head.load_state_dict({k[10:]: v for k, v in weights.items() if k.startswith("stop_head.")})
+        Drafter.of(model).load_state_dict(load_file(out / "last.safetensors"))
         opt_state = out / "opt.pt"
         if opt_state.exists():
             opt.load_state_dict(torch.load(opt_state))
@@ -186,9 +179,8 @@ def cmd_train(args) -> None:
     gen = torch.Generator().manual_seed(args.seed + step)
 
     def save(tag: str) -> None:
-        weights = {f"decoder.{k}": v.detach().contiguous() for k, v in model.decoder.state_dict().items()}
-        weights.update({f"stop_head.{k}": v.detach().contiguous() for k, v in model.stop_head.state_dict().items()})
-        save_file(weights, out / f"{tag}.safetensors")
+        save_file({k: v.detach().contiguous() for k, v in Drafter.of(model).state_dict().items()},
+                  out / f"{tag}.safetensors")
         if tag == "last":
             torch.save(opt.state_dict(), out / "opt.pt")
             (out / "last.json").write_text(json.dumps({"step": step}))

@@ -56,7 +56,7 @@ def main() -> None:
     model = verify.on_base(model, reference).eval()
     rows = [r for r in rows_of(which, tokenizer, first, last) if len(r[2]) >= 2]
     order = sorted(range(len(rows)), key=lambda i: len(rows[i][1]) + len(rows[i][2]))
-    feats, tokens, targets, lengths, ids = [None] * len(rows), [None] * len(rows), [None] * len(rows), [], []
+    feats, tokens, targets = [None] * len(rows), [None] * len(rows), [None] * len(rows)
     done, clock, i = 0, time.time(), 0
     while i < len(order):
         width = len(rows[order[i]][1]) + len(rows[order[i]][2])

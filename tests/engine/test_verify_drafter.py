@@ -23,6 +23,14 @@ def _run(model, tokenizer, prompt, **kw):
     return r.token_ids, r.drafts, r.accepted
 
 
+def _perturbed(drafter: Drafter, seed: int, scale: float = 0.1) -> Drafter:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in drafter.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * scale)
+    return drafter
+
+
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_a_verify_drafter_changes_the_drafts_not_the_output(family, char_tokenizer):
     """A drafter with other weights than the model's own MSD and stop head drafts other tokens (and lengths): every run
@@ -45,14 +53,6 @@ def test_a_verify_drafter_changes_the_drafts_not_the_output(family, char_tokeniz
         assert tokens == answer and sum(drafts) > 0
         changed += (drafts, accepted) != own[1:]
     assert changed > 0
-
-
-def _perturbed(drafter: Drafter, seed: int, scale: float = 0.1) -> Drafter:
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in drafter.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * scale)
-    return drafter
 
 
 def test_a_checkpoint_carries_its_verify_drafter(tmp_path, char_tokenizer):
