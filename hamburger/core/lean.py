@@ -7,6 +7,13 @@ the norms' and the activation's own ``forward``, the model's own `apply_rotary_p
 one the stack is configured with), the stack's own rotary module. It serves inference forwards on a KV cache
 (`HamburgerModel.base_forward`); training, adapters that act and everything else keep transformers' modules.
 
+Three of those parts have a cheaper form with the same arithmetic, each taken only where a probe on build gives
+exactly (bitwise) the family's own result: RMS norms as one `F.rms_norm`; rotary embeddings with the sine's sign
+folded in once per forward and the half rotation as one `roll` (Llama's ``rotate_half`` is a slice, a negation and a
+concatenation); and SDPA attention with grouped key/value heads read in place (``enable_gqa``), where transformers
+copies them to every query head on forwards of more than one position. On a 2-core CPU they save about 2 ms of a
+3-position forward of SmolLM2-135M (experiments/2026-11-27-step-profile/).
+
 It takes only stacks whose layers have exactly Llama's parts (two norms, q/k/v/o projections, a gated MLP, no sliding
 window), and `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ (a family that
 scales its embeddings inside the stack, say) keeps transformers' path.
@@ -75,6 +82,19 @@ class LeanStack:
         family = sys.modules[type(stack.layers[0].self_attn).__module__]  # e.g. transformers' modeling_llama
         self.rotary = family.apply_rotary_pos_emb
         self.eager = getattr(family, "eager_attention_forward", None)
+        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(stack.config._attn_implementation, self.eager)
+        param = next(stack.parameters())
+        with torch.inference_mode():
+            self.norms = [_norm(layer.input_layernorm, layer.post_attention_layernorm) for layer in stack.layers]
+            self.final_norm = _norm(stack.norm)[0]
+            self.rotation = _rotation if _probe_rotation(self.rotary, stack, param) else self._family_rotation
+            attn = stack.layers[0].self_attn
+            if stack.config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, stack.config, param):
+                self.attend = _sdpa_in_place(self.attend)
+
+    def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
+        """The family's own `apply_rotary_pos_emb`, as a function of (q, k)."""
+        return lambda q, k: self.rotary(q, k, cos, sin)
 
     @classmethod
     def for_stack(cls, stack: nn.Module) -> "LeanStack | None":
@@ -111,21 +131,90 @@ class LeanStack:
         """(final normed hidden [B, S, d], the outputs of the layers ``taps``, in order); the cache gets the new
         keys and values. ``attention_mask``: the explicit mask transformers' stack would get."""
         stack = self.stack
-        attend = ALL_ATTENTION_FUNCTIONS.get_interface(stack.config._attn_implementation, self.eager)
-        cos_sin = stack.rotary_emb(inputs_embeds, position_ids)
+        rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
-        for i, layer in enumerate(stack.layers):
+        for i, (layer, (before_attention, before_mlp)) in enumerate(zip(stack.layers, self.norms)):
             attn, mlp = layer.self_attn, layer.mlp
-            x = layer.input_layernorm.forward(h)
+            x = before_attention(h)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (_linear(p, x).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
-            q, k = self.rotary(q, k, *cos_sin)
+            q, k = rotate(q, k)
             k, v = cache.update(k, v, attn.layer_idx)
-            out = attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
+            out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
             h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous())
-            x = layer.post_attention_layernorm.forward(h)
+            x = before_mlp(h)
             gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
             h = h + _linear(mlp.down_proj, gated)
             if i in taps:
                 tapped.append(h)
-        return stack.norm.forward(h), tapped
+        return self.final_norm(h), tapped
+
+
+def _norm(*norms: nn.Module) -> list:
+    """Each norm as a function: one `F.rms_norm` on its weight and epsilon where that gives exactly the module's output
+    on a probe, else the module's own ``forward``."""
+    out = []
+    for norm in norms:
+        weight, eps = norm._parameters.get("weight"), getattr(norm, "variance_epsilon", None)
+        fast = None
+        if weight is not None and weight.dim() == 1 and isinstance(eps, float):
+            def fast(x, norm=norm, shape=weight.shape, eps=eps):
+                return F.rms_norm(x, shape, norm._parameters["weight"], eps)
+            probe = torch.randn(2, 3, weight.shape[0], generator=torch.Generator().manual_seed(0))
+            probe = probe.to(weight.device, weight.dtype)
+            fast = fast if torch.equal(fast(probe), norm.forward(probe)) else None
+        out.append(fast or norm.forward)
+    return out
+
+
+def _rotation(cos: torch.Tensor, sin: torch.Tensor):
+    """Llama's rotary embedding as a function of (q, k): ``x * cos + rotate_half(x) * sin`` with the sign of
+    ``rotate_half``'s negated half folded into the sine once, so a rotation is one `roll` (the same products and sums,
+    so the same bits)."""
+    half = cos.shape[-1] // 2
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+    signed = torch.cat((-sin[..., :half], sin[..., half:]), -1)
+    return lambda q, k: (q * cos + q.roll(half, -1) * signed, k * cos + k.roll(half, -1) * signed)
+
+
+def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor) -> bool:
+    """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions."""
+    config, attn = stack.config, stack.layers[0].self_attn
+    heads, groups = config.num_attention_heads, getattr(attn, "num_key_value_groups", 1)
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(1, heads, 3, attn.head_dim, generator=generator).to(param.device, param.dtype)
+    k = torch.randn(1, max(1, heads // groups), 3, attn.head_dim, generator=generator).to(param.device, param.dtype)
+    cos, sin = stack.rotary_emb(q, torch.arange(5, 8, device=param.device)[None])
+    if cos.shape[-1] != attn.head_dim:  # (a partial rotary embedding)
+        return False
+    return all(torch.equal(a, b) for a, b in zip(_rotation(cos, sin)(q, k), rotary(q, k, cos, sin)))
+
+
+def _sdpa_in_place(attend):
+    """``attend`` (transformers' SDPA attention), but on more than one query position reading grouped key/value heads
+    in place (``enable_gqa``) where transformers copies them to every query head. (On one position transformers
+    already reads them in place, its own way.)"""
+
+    def run(module: nn.Module, q, k, v, mask, dropout: float = 0.0, scaling: float | None = None, **kwargs):
+        if q.shape[2] == 1 or q.shape[1] == k.shape[1]:
+            return attend(module, q, k, v, mask, dropout=dropout, scaling=scaling, **kwargs)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling, enable_gqa=True)
+        return out.transpose(1, 2).contiguous(), None
+    return run
+
+
+def _probe_sdpa(attend, attn: nn.Module, config, param: torch.Tensor) -> bool:
+    """Whether `_sdpa_in_place` gives exactly transformers' ``attend`` on forwards of 2 and 5 positions over a
+    masked 9-slot cache."""
+    heads, groups = config.num_attention_heads, getattr(attn, "num_key_value_groups", 1)
+    generator = torch.Generator().manual_seed(0)
+    for new in (2, 5):
+        q = torch.randn(1, heads, new, attn.head_dim, generator=generator).to(param.device, param.dtype)
+        k, v = (torch.randn(1, max(1, heads // groups), 9, attn.head_dim, generator=generator).to(
+            param.device, param.dtype) for _ in range(2))
+        mask = torch.ones(1, 1, new, 9, dtype=torch.bool, device=param.device).tril(9 - new)
+        mask[..., 2] = False
+        ours = _sdpa_in_place(attend)(attn, q, k, v, mask, scaling=attn.scaling)[0]
+        if not torch.equal(ours, attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)[0]):
+            return False
+    return True

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from hamburger.core import lean as lean_module
 from hamburger.core.lean import LeanStack, supported
 from hamburger.core.lora import add_lora, adapters_disabled, lora_layers, lora_modules, remove_lora
 from hamburger.core.modules import base_decoder_stack
@@ -39,6 +40,26 @@ def test_lean_forwards_equal_transformers_stack(family):
     assert model._lean_stack() is not None
     for (final, feats), (ref_final, ref_feats) in zip(forwards(model, True), forwards(model, False)):
         assert torch.equal(final, ref_final) and torch.equal(feats, ref_feats)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
+def test_cheaper_parts_are_taken_where_they_give_the_same_bits(family, monkeypatch):
+    """Llama and Qwen2 get one `F.rms_norm` per norm, the rotation by `roll` and grouped SDPA heads read in place (the
+    equality of whole forwards is the test above); a norm or a rotary embedding with other arithmetic keeps its own."""
+    stack = base_decoder_stack(tiny_hamburger(family).base)
+    assert stack.config._attn_implementation == "sdpa" and stack.config.num_key_value_heads < 4  # (grouped heads)
+    lean = LeanStack(stack)
+    assert lean.rotation is lean_module._rotation
+    assert lean.attend.__qualname__.startswith("_sdpa_in_place")
+    assert all(f.__name__ == "fast" for pair in lean.norms for f in pair) and lean.final_norm.__name__ == "fast"
+    norm = stack.layers[1].post_attention_layernorm
+    norm.forward = types.MethodType(lambda self, x: type(self).forward(self, x) * 1.5, norm)  # (1 + w)-style, say
+    rotary = lean.rotary
+    family_module = __import__(type(stack.layers[0].self_attn).__module__, fromlist=["x"])
+    other = LeanStack(stack)
+    assert other.norms[1][1] == norm.forward and other.norms[1][0].__name__ == "fast"
+    monkeypatch.setattr(family_module, "apply_rotary_pos_emb", lambda q, k, cos, sin: rotary(q, k, cos, -sin))
+    assert LeanStack(stack).rotation != lean_module._rotation  # (another convention)
 
 
 def test_lean_path_serves_only_forwards_without_acting_adapters(monkeypatch):
