@@ -47,11 +47,12 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
                       None)  # ":n": the checkpoint's n-gram table drafts where lookup finds no match (":n5": up to 5)
         # ":m": the model's own MSD drafts even where the checkpoint has a verify drafter
         drafter = Drafter.of(model) if "m" in options else None
+        max_draft = next((int(o[1:]) for o in options if o.startswith("d")), None)  # ":d2": at most 2 MSD drafts
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
         methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
                                     draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
                                     fold=parse_folding(fold) if fold else None, lookup=lookup, sampling=sampling,
-                                    ngrams=ngrams, drafter=drafter, **kind))
+                                    ngrams=ngrams, drafter=drafter, max_draft=max_draft, **kind))
     return verify_model, methods
 
 
@@ -165,6 +166,8 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="HAMburger checkpoint whose MSD drafts (default: the shipped one)")
     parser.add_argument("--n-chat", type=int, default=5)
     parser.add_argument("--n-math", type=int, default=5)
+    parser.add_argument("--offset", type=int, default=0,
+                        help="skip this many prompts of each category first (another fixed set of dev prompts)")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--policies", default="c0.5,c0.5:v4096,k1:v4096",
@@ -172,7 +175,8 @@ def main() -> int:
                              ":vN restricts drafts to the N most frequent training-response tokens, :pN drafts up to N "
                              "tokens by prompt lookup where the text's last n-gram occurred before, :n (:nN) drafts "
                              "from the checkpoint's n-gram table where lookup does not (up to N tokens), :m drafts "
-                             "with the model's own MSD where the checkpoint has a verify drafter; a suffix "
+                             "with the model's own MSD where the checkpoint has a verify drafter, :dN lets the MSD draft at most "
+                             "N tokens per step; a suffix "
                              "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
@@ -192,7 +196,8 @@ def main() -> int:
 
     torch.set_num_threads(args.threads)
     model, tokenizer, info, reference = load_model(args.model, "float32", reference=True)
-    chat, math = category_prompts("chat", args.n_chat), category_prompts("math", args.n_math)
+    chat, math = (category_prompts(c, args.offset + n)[args.offset:] for c, n in (("chat", args.n_chat),
+                                                                                  ("math", args.n_math)))
     prompts = [p for pair in zip_longest(chat, math) for p in pair if p]  # alternate: a cut run covers both
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     sampling = SAMPLED if args.sample else None
