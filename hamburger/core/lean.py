@@ -44,7 +44,7 @@ def _linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
     (experiments/2026-11-27-lean-reads/)."""
     inner = module._modules.get("base_layer")
     params = (module if inner is None else inner)._parameters
-    if "weight" not in params:  # (a projection that keeps its weight elsewhere: the attribute, as transformers reads it)
+    if "weight" not in params:  # (a projection keeping its weight elsewhere: the attribute, as transformers reads it)
         return F.linear(x, module.weight, module.bias)
     return F.linear(x, params["weight"], params.get("bias"))
 
@@ -85,8 +85,9 @@ class LeanStack:
         self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(stack.config._attn_implementation, self.eager)
         param = next(stack.parameters())
         with torch.inference_mode():
-            self.norms = [_norm(layer.input_layernorm, layer.post_attention_layernorm) for layer in stack.layers]
-            self.final_norm = _norm(stack.norm)[0]
+            self.norms = [(_rms_norm(layer.input_layernorm), _rms_norm(layer.post_attention_layernorm))
+                          for layer in stack.layers]
+            self.final_norm = _rms_norm(stack.norm)
             self.rotation = _rotation if _probe_rotation(self.rotary, stack, param) else self._family_rotation
             attn = stack.layers[0].self_attn
             if stack.config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, stack.config, param):
@@ -150,21 +151,19 @@ class LeanStack:
         return self.final_norm(h), tapped
 
 
-def _norm(*norms: nn.Module) -> list:
-    """Each norm as a function: one `F.rms_norm` on its weight and epsilon where that gives exactly the module's output
-    on a probe, else the module's own ``forward``."""
-    out = []
-    for norm in norms:
-        weight, eps = norm._parameters.get("weight"), getattr(norm, "variance_epsilon", None)
-        fast = None
-        if weight is not None and weight.dim() == 1 and isinstance(eps, float):
-            def fast(x, norm=norm, shape=weight.shape, eps=eps):
-                return F.rms_norm(x, shape, norm._parameters["weight"], eps)
-            probe = torch.randn(2, 3, weight.shape[0], generator=torch.Generator().manual_seed(0))
-            probe = probe.to(weight.device, weight.dtype)
-            fast = fast if torch.equal(fast(probe), norm.forward(probe)) else None
-        out.append(fast or norm.forward)
-    return out
+def _rms_norm(norm: nn.Module):
+    """The norm as one `F.rms_norm` on its weight and epsilon where that gives exactly the module's output on a probe,
+    else the module's own ``forward``."""
+    weight, eps = norm._parameters.get("weight"), getattr(norm, "variance_epsilon", None)
+    if weight is None or weight.dim() != 1 or not isinstance(eps, float):
+        return norm.forward
+
+    def rms_norm(x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, weight.shape, norm._parameters["weight"], eps)
+
+    probe = torch.randn(2, 3, weight.shape[0], generator=torch.Generator().manual_seed(0)).to(weight.device,
+                                                                                            weight.dtype)
+    return rms_norm if torch.equal(rms_norm(probe), norm.forward(probe)) else norm.forward
 
 
 def _rotation(cos: torch.Tensor, sin: torch.Tensor):
@@ -193,7 +192,7 @@ def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor) -> bool:
 def _sdpa_in_place(attend):
     """``attend`` (transformers' SDPA attention), but on more than one query position reading grouped key/value heads
     in place (``enable_gqa``) where transformers copies them to every query head. (On one position transformers
-    already reads them in place, its own way.)"""
+    already reads them in place, its own way, whose bits differ from ``enable_gqa``'s: that one stays.)"""
 
     def run(module: nn.Module, q, k, v, mask, dropout: float = 0.0, scaling: float | None = None, **kwargs):
         if q.shape[2] == 1 or q.shape[1] == k.shape[1]:
