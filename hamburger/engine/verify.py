@@ -279,6 +279,7 @@ class VerifyGeneration(Generation):
         tokens = self.lookup.propose(text, room) if self.lookup else []
         if not tokens and table is not None:
             tokens = table.propose(text, room)
+        tokens = self._through_eos(row, tokens)
         if not tokens:
             return False
         drafts.tokens, drafts.looked_up = tokens, True
@@ -288,6 +289,16 @@ class VerifyGeneration(Generation):
             drafts.q = [torch.zeros(vocab, device=device).index_fill_(0, torch.tensor([t], device=device), 1.0)
                         for t in tokens]
         return True
+
+    def _ends(self, row: _Row, token: int) -> bool:
+        """Whether ``token`` would end ``row`` (an EOS id it does not ignore): no draft after it could be kept."""
+        return token in self.eos and not row.cfg.ignore_eos
+
+    def _through_eos(self, row: _Row, tokens: list[int]) -> list[int]:
+        """``tokens`` up to the first that would end the row, included (a prompt lookup that matches the chat
+        template's turn end would otherwise draft the next turn's header)."""
+        end = next((i for i, t in enumerate(tokens) if self._ends(row, t)), None)
+        return tokens if end is None else tokens[:end + 1]
 
     # ------------------------------------------------------------------ drafting
     def _draft(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> list[_Drafts]:
@@ -346,14 +357,16 @@ class VerifyGeneration(Generation):
 
     def _still_drafting(self, hidden: torch.Tensor, embeddings: torch.Tensor, rows: list[_Row],
                         out: list[_Drafts], budget: list[int], live: list[int]) -> list[int]:
-        """The rows in ``live`` that draft one more token (their stop head, in order, says go on)."""
+        """The rows in ``live`` that draft one more token (their stop head, in order, says go on; none after a draft
+        that would end the row)."""
+        ended = {b for b in live if out[b].tokens and self._ends(rows[b], out[b].tokens[-1])}
         if self.draft is not None:
-            return [b for b in live if len(out[b].tokens) < min(self.draft, budget[b])]
+            return [b for b in live if b not in ended and len(out[b].tokens) < min(self.draft, budget[b])]
         going_on = torch.sigmoid(-self.drafter.stop_head(hidden, embeddings).float()).tolist()
         keep = []
         for b, c in zip(live, going_on):
             out[b].p_continue.append(c)
-            if len(out[b].tokens) < budget[b] and c >= rows[b].confidence:
+            if b not in ended and len(out[b].tokens) < budget[b] and c >= rows[b].confidence:
                 keep.append(b)
         return keep
 

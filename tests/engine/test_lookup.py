@@ -5,7 +5,7 @@ import torch
 
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.engine.verify import VerifyGeneration
+from hamburger.engine.verify import VerifyGeneration, _Drafts
 from hamburger.errors import HamburgerError
 from tests.engine.test_verify import drafting_model
 from tests.engine.test_verify_fold import FOLDINGS, fed_groups, fold_schedule, folded_reference_logits, folding_model
@@ -63,6 +63,25 @@ def test_greedy_verify_with_lookup_equals_base_greedy(family, draft, char_tokeni
         if draft == 0:  # no MSD drafts: every draft came from the lookup
             assert all(up for up, d in zip(res.looked_up, res.drafts) if d)
     assert looked > 3, "the test needs lookup drafts"
+
+
+def test_no_draft_goes_past_a_token_that_would_end_the_row(char_tokenizer):
+    """A row stops at an EOS id: prompt lookup's draft is cut after one (unless the row ignores EOS; the chat
+    template's turn end would otherwise bring the next turn's header along) and the MSD drafts nothing after one."""
+    model, eos = drafting_model("llama"), 2  # (the tiny models end at 2 and 3)
+    prompt = [1, 40, 41, eos, 44, 45, 46, 40, 41]  # "40 41" ends the text and was followed by EOS
+    for ignore, want in ((False, [eos]), (True, [eos, 44, 45, 46, 40])):
+        run = VerifyGeneration(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=8, ignore_eos=ignore,
+                                                                               confidence=1e-6),
+                               lookup=PromptLookup(tokens=5, ngram=2, min_ngram=2))
+        drafts = _Drafts()
+        assert run._look_up(run.rows[0], drafts) and drafts.tokens == want
+        hidden = torch.zeros(1, model.base.config.hidden_size)
+        going_on = run._still_drafting(hidden, hidden, run.rows, [_Drafts(tokens=[44, eos])], [5], [0])
+        assert going_on == ([0] if ignore else [])
+        assert run._still_drafting(hidden, hidden, run.rows, [_Drafts(tokens=[44])], [5], [0]) == [0]
+        if not ignore:
+            assert run.run()[0].token_ids == hf_greedy(model.base, prompt, 8)
 
 
 def test_lookup_drafts_in_a_ragged_batch(char_tokenizer):
