@@ -5,11 +5,12 @@
 #   k0:v4096                the engine's own loop, one token per forward
 #   c0.3:v4096:p10:n        `--mode verify` as `generate` runs it
 #   c0.3:v4096:p10:n@FOLD   `--mode verify_fold` as `generate` runs it
-# greedy, 128 tokens; SAMPLE=1: sampled (T 0.7, top-p 0.9, seed 0 per prompt; sampled rows never use the table).
+# greedy, 128 tokens (TOKENS=256: 256); SAMPLE=1: sampled (T 0.7, top-p 0.9, seed 0 per prompt; sampled rows never use the table).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FOLD=segments:60:0.45:first:steps=8:p=0.7
 POLICIES="k0:v4096,c0.3:v4096:p10:n,c0.3:v4096:p10:n@$FOLD"
-OUT=experiments/2026-11-27-step-profile/speed-t128${RUN:+-run$RUN}${SAMPLE:+-sampled}
+TOKENS=${TOKENS:-128}
+OUT=experiments/2026-11-27-step-profile/speed-t$TOKENS${RUN:+-run$RUN}${SAMPLE:+-sampled}
 .venv/bin/python -m benchmarks.verify_bench --policies "$POLICIES" ${SAMPLE:+--sample} \
-    --n-chat 8 --n-math 8 --max-new-tokens 128 --threads 2 --skip-costs --out "$OUT.json" > "$OUT.log" 2>&1
+    --n-chat 8 --n-math 8 --max-new-tokens "$TOKENS" --threads 2 --skip-costs --out "$OUT.json" > "$OUT.log" 2>&1
