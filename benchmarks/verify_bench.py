@@ -175,9 +175,9 @@ def main() -> int:
                              ":vN restricts drafts to the N most frequent training-response tokens, :pN drafts up to N "
                              "tokens by prompt lookup where the text's last n-gram occurred before, :n (:nN) drafts "
                              "from the checkpoint's n-gram table where lookup does not (up to N tokens), :m drafts "
-                             "with the model's own MSD where the checkpoint has a verify drafter, :dN lets the MSD draft at most "
-                             "N tokens per step; a suffix "
-                             "@GROUPS:WINDOW folds the cache (engine/folding.py, e.g. c0.5@segments:8; not lossless)")
+                             "with the model's own MSD where the checkpoint has a verify drafter, :dN lets the MSD "
+                             "draft at most N tokens per step; a suffix @GROUPS:WINDOW folds the cache "
+                             "(engine/folding.py, e.g. c0.5@segments:8; not lossless)")
     parser.add_argument("--prompt-lookup", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cost-reps", type=int, default=15)

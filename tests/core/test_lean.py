@@ -1,5 +1,6 @@
 """`LeanStack`: transformers' decoder stack run as plain calls for inference forwards on a KV cache."""
 
+import sys
 import types
 
 import pytest
@@ -55,7 +56,7 @@ def test_cheaper_parts_are_taken_where_they_give_the_same_bits(family, monkeypat
     norm = stack.layers[1].post_attention_layernorm
     norm.forward = types.MethodType(lambda self, x: type(self).forward(self, x) * 1.5, norm)  # (1 + w)-style, say
     rotary = lean.rotary
-    family_module = __import__(type(stack.layers[0].self_attn).__module__, fromlist=["x"])
+    family_module = sys.modules[type(stack.layers[0].self_attn).__module__]
     other = LeanStack(stack)
     assert other.norms[1][1] == norm.forward and other.norms[1][0].__name__ == "rms_norm"
     monkeypatch.setattr(family_module, "apply_rotary_pos_emb", lambda q, k, cos, sin: rotary(q, k, cos, -sin))
