@@ -1,0 +1,59 @@
+"""What the lean forward's cheaper parts do to a prompt's prefill: `LeanStack` as of a given commit (default 0fc2e7a,
+before them) against the working tree's, on the default model's base, prefills of 64, 300 and 1000 positions on an
+empty cache (the engine's spare-slot cache), alternated rep by rep, median of 20 each, 2 threads; and whether both give
+the same bits.
+
+    python experiments/2026-11-27-step-profile/prefill_cost.py > experiments/2026-11-27-step-profile/prefill_cost.json
+"""
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import hamburger  # noqa: F401  (its MKL setting, before torch's first product)
+from hamburger.bench.machine import machine_info
+from hamburger.core import lean
+from hamburger.core.loading import load_model
+from hamburger.core.modules import base_decoder_stack
+from hamburger.engine.cache import spare_slots_cache
+
+sys.path.insert(0, str(Path(__file__).parent))
+from forward_cost import lean_at  # noqa: E402
+
+REPS = 20
+
+
+def main() -> None:
+    commit = sys.argv[1] if len(sys.argv) > 1 else "0fc2e7a"
+    torch.set_num_threads(2)
+    model = load_model(None)[0]
+    stack = base_decoder_stack(model.base)
+    runners = {"before": lean_at(commit).LeanStack(stack), "after": lean.LeanStack(stack)}
+    g = torch.Generator().manual_seed(0)
+    d = stack.config.hidden_size
+    out = {"machine": machine_info(2, "float32"), "before_commit": commit, "median_ms": {}, "identical": {}}
+    with torch.inference_mode():
+        for length in (64, 300, 1000):
+            x = torch.randn(1, length, d, generator=g)
+            mask = torch.ones(length, length, dtype=torch.bool).tril()[None, None]
+            positions = torch.arange(length)[None]
+            times, finals = {k: [] for k in runners}, {}
+            for rep in range(2 * REPS):
+                name = ("before", "after")[rep % 2]
+                cache = spare_slots_cache(stack.config)
+                start = time.perf_counter()
+                final, taps = runners[name](x, positions, mask, cache, model.config.tap_layers)
+                times[name].append(time.perf_counter() - start)
+                finals[name] = (final, *taps)
+            out["median_ms"][length] = {k: round(1000 * statistics.median(v), 2) for k, v in times.items()}
+            out["identical"][length] = all(torch.equal(a, b) for a, b in zip(finals["before"], finals["after"]))
+            print(length, out["median_ms"][length], out["identical"][length], file=sys.stderr, flush=True)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
