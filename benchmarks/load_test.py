@@ -28,16 +28,18 @@ TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clo
           "salt", "trains", "ink", "wind", "honey"]
 
 
-def prompts(n: int, kind: str = "short") -> list[str]:
+def prompts(n: int, kind: str = "short", offset: int = 0) -> list[str]:
     """``short``: "Write two sentences about ..." (distinct per request); ``dev``: chat and GSM8K dev prompts in turn
-    (`bench.prompts`, data training never sees; the verify modes' benchmarks use them)."""
+    (`bench.prompts`, data training never sees; the verify modes' benchmarks use them), after the first ``offset`` of
+    each category."""
     if kind == "short":
         return [f"Write two sentences about {TOPICS[i % len(TOPICS)]} (request {i})." for i in range(n)]
     from itertools import chain, zip_longest
 
     from hamburger.bench.prompts import category_prompts
 
-    pairs = zip_longest(category_prompts("chat", (n + 1) // 2), category_prompts("math", n // 2))
+    pairs = zip_longest(category_prompts("chat", offset + (n + 1) // 2)[offset:],
+                        category_prompts("math", offset + n // 2)[offset:])
     return [p["prompt"] for p in chain.from_iterable(pairs) if p][:n]
 
 
@@ -72,6 +74,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--prompts", default="short", choices=["short", "dev"],
                         help="short: 'Write two sentences about ...'; dev: chat and GSM8K dev prompts in turn")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="with --prompts dev: skip this many dev prompts of each category first")
     parser.add_argument("--max-batch-size", type=int, default=8)
     parser.add_argument("--confidence", type=float, default=None, help="per-request confidence (default: server's)")
     parser.add_argument("--mode", default=None, choices=["hamburger", "verify", "verify_fold"],
@@ -93,7 +97,7 @@ def main() -> None:
              "--max-queue", str(max(args.clients, 1))] + (["--mode", args.mode] if args.mode else []) + (
         ["--draft-rows", str(args.draft_rows)] if args.draft_rows is not None else [])
     with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, _):
-        texts = prompts(args.clients, args.prompts)
+        texts = prompts(args.clients, args.prompts, args.offset)
         asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
         start = time.perf_counter()
         outs = asyncio.run(drive(url, texts, args.max_tokens, args.confidence, args.timeout))
@@ -103,10 +107,10 @@ def main() -> None:
     ttft = sorted(o["ttft_s"] for o in outs)
     lat = sorted(o["latency_s"] for o in outs)
     results = {"mode": args.mode or "server default", "draft_rows": args.draft_rows, "prompts": args.prompts,
-               "clients": args.clients, "max_tokens": args.max_tokens, "max_batch_size": args.max_batch_size,
-               "batches": batches, "wall_s": round(wall, 3), "requests_per_s": round(args.clients / wall, 2),
-               "completion_tokens": tokens, "tokens_per_s": round(tokens / wall, 1),
-               "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
+               "offset": args.offset, "clients": args.clients, "max_tokens": args.max_tokens,
+               "max_batch_size": args.max_batch_size, "batches": batches, "wall_s": round(wall, 3),
+               "requests_per_s": round(args.clients / wall, 2), "completion_tokens": tokens,
+               "tokens_per_s": round(tokens / wall, 1), "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
                "ttft_s_p50": round(ttft[len(ttft) // 2], 3), "ttft_s_max": round(ttft[-1], 3),
                "latency_s_p50": round(lat[len(lat) // 2], 3), "latency_s_max": round(lat[-1], 3)}
     if args.verify:  # (the lossless verify mode's reference is the unchanged base's greedy decoding)
