@@ -132,10 +132,10 @@ class SlotCache:
         """Bytes held by the key and value tensors of every layer (measured, not estimated)."""
         return cache_bytes(self.kv)[0]
 
-    def bytes_per_slot(self) -> int:
-        """Bytes one slot of one row takes across all layers."""
+    def bytes_per_slot(self, kv_bytes: int | None = None) -> int:
+        """Bytes one slot of one row takes across all layers (``kv_bytes``: `kv_bytes()`, when just measured)."""
         slots = self.batch_size * (self.capacity or self.num_slots)
-        return self.kv_bytes() // slots if slots else 0
+        return (self.kv_bytes() if kv_bytes is None else kv_bytes) // slots if slots else 0
 
     def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
         """Reserve ``q`` new slots per row (``new_valid`` [B, q]); return the [B, 1, q, slots] attention mask.

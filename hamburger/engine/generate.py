@@ -261,10 +261,10 @@ class Generation:
                     rows[i].prefill_s = now - rows[i].started
                 else:
                     rows[i].decode_s += now - clock
-            slot_bytes = cache.bytes_per_slot()
-            self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
+            kv_bytes = cache.kv_bytes()
+            self.peak_kv_bytes = max(self.peak_kv_bytes, kv_bytes)
             if any(rows[i].done for i in active):  # (reading the slots is a host sync)
-                slots = cache.kv_slots()
+                slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot(kv_bytes)
                 for pos, i in enumerate(active):
                     if rows[i].done:
                         rows[i].kv_slots = slots[pos]

@@ -224,10 +224,12 @@ class VerifyGeneration(Generation):
     def _events(self, cache: SlotCache, active: list[int], which: list[int]) -> Iterator[GroupEvent]:
         """Close the step's group of each row in ``which``; record the KV use of rows that finished."""
         events = [self._close_group(self.rows[i], i) for i in which]
-        slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot()
-        self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
-        for pos, i in enumerate(active):
-            if self.rows[i].done and i in which:
+        kv_bytes = cache.kv_bytes()
+        self.peak_kv_bytes = max(self.peak_kv_bytes, kv_bytes)
+        finished = [(pos, i) for pos, i in enumerate(active) if self.rows[i].done and i in which]
+        if finished:  # (reading the slots is a host sync)
+            slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot(kv_bytes)
+            for pos, i in finished:
                 self.rows[i].kv_slots = slots[pos]
                 self.rows[i].kv_bytes = slots[pos] * slot_bytes
         yield from events
