@@ -168,7 +168,7 @@ class VerifyGeneration(Generation):
         self._draft_head = None
         if draft_vocab is not None:  # [d, n] rows of the LM head for the draft vocabulary, made contiguous once
             head = model.base.get_output_embeddings()
-            vocab = draft_vocab.to(model.device)
+            vocab = draft_vocab.to(model.device).sort().values  # (in vocabulary order: draws as over the full head)
             bias = head.bias[vocab] if getattr(head, "bias", None) is not None else None
             self._draft_head = (vocab, head.weight[vocab].detach().t().contiguous(), bias)
         self.max_draft = max_draft if max_draft is not None else (
@@ -327,9 +327,7 @@ class VerifyGeneration(Generation):
         while live:
             h = self.drafter.decoder(x, msd_cache, start)[:, -1]
             start += x.shape[1]
-            logits = self._draft_logits(h)
-            cfgs = [rows[b].cfg for b in live]
-            tokens, dists = draw_each(logits, cfgs, [rows[b].generator for b in live])
+            tokens, dists = self._draw_drafts(h, [rows[b].cfg for b in live], [rows[b].generator for b in live])
             for b, t, q in zip(live, tokens.tolist(), dists):
                 out[b].tokens.append(t)
                 if q is not None:  # the draft distribution, for the acceptance test
@@ -345,17 +343,22 @@ class VerifyGeneration(Generation):
             x, live = embeddings[:, None], going
         return out
 
-    def _draft_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The draft's logits [N, V]: the full LM head, or only the draft vocabulary's rows (-inf elsewhere)."""
+    def _draw_drafts(self, hidden: torch.Tensor, cfgs: list[DecodingConfig],
+                     generators: list) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+        """Each row's next draft [N] from the MSD's states ``hidden`` [N, d], and for a sampled row the distribution
+        [V] it was drawn from (the acceptance test's q). With a draft vocabulary only its rows of the LM head are
+        multiplied, and a sampled row's distribution is warped and drawn over them alone, then placed in the full
+        vocabulary (zero elsewhere): the same drafts as over the full head with every other logit at -inf, at a
+        twelfth of the warping."""
         if self._draft_head is None:
-            return self.model.decode_logits(hidden).float()
+            return draw_each(self.model.decode_logits(hidden).float(), cfgs, generators)
         vocab, weight, bias = self._draft_head
         sub = hidden.to(weight.dtype) @ weight
         if bias is not None:
             sub = sub + bias
-        logits = torch.full((hidden.shape[0], self.model.base.get_output_embeddings().weight.shape[0]),
-                            float("-inf"), device=hidden.device)
-        return logits.index_copy_(1, vocab, sub.float())
+        picks, dists = draw_each(sub.float(), cfgs, generators)
+        size = self.model.base.get_output_embeddings().weight.shape[0]
+        return vocab[picks], [None if q is None else q.new_zeros(size).index_copy_(0, vocab, q) for q in dists]
 
     def _still_drafting(self, hidden: torch.Tensor, embeddings: torch.Tensor, rows: list[_Row],
                         out: list[_Drafts], budget: list[int], live: list[int]) -> list[int]:

@@ -71,7 +71,7 @@ def test_draft_vocabulary_keeps_greedy_exact(tmp_path, char_tokenizer):
 @pytest.mark.parametrize("fold", [[], ["--fold", "forwards:0"]])
 def test_cli_drafts_over_the_checkpoints_draft_vocabulary(fold, tmp_path, char_tokenizer, capsys, monkeypatch):
     """A checkpoint with a draft vocabulary (`recipes/draft_vocab.py`): `generate --mode verify` drafts only those
-    tokens (the draft logits are -inf elsewhere), with or without folding; the output is unchanged."""
+    tokens, with or without folding; the output is unchanged."""
     import json
 
     from hamburger.cli.main import main
@@ -85,20 +85,43 @@ def test_cli_drafts_over_the_checkpoints_draft_vocabulary(fold, tmp_path, char_t
     free = json.loads(capsys.readouterr().out)
     write_draft_vocab(ckpt, torch.tensor([4, 7, 40]))
     seen = []
-    original = VerifyGeneration._draft_logits
+    original = VerifyGeneration._draw_drafts
 
-    def spy(self, hidden):
-        logits = original(self, hidden)
-        seen.append(logits)
-        return logits
+    def spy(self, *args):
+        tokens, dists = original(self, *args)
+        seen.extend(tokens.tolist())
+        return tokens, dists
 
-    monkeypatch.setattr(VerifyGeneration, "_draft_logits", spy)
+    monkeypatch.setattr(VerifyGeneration, "_draw_drafts", spy)
     assert main(argv) == 0
     restricted = json.loads(capsys.readouterr().out)
     assert seen and (fold or restricted["token_ids"] == free["token_ids"])  # (folding: forwards fold as they kept)
-    outside = torch.ones(seen[0].shape[-1], dtype=torch.bool)
-    outside[[4, 7, 40]] = False
-    assert all(torch.isinf(x[:, outside]).all() and torch.isfinite(x[:, ~outside]).all() for x in seen)
+    assert set(seen) <= {4, 7, 40}
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_drafts_over_a_draft_vocabulary_are_those_of_the_full_head_masked(sampled, char_tokenizer):
+    """Drafting over the draft vocabulary's rows of the LM head alone (warped and drawn there when sampling) gives
+    the drafts and the distributions of the full head with every other logit at -inf, seed for seed."""
+    model = drafting_model("llama")
+    vocab = torch.tensor([40, 4, 61, 7, 90, 33])  # (not in vocabulary order)
+    cfg = DecodingConfig(max_new_tokens=4, temperature=0.9, top_p=0.8, seed=5) if sampled else \
+        DecodingConfig(max_new_tokens=4)
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]] * 3, cfg, draft_vocab=vocab)
+    hidden = torch.randn(3, model.base.config.hidden_size, generator=torch.Generator().manual_seed(1))
+    gens = [torch.Generator().manual_seed(s) for s in range(3)] if sampled else [None] * 3
+    tokens, dists = run._draw_drafts(hidden, [cfg] * 3, gens)
+    full = model.decode_logits(hidden).float()
+    masked = torch.full_like(full, float("-inf"))
+    masked[:, vocab] = full[:, vocab]
+    gens = [torch.Generator().manual_seed(s) for s in range(3)] if sampled else [None] * 3
+    want, want_dists = verify.draw_each(masked, [cfg] * 3, gens)
+    assert tokens.tolist() == want.tolist() and set(tokens.tolist()) <= set(vocab.tolist())
+    for q, w in zip(dists, want_dists):
+        assert (q is None) == (w is None) == (not sampled)
+        if sampled:
+            torch.testing.assert_close(q, w)
+            assert q[vocab].sum() == pytest.approx(1.0) and q.count_nonzero() <= len(vocab)
 
 
 def run_steps(run: VerifyGeneration, steps: int):
