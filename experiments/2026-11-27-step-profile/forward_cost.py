@@ -38,6 +38,21 @@ def lean_at(commit: str):
     return module
 
 
+def alternate(runners: dict, forward, reps: int, digits: int, prepare=lambda: None, finish=lambda: None):
+    """``forward(runner, prepare())`` -> outputs, timed, then ``finish()``, for the runners "before" and "after"
+    alternated rep by rep: (median ms of each, whether their last outputs are the same bits)."""
+    times, outputs = {k: [] for k in runners}, {}
+    for rep in range(2 * reps):
+        name = ("before", "after")[rep % 2]
+        arg = prepare()
+        start = time.perf_counter()
+        outputs[name] = forward(runners[name], arg)
+        times[name].append(time.perf_counter() - start)
+        finish()
+    medians = {k: round(1000 * statistics.median(v), digits) for k, v in times.items()}
+    return medians, all(torch.equal(a, b) for a, b in zip(outputs["before"], outputs["after"]))
+
+
 def main() -> None:
     commit = sys.argv[1] if len(sys.argv) > 1 else "0fc2e7a"
     torch.set_num_threads(2)
@@ -60,16 +75,12 @@ def main() -> None:
             mask = torch.ones(1, 1, new, SLOTS + new, dtype=torch.bool)
             mask[..., SLOTS:] = torch.ones(new, new, dtype=torch.bool).tril()
             positions = torch.arange(SLOTS, SLOTS + new)[None]
-            times, finals = {k: [] for k in runners}, {}
-            for rep in range(2 * REPS):
-                name = ("before", "after")[rep % 2]
-                start = time.perf_counter()
-                final, taps = runners[name](x, positions, mask, cache, model.config.tap_layers)
-                times[name].append(time.perf_counter() - start)
-                finals[name] = (final, *taps)
-                cache.crop(-new)
-            out["median_ms"][new] = {k: round(1000 * statistics.median(v), 3) for k, v in times.items()}
-            out["identical"][new] = all(torch.equal(a, b) for a, b in zip(finals["before"], finals["after"]))
+
+            def forward(runner, _):
+                final, taps = runner(x, positions, mask, cache, model.config.tap_layers)
+                return final, *taps
+            out["median_ms"][new], out["identical"][new] = alternate(runners, forward, REPS, 3,
+                                                                     finish=lambda: cache.crop(-new))
             print(new, out["median_ms"][new], out["identical"][new], file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
 

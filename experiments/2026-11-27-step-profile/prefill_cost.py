@@ -7,9 +7,7 @@ the same bits.
 """
 
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -22,7 +20,7 @@ from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.cache import spare_slots_cache
 
 sys.path.insert(0, str(Path(__file__).parent))
-from forward_cost import lean_at  # noqa: E402
+from forward_cost import alternate, lean_at  # noqa: E402
 
 REPS = 20
 
@@ -41,16 +39,12 @@ def main() -> None:
             x = torch.randn(1, length, d, generator=g)
             mask = torch.ones(length, length, dtype=torch.bool).tril()[None, None]
             positions = torch.arange(length)[None]
-            times, finals = {k: [] for k in runners}, {}
-            for rep in range(2 * REPS):
-                name = ("before", "after")[rep % 2]
-                cache = spare_slots_cache(stack.config)
-                start = time.perf_counter()
-                final, taps = runners[name](x, positions, mask, cache, model.config.tap_layers)
-                times[name].append(time.perf_counter() - start)
-                finals[name] = (final, *taps)
-            out["median_ms"][length] = {k: round(1000 * statistics.median(v), 2) for k, v in times.items()}
-            out["identical"][length] = all(torch.equal(a, b) for a, b in zip(finals["before"], finals["after"]))
+
+            def prefill(runner, cache):
+                final, taps = runner(x, positions, mask, cache, model.config.tap_layers)
+                return final, *taps
+            out["median_ms"][length], out["identical"][length] = alternate(
+                runners, prefill, REPS, 2, prepare=lambda: spare_slots_cache(stack.config))
             print(length, out["median_ms"][length], out["identical"][length], file=sys.stderr, flush=True)
     print(json.dumps(out, indent=1))
 

@@ -11,7 +11,7 @@ from hamburger.engine import verify
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
-from hamburger.engine.sampling import DecodingConfig, warp_logits
+from hamburger.engine.sampling import DecodingConfig, draw_each, warp_logits
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.verify import VerifyGeneration, verify_generate
@@ -115,7 +115,7 @@ def test_drafts_over_a_draft_vocabulary_are_those_of_the_full_head_masked(sample
     masked = torch.full_like(full, float("-inf"))
     masked[:, vocab] = full[:, vocab]
     gens = [torch.Generator().manual_seed(s) for s in range(3)] if sampled else [None] * 3
-    want, want_dists = verify.draw_each(masked, [cfg] * 3, gens)
+    want, want_dists = draw_each(masked, [cfg] * 3, gens)
     assert tokens.tolist() == want.tolist() and set(tokens.tolist()) <= set(vocab.tolist())
     for q, w in zip(dists, want_dists):
         assert (q is None) == (w is None) == (not sampled)
