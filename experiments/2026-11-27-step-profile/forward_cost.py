@@ -53,12 +53,17 @@ def alternate(runners: dict, forward, reps: int, digits: int, prepare=lambda: No
     return medians, all(torch.equal(a, b) for a, b in zip(outputs["before"], outputs["after"]))
 
 
-def main() -> None:
+def setup() -> tuple:
+    """(commit before, the default model, its base's decoder stack, the two `LeanStack`s on it), 2 threads."""
     commit = sys.argv[1] if len(sys.argv) > 1 else "0fc2e7a"
     torch.set_num_threads(2)
     model = load_model(None)[0]
     stack = base_decoder_stack(model.base)
-    runners = {"before": lean_at(commit).LeanStack(stack), "after": lean.LeanStack(stack)}
+    return commit, model, stack, {"before": lean_at(commit).LeanStack(stack), "after": lean.LeanStack(stack)}
+
+
+def main() -> None:
+    commit, model, stack, runners = setup()
     after = runners["after"]
     parts = {"norm": after.norms[0][0].__name__, "rotation": after.rotation.__name__,
              "attention": after.attend.__qualname__}

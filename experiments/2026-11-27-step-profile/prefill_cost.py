@@ -14,23 +14,16 @@ import torch
 
 import hamburger  # noqa: F401  (its MKL setting, before torch's first product)
 from hamburger.bench.machine import machine_info
-from hamburger.core import lean
-from hamburger.core.loading import load_model
-from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.cache import spare_slots_cache
 
 sys.path.insert(0, str(Path(__file__).parent))
-from forward_cost import alternate, lean_at  # noqa: E402
+from forward_cost import alternate, setup  # noqa: E402
 
 REPS = 20
 
 
 def main() -> None:
-    commit = sys.argv[1] if len(sys.argv) > 1 else "0fc2e7a"
-    torch.set_num_threads(2)
-    model = load_model(None)[0]
-    stack = base_decoder_stack(model.base)
-    runners = {"before": lean_at(commit).LeanStack(stack), "after": lean.LeanStack(stack)}
+    commit, model, stack, runners = setup()
     g = torch.Generator().manual_seed(0)
     d = stack.config.hidden_size
     out = {"machine": machine_info(2, "float32"), "before_commit": commit, "median_ms": {}, "identical": {}}
