@@ -204,7 +204,7 @@ def _sdpa_in_place(attend):
 
 def _probe_sdpa(attend, attn: nn.Module, config, param: torch.Tensor) -> bool:
     """Whether `_sdpa_in_place` gives exactly transformers' ``attend`` on forwards of 2 and 5 positions over a
-    masked 9-slot cache."""
+    masked 9-slot cache (False, too, where this device's SDPA refuses ``enable_gqa`` with a mask)."""
     heads, groups = config.num_attention_heads, getattr(attn, "num_key_value_groups", 1)
     generator = torch.Generator().manual_seed(0)
     for new in (2, 5):
@@ -213,7 +213,10 @@ def _probe_sdpa(attend, attn: nn.Module, config, param: torch.Tensor) -> bool:
             param.device, param.dtype) for _ in range(2))
         mask = torch.ones(1, 1, new, 9, dtype=torch.bool, device=param.device).tril(9 - new)
         mask[..., 2] = False
-        ours = _sdpa_in_place(attend)(attn, q, k, v, mask, scaling=attn.scaling)[0]
+        try:
+            ours = _sdpa_in_place(attend)(attn, q, k, v, mask, scaling=attn.scaling)[0]
+        except RuntimeError:
+            return False
         if not torch.equal(ours, attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)[0]):
             return False
     return True

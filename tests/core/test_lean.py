@@ -6,6 +6,7 @@ import types
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from hamburger.core import lean as lean_module
 from hamburger.core.lean import LeanStack, supported
@@ -61,6 +62,14 @@ def test_cheaper_parts_are_taken_where_they_give_the_same_bits(family, monkeypat
     assert other.norms[1][1] == norm.forward and other.norms[1][0].__name__ == "rms_norm"
     monkeypatch.setattr(family_module, "apply_rotary_pos_emb", lambda q, k, cos, sin: rotary(q, k, cos, -sin))
     assert LeanStack(stack).rotation != lean_module._rotation  # (another convention)
+    sdpa = F.scaled_dot_product_attention
+
+    def no_grouped_heads(*args, enable_gqa=False, **kwargs):  # a device whose SDPA refuses them
+        if enable_gqa:
+            raise RuntimeError("enable_gqa is not supported here")
+        return sdpa(*args, **kwargs)
+    monkeypatch.setattr(F, "scaled_dot_product_attention", no_grouped_heads)
+    assert not LeanStack(stack).attend.__qualname__.startswith("_sdpa_in_place")
 
 
 def test_lean_path_serves_only_forwards_without_acting_adapters(monkeypatch):
