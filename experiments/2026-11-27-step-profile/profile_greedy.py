@@ -2,7 +2,8 @@
 lookup, the n-gram table, the draft vocabulary) on 4 chat + 4 GSM8K dev prompts, 128 tokens, 2 threads; the
 cumulative seconds of the step's parts, as shares of the decode.
 
-    python experiments/2026-11-27-step-profile/profile_greedy.py > experiments/2026-11-27-step-profile/profile_greedy_COMMIT.txt
+    python experiments/2026-11-27-step-profile/profile_greedy.py \
+        > experiments/2026-11-27-step-profile/profile_greedy_COMMIT.txt
 """
 
 import cProfile
@@ -23,8 +24,8 @@ from hamburger.engine.ngrams import model_ngrams
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import DecodingConfig
 
-PARTS = ["_draft", "_look_up", "_still_drafting", "decoder", "_draft_logits", "_verify", "base_forward",
-         "_accept", "_head_logits", "decode_logits", "_emit", "_close_group"]
+PARTS = ["_draft", "_look_up", "_still_drafting", "decoder", "_draft_logits", "_draw_drafts", "_verify",
+         "base_forward", "_accept", "_head_logits", "decode_logits", "_emit", "_close_group"]
 
 
 def main() -> None:

@@ -89,8 +89,8 @@ class LeanStack:
                           for layer in stack.layers]
             self.final_norm = _rms_norm(stack.norm)
             self.rotation = _rotation if _probe_rotation(self.rotary, stack, param) else self._family_rotation
-            attn = stack.layers[0].self_attn
-            if stack.config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, stack.config, param):
+            attn, heads = stack.layers[0].self_attn, stack.config.num_attention_heads
+            if stack.config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
                 self.attend = _sdpa_in_place(self.attend)
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
@@ -176,13 +176,20 @@ def _rotation(cos: torch.Tensor, sin: torch.Tensor):
     return lambda q, k: (q * cos + q.roll(half, -1) * signed, k * cos + k.roll(half, -1) * signed)
 
 
+def _random_heads(attn: nn.Module, heads: int, param: torch.Tensor, generator: torch.Generator, new: int, slots: int):
+    """Probe inputs of an attention layer with ``heads`` query heads: queries [1, heads, new, head_dim], keys and
+    values [1, kv heads, slots, head_dim], on the stack's device and dtype."""
+    kv_heads = heads // getattr(attn, "num_key_value_groups", 1)
+
+    def draw(n: int, length: int) -> torch.Tensor:
+        return torch.randn(1, n, length, attn.head_dim, generator=generator).to(param.device, param.dtype)
+    return draw(heads, new), draw(kv_heads, slots), draw(kv_heads, slots)
+
+
 def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor) -> bool:
     """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions."""
-    config, attn = stack.config, stack.layers[0].self_attn
-    heads, groups = config.num_attention_heads, getattr(attn, "num_key_value_groups", 1)
-    generator = torch.Generator().manual_seed(0)
-    q = torch.randn(1, heads, 3, attn.head_dim, generator=generator).to(param.device, param.dtype)
-    k = torch.randn(1, max(1, heads // groups), 3, attn.head_dim, generator=generator).to(param.device, param.dtype)
+    attn = stack.layers[0].self_attn
+    q, k, _ = _random_heads(attn, stack.config.num_attention_heads, param, torch.Generator().manual_seed(0), 3, 3)
     cos, sin = stack.rotary_emb(q, torch.arange(5, 8, device=param.device)[None])
     if cos.shape[-1] != attn.head_dim:  # (a partial rotary embedding)
         return False
@@ -202,15 +209,12 @@ def _sdpa_in_place(attend):
     return run
 
 
-def _probe_sdpa(attend, attn: nn.Module, config, param: torch.Tensor) -> bool:
+def _probe_sdpa(attend, attn: nn.Module, heads: int, param: torch.Tensor) -> bool:
     """Whether `_sdpa_in_place` gives exactly transformers' ``attend`` on forwards of 2 and 5 positions over a
     masked 9-slot cache (False, too, where this device's SDPA refuses ``enable_gqa`` with a mask)."""
-    heads, groups = config.num_attention_heads, getattr(attn, "num_key_value_groups", 1)
     generator = torch.Generator().manual_seed(0)
     for new in (2, 5):
-        q = torch.randn(1, heads, new, attn.head_dim, generator=generator).to(param.device, param.dtype)
-        k, v = (torch.randn(1, max(1, heads // groups), 9, attn.head_dim, generator=generator).to(
-            param.device, param.dtype) for _ in range(2))
+        q, k, v = _random_heads(attn, heads, param, generator, new, 9)
         mask = torch.ones(1, 1, new, 9, dtype=torch.bool, device=param.device).tril(9 - new)
         mask[..., 2] = False
         try:
