@@ -20,7 +20,9 @@ What a folded group leaves in the cache (``keep``):
   * ``first``: the same with its first token's slot (in ``segments``, the uncertain token that starts the group).
 A group holds at most ``segments.max_steps`` tokens (with keep ``merged``, at most what the embedder merges); a group
 of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is
-more than ``window``), so the cache keeps about the same share of the answer's slots at every length.
+more than ``window``), so the cache keeps about the same share of the answer's slots at every length. With a budget
+``kv``, groups past the window fold, oldest first, only while the answer holds more than ``kv`` slots per token: the
+cache folds as little history as that share of the base's KV allows.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Folding:
 
     window: int = 8  # a group folds once this many answer tokens were fed after its last one
     share: float = 0.0  # ... or this share of the answer's fed tokens, when more: the window grows with the answer
+    kv: float = 0.0  # fold only while the answer holds more slots per token than this (0: every group past the window)
     groups: str = "segments"  # `GROUPINGS`
     keep: str = "merged"  # `KEEPS`: what a folded group leaves in the cache
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
@@ -56,6 +59,8 @@ class Folding:
             raise HamburgerError(f"the fold window must be >= 0 tokens, got {self.window}")
         if not 0 <= self.share < 1:
             raise HamburgerError(f"the fold window's share of the answer must be in [0, 1), got {self.share}")
+        if not 0 <= self.kv < 1:
+            raise HamburgerError(f"the fold's KV budget (slots per answer token) must be in [0, 1), got {self.kv}")
         if self.groups not in GROUPINGS:
             raise HamburgerError(f"fold groups must be one of {', '.join(GROUPINGS)}, got {self.groups!r}")
         if self.keep not in KEEPS:
@@ -83,8 +88,8 @@ def parse_folding(spec: str) -> Folding:
     """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
     optional field at most once, in any order: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last`` or ``first``: what a folded
-    group leaves), ``steps=N`` (the longest group) and ``p=P`` (the sliding cut's confidence), e.g.
-    ``segments:64:first:steps=8:p=0.7``."""
+    group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold only
+    while the answer holds more than B slots per token), e.g. ``segments:64:first:steps=8:p=0.7``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
@@ -94,16 +99,17 @@ def parse_folding(spec: str) -> Folding:
                 key, _, value = f.partition("=")
             else:
                 key, value = "keep" if f in KEEPS else "share", f
-            if key not in ("share", "keep", "steps", "p") or key in named:
+            if key not in ("share", "keep", "steps", "p", "kv") or key in named:
                 raise ValueError
             named[key] = value
         cut = SegmentSettings(strategy="sliding", sliding_p=float(named.get("p", 0.9)),
                               max_steps=int(named.get("steps", 4)))
         return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
-                       keep=named.get("keep", "merged"), segments=cut)
+                       kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut)
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P], e.g. segments:8, forwards:4, "
-                             f"segments:32:0.25 or segments:64:first:steps=8:p=0.7; got {spec!r}") from None
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B], e.g. segments:8, "
+                             f"forwards:4, segments:32:0.25 or segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}"
+                             ) from None
 
 
 class FoldState:
@@ -115,6 +121,7 @@ class FoldState:
         self.entropies: list[float] = []  # of each emitted token's distribution (segments only)
         self.forwards: list[tuple[int, int]] = []  # the undecided answer tokens each forward kept: [start, end)
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
+        self.saved = 0  # answer slots the folds took out of the cache (net of the merged slots they feed)
 
     def chose(self, logits: torch.Tensor) -> None:
         """The base's logits [n, V] that chose the row's next n tokens (their entropies cut the segments)."""
@@ -129,7 +136,8 @@ class FoldState:
         self.forwards += [(s, min(s + step, end)) for s in range(start, end, step)]
 
     def due(self, fed: int) -> list[tuple[int, int]]:
-        """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache."""
+        """The groups [start, end) of 2+ tokens to fold now, when ``fed`` answer tokens are in the cache: the final
+        groups past the window, oldest first, while the answer holds more than ``kv`` slots per token."""
         limit = fed - self.folding.window_at(fed)
         if self.folding.groups == "forwards":
             cut = self.forwards
@@ -139,11 +147,12 @@ class FoldState:
             cut = [(self.decided + e - n, self.decided + e) for n, e in zip(sizes[:-1], ends[:-1])]
         out = []
         for start, end in cut:
-            if end > limit:
+            if end > limit or fed - self.saved <= self.folding.kv * fed:
                 break
             self.decided = end
             if end - start > 1:
                 out.append((start, end))
+                self.saved += len(self.folding.leaving(start, end)) - (self.folding.keep == "merged")
         self.forwards = [(s, e) for s, e in self.forwards if s >= self.decided]
         return out
 

@@ -9,7 +9,7 @@ PY=${PY:-.venv/bin/python}
 G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
 for d in .gpu .gpu1 .gpu2 .gpu3; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
-cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,start3.sh,poll.sh,bench.sh} .gpu/
+cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh,bench.sh} .gpu/
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 -d .gpu1 transformers==5.23.0 gguf==0.19.0
 head -c 49000000 "$G" > .gpu1/gguf.part1

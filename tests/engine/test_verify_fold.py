@@ -86,7 +86,9 @@ FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Fo
                                              segments=SegmentSettings(strategy="decreasing", ratio=1.02, max_steps=3)),
             "forwards 0, keep last": Folding(window=0, groups="forwards", keep="last"),
             "segments 2, keep first": Folding(window=2, keep="first",  # (groups beyond the embedder's 4 tokens)
-                                              segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))}
+                                              segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6)),
+            "segments 2, KV budget": Folding(window=2, kv=0.7,
+                                             segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
 
 
 def folding_model(family: str = "llama", scope: str | None = None):
@@ -196,6 +198,7 @@ def test_bad_folding_is_refused(char_tokenizer):
     for folding, match in [(Folding(window=-1), "window"), (Folding(groups="tokens"), "groups"),
                            (Folding(segments=SegmentSettings(strategy="nope")), "strategy"),
                            (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"),
+                           (Folding(kv=1.0), "budget"), (Folding(kv=-0.5), "budget"),
                            (Folding(keep="mean"), "keeps"), (parse_folding("segments:8:p=1"), "confidence"),
                            (parse_folding("segments:8:steps=0"), "steps"),
                            (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
@@ -242,6 +245,46 @@ def test_a_growing_window_keeps_a_share_of_the_answer_unfolded():
     assert state.due(14) == [(5, 7)]
 
 
+def test_a_kv_budget_folds_the_oldest_groups_only_while_the_answer_holds_more_slots():
+    """``kv`` B: final groups past the window fold, oldest first, while the answer's slots (fed tokens less what the
+    folds took out, plus their merged slots) exceed B per fed token; the rest wait, still foldable later."""
+    state = FoldState(parse_folding("forwards:0:kv=0.6"), 100)
+    assert state.folding == Folding(window=0, kv=0.6, groups="forwards")
+    state.fed(0, 3)
+    assert state.due(3) == [(0, 3)] and state.saved == 2  # 3 slots > 1.8: 3 tokens leave, 1 merged slot comes
+    state.fed(3, 5)
+    assert state.due(5) == []  # 3 slots <= 3.0
+    state.fed(5, 7)
+    assert state.due(7) == [(3, 5)]  # 5 slots > 4.2; after (3, 5) 4 <= 4.2: (5, 7) waits
+    state.fed(7, 10)
+    assert state.due(10) == [(5, 7)] and state.saved == 4  # 7 > 6.0, then 6 <= 6.0 (without a budget: (7, 10) too)
+    first = FoldState(parse_folding("forwards:0:first:kv=0.5"), 100)  # keep first: no merged slot is fed
+    first.fed(0, 4)
+    assert first.due(4) == [(0, 4)] and first.saved == 3
+
+
+def test_a_kv_budget_of_zero_is_no_budget_and_a_budget_folds_less():
+    entropies = (torch.rand(300, generator=torch.Generator().manual_seed(1)) * 6).tolist()
+
+    def schedule(spec: str) -> tuple[list[list[tuple[int, int]]], list[float]]:
+        state = FoldState(parse_folding(spec), vocab_size=49152)
+        state.entropies = entropies
+        out, ratios = [], []
+        for fed in range(len(entropies)):
+            out.append(state.due(fed))
+            ratios.append((fed - state.saved) / max(fed, 1))
+            state.fed(fed, fed + 1)
+        return out, ratios
+
+    fixed, fixed_ratios = schedule("segments:8:first:steps=8:p=0.7")
+    assert schedule("segments:8:first:steps=8:p=0.7:kv=0")[0] == fixed
+    budget, ratios = schedule("segments:8:first:steps=8:p=0.7:kv=0.7")
+    assert 0 < sum(map(len, budget)) < sum(map(len, fixed))
+    assert max(ratios[150:]) <= 0.7 + 8 / 150 and min(ratios[150:]) > max(fixed_ratios[150:])
+    folded = [g for groups in budget for g in groups]
+    assert folded == [g for groups in fixed for g in groups][:len(folded)]  # the same groups, oldest first
+
+
 def test_fold_specs():
     """``GROUPS:WINDOW[:FIELD...]``: the share, the keep, ``steps=N`` and ``p=P`` are optional, in any order, each at
     most once."""
@@ -252,8 +295,9 @@ def test_fold_specs():
     assert parse_folding("segments:32:last:0.25") == Folding(window=32, share=0.25, keep="last")
     assert parse_folding("segments:64:first:steps=8:p=0.7") == Folding(window=64, keep="first", segments=cut)
     assert parse_folding("segments:64:p=0.7:steps=8:first") == Folding(window=64, keep="first", segments=cut)
+    assert parse_folding("segments:64:kv=0.6:first") == Folding(window=64, kv=0.6, keep="first")
     for bad in ("segments", "segments:x", "segments:32:mean", "segments:32:0.1:0.2", "segments:32:last:first",
-                "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x"):
+                "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x", "segments:32:kv=x"):
         with pytest.raises(HamburgerError, match="GROUPS:WINDOW"):
             parse_folding(bad)
 
