@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Issue 19, session 38: what the KV headroom at 256 tokens buys sampled long math. The default fold (s45,
+# `segments:60:0.45:first:steps=8:p=0.7`) leaves GSM8K answers at 256 tokens with ~0.56 of the base's KV; with a
+# budget (`:kv=0.65`) it folds only while an answer holds more than 0.65 slots per token, so it folds less. Sampled
+# (T 0.7, top-p 0.9, seed = the prompt's position), drafting as `generate` does, 256 new tokens, on dev GSM8K rows
+# 0-59 and 60-119 with the base's and base-sampled answers and s45's decodes of ../2026-11-27-growing-first/ (the same
+# prompts and seeds), paired there by summary.py. A step is skipped when its output exists.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+E=experiments/2026-11-27-kv-budget
+FOLD=${FOLD:-segments:60:0.45:first:steps=8:p=0.7:kv=0.65}
+NAME=${NAME:-s45kv65}
+export MKL_CBWR=AVX2  # as ../2026-11-27-growing-first/ ran
+FIRST=experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60
+MORE=experiments/2026-11-27-gpu-fold-reverse
+decode() {  # OUT TASK-ARGS...
+    local out=$E/eval-$1
+    shift
+    [ -s $out/summary.json ] || nice -n 10 .venv/bin/hamburger eval --sample only --verify-fold $FOLD \
+        --verify-confidence 0.3 --verify-lookup 10 --confidence "" --batch-size 8 --threads 2 --max-new-tokens 256 \
+        --tasks gsm8k --limit 60 "$@" --out $out > $out.txt 2>&1
+}
+decode rows0-60-$NAME --reuse-base $FIRST
+decode rows60-120-$NAME --gsm8k-file $MORE/gsm8k_dev_60_120.jsonl --reuse-base $MORE/eval-t256-gsm8k-more-default
