@@ -10,7 +10,6 @@ pilot mix10, the GPU's lora-fold-reverse; ../2026-11-27-growing-first/: s45, the
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 from hamburger.eval.paired import paired_bootstrap
@@ -34,18 +33,8 @@ SETS = {
 
 
 def main() -> None:
-    rows = reverse.pilots.lines(HERE / "gpu_run" / "metrics.jsonl")
-    config = json.loads((HERE / "gpu_run" / "config.json").read_text())
-    print(f"lora-fold-after: lora_scope {config['lora_scope']}, token_loss_weight {config['token_loss_weight']}, "
-          f"kl_weight {config['kl_weight']}, kl_mix {config['kl_mix']}, lr_base {config['lr_base']:g}, "
-          f"lr_grafted {config['lr_grafted']:g}, {rows[-1]['step']} steps, "
-          f"{sum(r['response_tokens'] for r in rows if r.get('kind') == 'train'):,} response tokens, "
-          f"{(rows[-1]['time'] - rows[0]['time']) / 60:.1f} min")
-    print("\n| step | val next-token accuracy (window 48) | val KL term (reverse) |")
-    print("|---|---|---|")
-    for r in rows:
-        if r.get("kind") == "eval":
-            print(f"| {r['step']} | {100 * r['token_acc']:.2f}% | {r['kl']:.4f} |")
+    reverse.training(HERE / "gpu_run", "lora-fold-after",
+                     ("lora_scope", "token_loss_weight", "kl_weight", "kl_mix"))
     worst: dict[str, dict[str, float]] = {}
     for title, folders in SETS.items():
         print(f"\nSampled verify_fold on {title}:")

@@ -33,11 +33,12 @@ MORE = {DEFAULT: HERE / "eval-t256-gsm8k-more-default", "mix10": HERE / "eval-t2
         GPU: HERE / "eval-t256-gsm8k-more-reverse"}
 
 
-def main() -> None:
-    rows = pilots.lines(HERE / "gpu_run" / "metrics.jsonl")
-    config = json.loads((HERE / "gpu_run" / "config.json").read_text())
-    print(f"lora-fold-reverse: token_loss_weight {config['token_loss_weight']}, kl_weight {config['kl_weight']}, "
-          f"kl_mix {config['kl_mix']}, lr_base {config['lr_base']:g}, lr_grafted {config['lr_grafted']:g}, "
+def training(run: Path, name: str, fields: tuple[str, ...] = ("token_loss_weight", "kl_weight", "kl_mix")) -> None:
+    """A GPU run's settings and size, then its evals (``run``: its gpu_run folder, metrics.jsonl and config.json)."""
+    rows = pilots.lines(run / "metrics.jsonl")
+    config = json.loads((run / "config.json").read_text())
+    print(f"{name}: " + ", ".join(f"{f} {config[f]}" for f in fields)
+          + f", lr_base {config['lr_base']:g}, lr_grafted {config['lr_grafted']:g}, "
           f"{rows[-1]['step']} steps, {sum(r['response_tokens'] for r in rows if r.get('kind') == 'train'):,} "
           f"response tokens, {(rows[-1]['time'] - rows[0]['time']) / 60:.1f} min")
     print("\n| step | val next-token accuracy (window 48) | val KL term (reverse) |")
@@ -45,6 +46,10 @@ def main() -> None:
     for r in rows:
         if r.get("kind") == "eval":
             print(f"| {r['step']} | {100 * r['token_acc']:.2f}% | {r['kl']:.4f} |")
+
+
+def main() -> None:
+    training(HERE / "gpu_run", "lora-fold-reverse")
     print("\n| model | policy | flips % | spikes > 6 nats | KL | reverse KL | sampled NLL gap "
           "| sampled spikes (base's own) | KV at 128 |")
     print("|---|---|---|---|---|---|---|---|---|")
