@@ -44,6 +44,20 @@ def diff(a: dict[str, dict], b: dict[str, dict], metric: str) -> str:
     return f"{point:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
+def sampled_row(name: str, got: dict[str, dict[str, dict]], reference: dict[str, dict] | None) -> str:
+    """A table row of one arm's sampled verify_fold: tau, the answers' KV, spikes, each metric against base-sampled,
+    and the first two paired with ``reference`` (another arm's sampled records; None: "-")."""
+    fold, base = got["verify-fold-sampled"], got["base-sampled"]
+    tau = sum(r["tokens"] for r in fold.values()) / sum(r["forwards"] for r in fold.values())
+    kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in fold.values()) / \
+        sum(r["tokens"] - 1 for r in fold.values())  # the answers' slots at their end (eval's answers' KV)
+    spikes = f"{sum(r['worst_token_nll'] > 6 for r in fold.values())} " \
+             f"({sum(r['worst_token_nll'] > 6 for r in base.values())})"
+    against = [diff(fold, base, m) for m in METRICS]
+    paired = [diff(fold, reference, m) if reference is not None else "-" for m in METRICS[:2]]
+    return f"| {name} | {len(fold)} | {tau:.2f} | {kv:.3f} | {spikes} | " + " | ".join(against + paired) + " |"
+
+
 def main() -> None:
     for stage, parts in STAGES.items():
         arms = {name: got for name in ("default", "s45", "s35") if (got := arm(parts, name)) is not None}
@@ -55,16 +69,7 @@ def main() -> None:
                   f"{m} - default" for m in METRICS[:2]) + " |")
         print("|---|---|---|---|---|" + "---|" * (len(METRICS) + 2))
         for name, got in arms.items():
-            fold, base = got["verify-fold-sampled"], got["base-sampled"]
-            tau = sum(r["tokens"] for r in fold.values()) / sum(r["forwards"] for r in fold.values())
-            kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in fold.values()) / \
-                sum(r["tokens"] - 1 for r in fold.values())  # the answers' slots at their end (eval's answers' KV)
-            spikes = f"{sum(r['worst_token_nll'] > 6 for r in fold.values())} " \
-                     f"({sum(r['worst_token_nll'] > 6 for r in base.values())})"
-            against = [diff(fold, base, m) for m in METRICS]
-            paired = [diff(fold, arms["default"]["verify-fold-sampled"], m) if name != "default" else "-"
-                      for m in METRICS[:2]]
-            print(f"| {name} | {len(fold)} | {tau:.2f} | {kv:.3f} | {spikes} | " + " | ".join(against + paired) + " |")
+            print(sampled_row(name, got, arms["default"]["verify-fold-sampled"] if name != "default" else None))
     for path in sorted(HERE.glob("eval-greedy-*/summary.md")):
         print(f"\n## {path.parent.name} (greedy; the base's answers reused)\n")
         text = path.read_text()

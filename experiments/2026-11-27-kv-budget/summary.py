@@ -51,15 +51,8 @@ def main() -> None:
     print("|---|---|---|---|---|" + "---|" * (len(growing.METRICS) + 2))
     reference = arms[next(iter(ARMS))]["verify-fold-sampled"]
     for label, got in arms.items():
-        fold, base = got["verify-fold-sampled"], got["base-sampled"]
-        tau = sum(r["tokens"] for r in fold.values()) / sum(r["forwards"] for r in fold.values())
-        kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in fold.values()) / \
-            sum(r["tokens"] - 1 for r in fold.values())  # the answers' slots at their end (eval's answers' KV)
-        spikes = f"{sum(r['worst_token_nll'] > 6 for r in fold.values())} " \
-                 f"({sum(r['worst_token_nll'] > 6 for r in base.values())})"
-        against = [growing.diff(fold, base, m) for m in growing.METRICS]
-        paired = [growing.diff(fold, reference, m) if fold is not reference else "-" for m in growing.METRICS[:2]]
-        print(f"| {label} | {len(fold)} | {tau:.2f} | {kv:.3f} | {spikes} | " + " | ".join(against + paired) + " |")
+        fold = got["verify-fold-sampled"]
+        print(growing.sampled_row(label, got, reference if fold is not reference else None))
 
 
 if __name__ == "__main__":
