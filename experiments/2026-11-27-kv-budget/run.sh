@@ -5,6 +5,7 @@
 # (T 0.7, top-p 0.9, seed = the prompt's position), drafting as `generate` does, 256 new tokens, on dev GSM8K rows
 # 0-59 and 60-119 with the base's and base-sampled answers and s45's decodes of ../2026-11-27-growing-first/ (the same
 # prompts and seeds), paired there by summary.py. A step is skipped when its output exists.
+# The eviction control (README): FOLD=segments:60:0.45:none:steps=8:p=0.7:kv=0.56 NAME=n56 bash run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-kv-budget

@@ -17,7 +17,9 @@ What a folded group leaves in the cache (``keep``):
     the checkpoint's adapters);
   * ``last``: its last token's own slot, the keys and values the base wrote there having read the whole group; the
     others become holes. No merged slot is fed, so no grafted module or adapter reads the history: training-free;
-  * ``first``: the same with its first token's slot (in ``segments``, the uncertain token that starts the group).
+  * ``first``: the same with its first token's slot (in ``segments``, the uncertain token that starts the group);
+  * ``none``: nothing: the group's slots all become holes (eviction, the training-free control of the keeps above:
+    only the groups of one token and the window stay).
 A group holds at most ``segments.max_steps`` tokens (with keep ``merged``, at most what the embedder merges); a group
 of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is
 more than ``window``), so the cache keeps about the same share of the answer's slots at every length. With a budget
@@ -36,7 +38,7 @@ from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entr
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
-KEEPS = ("merged", "last", "first")
+KEEPS = ("merged", "last", "first", "none")
 # The `parse_folding` spec used where none is given: groups keep their first token's own slot (training-free), cut
 # at sliding 0.7 into up to 8 tokens, 60 answer tokens after them or 45% of the answer's, whichever is more (the
 # window grows past 135 tokens; chosen on dev prompts only: README, "Keeping a token").
@@ -77,6 +79,8 @@ class Folding:
 
     def leaving(self, start: int, end: int) -> range:
         """The tokens of group [start, end) that leave their one-token slots when it folds."""
+        if self.keep == "none":
+            return range(start, end)
         return range(start + (self.keep == "first"), end - (self.keep == "last"))
 
     def window_at(self, fed: int) -> int:
@@ -87,8 +91,8 @@ class Folding:
 def parse_folding(spec: str) -> Folding:
     """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
     optional field at most once, in any order: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the
-    last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last`` or ``first``: what a folded
-    group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold only
+    last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
+    folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold only
     while the answer holds more than B slots per token), e.g. ``segments:64:first:steps=8:p=0.7``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")

@@ -60,7 +60,7 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     done = 0
     for s, (n, groups) in enumerate(zip(fed, schedule), start=1):
         for start, end in groups:
-            for i in range(start + (keep == "first"), end - (keep == "last")):
+            for i in range(start + (keep == "first"), end - (keep == "last")):  # (keep none: every token)
                 dies[slot_of[len(prompt) + i]] = s
             if keep == "merged":
                 add(answer[start:end], len(prompt) + end - 1, s)
@@ -87,6 +87,8 @@ FOLDINGS = {"forwards 0": Folding(window=0, groups="forwards"), "forwards 5": Fo
             "forwards 0, keep last": Folding(window=0, groups="forwards", keep="last"),
             "segments 2, keep first": Folding(window=2, keep="first",  # (groups beyond the embedder's 4 tokens)
                                               segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6)),
+            "segments 2, keep none": Folding(window=2, keep="none",
+                                             segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
             "segments 2, KV budget": Folding(window=2, kv=0.7,
                                              segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
 
@@ -124,8 +126,9 @@ def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
         assert res.token_ids == want.argmax(-1).tolist()  # greedy: every token is the base's choice on that cache
         folded += sum(map(len, schedule))
         longest = max([longest] + [e - s for groups in schedule for s, e in groups])
-        # the cache: the prompt, every fed token, less what the folds took out
-        assert res.kv_slots == len(prompt) + sum(fed) - sum(e - s - 1 for groups in schedule for s, e in groups)
+        # the cache: the prompt, every fed token, less what the folds took out (a group leaves one slot, keep none none)
+        left = sum(e - s - (folding.keep != "none") for groups in schedule for s, e in groups)
+        assert res.kv_slots == len(prompt) + sum(fed) - left
     assert folded > 4, "the test needs folded groups"
     assert longest == folding.segments.max_steps or folding.groups == "forwards", "the test needs the longest groups"
 
@@ -261,6 +264,9 @@ def test_a_kv_budget_folds_the_oldest_groups_only_while_the_answer_holds_more_sl
     first = FoldState(parse_folding("forwards:0:first:kv=0.5"), 100)  # keep first: no merged slot is fed
     first.fed(0, 4)
     assert first.due(4) == [(0, 4)] and first.saved == 3
+    evicted = FoldState(parse_folding("forwards:0:none"), 100)  # keep none: every slot of the group leaves
+    evicted.fed(0, 4)
+    assert evicted.due(4) == [(0, 4)] and evicted.saved == 4
 
 
 def test_a_kv_budget_of_zero_is_no_budget_and_a_budget_folds_less():
@@ -291,6 +297,7 @@ def test_fold_specs():
     cut = SegmentSettings(strategy="sliding", sliding_p=0.7, max_steps=8)
     assert parse_folding("segments:32") == Folding(window=32)
     assert parse_folding("segments:32:last") == Folding(window=32, keep="last")
+    assert parse_folding("segments:32:none") == Folding(window=32, keep="none")
     assert parse_folding("forwards:8:0.25:merged") == Folding(window=8, share=0.25, groups="forwards")
     assert parse_folding("segments:32:last:0.25") == Folding(window=32, share=0.25, keep="last")
     assert parse_folding("segments:64:first:steps=8:p=0.7") == Folding(window=64, keep="first", segments=cut)
