@@ -1,8 +1,9 @@
 """The README's tables: the lent GPU's lora-fold-after (gpu_run/metrics.jsonl: its evals, verify-fold's layout at
 window 48 on the 790 val rows), then its decoded sampled long math (decode.sh) beside session 32's arms on the same
 120 prompts, seeds and base-sampled answers (../2026-11-27-gpu-fold-reverse/: the training-free default fold, the CPU
-pilot mix10, the GPU's lora-fold-reverse; ../2026-11-27-growing-first/: s45, the default since), and its worst tokens paired prompt by prompt with theirs
-(`hamburger.eval.paired.paired_bootstrap`, 95%), on each set of 60 and over all 120.
+pilot mix10, the GPU's lora-fold-reverse; ../2026-11-27-growing-first/: s45, the default since), and its worst
+tokens paired prompt by prompt with theirs (`hamburger.eval.paired.paired_bootstrap`, 95%), on each set of 60 and over
+all 120.
 
     python experiments/2026-11-27-gpu-fold-after/summary.py > experiments/2026-11-27-gpu-fold-after/summary.txt
 """
@@ -26,7 +27,8 @@ S45 = "training-free growing fold s45 (the default since session 33)"
 SETS = {
     "the first 60 (decode.sh of session 32)": {**{k: reverse.DECODES[k] for k in (reverse.DEFAULT, "mix10",
                                                                                    reverse.GPU)},
-                                                S45: GROWING / "eval-rows0-60-s45", AFTER: HERE / "eval-t256-gsm8k-l60-after"},
+                                                S45: GROWING / "eval-rows0-60-s45",
+                                                AFTER: HERE / "eval-t256-gsm8k-l60-after"},
     "the next 60 (decode_more.sh of session 32)": {**reverse.MORE, S45: GROWING / "eval-rows60-120-s45",
                                                    AFTER: HERE / "eval-t256-gsm8k-more-after"},
 }

@@ -28,5 +28,6 @@ if [ -z "${ROWS120:-}" ]; then
     decode rows60-120-$NAME --gsm8k-file $MORE/gsm8k_dev_60_120.jsonl --reuse-base $MORE/eval-t256-gsm8k-more-default
 else  # ROWS120=1: dev rows 120-239, against session 33's stage 2 there (its base and base-sampled answers)
     G=experiments/2026-11-27-growing-first
-    decode rows120-240-$NAME --gsm8k-file $G/gsm8k_dev_120_240.jsonl --limit 120 --reuse-base $G/eval-rows120-240-default
+    decode rows120-240-$NAME --gsm8k-file $G/gsm8k_dev_120_240.jsonl --limit 120 \
+        --reuse-base $G/eval-rows120-240-default
 fi

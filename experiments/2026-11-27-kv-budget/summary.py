@@ -1,8 +1,9 @@
 """The README's tables: the answers' KV at 128 tokens of each fold in kv_look.sh (greedy, 8 chat + 8 GSM8K dev
-prompts), then run.sh's budgeted default fold (s45kv65) and eviction control (n56), sampled on long GSM8K dev math (256 tokens, dev rows 0-119),
-against the base's sampled answers and paired prompt by prompt with the default fold decoded again by this session's
-engine (s45now; session 33's decodes of it, ../2026-11-27-growing-first/, as a row of their own;
-`hamburger.eval.paired.paired_bootstrap`, 95%); then the check of plain sampling (eval-rows0-60-fresh-base: the
+prompts), then run.sh's budgeted default fold (s45kv65) and eviction control (n56), sampled on long GSM8K dev math
+(256 tokens, dev rows 0-119), against the base's sampled answers and paired prompt by prompt with the default fold
+decoded again by this session's engine (s45now; session 33's decodes of it, ../2026-11-27-growing-first/, as a row of
+their own; `hamburger.eval.paired.paired_bootstrap`, 95%); s45 decoded again on rows 120-239 and greedy on rows 0-59
+against session 33's; then the check of plain sampling (eval-rows0-60-fresh-base: the
 base's and lossless verify's sampled answers decoded again, against the base-sampled answers every arm is held to).
 
     python experiments/2026-11-27-kv-budget/summary.py > experiments/2026-11-27-kv-budget/summary.txt

@@ -39,9 +39,10 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "forwards (the tokens one base forward kept). Optional fields: SHARE (a number: the window is "
                         "that share of the answer's tokens when more, segments:32:0.25), KEEP (merged: one merged "
                         "slot, HAMburger's, read through the checkpoint's adapters; last or first: the group keeps "
-                        "that token's own slot, training-free; none: it leaves nothing, eviction), steps=N (the longest group; merged: at most the "
-                        "embedder's), p=P (the entropy cut's confidence, default 0.9) and kv=B (a KV budget: fold "
-                        "only while the answer holds more than B slots per token, oldest groups first), e.g. "
+                        "that token's own slot, training-free; none: it leaves nothing, eviction), steps=N (the "
+                        "longest group; merged: at most the embedder's), p=P (the entropy cut's confidence, "
+                        "default 0.9) and kv=B (a KV budget: fold only while the answer holds more than B slots per "
+                        "token, oldest groups first), e.g. "
                         f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")

@@ -92,8 +92,8 @@ def parse_folding(spec: str) -> Folding:
     """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
     optional field at most once, in any order: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
-    folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold only
-    while the answer holds more than B slots per token), e.g. ``segments:64:first:steps=8:p=0.7``."""
+    folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold
+    only while the answer holds more than B slots per token), e.g. ``segments:64:first:steps=8:p=0.7``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:

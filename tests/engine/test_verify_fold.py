@@ -126,7 +126,8 @@ def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
         assert res.token_ids == want.argmax(-1).tolist()  # greedy: every token is the base's choice on that cache
         folded += sum(map(len, schedule))
         longest = max([longest] + [e - s for groups in schedule for s, e in groups])
-        # the cache: the prompt, every fed token, less what the folds took out (a group leaves one slot, keep none none)
+        # the cache: the prompt, every fed token, less what the folds took out (a group leaves one slot, keep none none:
+        # every token of it leaves)
         left = sum(e - s - (folding.keep != "none") for groups in schedule for s, e in groups)
         assert res.kv_slots == len(prompt) + sum(fed) - left
     assert folded > 4, "the test needs folded groups"
