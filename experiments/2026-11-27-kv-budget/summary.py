@@ -70,8 +70,16 @@ def decoded_again() -> None:
     now = growing.records(HERE / "eval-rows120-240-s45now")
     then = growing.records(GROWING / "eval-rows120-240-s45")
     print("\n## s45 decoded again, dev rows 120-239 (sampled, 256 tokens)\n")
+    print("| arm | prompts | tau | answers' KV at their end | answers with a token > 6 nats (base-sampled's) | "
+          + " | ".join(f"{m} - base-sampled" for m in growing.METRICS) + " | "
+          + " | ".join(f"{m} - the first row" for m in growing.METRICS[:2]) + " |")
+    print("|---|---|---|---|---|" + "---|" * (len(growing.METRICS) + 2))
     print(growing.sampled_row("this session's engine", now, None))
     print(growing.sampled_row("session 33's engine", then, None))
+    if (HERE / "eval-rows120-240-s45kv65" / "summary.json").exists():  # the budget's replication on these rows
+        budget = growing.records(HERE / "eval-rows120-240-s45kv65")
+        print(growing.sampled_row("s45kv65, this session's engine (paired with the first row)", budget,
+                                  now["verify-fold-sampled"]))
     a, b = now["verify-fold-sampled"], then["verify-fold-sampled"]
     print("\n| now - then, paired by prompt | tau | " + " | ".join(growing.METRICS) + " |")
     print("|---|---|" + "---|" * len(growing.METRICS))
