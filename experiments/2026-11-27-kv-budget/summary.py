@@ -76,10 +76,10 @@ def decoded_again() -> None:
     print("|---|---|---|---|---|" + "---|" * (len(growing.METRICS) + 2))
     print(growing.sampled_row("this session's engine", now, None))
     print(growing.sampled_row("session 33's engine", then, None))
-    if (HERE / "eval-rows120-240-s45kv65" / "summary.json").exists():  # the budget's replication on these rows
-        budget = growing.records(HERE / "eval-rows120-240-s45kv65")
-        print(growing.sampled_row("s45kv65, this session's engine (paired with the first row)", budget,
-                                  now["verify-fold-sampled"]))
+    for name in ("s45kv65", "n56"):  # the arms' replications on these rows
+        if (HERE / f"eval-rows120-240-{name}" / "summary.json").exists():
+            print(growing.sampled_row(f"{name}, this session's engine (paired with the first row)",
+                                      growing.records(HERE / f"eval-rows120-240-{name}"), now["verify-fold-sampled"]))
     a, b = now["verify-fold-sampled"], then["verify-fold-sampled"]
     print("\n| now - then, paired by prompt | tau | " + " | ".join(growing.METRICS) + " |")
     print("|---|---|" + "---|" * len(growing.METRICS))
