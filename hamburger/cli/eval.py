@@ -27,7 +27,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
                        base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
                        verify_lookup=args.verify_lookup, reuse_base=args.reuse_base, sample=args.sample,
-                       verify_ngrams=args.verify_ngrams)
+                       verify_ngrams=args.verify_ngrams, draws=args.draws)
     print(summary.read_text())
     return 0
 
@@ -96,6 +96,11 @@ def register(sub) -> None:
                         "base-sampled reference is (temperature 0.7, top-p 0.9, seed = the prompt's position), as "
                         "METHOD-sampled, held to the base's sampled answers in every band; '--sample only': sampled "
                         "instead of greedy")
+    p.add_argument("--draws", type=int, default=1, metavar="K",
+                   help="answer each prompt K times with every sampled method (base-sampled and each METHOD-sampled), "
+                        "draw k seeded with the prompt's position + k * 1,000,000 (draw 0: the seeds of a one-draw "
+                        "run); the bands pair per-prompt means over the draws, which narrows the sampling spread. "
+                        "With --reuse-base, the draws DIR holds are reused and the others decoded (default 1)")
     p.add_argument("--no-base-sampled", action="store_true",
                    help="leave out the base's sampled answers (the reference of the NLL bands)")
     p.add_argument("--reuse-base", default=None, metavar="DIR",

@@ -118,25 +118,39 @@ def verdict(band: Band, lo: float, hi: float) -> str:
     return "undecided"
 
 
+def by_prompt(records: list[dict], task_of=lambda r: r["task"]) -> dict:
+    """Records grouped as {(task, method): {example id: [its records, one per draw]}} (a sampled method may answer
+    each prompt several times, `run.run_eval`'s draws; ``task_of`` None groups by method alone)."""
+    by: dict = {}
+    for r in records:
+        key = (task_of(r), r["method"]) if task_of else r["method"]
+        by.setdefault(key, {}).setdefault(r["id"], []).append(r)
+    return by
+
+
+def draw_mean(draws: list[dict], metric: str) -> float:
+    """One prompt's ``metric``, averaged over its draws."""
+    return sum(float(r[metric]) for r in draws) / len(draws)
+
+
 def compare(records: list[dict], bands=DEFAULT_BANDS, n_boot: int = 2000, seed: int = 0) -> list[dict]:
     """Every band on every (task, method) that has its metric: difference with the band's reference
-    method (`Band.held_to` the method), paired by example id, with its bootstrap interval and verdict."""
-    by = {}
-    for r in records:
-        by.setdefault((r["task"], r["method"]), {})[r["id"]] = r
+    method (`Band.held_to` the method), paired by example id (a prompt answered in several draws: the mean over
+    them), with its bootstrap interval and verdict."""
+    by = by_prompt(records)
     out = []
     for (task, method), rows in by.items():
         if method in BASE_METHODS:
             continue
         for band in (b.held_to(method) for b in bands):
             ref = by.get((task, band.reference))
-            first = next(iter(rows.values()))
+            first = next(iter(rows.values()))[0]
             if ref is None or band.metric not in first:
                 continue
             ids = [i for i in rows if i in ref]
-            a = [float(rows[i][band.metric]) for i in ids]
-            b = [float(ref[i][band.metric]) for i in ids]
-            w = [float(rows[i][band.weight]) for i in ids] if band.weight else None
+            a = [draw_mean(rows[i], band.metric) for i in ids]
+            b = [draw_mean(ref[i], band.metric) for i in ids]
+            w = [float(rows[i][0][band.weight]) for i in ids] if band.weight else None
             diff, lo, hi = paired_bootstrap(a, b, w, n_boot, seed)
             out.append({"task": task, "method": method, "confidence": first.get("confidence"),
                         "band": asdict(band), "band_text": band.describe(), "examples": len(ids),
@@ -148,28 +162,25 @@ def compare(records: list[dict], bands=DEFAULT_BANDS, n_boot: int = 2000, seed: 
 def per_type(records: list[dict], reference: str = "base", n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """IFEval instruction-level strict accuracy per instruction type: each method minus `reference` (a sampled
     method's "base" is "base-sampled", as in `Band.held_to`), paired over the prompts that carry the type."""
-    by = {}
-    for r in records:
-        if r["task"] == "ifeval":
-            by.setdefault(r["method"], {})[r["id"]] = r
+    by = by_prompt([r for r in records if r["task"] == "ifeval"], task_of=None)
     out = []
     for method, rows in by.items():
         held = held_reference(method, reference)
         ref = by.get(held, {})
         if method == held:
             continue
-        types = sorted({f["id"] for r in rows.values() for f in r["followed"]})
+        types = sorted({f["id"] for draws in rows.values() for r in draws for f in r["followed"]})
         for t in types:
             a, b, w = [], [], []
-            for i, r in rows.items():
+            for i, draws in rows.items():
                 if i not in ref:
                     continue
-                mine = [f["strict"] for f in r["followed"] if f["id"] == t]
-                theirs = [f["strict"] for f in ref[i]["followed"] if f["id"] == t]
+                mine = [f["strict"] for r in draws for f in r["followed"] if f["id"] == t]
+                theirs = [f["strict"] for r in ref[i] for f in r["followed"] if f["id"] == t]
                 if mine:
                     a.append(sum(mine) / len(mine))
                     b.append(sum(theirs) / len(theirs))
-                    w.append(len(mine))
+                    w.append(len(mine) / len(draws))  # (the prompt's instructions of the type)
             if a:
                 diff, lo, hi = paired_bootstrap(a, b, w, n_boot, seed)
                 out.append({"method": method, "reference": held, "type": t, "instructions": int(sum(w)),

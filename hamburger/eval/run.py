@@ -42,6 +42,7 @@ from hamburger.eval.scorers import chrf, extract_final_number, gsm8k_reference, 
 TASKS = ("gsm8k", "humaneval", "chat", "ifeval")
 IFEVAL_KEYS = ("prompt_strict", "prompt_loose", "inst_strict", "inst_loose")
 SAMPLE_CHOICES = ("also", "only")  # `run_eval`'s sampled methods: beside the greedy ones, or instead of them
+DRAW_SEED_STRIDE = 1_000_000  # draw k of a sampled method seeds prompt i with i + k * this (`run_eval`'s draws)
 
 
 @dataclass
@@ -171,7 +172,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
              reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None,
-             verify_ngrams: int | None = None):
+             verify_ngrams: int | None = None, draws: int = 1):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -185,7 +186,9 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     ``reused`` ((task, method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken
     as they are instead of decoding them again. ``sample`` "also": every method but the base's and the endpoint is
     decoded a second time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's
-    answers); "only": sampled instead of greedy."""
+    answers); "only": sampled instead of greedy. ``draws`` K: every sampled method answers each prompt K times, draw
+    k seeded with the prompt's position + k * `DRAW_SEED_STRIDE` (draw 0: the seeds of a one-draw run); its records
+    carry "draw", its summary averages over every draw, and `paired.compare` pairs per-prompt means over the draws."""
     from tqdm import tqdm
 
     if "humaneval" in tasks:
@@ -202,6 +205,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         raise HamburgerError(f"sample must be one of {', '.join(SAMPLE_CHOICES)}, not {sample!r}")
     if sample and not sampled:
         raise HamburgerError("sampled methods are held to the base's sampled answers: drop --no-base-sampled")
+    if draws < 1 or (draws > 1 and not sampled):
+        raise HamburgerError(f"draws must be >= 1 and needs sampled methods (base-sampled), not {draws}")
     methods = [("base", 1.0)] + ([(BASE_METHODS[1], 1.0)] if sampled else [])
     methods += [(f"hamburger@{c:g}", c) for c in confidences]
     engines = {}  # the engine of each method that does not run `Generation`
@@ -242,47 +247,52 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         base_texts: list[str] = []
         base_ids: list[list[int]] = []
         for name, confidence in methods:
-            earlier = (reused or {}).get((task, name))
-            if earlier is not None:
-                if [r["id"] for r in earlier] != [e.id for e in examples]:
-                    raise HamburgerError(f"the reused {name} answers of task {task} are for other prompts (ids "
-                                         f"{[r['id'] for r in earlier][:3]}..., here "
-                                         f"{[e.id for e in examples][:3]}...)")
-                if task == "chat" and name == "base" and confidences:
-                    raise HamburgerError("the chat task's held-out loss needs the base's own token ids: evaluate "
-                                         "hamburger knobs on chat without reusing the base's answers")
-                rows = [dict(r) for r in earlier]
-                base_texts = [r["text"] for r in rows] if name == "base" else base_texts
-            elif name == "endpoint":
-                answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
-            else:
-                extra = SAMPLED if is_sampled(name) else {}
-                kind = name.removesuffix(SAMPLED_SUFFIX) if name not in BASE_METHODS else name
-                cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
-                                         seed=i if extra else None, **extra) for i in range(len(ids))]
-                runner = judge if name in BASE_METHODS else drafter if kind == "verify" else model
-                engine = engines.get(kind, Generation)
-                results = []
-                for start in tqdm(range(0, len(ids), batch_size), desc=f"{task} {name}", unit="batch", leave=False):
-                    chunk = slice(start, start + batch_size)
-                    results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
-                if name == "base":
-                    base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
-                answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids, r.kv_slots,
-                                  r.kv_slots_ordinary) for r in results]
-            if earlier is None:
-                rows = []
+            rows = []
+            for draw in range(draws if is_sampled(name) else 1):
+                earlier = [r for r in (reused or {}).get((task, name), []) if r.get("draw", 0) == draw] or None
+                if earlier is not None:
+                    if [r["id"] for r in earlier] != [e.id for e in examples]:
+                        raise HamburgerError(f"the reused {name} answers of task {task} are for other prompts (ids "
+                                             f"{[r['id'] for r in earlier][:3]}..., here "
+                                             f"{[e.id for e in examples][:3]}...)")
+                    if task == "chat" and name == "base" and confidences:
+                        raise HamburgerError("the chat task's held-out loss needs the base's own token ids: evaluate "
+                                             "hamburger knobs on chat without reusing the base's answers")
+                    rows += [dict(r) for r in earlier]
+                    base_texts = [r["text"] for r in earlier] if name == "base" else base_texts
+                    continue
+                if name == "endpoint":
+                    answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
+                else:
+                    extra = SAMPLED if is_sampled(name) else {}
+                    kind = name.removesuffix(SAMPLED_SUFFIX) if name not in BASE_METHODS else name
+                    cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
+                                           seed=i + draw * DRAW_SEED_STRIDE if extra else None, **extra)
+                            for i in range(len(ids))]
+                    runner = judge if name in BASE_METHODS else drafter if kind == "verify" else model
+                    engine = engines.get(kind, Generation)
+                    results = []
+                    desc = f"{task} {name}" + (f" draw {draw}" if draws > 1 and extra else "")
+                    for start in tqdm(range(0, len(ids), batch_size), desc=desc, unit="batch", leave=False):
+                        chunk = slice(start, start + batch_size)
+                        results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
+                    if name == "base":
+                        base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
+                    answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids,
+                                      r.kv_slots, r.kv_slots_ordinary) for r in results]
                 for e, p, a, base_text in zip(examples, ids, answers, base_texts):
                     answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
                         a.text, add_special_tokens=False)["input_ids"]
-                    rows.append({"task": task, "id": e.id, "method": name, "confidence": confidence, "text": a.text,
+                    rows.append({"task": task, "id": e.id, "method": name, "confidence": confidence,
+                                 **({"draw": draw} if is_sampled(name) else {}), "text": a.text,
                                  "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
                                  "first_group": a.first_group, **score(e, a.text, base_text, timeout),
                                  **({} if a.kv_slots is None else {"kv_slots": a.kv_slots,
                                                                    "kv_slots_ordinary": a.kv_slots_ordinary}),
                                  **plausibility(judge.base, p, answer_ids, eos)})
             records += rows
-            entry = {"task": task, "method": name, "confidence": confidence, "examples": len(rows),
+            entry = {"task": task, "method": name, "confidence": confidence, "examples": len(examples),
+                     **({"draws": len(rows) // len(examples)} if is_sampled(name) else {}),
                      "skipped_too_long": skipped,
                      "tau": sum(r["tokens"] for r in rows) / max(1, sum(r["forwards"] for r in rows)),
                      "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
@@ -332,6 +342,9 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")
     if any(held_reference(s["method"]) != "base" for s in summary):
         lines += ["", "A sampled method's delta is vs base-sampled (same settings, same seeds)."]
+    if meta.get("draws", 1) > 1:
+        lines += ["", f"Sampled methods answered each prompt {meta['draws']} times (seeds differ by draw): their "
+                      "figures average every draw, and the paired intervals pair per-prompt means over the draws."]
     ifeval = [s for s in summary if s["task"] == "ifeval"]
     if ifeval:
         lines += ["", "## IFEval accuracy (%)", "",
@@ -395,12 +408,12 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
              verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None,
-             sample: str | None = None, verify_ngrams: int | None = None) -> Path:
+             sample: str | None = None, verify_ngrams: int | None = None, draws: int = 1) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`); ``reuse_base``: an earlier eval's folder whose base and base-sampled answers (and their
     scores and timings) are taken instead of decoded again (`reused_base`); ``sample``: the sampled methods
-    (`run_eval`). Returns summary.md."""
+    (`run_eval`); ``draws``: the answers of each sampled method per prompt (`run_eval`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
     from hamburger.core.loading import load_model
     from hamburger.engine.ngrams import model_ngrams
@@ -419,10 +432,10 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
             "verify_ngrams": ((t.tokens if (t := model_ngrams(model, verify_ngrams)) else 0)
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)
-            "reused_base": str(reuse_base) if reuse_base else None, "sample": sample}
+            "reused_base": str(reuse_base) if reuse_base else None, "sample": sample, "draws": draws}
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused, sample, verify_ngrams)
+                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws)
     meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

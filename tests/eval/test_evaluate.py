@@ -148,6 +148,43 @@ def test_eval_reuses_the_base_answers_of_an_earlier_run(tmp_path, char_tokenizer
     assert "no earlier eval" in capsys.readouterr().err
 
 
+def test_eval_draws_answer_each_prompt_several_times_and_reuse_the_draws_it_has(tmp_path, char_tokenizer, capsys):
+    """`eval --draws K`: every sampled method answers each prompt K times; draw 0 is a one-draw run's answers (same
+    seeds), the other draws are seeded apart; the summary averages every draw and pairs per-prompt means. With
+    --reuse-base the draws the earlier run holds are taken as they are and only the others are decoded."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text("".join(json.dumps({"question": q, "answer": f"work\n#### {a}"}) + "\n"
+                           for q, a in [("1+1?", 2), ("2+3?", 5), ("4+4?", 8)]))
+    common = ["eval", "--model", str(ckpt), "--tasks", "gsm8k", "--gsm8k-file", str(gsm), "--limit", "3",
+              "--confidence", "1.0", "--max-new-tokens", "10", "--sample", "only"]
+    assert main(common + ["--out", str(tmp_path / "one")]) == 0
+    assert main(common + ["--draws", "2", "--reuse-base", str(tmp_path / "one"), "--out", str(tmp_path / "two")]) == 0
+    rows = {name: [json.loads(line) for line in (tmp_path / name / "examples.jsonl").read_text().splitlines()]
+            for name in ("one", "two")}
+    two = {(r["method"], r.get("draw"), r["id"]): r for r in rows["two"]}
+    ids = sorted({r["id"] for r in rows["one"]})
+    assert len(rows["two"]) == 3 + 2 * 3 + 2 * 3  # base; base-sampled and hamburger@1-sampled, 2 draws each
+    for r in rows["one"]:  # draw 0: the one-draw run's answers (base-sampled's reused as they are, timings too)
+        assert two[r["method"], r.get("draw"), r["id"]]["text"] == r["text"]
+        if r["method"] in ("base", "base-sampled"):
+            assert two[r["method"], r.get("draw"), r["id"]] == r
+    assert any(two["base-sampled", 1, i]["text"] != two["base-sampled", 0, i]["text"] for i in ids)
+    assert all(two["hamburger@1-sampled", 1, i]["text"] == two["base-sampled", 1, i]["text"] for i in ids)
+    result = json.loads((tmp_path / "two" / "summary.json").read_text())
+    by = {s["method"]: s for s in result["summary"]}
+    assert by["base-sampled"]["examples"] == 3 and by["base-sampled"]["draws"] == 2 and "draws" not in by["base"]
+    mean = sum(r["nll_per_token"] for r in rows["two"] if r["method"] == "base-sampled") / 6
+    assert by["base-sampled"]["nll_per_token"] == pytest.approx(mean) and result["meta"]["draws"] == 2
+    assert all(c["examples"] == 3 for c in result["comparisons"])
+    assert "answered each prompt 2 times" in (tmp_path / "two" / "summary.md").read_text()
+    capsys.readouterr()
+    assert main(common + ["--draws", "0", "--out", str(tmp_path / "x")]) == 1
+    assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "2", "--confidence", "",
+                 "--draws", "2", "--no-base-sampled", "--out", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err.count("draws must be") == 2
+
+
 def test_eval_rejects_bad_tasks(tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path), "--tasks", "mmlu"]) == 1
     assert "unknown task" in capsys.readouterr().err

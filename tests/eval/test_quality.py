@@ -84,6 +84,19 @@ def test_a_sampled_method_is_held_to_the_base_sampled_answers():
     assert out["verify-sampled"]["band_text"] == "rep4 - base-sampled <= +0"
 
 
+def test_compare_pairs_per_prompt_means_over_draws():
+    """A prompt answered in several draws counts once, as the mean over its draws: the interval is over prompts."""
+    nll = Band("worst_token_nll", "base-sampled", False, 0.0)
+    records = [_rec("base", i, worst_token_nll=1.0) for i in range(10)]
+    records += [dict(_rec("base-sampled", i, worst_token_nll=2.0 + draw * (i % 2)), draw=draw)
+                for i in range(10) for draw in range(3)]  # odd prompts: 2, 3, 4 (mean 3); even: 2
+    records += [dict(_rec("verify-sampled", i, worst_token_nll=2.5 + i % 2 + draw), draw=draw)
+                for i in range(10) for draw in range(2)]  # odd prompts: 3.5, 4.5 (mean 4); even: 2.5, 3.5 (mean 3)
+    (out,) = compare(records, (nll,))
+    # every prompt's mean is 1 above base-sampled's: the interval collapses onto it (draws are not units)
+    assert out["examples"] == 10 and out["diff"] == out["lo"] == out["hi"] == pytest.approx(1.0)
+
+
 def test_per_type():
     def rec(method, i, strict):
         return {"task": "ifeval", "method": method, "id": i, "followed": [{"id": "a", "strict": strict}]}
@@ -97,6 +110,11 @@ def test_per_type():
     rows = {r["method"]: r for r in per_type(records)}
     assert rows["h-sampled"]["reference"] == "base-sampled" and math.isclose(rows["h-sampled"]["diff"], 0.2)
     assert rows["base-sampled"]["reference"] == "base" and math.isclose(rows["base-sampled"]["diff"], -0.3)
+    # draws: a prompt's accuracy is the mean over its draws, its weight its instructions of the type (not x draws)
+    records += [dict(rec("h-sampled", i, i < 6), draw=1) for i in range(10)]
+    rows = {r["method"]: r for r in per_type(records)}
+    assert rows["h-sampled"]["instructions"] == 10 and math.isclose(rows["h-sampled"]["acc"], 0.5)
+    assert math.isclose(rows["h-sampled"]["diff"], 0.3)
 
 
 def test_micro_agreement_counts_tokens_2_to_k_of_each_group():
