@@ -20,6 +20,18 @@ from hamburger.eval.run import gsm8k_examples
 EVAL = Path(__file__).resolve().parent / "eval-dev-default-segments-32-c0.3-p10-t256-gsm8k"
 
 
+def worst_token(lm, tokenizer, question: str, text: str, before: int = 12) -> tuple[float, int, str, bool, str]:
+    """An answer's worst token under ``lm``, teacher-forced after the chat-templated question (the text
+    re-tokenized): (its NLL, its position, the token, whether it holds a digit, the ``before`` tokens before it as one
+    table-safe line)."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    nll = token_nll(lm, encode_prompt(tokenizer, question), ids)
+    at = max(range(len(nll)), key=nll.__getitem__)
+    token = tokenizer.decode(ids[at:at + 1])
+    context = tokenizer.decode(ids[max(0, at - before):at]).replace("\n", "\\n").replace("|", "/")
+    return nll[at], at, token, any(c.isdigit() for c in token), context
+
+
 def main() -> None:
     torch.set_num_threads(2)
     lm, tokenizer = load_base()[:2]
@@ -29,14 +41,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     digits = {}
     for r in rows:
-        ids = tokenizer(r["text"], add_special_tokens=False)["input_ids"]
-        nll = token_nll(lm, encode_prompt(tokenizer, questions[r["id"]]), ids)
-        at = max(range(len(nll)), key=nll.__getitem__)
-        token = tokenizer.decode(ids[at:at + 1])
-        has_digit = any(c.isdigit() for c in token)
+        nll, _, token, has_digit, context = worst_token(lm, tokenizer, questions[r["id"]], r["text"])
         digits.setdefault(r["method"], []).append(has_digit)
-        context = tokenizer.decode(ids[max(0, at - 12):at]).replace("\n", "\\n").replace("|", "/")
-        print(f"| {r['method']} | {r['id']} | {nll[at]:.2f} | {token!r} | {'yes' if has_digit else 'no'} | "
+        print(f"| {r['method']} | {r['id']} | {nll:.2f} | {token!r} | {'yes' if has_digit else 'no'} | "
               f"{context} |")
     print("\n| method | answers whose worst token holds a digit |\n|---|---|")
     for method, flags in digits.items():

@@ -1,0 +1,84 @@
+"""The README's tables: run.sh's arms (sampled verify_fold, 256 tokens, dev GSM8K rows 0-119, three draws per prompt)
+against the base's sampled answers (three draws, the same seeds) and paired with the default fold s45, each prompt
+counted once as the mean over its draws (`hamburger.eval.paired.by_prompt`, `draw_mean`, `paired_bootstrap`, 95%);
+then each draw alone, the spread a one-draw comparison carries; then s45's draw 0 against session 38's decodes of the
+same prompts and seeds (../2026-11-27-kv-budget/, s45now).
+
+    python experiments/2026-11-27-draws/summary.py > experiments/2026-11-27-draws/summary.txt
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hamburger.eval.paired import by_prompt, draw_mean, paired_bootstrap
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("rows0-60", "rows60-120")
+ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
+        "kv65": "s45 with a KV budget, `...:kv=0.65`",
+        "w128": "a 128-token window, `segments:128:first:steps=8:p=0.7`"}
+METRICS = ("worst_token_nll", "nll_per_token", "rep4")
+SPIKE = 6.0  # nats: a token the base gives < 0.25%
+FOLD, BASE = "verify-fold-sampled", "base-sampled"
+
+
+def arm(name: str, folder: Path = HERE) -> list[dict] | None:
+    """The records of an arm's runs over dev rows 0-119 (None unless both exist)."""
+    runs = [folder / f"eval-{part}-{name}" for part in PARTS]
+    if not all((run / "summary.json").exists() for run in runs):
+        return None
+    return [json.loads(line) for run in runs for line in (run / "examples.jsonl").read_text().splitlines()]
+
+
+def diff(a: dict[str, list[dict]], b: dict[str, list[dict]], metric: str) -> str:
+    """mean(a) - mean(b) over the prompts both hold, each prompt's draws averaged, with its 95% interval."""
+    ids = sorted(a.keys() & b.keys())
+    point, lo, hi = paired_bootstrap([draw_mean(a[i], metric) for i in ids], [draw_mean(b[i], metric) for i in ids])
+    return f"{point:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def only(rows: dict[str, list[dict]], draw: int) -> dict[str, list[dict]]:
+    return {i: [r for r in draws if r.get("draw", 0) == draw] for i, draws in rows.items()}
+
+
+def main() -> None:
+    arms = {name: by_prompt(got, task_of=None) for name in ARMS if (got := arm(name)) is not None}
+    print("## Three draws per prompt: sampled verify_fold (T 0.7, top-p 0.9), 256 tokens, dev GSM8K rows 0-119\n")
+    print("| arm | prompts x draws | tau | answers' KV at their end | answers > 6 nats per draw (base-sampled's) | "
+          + " | ".join(f"{m} - base-sampled" for m in METRICS) + " | "
+          + " | ".join(f"{m} - s45" for m in METRICS[:2]) + " |")
+    print("|---|---|---|---|---|" + "---|" * (len(METRICS) + 2))
+    for name, got in arms.items():
+        fold, base = got[FOLD], got[BASE]
+        rows = [r for draws in fold.values() for r in draws]
+        draws = len(rows) // len(fold)
+        tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
+        kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) / \
+            sum(r["tokens"] - 1 for r in rows)  # the answers' slots at their end (eval's answers' KV)
+        spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
+        paired = [diff(fold, arms["s45"][FOLD], m) if name != "s45" else "-" for m in METRICS[:2]]
+        print(f"| {name}: {ARMS[name]} | {len(fold)} x {draws} | {tau:.2f} | {kv:.3f} | {spikes[0]:.1f} "
+              f"({spikes[1]:.1f}) | " + " | ".join([diff(fold, base, m) for m in METRICS] + paired) + " |")
+    print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
+    print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
+    print("|---|---|---|---|")
+    for name, got in arms.items():
+        cells = [diff(only(got[FOLD], k), only(got[BASE], k), "worst_token_nll") for k in range(3)]
+        print(f"| {name} - base-sampled | " + " | ".join(cells) + " |")
+        if name != "s45":
+            cells = [diff(only(got[FOLD], k), only(arms["s45"][FOLD], k), "worst_token_nll") for k in range(3)]
+            print(f"| {name} - s45 | " + " | ".join(cells) + " |")
+    base = arms["s45"][BASE]
+    print("\n| base-sampled draw k - draw 0 | " + " | ".join(
+        diff(only(base, k), only(base, 0), "worst_token_nll") for k in (1, 2)) + " |\n|---|---|---|")
+    before = by_prompt(arm("s45now", HERE.parent / "2026-11-27-kv-budget"), task_of=None)[FOLD]
+    now = only(arms["s45"][FOLD], 0)
+    same = sum(now[i][0]["text"] == before[i][0]["text"] for i in now)
+    print(f"\ns45 draw 0 (this run) against session 38's s45now (same prompts, seeds and settings): {same} of "
+          f"{len(now)} answers identical")
+
+
+if __name__ == "__main__":
+    main()
