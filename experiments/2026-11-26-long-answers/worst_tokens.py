@@ -32,22 +32,32 @@ def worst_token(lm, tokenizer, question: str, text: str, before: int = 12) -> tu
     return nll[at], at, token, any(c.isdigit() for c in token), context
 
 
+def print_table(lm, tokenizer, questions: dict[str, str], rows: list[dict], before: int = 12,
+                draws: bool = False) -> None:
+    """A table row per answer (``rows``: eval records) with its worst token (`worst_token`), then the share of each
+    method's answers whose worst token holds a digit; ``draws``: also each record's draw and the token's position."""
+    extra = ("draw", "position") if draws else ()
+    columns = extra[:1] + ("worst NLL",) + extra[1:]
+    print("| method | id | " + " | ".join(columns) + " | token | digit | context before |")
+    print("|---|---|---|---|---|---|" + "---|" * len(extra))
+    digits: dict[str, list[bool]] = {}
+    for r in rows:
+        nll, at, token, has_digit, context = worst_token(lm, tokenizer, questions[r["id"]], r["text"], before)
+        digits.setdefault(r["method"], []).append(has_digit)
+        cells = [f"{r.get('draw', 0)}", f"{nll:.2f}", f"{at}"] if draws else [f"{nll:.2f}"]
+        print(f"| {r['method']} | {r['id']} | " + " | ".join(cells)
+              + f" | {token!r} | {'yes' if has_digit else 'no'} | {context} |")
+    print("\n| method | answers whose worst token holds a digit |\n|---|---|")
+    for method, flags in digits.items():
+        print(f"| {method} | {sum(flags)}/{len(flags)} |")
+
+
 def main() -> None:
     torch.set_num_threads(2)
     lm, tokenizer = load_base()[:2]
     questions = {e.id: e.prompt for e in gsm8k_examples(None, 20)}
     rows = [json.loads(line) for line in (EVAL / "examples.jsonl").read_text().splitlines()]
-    print("| method | id | worst NLL | token | digit | context before |")
-    print("|---|---|---|---|---|---|")
-    digits = {}
-    for r in rows:
-        nll, _, token, has_digit, context = worst_token(lm, tokenizer, questions[r["id"]], r["text"])
-        digits.setdefault(r["method"], []).append(has_digit)
-        print(f"| {r['method']} | {r['id']} | {nll:.2f} | {token!r} | {'yes' if has_digit else 'no'} | "
-              f"{context} |")
-    print("\n| method | answers whose worst token holds a digit |\n|---|---|")
-    for method, flags in digits.items():
-        print(f"| {method} | {sum(flags)}/{len(flags)} |")
+    print_table(lm, tokenizer, questions, rows)
 
 
 if __name__ == "__main__":
