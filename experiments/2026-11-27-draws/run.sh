@@ -10,6 +10,7 @@
 #   bash run.sh                                                   # s45
 #   FOLD=segments:60:0.45:first:steps=8:p=0.7:kv=0.65 NAME=kv65 bash run.sh
 #   FOLD=segments:128:first:steps=8:p=0.7 NAME=w128 bash run.sh
+#   ROWS120=1 bash run.sh                                         # s45 on the fresh dev rows 120-239
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-draws
@@ -25,5 +26,10 @@ decode() {  # ROWS FIRST-REUSE TASK-ARGS...: the later arms reuse s45's run (bas
         --verify-confidence 0.3 --verify-lookup 10 --confidence "" --batch-size 8 --threads 2 --max-new-tokens 256 \
         --tasks gsm8k --limit 60 "$@" --reuse-base $reuse --out $out > $out.txt 2>&1
 }
-decode rows0-60 experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60
-decode rows60-120 $MORE/eval-t256-gsm8k-more-default --gsm8k-file $MORE/gsm8k_dev_60_120.jsonl
+if [ -z "${ROWS120:-}" ]; then
+    decode rows0-60 experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60
+    decode rows60-120 $MORE/eval-t256-gsm8k-more-default --gsm8k-file $MORE/gsm8k_dev_60_120.jsonl
+else  # ROWS120=1 (after the result on rows 0-119): dev rows 120-239, the base's answers of session 33's stage 2 there
+    G=experiments/2026-11-27-growing-first
+    decode rows120-240 $G/eval-rows120-240-default --gsm8k-file $G/gsm8k_dev_120_240.jsonl --limit 120
+fi

@@ -43,24 +43,38 @@ def only(rows: dict[str, list[dict]], draw: int) -> dict[str, list[dict]]:
     return {i: [r for r in draws if r.get("draw", 0) == draw] for i, draws in rows.items()}
 
 
+def arm_row(label: str, got: dict, reference: dict | None) -> str:
+    """A table row of one arm (by_prompt records): tau, the answers' KV, spikes per draw, each metric against
+    base-sampled, and the first two paired with ``reference`` (another arm's sampled records; None: "-")."""
+    fold, base = got[FOLD], got[BASE]
+    rows = [r for draws in fold.values() for r in draws]
+    draws = len(rows) // len(fold)
+    tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
+    kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) / \
+        sum(r["tokens"] - 1 for r in rows)  # the answers' slots at their end (eval's answers' KV)
+    spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
+    paired = [diff(fold, reference, m) if reference is not None else "-" for m in METRICS[:2]]
+    return (f"| {label} | {len(fold)} x {draws} | {tau:.2f} | {kv:.3f} | {spikes[0]:.1f} ({spikes[1]:.1f}) | "
+            + " | ".join([diff(fold, base, m) for m in METRICS] + paired) + " |")
+
+
+HEADER = ("| arm | prompts x draws | tau | answers' KV at their end | answers > 6 nats per draw (base-sampled's) | "
+          + " | ".join(f"{m} - base-sampled" for m in METRICS) + " | "
+          + " | ".join(f"{m} - s45" for m in METRICS[:2]) + " |\n|---|---|---|---|---|" + "---|" * (len(METRICS) + 2))
+
+
 def main() -> None:
     arms = {name: by_prompt(got, task_of=None) for name in ARMS if (got := arm(name)) is not None}
     print("## Three draws per prompt: sampled verify_fold (T 0.7, top-p 0.9), 256 tokens, dev GSM8K rows 0-119\n")
-    print("| arm | prompts x draws | tau | answers' KV at their end | answers > 6 nats per draw (base-sampled's) | "
-          + " | ".join(f"{m} - base-sampled" for m in METRICS) + " | "
-          + " | ".join(f"{m} - s45" for m in METRICS[:2]) + " |")
-    print("|---|---|---|---|---|" + "---|" * (len(METRICS) + 2))
+    print(HEADER)
     for name, got in arms.items():
-        fold, base = got[FOLD], got[BASE]
-        rows = [r for draws in fold.values() for r in draws]
-        draws = len(rows) // len(fold)
-        tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
-        kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) / \
-            sum(r["tokens"] - 1 for r in rows)  # the answers' slots at their end (eval's answers' KV)
-        spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
-        paired = [diff(fold, arms["s45"][FOLD], m) if name != "s45" else "-" for m in METRICS[:2]]
-        print(f"| {name}: {ARMS[name]} | {len(fold)} x {draws} | {tau:.2f} | {kv:.3f} | {spikes[0]:.1f} "
-              f"({spikes[1]:.1f}) | " + " | ".join([diff(fold, base, m) for m in METRICS] + paired) + " |")
+        print(arm_row(f"{name}: {ARMS[name]}", got, arms["s45"][FOLD] if name != "s45" else None))
+    fresh = HERE / "eval-rows120-240-s45"
+    if (fresh / "summary.json").exists():
+        print("\n## The default on fresh dev rows 120-239 (after the result above), three draws\n")
+        print(HEADER)
+        rows = [json.loads(line) for line in (fresh / "examples.jsonl").read_text().splitlines()]
+        print(arm_row("s45", by_prompt(rows, task_of=None), None))
     print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
     print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
     print("|---|---|---|---|")
