@@ -2,7 +2,7 @@
 verify's answer lengths against the base's own samples (mean tokens, answers reaching 256), the per-prompt difference
 averaged over both runs with its z, and the prompts where verify ran longest.
 
-    python experiments/2026-11-27-sampled-verify-length/evals.py > experiments/2026-11-27-sampled-verify-length/evals.txt
+    E=experiments/2026-11-27-sampled-verify-length; python $E/evals.py > $E/evals.txt
 """
 
 from __future__ import annotations
