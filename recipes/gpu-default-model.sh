@@ -36,6 +36,10 @@
 #        experiments/2026-11-25-cpu-msd-context);
 #        lora-grow4: lora-merged with the init's 2-layer MSD grown to 4 layers (`grow_decoder: 4`, new layers start
 #        as the identity; experiments/2026-11-25-cpu-grow-msd);
+#        keep-fold-lora: the base's reading of verify_fold's default, training-free fold (each segment keeps its
+#        first token's slot; `verify_fold`: no merged slot, so only base weights read it), LoRA at every slot
+#        (`lora_scope: all`), pure KL half reversed, from the shipped grafted modules without adapters (not trained;
+#        experiments/2026-11-27-keep-fold-full: the CPU pilot); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) it cost 11 min before the
@@ -94,6 +98,11 @@ train() {  # NAME CONFIG DATA [MORE TRAIN OPTIONS]
 }
 # the lora-fold-* runs: verify_fold's folded reading at window 48 (the reading only), the KL to the base weighted 2
 FOLD_READ=(--set verify_window=48 --set stop_loss_weight=0 --set kl_weight=2)
+# the keep-fold-* runs: the default fold's reading, pure KL half reversed, from the shipped model without adapters
+KEEP_READ=(--set verify_fold=segments:60:0.45:first:steps=8:p=0.7 --set stop_loss_weight=0 --set kl_weight=1
+           --set token_loss_weight=0 --set kl_mix=0.5 --set lr_grafted=0 --set init="$W/keep-init")
+keep_init() { [ -f "$W/keep-init/hamburger_config.json" ] || $HB export --model hamburger/default_model --drop-lora \
+    --out "$W/keep-init" --dtype float32; }
 for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
     case $run in
         lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
@@ -126,10 +135,14 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set grow_decoder=4 > "$W/lora-grow4.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
+        keep-fold-lora) keep_init; train keep-fold-lora configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            "${KEEP_READ[@]}" --set lora_scope=all --set 'recut=[]' > "$W/keep-fold-lora.log" 2>&1 ;;
+        keep-fold-full) keep_init; train keep-fold-full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" \
+            "${KEEP_READ[@]}" --set compile=false > "$W/keep-fold-full.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

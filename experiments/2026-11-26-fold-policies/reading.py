@@ -20,6 +20,10 @@ then on replaces the group's single slots (one uncached forward with the mask th
     unfolded base > 6 nats (sampled spikes; the unfolded base's own count beside it);
   * KV: the answer's slots at its end over its tokens, and when 128 of its tokens are cached (answers beyond 128).
 
+The unfolded reference is the checkpoint's unchanged base (`load_reference`): for a checkpoint whose base trained
+(session 40: ../2026-11-27-keep-fold-full/) the folded reading is the trained model's, its segments cut on its own
+entropies, as it decodes.
+
 A policy is a `parse_folding` spec (e.g. ``segments:64:first:steps=8:p=0.7``), optionally followed by a rule word that
 filters the groups that fold (the others stay as single slots, decided):
 ``nodigit`` folds no group holding a digit; ``calm<E>`` folds only groups whose tokens all had entropy < E nats.
@@ -113,21 +117,30 @@ def main() -> None:
     parser.add_argument("--name", default=None, help="the raw counts go to reading-NAME.json (default: the model "
                         "folder's name; no --model: reading.json)")
     parser.add_argument("--policies", default=",".join(POLICIES), help="comma list (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default: %(default)s)")
     args = parser.parse_args()
     policies = args.policies.split(",")
     foldings = {p: parse_folding(p.partition(" ")[0]) for p in policies}  # (refused specs fail before any reading)
-    torch.set_num_threads(2)
-    model, tokenizer = load_model(args.model)[:2]
+    torch.set_num_threads(args.threads)
+    model, tokenizer, _, reference = load_model(args.model, reference=True)
     vocab = model.base.config.vocab_size
     stats = {p: {} for p in policies}
     rows = answers(tokenizer)
-    for n, (task, method, prompt, answer) in enumerate(rows):
-        with torch.no_grad():  # the unchanged base (its adapters act at merged slots only: none here)
+
+    def unfolded(m, prompt: list[int], answer: list[int]) -> torch.Tensor:
+        """``m``'s logits of answer tokens 0.. reading every token in its own slot."""
+        with torch.no_grad():
             n_all = len(prompt) + len(answer)
-            final, _ = model.base_forward(model.embed(torch.tensor([prompt + answer])), torch.arange(n_all)[None],
-                                          torch.ones(n_all, n_all, dtype=torch.bool).tril()[None, None])
-            logits = model.lm_head(final[0, len(prompt) - 1:]).float()
-        logp, entropy = log_softmax_entropy(logits)
+            final, _ = m.base_forward(m.embed(torch.tensor([prompt + answer])), torch.arange(n_all)[None],
+                                      torch.ones(n_all, n_all, dtype=torch.bool).tril()[None, None])
+            return m.lm_head(final[0, len(prompt) - 1:]).float()
+
+    for n, (task, method, prompt, answer) in enumerate(rows):
+        # the unchanged base (`load_reference`; the model itself when its base is: its adapters act at merged slots
+        # only, none here). A checkpoint whose base trained cuts its segments on its own entropies, as it decodes.
+        logp, entropy = log_softmax_entropy(unfolded(reference, prompt, answer))
+        if reference is not model:
+            entropy = log_softmax_entropy(unfolded(model, prompt, answer))[1]
         entropies = entropy.tolist()  # of the distributions that chose answer tokens 0..
         ref = logp[1:len(answer)]  # predicting answer tokens 1.. (the first one's slot is the prompt's: unchanged)
         base_sampled = sampled(ref, ref)

@@ -6,8 +6,10 @@ own one-token inputs after one merged input of the rest (`input_sizes`), and wit
 ``fold_tail``) such a split group comes back as one merged input of all its tokens d groups later, which every slot
 after it reads instead of the split ones (`masks.slot_mask`'s ``lifetime``). With ``window`` W (verify mode's
 folding, `engine/folding.py`) every response token is its own one-token input and the base predicts every token;
-a group of 2+ tokens comes back as one merged input before the token W after its last one, which later inputs read
-instead of its single ones. `pack` builds every index and tensor
+a group of 2+ tokens folds before the token W after its last one (or, with ``share``, that share of the tokens fed
+when more): by default (keep ``merged``) it comes back there as one merged input, which later inputs read instead of
+its single ones; with keep ``first``, ``last`` or ``none`` nothing is fed and later inputs stop seeing the group's
+tokens but that one (`leaving`). `pack` builds every index and tensor
 of that layout for a whole batch once, on the batching side, so that the model's training forward only runs tensor
 ops; it also holds the ordinary, unmerged [prompt, response] layout that the KL teacher and stage msd read.
 """
@@ -51,24 +53,41 @@ def input_sizes(size: int, single_tail: int = 0) -> list[int]:
     return ([head] if head > 0 else []) + [1] * min(size, single_tail)
 
 
-def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: int = 0, window: int = 0) -> int:
+KEEPS = ("merged", "last", "first", "none")  # what a folded group leaves (`engine.folding`'s keep)
+
+
+def leaving(start: int, end: int, keep: str) -> range:
+    """The tokens of a folded group [start, end) that leave their one-token slots, by what it ``keep``s (`KEEPS`;
+    ``merged``: all of them, for its merged slot)."""
+    if keep in ("none", "merged"):
+        return range(start, end)
+    return range(start + (keep == "first"), end - (keep == "last"))
+
+
+def layout_slots(prompt_length: int, groups: list[int], single_tail: int = 0, fold: int = 0, window: int = 0,
+                 share: float = 0.0, keep: str = "merged") -> int:
     """Base slots of a row's merged layout: its prompt, then the inputs of every group but the last (with ``fold`` d,
     and a folded input for each split group with d fed groups after it; with ``window``, every response token but the
-    last and a merged input for each group that `window_folds` folds)."""
+    last and, keeping ``merged``, a merged input for each group that `window_folds` folds)."""
     if window:
-        return prompt_length + sum(groups) - 1 + sum(map(len, window_folds(groups, window).values()))
+        merged = sum(map(len, window_folds(groups, window, share).values())) if keep == "merged" else 0
+        return prompt_length + sum(groups) - 1 + merged
     split = [len(input_sizes(n, single_tail)) for n in groups[:-1]]
     return prompt_length + sum(split) + (sum(k > 1 for k in split[:len(split) - fold]) if fold else 0)
 
 
-def window_folds(groups: list[int], window: int) -> dict[int, list[tuple[int, int]]]:
+def window_folds(groups: list[int], window: int, share: float = 0.0) -> dict[int, list[tuple[int, int]]]:
     """Verify mode's folding of a response cut into ``groups``: response token i -> the groups [start, end) of 2+
-    tokens whose merged input comes just before token i's one-token input, i = end + window (only tokens but the last
-    are fed)."""
+    tokens that fold just before token i's one-token input is fed: the first i with end <= i - max(window, int(share *
+    i)), i.e. ``window`` tokens after the group's end, or ``share`` of the i tokens fed when more
+    (`Folding.window_at`); only tokens but the last are fed."""
     fed, out = sum(groups) - 1, {}
     for start, n in zip(group_starts(groups), groups):
-        if n > 1 and start + n + window < fed:
-            out.setdefault(start + n + window, []).append((start, start + n))
+        at = start + n + window
+        while start + n > at - int(share * at):
+            at += 1
+        if n > 1 and at < fed:
+            out.setdefault(at, []).append((start, start + n))
     return out
 
 
@@ -143,26 +162,27 @@ def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch
 
 
 def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, fold: int = 0,
-         window: int = 0) -> PackedBatch:
+         window: int = 0, share: float = 0.0, keep: str = "merged") -> PackedBatch:
     """The merged and unmerged layouts of ``batch`` (see `PackedBatch`); groups longer than max_steps are an error.
     ``fold`` d: as the engine's ``fold_tail`` feeds it, a group split into 2+ inputs comes back d groups later as one
     input of all its tokens (at its last token's position, before that later group's inputs), and from there on only
     that one is seen. A group with fewer than d fed groups after it is never folded (nothing after it would read it).
     ``window`` W: verify mode's folded layout (`window_folds`); the packed batch's groups are then every token alone
-    (the base predicts each), and ``batch.groups`` only say what folds."""
+    (the base predicts each), and ``batch.groups`` only say what folds (``share`` and ``keep``: `window_folds`,
+    `leaving`; a group that keeps a token's slot may be longer than max_steps: no embedder merges it)."""
     fold_groups = batch.groups
     if window:  # every token alone, predicted by the base
         batch = TrainBatch(batch.prompt_ids, batch.response_ids, [[1] * len(r) for r in batch.response_ids])
     tokens, inputs, prompt_r, prompt_c, prompt_tok, merge_r, merge_c = [], [], [], [], [], [], []
     feat_r, feat_c, positions, counts, lifetimes = [], [], [], [], []
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
-        if max(fold_groups[b]) > max_steps:
+        if max(fold_groups[b]) > max_steps and keep == "merged":
             raise ValueError(f"a group of {max(fold_groups[b])} tokens exceeds max_steps={max_steps}")
         length = len(p)
         place = list(range(length))  # rotary position of each slot
         life = [FOREVER] * length
         starts, split_at = group_starts(g), {}  # (the columns of the split groups not folded yet)
-        folds, single_at = window_folds(fold_groups[b], window) if window else {}, {}  # (window: token -> column)
+        folds, single_at = window_folds(fold_groups[b], window, share) if window else {}, {}  # (token -> column)
         feat_c.append(length - 1)
         for j, (start, n) in enumerate(zip(starts, g)):
             tokens.append(r[start:start + n])
@@ -173,9 +193,10 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
                 life[c] = len(place) - c  # seen until the fold's slot
             first = len(place) + len(fed)  # (window: token `start`'s input comes after these merged ones, and no
             for s, e in folds.get(start, []):  # merged one sees the single inputs any of them replaces)
-                for i in range(s, e):
+                for i in leaving(s, e, keep):
                     life[single_at[i]] = first - single_at[i]
-                fed.append((s, e - s))
+                if keep == "merged":
+                    fed.append((s, e - s))
             sizes = input_sizes(n, single_tail)
             fed += [(start + sum(sizes[:i]), size) for i, size in enumerate(sizes)]
             if fold and len(sizes) > 1:
@@ -222,6 +243,8 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
 
 
 def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None, single_tail: int = 0,
-              fold: int = 0, window: int = 0) -> PackedBatch:
+              fold: int = 0, window: int = 0, share: float = 0.0, keep: str = "merged") -> PackedBatch:
     """``batch`` itself when already packed, else `pack` of it (a convenience for callers with lists)."""
-    return batch if isinstance(batch, PackedBatch) else pack(batch, max_steps, device, single_tail, fold, window)
+    if isinstance(batch, PackedBatch):
+        return batch
+    return pack(batch, max_steps, device, single_tail, fold, window, share, keep)

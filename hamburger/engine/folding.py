@@ -34,11 +34,11 @@ from itertools import accumulate
 
 import torch
 
+from hamburger.core.packing import KEEPS, leaving
 from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entropy, segment_entropies
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
-KEEPS = ("merged", "last", "first", "none")
 # The `parse_folding` spec used where none is given: groups keep their first token's own slot (training-free), cut
 # at sliding 0.7 into up to 8 tokens, 60 answer tokens after them or 45% of the answer's, whichever is more (the
 # window grows past 135 tokens; chosen on dev prompts only: README, "Keeping a token").
@@ -79,9 +79,7 @@ class Folding:
 
     def leaving(self, start: int, end: int) -> range:
         """The tokens of group [start, end) that leave their one-token slots when it folds."""
-        if self.keep == "none":
-            return range(start, end)
-        return range(start + (self.keep == "first"), end - (self.keep == "last"))
+        return leaving(start, end, self.keep)
 
     def window_at(self, fed: int) -> int:
         """The window when ``fed`` answer tokens are in the cache: ``window``, or ``share`` of them when more."""

@@ -28,9 +28,10 @@ class Row:
     groups: list[int]
     recuts: tuple[list[int], ...] = ()  # group sizes under each `recut` setting (empty: the stored groups only)
 
-    def slots(self, single_tail: int = 0, fold: int = 0, window: int = 0) -> int:
-        """Base positions of the merged sequence: the prompt, then the inputs of every group but the last."""
-        return layout_slots(len(self.prompt_ids), self.groups, single_tail, fold, window)
+    def slots(self, *layout) -> int:
+        """Base positions of the merged sequence in ``layout`` (`layout_slots`' settings after the groups): the
+        prompt, then the inputs of every group but the last."""
+        return layout_slots(len(self.prompt_ids), self.groups, *layout)
 
     def at_epoch(self, epoch: int) -> "Row":
         """This row as epoch ``epoch`` trains on it: cut ``epoch mod len(recuts)``, or itself without recuts."""
@@ -61,10 +62,11 @@ def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int,
     return rows, meta
 
 
-def collate(rows: list[Row], max_steps: int, device=None, single_tail: int = 0, fold: int = 0,
-            window: int = 0) -> PackedBatch:
-    """The tensors of one (micro-)batch, built once: what the model's training forward takes."""
-    return pack(to_batch(rows), max_steps, device, single_tail, fold, window)
+def collate(rows: list[Row], max_steps: int, device=None, single_tail: int = 0, fold: int = 0, window: int = 0,
+            share: float = 0.0, keep: str = "merged") -> PackedBatch:
+    """The tensors of one (micro-)batch in a layout (`pack`'s settings), built once: what the model's training
+    forward takes."""
+    return pack(to_batch(rows), max_steps, device, single_tail, fold, window, share, keep)
 
 
 # ------------------------------------------------------------------------------------------ batching
@@ -133,9 +135,9 @@ def shard(rows: list[int], lengths: list[int] | dict[int, int], world: int, rank
     return [ordered[bounds[k]:bounds[k + 1]] for k in mine]
 
 
-def padding_fraction(micro_batches: list[list[Row]], single_tail: int = 0, fold: int = 0,
-                     window: int = 0) -> tuple[int, int]:
-    """(real base positions, padded base positions) over micro-batches, for the padding-waste metric."""
-    real = sum(r.slots(single_tail, fold, window) for mb in micro_batches for r in mb)
-    padded = sum(len(mb) * max(r.slots(single_tail, fold, window) for r in mb) for mb in micro_batches if mb)
+def padding_fraction(micro_batches: list[list[Row]], *layout) -> tuple[int, int]:
+    """(real base positions, padded base positions) over micro-batches in ``layout`` (`Row.slots`), for the
+    padding-waste metric."""
+    real = sum(r.slots(*layout) for mb in micro_batches for r in mb)
+    padded = sum(len(mb) * max(r.slots(*layout) for r in mb) for mb in micro_batches if mb)
     return real, padded

@@ -19,6 +19,7 @@ from hamburger.errors import HamburgerError
 from hamburger.core.config import LORA_SCOPES, STOP_TARGETS
 from hamburger.core.lora import DEFAULT_TARGETS
 from hamburger.data.segment import SegmentSettings, segment_entropies
+from hamburger.engine.folding import Folding, parse_folding
 from hamburger.train.objective import MSD_CHAINS
 
 BASE_MODES = ("frozen", "lora", "full")
@@ -55,6 +56,11 @@ class TrainConfig:
     verify_window_every: int = 0  # with verify_window: only every this-many-th step trains in that layout, the others
     #                               in the ordinary one (single_tail/fold_tail 0), so one set of adapters reads both;
     #                               the stop loss counts on the ordinary steps only (0: every step, as 1)
+    verify_fold: str = ""  # train the layout verify_fold decodes a token-keeping fold in (the engine's --fold spec,
+    #                        keep first, last or none, e.g. segments:60:0.45:first:steps=8:p=0.7): every token its own
+    #                        slot, predicted by the base; each row re-cut from its stored entropies by the spec's p and
+    #                        steps, and a group of 2+ tokens' leaving tokens hidden from every token fed from its fold
+    #                        on. Only base weights read it: base_mode full, or LoRA with lora_scope all ("": off)
     msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
     #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
@@ -162,6 +168,19 @@ class TrainConfig:
              f"other steps train the stop head) and stage full, got {self.verify_window}")
         need(self.verify_window_every >= 0 and (not self.verify_window_every or self.verify_window > 0),
              f"verify_window_every must be >= 0 and needs verify_window > 0, got {self.verify_window_every}")
+        if self.verify_fold:
+            try:
+                folding = self.folding()
+            except HamburgerError as e:
+                need(False, f"verify_fold: {e}")
+            need(folding.keep != "merged" and folding.groups == "segments" and folding.kv == 0 and folding.window >= 1
+                 and not self.verify_window and not self.recut and self.single_tail == 0 and self.msd_context == 0
+                 and self.hidden_weight == 0 and self.stop_loss_weight == 0 and self.stage == "full"
+                 and self.lora_scope == "all",
+                 "verify_fold needs a segments fold that keeps a token (first, last or none; a merged fold is "
+                 "verify_window's), a window >= 1 and no kv budget; and verify_window 0, no recut, single_tail 0, "
+                 "msd_context 0, hidden_weight 0, stop_loss_weight 0, stage full and lora_scope all (nothing merges: "
+                 f"a scoped adapter would never act), got {self.verify_fold!r}")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
@@ -194,8 +213,25 @@ class TrainConfig:
         return self
 
     def recut_settings(self, max_steps: int) -> list[SegmentSettings]:
-        """The `recut` entries as segmentation settings for groups of at most ``max_steps`` tokens."""
+        """The `recut` entries as segmentation settings for groups of at most ``max_steps`` tokens; with
+        `verify_fold`, its one cut (its own longest group)."""
+        if self.verify_fold:
+            return [self.folding().segments]
         return [_segment_settings(entry, max_steps) for entry in self.recut]
+
+    def folding(self) -> Folding:
+        """`verify_fold` parsed (`engine.folding.parse_folding`)."""
+        return parse_folding(self.verify_fold)
+
+    def fold_layout(self) -> tuple | None:
+        """The folded layout's `packing.pack` settings (single_tail, fold, window, share, keep) of `verify_window` or
+        `verify_fold`; None when neither is set."""
+        if self.verify_window:
+            return (0, 0, self.verify_window)
+        if self.verify_fold:
+            f = self.folding()
+            return (0, 0, f.window, f.share, f.keep)
+        return None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -64,8 +64,8 @@ class Trainer:
         self.model.config.single_tail, self.model.config.msd_context = cfg.single_tail, cfg.msd_context
         self.model.config.fold_tail = cfg.fold_tail
         # the layouts' settings (`packing.pack`): the ordinary one and verify-fold's, which steps train in (`layout_at`)
-        self.ordinary, self.window = (cfg.single_tail, cfg.fold_tail, 0), (0, 0, cfg.verify_window)
-        self.layouts = ([self.ordinary] if not cfg.verify_window else [self.window] if cfg.verify_window_every <= 1
+        self.ordinary, self.window = (cfg.single_tail, cfg.fold_tail, 0), cfg.fold_layout()
+        self.layouts = ([self.ordinary] if not self.window else [self.window] if cfg.verify_window_every <= 1
                         else [self.ordinary, self.window])
         self.model.config.validate()
         self.model.loss_chunk = cfg.loss_chunk
@@ -88,7 +88,9 @@ class Trainer:
         vocab = self.model.base.get_input_embeddings().num_embeddings
         k = self.model.config.max_steps
         self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab, cfg.recut_settings(k))
-        self.eval_rows = load_rows(cfg.eval_data, self.tokenizer, k, vocab)[0] if cfg.eval_data else []
+        fold_cut = cfg.recut_settings(k) if cfg.verify_fold else ()  # (held-out rows cut as the training rows are)
+        self.eval_rows = [r.at_epoch(0) for r in load_rows(cfg.eval_data, self.tokenizer, k, vocab, fold_cut)[0]
+                          ] if cfg.eval_data else []
         if cfg.eval_max_rows:
             self.eval_rows = self.eval_rows[:cfg.eval_max_rows]
         # the rows' lengths (merged base positions) under each cut an epoch can use: the stored groups, or each recut

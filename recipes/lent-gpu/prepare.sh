@@ -9,7 +9,14 @@ PY=${PY:-.venv/bin/python}
 G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
 for d in .gpu .gpu1 .gpu2 .gpu3; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
-cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh,bench.sh} .gpu/
+cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh,bench.sh,judge.sh} .gpu/
+# judge.sh's reading (experiments/ stays out of the tree): the script and the 80 answers it reads, in its layout
+L=experiments/2026-11-26-long-answers
+mkdir -p .gpu/fold-policies && cp experiments/2026-11-26-fold-policies/reading.py .gpu/fold-policies/
+for t in chat gsm8k; do
+    mkdir -p .gpu/${L#*/}/eval-dev-default-segments-32-c0.3-p10-t256-$t
+    cp $L/eval-dev-default-segments-32-c0.3-p10-t256-$t/examples.jsonl .gpu/${L#*/}/eval-dev-default-segments-32-c0.3-p10-t256-$t/
+done
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 -d .gpu1 transformers==5.23.0 gguf==0.19.0
 head -c 49000000 "$G" > .gpu1/gguf.part1

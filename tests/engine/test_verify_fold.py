@@ -449,3 +449,38 @@ def test_training_window_layout_is_the_folded_reading(window, family, scope):
         with adapters_disabled(model.base):
             plain = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), schedule)
         assert (plain - want).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("spec", ["segments:9:first:steps=6:p=0.7", "segments:9:0.45:last:steps=6:p=0.7",
+                                  "segments:4:0.5:none:steps=6:p=0.7", "segments:5:0.4:steps=4:p=0.7"])
+def test_training_fold_layout_is_the_engines_schedule_and_reading(spec):
+    """`pack(..., window, share, keep)`, the layout `TrainConfig.verify_fold` trains: the groups it folds before each
+    token are the engine's own (`FoldState.due` at every fed count, on the entropies the training rows are cut by),
+    and the training forward's logits equal the uncached specification of that cache, token by token: a kept token's
+    slot stays (keep first/last; none: no slot), and with a growing window (``share``) folds come later."""
+    from hamburger.core.packing import TrainBatch, pack, window_folds
+    from hamburger.data.segment import segment_entropies
+
+    folding = parse_folding(spec)
+    entropies = (torch.rand(40, generator=torch.Generator().manual_seed(3)) * 3).tolist()
+    state = FoldState(folding, vocab_size=96)
+    state.entropies = entropies
+    engine = []
+    for fed in range(len(entropies) - 1):  # the groups folded before token `fed` is fed, one token per forward
+        engine.append(state.due(fed))
+        state.fed(fed, fed + 1)
+    groups = segment_entropies(entropies, folding.segments, 96)
+    folds = window_folds(groups, folding.window, folding.share)
+    assert engine == [folds.get(i, []) for i in range(len(entropies) - 1)]
+    assert sum(map(len, folds.values())) >= 3 and (folding.keep == "merged" or max(groups) > 4), "the test needs them"
+    if folding.keep == "merged":  # (the merged layout's reading is the test above's)
+        return
+    model = folding_model("llama")
+    prompt = PROMPTS[1]
+    answer = torch.randint(10, 90, (len(entropies),), generator=torch.Generator().manual_seed(1)).tolist()
+    with torch.no_grad():
+        out = model.training_forward(pack(TrainBatch([prompt], [answer], [groups]), model.config.max_steps,
+                                          window=folding.window, share=folding.share, keep=folding.keep))
+    want = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), engine, folding.keep)
+    torch.testing.assert_close(out.token_logits, want, rtol=1e-4, atol=1e-4)
+    assert out.targets.tolist() == answer

@@ -113,3 +113,43 @@ def test_recut_config_forms():
     with pytest.raises(HamburgerError, match="recut needs the data.s groups"):
         TrainConfig.from_dict({"recut": RECUT, "stage": "msd", "base_mode": "frozen", "msd_chains": "all",
                                "stop_target": "accepted"})
+
+
+FOLD = "segments:3:0.3:first:steps=6:p=0.7"
+
+
+def test_a_verify_fold_run_trains_the_engines_token_keeping_layout(env, tmp_path):
+    """`verify_fold`: the rows (training and held-out) are cut by the fold's own settings, groups longer than the
+    embedder's max_steps included; every token is its own slot (no merged inputs), the base trains against its KL
+    teacher, and the fully trained base is saved with the run."""
+    from hamburger.core.checkpoint import read_meta
+    from hamburger.engine.folding import parse_folding
+
+    run = Trainer(recut_config(env, tmp_path / "keep", recut=[], base_mode="full", kl_weight=0.5,
+                               stop_loss_weight=0.0, verify_fold=FOLD, eval_data=env["data"], max_train_steps=2,
+                               save_every=1))
+    folding = parse_folding(FOLD)
+    assert run.layouts == [(0, 0, 3, 0.3, "first")]
+    entropies = {tuple(r["response_ids"]): r["entropies"] for r in map(json.loads, open(env["data"]))}
+    def cut(rows):
+        return [segment_entropies(entropies[tuple(r.response_ids)], folding.segments, 100) for r in rows]
+
+    assert [r.at_epoch(0).groups for r in run.rows] == cut(run.rows)
+    assert [r.groups for r in run.eval_rows] == cut(run.eval_rows)
+    assert max(max(r.groups) for r in run.eval_rows) > run.model.config.max_steps, "the test needs long groups"
+    assert run.lengths(0) == [len(r.prompt_ids) + len(r.response_ids) - 1 for r in run.rows]
+    before = {n: p.detach().clone() for n, p in run.model.base.named_parameters()}
+    run.train()
+    assert any(not torch.equal(p, before[n]) for n, p in run.model.base.named_parameters())
+    assert read_meta(tmp_path / "keep" / "last").get("base_weights")
+    assert "eval" in open(tmp_path / "keep" / "metrics.jsonl").read()
+
+
+@pytest.mark.parametrize("bad", ["segments:3:merged", "segments:3:first:kv=0.5", "forwards:3:first", "segments:0:first",
+                                 "segments:x", {"verify_window": 2}, {"recut": RECUT}, {"stop_loss_weight": 0.5},
+                                 {"base_mode": "lora", "lora_scope": "merged"}])
+def test_verify_fold_is_checked(env, tmp_path, bad):
+    settings = dict(recut=[], base_mode="full", kl_weight=0.5, stop_loss_weight=0.0, verify_fold=FOLD)
+    settings.update(bad if isinstance(bad, dict) else {"verify_fold": bad})
+    with pytest.raises(HamburgerError, match="verify_fold"):
+        recut_config(env, tmp_path, **settings)
