@@ -11,6 +11,8 @@
 #   FOLD=segments:60:0.45:first:steps=8:p=0.7:kv=0.65 NAME=kv65 bash run.sh
 #   FOLD=segments:128:first:steps=8:p=0.7 NAME=w128 bash run.sh
 #   ROWS120=1 bash run.sh                                         # s45 on the fresh dev rows 120-239
+#   MODEL=runs/keep-fold/full-export NAME=kf-full bash run.sh     # another checkpoint (session 40: ../2026-11-27-
+#                                                                 # keep-fold-full/), at FOLD, reusing s45's base draws
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-draws
@@ -22,9 +24,9 @@ decode() {  # ROWS FIRST-REUSE TASK-ARGS...: the later arms reuse s45's run (bas
     local out=$E/eval-$1-$NAME reuse=$2
     [ "$NAME" = s45 ] || reuse=$E/eval-$1-s45
     shift 2
-    [ -s $out/summary.json ] || nice -n 10 .venv/bin/hamburger eval --sample only --draws 3 --verify-fold $FOLD \
-        --verify-confidence 0.3 --verify-lookup 10 --confidence "" --batch-size 8 --threads 2 --max-new-tokens 256 \
-        --tasks gsm8k --limit 60 "$@" --reuse-base $reuse --out $out > $out.txt 2>&1
+    [ -s $out/summary.json ] || nice -n 10 .venv/bin/hamburger eval ${MODEL:+--model $MODEL} --sample only --draws 3 \
+        --verify-fold $FOLD --verify-confidence 0.3 --verify-lookup 10 --confidence "" --batch-size 8 --threads 2 \
+        --max-new-tokens 256 --tasks gsm8k --limit 60 "$@" --reuse-base $reuse --out $out > $out.txt 2>&1
 }
 if [ -z "${ROWS120:-}" ]; then
     decode rows0-60 experiments/2026-11-26-long-math-60/eval-dev-default-segments-32-c0.3-p10-t256-gsm8k-l60

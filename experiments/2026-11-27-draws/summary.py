@@ -18,7 +18,8 @@ HERE = Path(__file__).resolve().parent
 PARTS = ("rows0-60", "rows60-120")
 ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
         "kv65": "s45 with a KV budget, `...:kv=0.65`",
-        "w128": "a 128-token window, `segments:128:first:steps=8:p=0.7`"}
+        "w128": "a 128-token window, `segments:128:first:steps=8:p=0.7`",
+        "kf-lora": "s45 read by a base trained on it (session 40, ../2026-11-27-keep-fold-full/, arm lora)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
