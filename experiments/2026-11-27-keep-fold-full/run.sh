@@ -11,7 +11,9 @@
 # STEPS (default 140: one pass over those 1120 rows) caps it; rerun to resume. Output: runs/keep-fold/ARM,
 # its metrics and config here under ARM/. Added after `full`'s held-out KL rose from 0.0341 to 0.0398 in 40 steps
 # (stopped at 46): ARM=lora, LoRA adapters (rank 16) acting at every slot (`lora_scope: all`) at the GPU LoRA
-# config's learning rate 2e-4, whose update starts at zero and stays low-rank, the rest as `full`.
+# config's learning rate 2e-4, whose update starts at zero and stays low-rank, the rest as `full`. Its end point
+# (step 140) is committed as warm_start/ (adapters and config; rebuild.py adds the shipped modules): ARM=lora-more
+# continues from it for another pass (seed 1: another order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -27,7 +29,11 @@ mkdir -p $R
 case $ARM in
     full) extra=() ;;
     lora) extra=(--set base_mode=lora --set lora_scope=all --set lr_base=2e-4 --set min_lr=2e-4) ;;
-    *) echo "unknown ARM $ARM (full | lora)"; exit 2 ;;
+    lora-more)  # (a session without runs/keep-fold/lora: its committed end point, another pass in another order)
+        [ -f $R/lora-warm/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/lora-warm
+        extra=(--set base_mode=lora --set lora_scope=all --set lr_base=2e-4 --set min_lr=2e-4 --set init=$R/lora-warm
+               --set seed=1 --set warmup_steps=0) ;;
+    *) echo "unknown ARM $ARM (full | lora | lora-more)"; exit 2 ;;
 esac
 out=$R/$ARM
 if [ -f $out/last/trainer_state.pt ]; then nice -n 15 $HB train --out $out --resume

@@ -29,10 +29,10 @@ def reading_rows(name: str) -> list[str]:
     data, out = json.loads((HERE / f"reading-keep-{name}.json").read_text()), []
     for policy, label in POLICIES.items():
         for answers, s in data[policy].items():
-            n = s["positions"]
+            n, gap = s["positions"], s["sampled_nll"] - s["base_sampled_nll"]
             out.append(f"| {name} | {label} | {answers} | {100 * s['flips'] / n:.2f} | {s['spikes']} | "
-                       f"{s['kl'] / n:.4f} | {s['rkl'] / n:.4f} | {(s['sampled_nll'] - s['base_sampled_nll']) / n:+.4f} "
-                       f"| {s['sampled_spikes']:.1f} ({s['base_sampled_spikes']:.1f}) | {s['slots'] / s['tokens']:.3f} |")
+                       f"{s['kl'] / n:.4f} | {s['rkl'] / n:.4f} | {gap / n:+.4f} | {s['sampled_spikes']:.1f} "
+                       f"({s['base_sampled_spikes']:.1f}) | {s['slots'] / s['tokens']:.3f} |")
     return out
 
 
