@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ARMS = ("full", "lora")
+ARMS = ("full", "lora", "lora-more")
 READINGS = ("default", "lora")
 POLICIES = {"segments:100000": "nothing folded", "segments:60:0.45:first:steps=8:p=0.7": "the default fold"}
 
