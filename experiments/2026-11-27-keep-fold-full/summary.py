@@ -12,6 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ARMS = ("full", "lora", "lora-more")
+JUDGED = ("lora", 85)  # the arm and step whose export read.sh and the decode judged (its run went on to 140)
 READINGS = ("default", "lora")
 POLICIES = {"segments:100000": "nothing folded", "segments:60:0.45:first:steps=8:p=0.7": "the default fold"}
 
@@ -41,6 +42,12 @@ def main() -> None:
     print("| arm | steps | response tokens | tokens/s | held-out evaluations |\n|---|---|---|---|---|")
     for arm in ARMS:
         print(training(arm))
+    arm, step = JUDGED
+    lines = [json.loads(line) for line in (HERE / arm / "metrics.jsonl").read_text().splitlines()]
+    tokens = sum(m["tokens"] for m in lines if m["kind"] == "train" and m["step"] <= step)
+    minutes = (next(m["time"] for m in lines if m["kind"] == "train" and m["step"] == step) - lines[0]["time"]) / 60
+    print(f"\nJudged (read.sh, the decode): {arm} at step {step}, {tokens / 1e3:.0f}k response tokens, {minutes:.0f} "
+          "minutes after its start (evaluations included)")
     print("\n## Teacher-forced reading of the 80 fixed 256-token dev answers (reading.py)\n")
     print("| model | fold | answers | flip % | spikes > 6 nats | KL | reverse KL | sampled NLL gap | "
           "sampled spikes (base's) | answers' KV |\n|---|---|---|---|---|---|---|---|---|---|")
