@@ -11,7 +11,7 @@
 #   FOLD=segments:60:0.45:first:steps=8:p=0.7:kv=0.65 NAME=kv65 bash run.sh
 #   FOLD=segments:128:first:steps=8:p=0.7 NAME=w128 bash run.sh
 #   ROWS120=1 bash run.sh                                         # s45 on the fresh dev rows 120-239
-#   MODEL=runs/keep-fold/full-export NAME=kf-full bash run.sh     # another checkpoint (session 40: ../2026-11-27-
+#   MODEL=runs/keep-fold/lora-export NAME=kf-lora bash run.sh     # another checkpoint (session 40: ../2026-11-27-
 #                                                                 # keep-fold-full/), at FOLD, reusing s45's base draws
 set -euo pipefail
 cd "$(dirname "$0")/../.."

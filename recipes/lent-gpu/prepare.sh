@@ -14,8 +14,8 @@ cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh
 L=experiments/2026-11-26-long-answers
 mkdir -p .gpu/fold-policies && cp experiments/2026-11-26-fold-policies/reading.py .gpu/fold-policies/
 for t in chat gsm8k; do
-    mkdir -p .gpu/${L#*/}/eval-dev-default-segments-32-c0.3-p10-t256-$t
-    cp $L/eval-dev-default-segments-32-c0.3-p10-t256-$t/examples.jsonl .gpu/${L#*/}/eval-dev-default-segments-32-c0.3-p10-t256-$t/
+    run=eval-dev-default-segments-32-c0.3-p10-t256-$t
+    mkdir -p .gpu/${L#*/}/$run && cp $L/$run/examples.jsonl .gpu/${L#*/}/$run/
 done
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 -d .gpu1 transformers==5.23.0 gguf==0.19.0

@@ -131,6 +131,7 @@ def test_a_verify_fold_run_trains_the_engines_token_keeping_layout(env, tmp_path
     folding = parse_folding(FOLD)
     assert run.layouts == [(0, 0, 3, 0.3, "first")]
     entropies = {tuple(r["response_ids"]): r["entropies"] for r in map(json.loads, open(env["data"]))}
+
     def cut(rows):
         return [segment_entropies(entropies[tuple(r.response_ids)], folding.segments, 100) for r in rows]
 
