@@ -4,11 +4,13 @@ its adapters and config (bf16). `--save` writes warm_start/ from an export of th
 differ from the shipped model's).
 
     python experiments/2026-11-27-keep-fold-full/rebuild.py OUT_DIR                # warm_start/ + the shipped modules
+    python experiments/2026-11-27-keep-fold-full/rebuild.py OUT_DIR after_fold     # ... its adapters under that scope
     python experiments/2026-11-27-keep-fold-full/rebuild.py --save EXPORT_DIR      # (bf16 export) -> warm_start/
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -24,13 +26,19 @@ OWN = ("lora.safetensors", "hamburger_config.json")  # the run's; everything els
 SHIPPED = ("grafted.safetensors", "draft_ngrams.safetensors", "draft_vocab.safetensors")
 
 
-def rebuild(out: Path) -> None:
+def rebuild(out: Path, scope: str | None = None) -> None:
+    """The warm start as a checkpoint in ``out``; ``scope``: its adapters under that `lora_scope` (session 41:
+    after_fold, the same adapters switched on only from a row's first fold on)."""
     out.mkdir(parents=True, exist_ok=True)
     for name in SHIPPED:
         shutil.copy(DEFAULT_MODEL_DIR / name, out / name)
     for name in OWN:
         shutil.copy(WARM / name, out / name)
-    print(f"rebuilt {out}")
+    if scope:
+        meta = json.loads((out / OWN[1]).read_text())
+        meta["config"]["lora_scope"] = scope
+        (out / OWN[1]).write_text(json.dumps(meta, indent=2))
+    print(f"rebuilt {out}" + (f" (lora_scope {scope})" if scope else ""))
 
 
 def save(export: Path) -> None:
@@ -46,7 +54,7 @@ def save(export: Path) -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--save":
         save(Path(sys.argv[2]))
-    elif len(sys.argv) == 2 and not sys.argv[1].startswith("-"):
-        rebuild(Path(sys.argv[1]))
+    elif len(sys.argv) in (2, 3) and not sys.argv[1].startswith("-"):
+        rebuild(Path(sys.argv[1]), *sys.argv[2:])
     else:
         raise SystemExit(__doc__)

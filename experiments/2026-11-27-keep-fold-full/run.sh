@@ -13,7 +13,9 @@
 # (stopped at 46): ARM=lora, LoRA adapters (rank 16) acting at every slot (`lora_scope: all`) at the GPU LoRA
 # config's learning rate 2e-4, whose update starts at zero and stays low-rank, the rest as `full`. Its end point
 # (step 140) is committed as warm_start/ (adapters and config; rebuild.py adds the shipped modules): ARM=lora-more
-# continues from it for another pass (seed 1: another order).
+# continues from it for another pass (seed 1: another order). Session 41, ARM=after-fold: the same pass from the warm
+# start with its adapters at `lora_scope: after_fold` (on only from a row's first fold on: lossless verify and every
+# token before the first fold stay the base's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -33,7 +35,11 @@ case $ARM in
         [ -f $R/lora-warm/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/lora-warm
         extra=(--set base_mode=lora --set lora_scope=all --set lr_base=2e-4 --set min_lr=2e-4 --set init=$R/lora-warm
                --set seed=1 --set warmup_steps=0) ;;
-    *) echo "unknown ARM $ARM (full | lora | lora-more)"; exit 2 ;;
+    after-fold)  # (session 41) the warm start's adapters switched on only from a row's first fold on, another pass
+        [ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
+        extra=(--set base_mode=lora --set lora_scope=after_fold --set lr_base=2e-4 --set min_lr=2e-4 --set seed=1
+               --set init=$R/warm-after-export --set warmup_steps=0) ;;
+    *) echo "unknown ARM $ARM (full | lora | lora-more | after-fold)"; exit 2 ;;
 esac
 out=$R/$ARM
 if [ -f $out/last/trainer_state.pt ]; then nice -n 15 $HB train --out $out --resume

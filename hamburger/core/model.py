@@ -241,7 +241,8 @@ class HamburgerModel(nn.Module):
 
         ``attention_mask`` is an explicit [B, 1, S, slots] boolean mask: positions jump after merges,
         so nothing may be inferred from them. ``merged_slots`` [B, S] marks inputs that merge 2+ tokens
-        (None: none do); ``merged_before`` [B] marks rows whose cached slots hold a merged one (None: none).
+        (None: none do; ``lora_scope: after_fold`` also marks a row's first input after a fold); ``merged_before`` [B]
+        marks rows whose cached slots hold a merged one (after_fold: or that folded; None: none).
         They gate the base's adapters by ``lora_scope`` (`adapter_gate`). ``training``: a training forward (one
         with no ``cache`` always is), which runs the stack of `compile_training`.
         """
@@ -287,14 +288,15 @@ class HamburgerModel(nn.Module):
 
     def adapter_gate(self, shape, device, merged_slots=None, merged_before=None) -> torch.Tensor:
         """Where a scoped base's adapters act, [B, S] bool: at merged slots (``lora_scope: merged``), or at every slot
-        from the row's first merged one on, cached ones included (``after_merge``). ``merged_and_after``: [B, S, 2],
-        set 0 at merged slots, set 1 at the other slots from the row's first merged one on."""
+        from the row's first merged one on, cached ones included (``after_merge``; ``after_fold``, whose callers also
+        mark a row's first slot after a token-keeping fold, or the row in ``merged_before``). ``merged_and_after``:
+        [B, S, 2], set 0 at merged slots, set 1 at the other slots from the row's first merged one on."""
         merged = torch.zeros(shape, dtype=torch.bool, device=device) if merged_slots is None else merged_slots.bool()
         if not self.config.reads_merge_history:
             return merged
         after = merged if merged_before is None else merged | merged_before.bool()[:, None]
         after = after.cummax(1).values
-        if self.config.lora_scope == "after_merge":
+        if self.config.lora_scope in ("after_merge", "after_fold"):
             return after
         return torch.stack([merged, after & ~merged], -1)
 
@@ -404,6 +406,8 @@ class HamburgerModel(nn.Module):
             inputs = self.embedder(self.embed(packed.input_tokens), packed.input_sizes)
             embeds = embeds.index_put(packed.merged_at, inputs)
             merged_slots = merged_slots.index_put(packed.merged_at, packed.input_sizes > 1)
+        if cfg.lora_scope == "after_fold" and packed.first_fold is not None:  # (its adapters act from there on)
+            merged_slots = merged_slots | packed.first_fold
         before = packed.before_group
         context_at = context_places(before, cfg.msd_context) if cfg.msd_context else None
         teacher = as_teacher(teacher)

@@ -148,6 +148,7 @@ class PackedBatch:
     merged_tail: tuple[torch.Tensor, torch.Tensor]  # merged-layout slots after each prompt (`tail_index`)
     unmerged_tail: tuple[torch.Tensor, torch.Tensor]  # unmerged positions after each prompt but the last token
     lifetime: torch.Tensor | None = None  # [B, S] with fold: slots each slot stays seen for (`masks.slot_mask`)
+    first_fold: torch.Tensor | None = None  # [B, S] with window: each row's first input fed after a fold, if any
 
 
 def tail_index(starts: list[int], counts: list[int], device=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,12 +170,13 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
     that one is seen. A group with fewer than d fed groups after it is never folded (nothing after it would read it).
     ``window`` W: verify mode's folded layout (`window_folds`); the packed batch's groups are then every token alone
     (the base predicts each), and ``batch.groups`` only say what folds (``share`` and ``keep``: `window_folds`,
-    `leaving`; a group that keeps a token's slot may be longer than max_steps: no embedder merges it)."""
+    `leaving`; a group that keeps a token's slot may be longer than max_steps: no embedder merges it), and
+    ``first_fold`` marks each row's first input fed after a fold, where ``lora_scope: after_fold``'s adapters start."""
     fold_groups = batch.groups
     if window:  # every token alone, predicted by the base
         batch = TrainBatch(batch.prompt_ids, batch.response_ids, [[1] * len(r) for r in batch.response_ids])
     tokens, inputs, prompt_r, prompt_c, prompt_tok, merge_r, merge_c = [], [], [], [], [], [], []
-    feat_r, feat_c, positions, counts, lifetimes = [], [], [], [], []
+    feat_r, feat_c, positions, counts, lifetimes, first_fold = [], [], [], [], [], set()
     for b, (p, r, g) in enumerate(zip(batch.prompt_ids, batch.response_ids, batch.groups)):
         if max(fold_groups[b]) > max_steps and keep == "merged":
             raise ValueError(f"a group of {max(fold_groups[b])} tokens exceeds max_steps={max_steps}")
@@ -183,6 +185,7 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
         life = [FOREVER] * length
         starts, split_at = group_starts(g), {}  # (the columns of the split groups not folded yet)
         folds, single_at = window_folds(fold_groups[b], window, share) if window else {}, {}  # (token -> column)
+        fold_from = min(folds, default=None)  # (the token whose inputs come first after the row's first fold)
         feat_c.append(length - 1)
         for j, (start, n) in enumerate(zip(starts, g)):
             tokens.append(r[start:start + n])
@@ -201,6 +204,8 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
             fed += [(start + sum(sizes[:i]), size) for i, size in enumerate(sizes)]
             if fold and len(sizes) > 1:
                 split_at[j] = list(range(len(place) + len(fed) - len(sizes), len(place) + len(fed)))
+            if start == fold_from:
+                first_fold.add((b, len(place)))
             for s, size in fed:
                 merge_c.append(len(place))
                 inputs.append(r[s:s + size])
@@ -239,7 +244,9 @@ def pack(batch: TrainBatch, max_steps: int, device=None, single_tail: int = 0, f
         tail_index([len(p) for p in batch.prompt_ids], counts, device),
         tail_index([len(p) for p in batch.prompt_ids], [len(r) - 1 for r in batch.response_ids], device),
         torch.tensor([x + [FOREVER] * (slots - len(x)) for x in lifetimes], dtype=torch.long, device=device)
-        if fold or window else None)
+        if fold or window else None,
+        torch.tensor([[(b, c) in first_fold for c in range(slots)] for b in range(len(positions))], device=device)
+        if window else None)
 
 
 def as_packed(batch: TrainBatch | PackedBatch, max_steps: int, device=None, single_tail: int = 0,

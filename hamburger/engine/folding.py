@@ -124,6 +124,7 @@ class FoldState:
         self.forwards: list[tuple[int, int]] = []  # the undecided answer tokens each forward kept: [start, end)
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
         self.saved = 0  # answer slots the folds took out of the cache (net of the merged slots they feed)
+        self.folds = 0  # groups folded so far
 
     def chose(self, logits: torch.Tensor) -> None:
         """The base's logits [n, V] that chose the row's next n tokens (their entropies cut the segments)."""
@@ -154,6 +155,7 @@ class FoldState:
             self.decided = end
             if end - start > 1:
                 out.append((start, end))
+                self.folds += 1
                 self.saved += len(self.folding.leaving(start, end)) - (self.folding.keep == "merged")
         self.forwards = [(s, e) for s, e in self.forwards if s >= self.decided]
         return out

@@ -43,9 +43,10 @@ class TrainConfig:
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
     lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
-    lora_scope: str = "all"  # where the adapters apply: "all", "merged", "after_merge", "merged_and_after"
-    #                          (every slot from a row's first merge on); the scoped base stays exactly itself where
-    #                          nothing merged (see config.LORA_SCOPES)
+    lora_scope: str = "all"  # where the adapters apply: "all", "merged", "after_merge" (every slot from a row's
+    #                          first merge on), "merged_and_after", "after_fold" (every slot from a row's first fold
+    #                          on, with verify_fold); the scoped base stays exactly itself where nothing merged or
+    #                          folded (see config.LORA_SCOPES)
     single_tail: int = 0  # the last single_tail tokens of every fed group take their own one-token slots, after one
     #                       merged slot of the rest (HamburgerConfig.single_tail; 0: one slot per group, the paper's)
     fold_tail: int = 0  # with single_tail: train the layout the engine's fold_tail d decodes (each split group fed
@@ -60,7 +61,8 @@ class TrainConfig:
     #                        keep first, last or none, e.g. segments:60:0.45:first:steps=8:p=0.7): every token its own
     #                        slot, predicted by the base; each row re-cut from its stored entropies by the spec's p and
     #                        steps, and a group of 2+ tokens' leaving tokens hidden from every token fed from its fold
-    #                        on. Only base weights read it: base_mode full, or LoRA with lora_scope all ("": off)
+    #                        on. Only base weights read it: base_mode full, or LoRA with lora_scope all or
+    #                        after_fold (the base exactly until a row's first fold; "": off)
     msd_context: int = 0  # the MSD also reads the base's final states at this many slots before its features
     #                       (HamburgerConfig.msd_context; 0: the paper's MSD, one slot's taps)
     stage: str = "full"  # "full": end to end; "msd": only decoder + stop head on unmerged base features
@@ -176,11 +178,14 @@ class TrainConfig:
             need(folding.keep != "merged" and folding.groups == "segments" and folding.kv == 0 and folding.window >= 1
                  and not self.verify_window and not self.recut and self.single_tail == 0 and self.msd_context == 0
                  and self.hidden_weight == 0 and self.stop_loss_weight == 0 and self.stage == "full"
-                 and self.lora_scope == "all",
+                 and self.lora_scope in ("all", "after_fold"),
                  "verify_fold needs a segments fold that keeps a token (first, last or none; a merged fold is "
                  "verify_window's), a window >= 1 and no kv budget; and verify_window 0, no recut, single_tail 0, "
-                 "msd_context 0, hidden_weight 0, stop_loss_weight 0, stage full and lora_scope all (nothing merges: "
-                 f"a scoped adapter would never act), got {self.verify_fold!r}")
+                 "msd_context 0, hidden_weight 0, stop_loss_weight 0, stage full and lora_scope all or after_fold "
+                 f"(nothing merges: the other scopes' adapters would never act), got {self.verify_fold!r}")
+        need(self.lora_scope != "after_fold" or bool(self.verify_fold),
+             "lora_scope after_fold trains the reading of verify_fold's token-keeping folds: set verify_fold (where "
+             "slots merge, after_merge starts at the first merged one)")
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")

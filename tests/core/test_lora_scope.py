@@ -47,7 +47,7 @@ def test_gate_zero_is_the_base_and_gate_one_the_adapter():
     assert all(m.gate is None for _, m in lora_modules(model.base))  # the gate does not outlive the block
 
 
-SCOPED = ["merged", "after_merge", "merged_and_after"]
+SCOPED = ["merged", "after_merge", "merged_and_after", "after_fold"]  # (after_fold: merged slots start it too)
 
 
 def test_inference_without_merged_slots_skips_the_adapters():
@@ -82,6 +82,8 @@ def test_adapter_gate_of_each_scope():
     after = tiny_hamburger("llama", lora_scope="after_merge")
     assert after.adapter_gate(merged.shape, "cpu", merged).int().tolist() == [[0, 0, 1, 1, 1, 1, 1], [0] * 7]
     assert not after.adapter_gate((2, 3), "cpu").any()  # nothing merged: the base
+    fold = tiny_hamburger("llama", lora_scope="after_fold")  # (its callers mark a fold's first slot as merged)
+    assert torch.equal(fold.adapter_gate(merged.shape, "cpu", merged), after.adapter_gate(merged.shape, "cpu", merged))
     # One new slot per row on a cache: the rows whose cache holds a merged slot are adapted, merged input or not.
     merged_now, merged_before = torch.tensor([[False], [True], [False]]), torch.tensor([True, False, False])
     step = after.adapter_gate((3, 1), "cpu", merged_now, merged_before)

@@ -8,7 +8,7 @@ import torch
 
 from hamburger.core.checkpoint import read_meta
 from hamburger.core.loading import DEFAULT_MODEL_DIR
-from hamburger.core.lora import adapters_disabled
+from hamburger.core.lora import adapters_disabled, lora_modules
 from hamburger.core.packing import group_tensors
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
@@ -71,9 +71,13 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     sees = torch.tensor([[k <= q and dies[k] > born[q] for k in range(n)] for q in range(n)])
     tokens, sizes = group_tensors(pieces, model.config.max_steps)
     embeds = model.embedder(model.embed(tokens), sizes)[None]
+    gate_from = sizes > 1
+    first = next((s for s, groups in enumerate(schedule, start=1) if groups), None)
+    if model.config.lora_scope == "after_fold" and first is not None:  # every slot fed from the first fold on
+        gate_from = gate_from | (torch.tensor(born) == first)
     with torch.no_grad():
         final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
-                                      merged_slots=(sizes > 1)[None])
+                                      merged_slots=gate_from[None])
         logits = model.decode_logits(final[0], max_rows=n).float()
     return logits[[slot_of[len(prompt) - 1 + j] for j in range(len(answer))]]
 
@@ -107,10 +111,13 @@ def folding_model(family: str = "llama", scope: str | None = None):
 
 @pytest.mark.parametrize("name, family, scope", [(name, family, None) for name in FOLDINGS
                                                   for family in ("llama", "qwen2")]
-                         + [("segments 6", "llama", "merged"), ("segments 6", "llama", "merged_and_after")])
+                         + [("segments 6", "llama", "merged"), ("segments 6", "llama", "merged_and_after")]
+                         + [(name, "llama", "after_fold") for name in ("segments 6", "segments 6, keep last",
+                                                                       "segments 2, keep first", "segments 2, keep none")])
 def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
     """Scoped adapters too: at merged slots only, or (``merged_and_after``) a second set at every slot fed after the
-    row's first fold, which the reference gates by the same rule on its slots in feeding order."""
+    row's first fold, which the reference gates by the same rule on its slots in feeding order; ``after_fold``: one set
+    at every slot fed from the forward that first folds the row on, token-keeping folds included."""
     model, folding = folding_model(family, scope), FOLDINGS[name]
     folded = longest = 0
     for prompt in PROMPTS:
@@ -164,6 +171,30 @@ def test_no_fold_before_the_answer_ends_is_plain_verify(char_tokenizer):
                                fold=Folding(window=30)).run()[0]
         assert res.token_ids == hf_greedy(model.base, prompt, 30)
         assert res.kv_slots == res.kv_slots_ordinary and sum(res.accepted) > 0
+
+
+def test_after_fold_adapters_leave_lossless_verify_and_the_answer_before_the_first_fold_to_the_base(char_tokenizer):
+    """``lora_scope: after_fold``: verify without folding never switches the adapters on (the base's greedy output,
+    token for token), and with folding every token before the row's first fold is still the base's; after it the
+    adapters read the folded history (the reading itself: `test_logits_are_the_folded_layouts`)."""
+    model, folding = folding_model("llama", "after_fold"), FOLDINGS["segments 2, keep first"]
+    with torch.no_grad():  # (adapters strong enough to change the tiny base's choices)
+        for _, module in lora_modules(model.base):
+            module.lora_B.mul_(5.0)
+    changed = False
+    for prompt in PROMPTS:
+        with adapters_disabled(model.base):
+            base = hf_greedy(model.base, prompt, 40)
+        cfg = DecodingConfig(max_new_tokens=40, confidence=0.2, ignore_eos=True)
+        assert VerifyGeneration(model, char_tokenizer, [prompt], cfg).run()[0].token_ids == base
+        run = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=folding, trace_logits=True)
+        res = run.run()[0]
+        schedule = fold_schedule(folding, model.base.config.vocab_size, torch.stack(run.logits[0]), fed_groups(res))
+        first = next(s for s, groups in enumerate(schedule) if groups)  # the forward that first folds
+        before = 1 + sum(fed_groups(res)[:first])  # tokens chosen before it (the pending one's included)
+        assert res.token_ids[:before] == base[:before]
+        changed |= res.token_ids != base
+    assert changed, "the test needs folds that change the answer"
 
 
 @pytest.mark.parametrize("compact_at", [0.0, 0.25, 2.0])
@@ -451,13 +482,18 @@ def test_training_window_layout_is_the_folded_reading(window, family, scope):
         assert (plain - want).abs().max() > 1e-2
 
 
-@pytest.mark.parametrize("spec", ["segments:9:first:steps=6:p=0.7", "segments:9:0.45:last:steps=6:p=0.7",
-                                  "segments:4:0.5:none:steps=6:p=0.7", "segments:5:0.4:steps=4:p=0.7"])
-def test_training_fold_layout_is_the_engines_schedule_and_reading(spec):
+@pytest.mark.parametrize("spec, scope", [("segments:9:first:steps=6:p=0.7", None),
+                                         ("segments:9:0.45:last:steps=6:p=0.7", None),
+                                         ("segments:4:0.5:none:steps=6:p=0.7", None), ("segments:5:0.4:steps=4:p=0.7", None),
+                                         ("segments:9:first:steps=6:p=0.7", "after_fold"),
+                                         ("segments:4:0.5:none:steps=6:p=0.7", "after_fold")])
+def test_training_fold_layout_is_the_engines_schedule_and_reading(spec, scope):
     """`pack(..., window, share, keep)`, the layout `TrainConfig.verify_fold` trains: the groups it folds before each
     token are the engine's own (`FoldState.due` at every fed count, on the entropies the training rows are cut by),
     and the training forward's logits equal the uncached specification of that cache, token by token: a kept token's
-    slot stays (keep first/last; none: no slot), and with a growing window (``share``) folds come later."""
+    slot stays (keep first/last; none: no slot), and with a growing window (``share``) folds come later. With
+    ``lora_scope: after_fold`` the adapters act from the first input after the row's first fold on, as the engine
+    switches them on: every token before it is the base's own."""
     from hamburger.core.packing import TrainBatch, pack, window_folds
     from hamburger.data.segment import segment_entropies
 
@@ -475,12 +511,20 @@ def test_training_fold_layout_is_the_engines_schedule_and_reading(spec):
     assert sum(map(len, folds.values())) >= 3 and (folding.keep == "merged" or max(groups) > 4), "the test needs them"
     if folding.keep == "merged":  # (the merged layout's reading is the test above's)
         return
-    model = folding_model("llama")
+    model = folding_model("llama", scope)
     prompt = PROMPTS[1]
     answer = torch.randint(10, 90, (len(entropies),), generator=torch.Generator().manual_seed(1)).tolist()
+    packed = pack(TrainBatch([prompt], [answer], [groups]), model.config.max_steps, window=folding.window,
+                  share=folding.share, keep=folding.keep)
     with torch.no_grad():
-        out = model.training_forward(pack(TrainBatch([prompt], [answer], [groups]), model.config.max_steps,
-                                          window=folding.window, share=folding.share, keep=folding.keep))
+        out = model.training_forward(packed)
     want = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), engine, folding.keep)
     torch.testing.assert_close(out.token_logits, want, rtol=1e-4, atol=1e-4)
     assert out.targets.tolist() == answer
+    first = min(folds)  # the first token fed after a fold: its input is the row's first_fold
+    assert packed.first_fold.nonzero().tolist() == [[0, len(prompt) + first]]
+    if scope:  # the adapters act from there on, and only there: the tokens predicted before it are the base's
+        with adapters_disabled(model.base):
+            plain = folded_reference_logits(model, prompt, answer, [1] * (len(answer) - 1), engine, folding.keep)
+        assert torch.equal(out.token_logits[:first + 1], plain[:first + 1])
+        assert (out.token_logits[first + 1:] - plain[first + 1:]).abs().amax(-1).min() > 1e-2

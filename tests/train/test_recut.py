@@ -146,9 +146,28 @@ def test_a_verify_fold_run_trains_the_engines_token_keeping_layout(env, tmp_path
     assert "eval" in open(tmp_path / "keep" / "metrics.jsonl").read()
 
 
+def test_an_after_fold_run_trains_adapters_that_act_from_the_first_fold(env, tmp_path):
+    """`verify_fold` with LoRA at ``lora_scope: after_fold``: the adapters train (the prompts' states computed once:
+    no trained weight acts there) and the checkpoint keeps them apart, scoped, on the unchanged base."""
+    from hamburger.core.checkpoint import load_checkpoint, read_meta
+    from hamburger.core.lora import lora_modules
+
+    run = Trainer(recut_config(env, tmp_path / "after", recut=[], base_mode="lora", lora_scope="after_fold",
+                               kl_weight=1.0, token_loss_weight=0.0, stop_loss_weight=0.0, verify_fold=FOLD,
+                               lr_base=1e-2, max_train_steps=2))
+    assert not run.model.prompt_trains()
+    run.train()
+    assert all(m.lora_B.abs().max() > 0 for _, m in lora_modules(run.model.base))
+    meta = read_meta(tmp_path / "after" / "last")
+    assert meta["config"]["lora_scope"] == "after_fold" and not meta.get("base_weights")
+    model = load_checkpoint(tmp_path / "after" / "last", merge_adapters=True)[0]
+    assert model.config.lora_scope == "after_fold" and list(lora_modules(model.base))  # (kept apart)
+
+
 @pytest.mark.parametrize("bad", ["segments:3:merged", "segments:3:first:kv=0.5", "forwards:3:first", "segments:0:first",
                                  "segments:x", {"verify_window": 2}, {"recut": RECUT}, {"stop_loss_weight": 0.5},
-                                 {"base_mode": "lora", "lora_scope": "merged"}])
+                                 {"base_mode": "lora", "lora_scope": "merged"},
+                                 {"base_mode": "lora", "lora_scope": "after_fold", "verify_fold": ""}])
 def test_verify_fold_is_checked(env, tmp_path, bad):
     settings = dict(recut=[], base_mode="full", kl_weight=0.5, stop_loss_weight=0.0, verify_fold=FOLD)
     settings.update(bad if isinstance(bad, dict) else {"verify_fold": bad})
