@@ -5,7 +5,8 @@ matrix products: nn.Module dispatch, keyword plumbing and hooks, repeated for ev
 `LeanStack` runs the same layers as plain calls: every projection as `F.linear` on the module's own weight and bias,
 the norms' and the activation's own ``forward``, the model's own `apply_rotary_pos_emb` and attention function (the
 one the stack is configured with), the stack's own rotary module. It serves inference forwards on a KV cache
-(`HamburgerModel.base_forward`); training, adapters that act and everything else keep transformers' modules.
+(`HamburgerModel.base_forward`), adapters that act included (each LoRA layer then runs its own forward); training and
+everything else keep transformers' modules.
 
 Three of those parts have a cheaper form with the same arithmetic, each taken only where a probe on build gives
 exactly (bitwise) the family's own result: RMS norms as one `F.rms_norm`; rotary embeddings with the sine's sign
@@ -38,11 +39,13 @@ CHECK_TOLERANCE = 1e-4  # largest difference from transformers' own forward (rel
 
 
 def _linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """A projection without its module call (a `LoraLinear` is only taken here with its adapters idle: its base layer's
-    weight and bias). The parameters are read from the modules' own dicts: `nn.Module.__getattr__`, and a LoRA layer's
-    `weight` property on top, cost 2% of a 4-position forward with LoRA layers on a 2-core CPU
-    (experiments/2026-11-27-lean-reads/)."""
+    """A projection without its module call (a `LoraLinear` with its adapters idle: its base layer's weight and bias;
+    one whose adapters act runs its own ``forward``, gate and all). The parameters are read from the modules' own
+    dicts: `nn.Module.__getattr__`, and a LoRA layer's `weight` property on top, cost 2% of a 4-position forward with
+    LoRA layers on a 2-core CPU (experiments/2026-11-27-lean-reads/)."""
     inner = module._modules.get("base_layer")
+    if inner is not None and module.enabled:
+        return module.forward(x)
     params = (module if inner is None else inner)._parameters
     if "weight" not in params:  # (a projection keeping its weight elsewhere: the attribute, as transformers reads it)
         return F.linear(x, module.weight, module.bias)

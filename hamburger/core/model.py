@@ -246,14 +246,14 @@ class HamburgerModel(nn.Module):
         They gate the base's adapters by ``lora_scope`` (`adapter_gate`). ``training``: a training forward (one
         with no ``cache`` always is), which runs the stack of `compile_training`.
         """
-        gated, idle = contextlib.nullcontext(), not lora_layers(self.base)
-        if self.config.lora_scope != "all":
+        gated = contextlib.nullcontext()
+        if self.config.lora_scope != "all" and lora_layers(self.base):
             gate = self.adapter_gate(inputs_embeds.shape[:2], inputs_embeds.device, merged_slots, merged_before)
             # Inference where no adapter acts (every step of a decode that merges nothing): the same outputs, without
             # the adapters' matmuls. Training keeps the zero gate, so the adapters still get (zero) gradients.
             idle = not torch.is_grad_enabled() and not bool(gate.any())
             gated = adapters_disabled(self.base) if idle else adapters_gated(self.base, gate)
-        lean = self._lean_stack() if (idle and cache is not None and not training and not torch.is_grad_enabled()
+        lean = self._lean_stack() if (cache is not None and not training and not torch.is_grad_enabled()
                                       and self._states is None) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
             with gated:
