@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ARMS = ("full", "lora", "lora-more")
+ARMS = ("full", "lora", "lora-more", "after-fold")
 JUDGED = ("lora", 85)  # the arm and step whose export read.sh and the decode judged (its run went on to 140)
-READINGS = ("default", "lora")
+READINGS = ("default", "lora", "warm-all", "warm-after")  # (session 41: the warm start at every slot, after_fold)
 POLICIES = {"segments:100000": "nothing folded", "segments:60:0.45:first:steps=8:p=0.7": "the default fold"}
 
 

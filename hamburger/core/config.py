@@ -123,6 +123,11 @@ class HamburgerConfig:
         return self.lora_scope in ("after_merge", "merged_and_after", "after_fold")
 
     @property
+    def reads_fold_history(self) -> bool:
+        """Whether a row's first fold (a token-keeping one too) switches its adapters on (``after_fold``)."""
+        return self.lora_scope == "after_fold"
+
+    @property
     def lora_sets(self) -> int:
         return LORA_SETS.get(self.lora_scope, 1)
 

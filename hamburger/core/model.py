@@ -406,7 +406,7 @@ class HamburgerModel(nn.Module):
             inputs = self.embedder(self.embed(packed.input_tokens), packed.input_sizes)
             embeds = embeds.index_put(packed.merged_at, inputs)
             merged_slots = merged_slots.index_put(packed.merged_at, packed.input_sizes > 1)
-        if cfg.lora_scope == "after_fold" and packed.first_fold is not None:  # (its adapters act from there on)
+        if cfg.reads_fold_history and packed.first_fold is not None:  # (its adapters act from there on)
             merged_slots = merged_slots | packed.first_fold
         before = packed.before_group
         context_at = context_places(before, cfg.msd_context) if cfg.msd_context else None

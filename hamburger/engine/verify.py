@@ -407,8 +407,8 @@ class VerifyGeneration(Generation):
             merged_slots[:, :lead] = valid[:, :lead]
             merged_slots = merged_slots.to(device)
         if self.fold and model.config.reads_merge_history:  # (after_fold: a row that folded, at this forward too)
-            folded = model.config.lora_scope == "after_fold"
-            merged_before = torch.tensor([r.merged or (folded and r.folding is not None and r.folding.folds > 0)
+            by_fold = model.config.reads_fold_history
+            merged_before = torch.tensor([r.merged or (by_fold and r.folding is not None and r.folding.folds > 0)
                                           for r in rows], device=device)
         mask = cache.extend(valid.to(device))
         final, features = model.base_forward(embeds, positions.to(device), mask, cache.kv, merged_slots=merged_slots,
