@@ -26,8 +26,10 @@ from pathlib import Path
 DRAFT_DATA = "data/segmented/smollm2-135m-instruct.train.jsonl"  # training responses: token frequencies
 
 
-def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int, sampling: dict | None = None):
+def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup: int, sampling: dict | None = None,
+          checkpoint: str | None = None):
     from hamburger.bench.methods import HFMethod, VerifyMethod
+    from hamburger.core.loading import fold_model
     from hamburger.core.modules import Drafter
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
@@ -49,9 +51,10 @@ def build(model, reference_model, tokenizer, policies: list[str], prompt_lookup:
         drafter = Drafter.of(model) if "m" in options else None
         max_draft = next((int(o[1:]) for o in options if o.startswith("d")), None)  # ":d2": at most 2 MSD drafts
         kind = dict(draft=int(policy[1:])) if policy.startswith("k") else dict(confidence=float(policy[1:]))
-        methods.append(VerifyMethod(model if fold else verify_model, tokenizer, name=f"verify@{p}",
+        folding = parse_folding(fold) if fold else None  # (folding: the checkpoint, or its fold reader)
+        methods.append(VerifyMethod(fold_model(checkpoint, folding, model) if fold else verify_model, tokenizer,
+                                    name=f"verify@{p}", fold=folding, lookup=lookup, sampling=sampling,
                                     draft_vocab=draft_vocabulary(DRAFT_DATA, vocab) if vocab else None,
-                                    fold=parse_folding(fold) if fold else None, lookup=lookup, sampling=sampling,
                                     ngrams=ngrams, drafter=drafter, max_draft=max_draft, **kind))
     return verify_model, methods
 
@@ -201,7 +204,8 @@ def main() -> int:
     prompts = [p for pair in zip_longest(chat, math) for p in pair if p]  # alternate: a cut run covers both
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     sampling = SAMPLED if args.sample else None
-    verify_model, methods = build(model, reference, tokenizer, args.policies.split(","), args.prompt_lookup, sampling)
+    verify_model, methods = build(model, reference, tokenizer, args.policies.split(","), args.prompt_lookup, sampling,
+                                  args.model)
     result = {"what": f"verify mode vs HF generate and prompt lookup, {'sampled' if sampling else 'greedy'}, batch 1",
               "sampling": sampling,
               "settings": vars(args), "model": {"checkpoint": args.model or "default", "base": Path(info.spec).name,

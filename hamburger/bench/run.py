@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hamburger.bench.log import BenchLog, prompts_digest
-from hamburger.bench.methods import (METHOD_NAMES, HamburgerMethod, HFMethod, Measurement, build_methods,
+from hamburger.bench.methods import (METHOD_NAMES, VERIFY_FOLD, HamburgerMethod, HFMethod, Measurement, build_methods,
                                      compiled_hf_kwargs)
 from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
 from hamburger.errors import HamburgerError
@@ -201,9 +201,9 @@ def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=No
 
 
 def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
-              reference=None, log: BenchLog | None = None) -> dict:
-    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``).
-    With a ``log`` the run resumes from and records into it."""
+              reference=None, log: BenchLog | None = None, fold_model=None) -> dict:
+    """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``),
+    ``fold_model`` what verify_fold runs (`build_methods`). With a ``log`` the run resumes from and records into it."""
     from tqdm import tqdm
 
     from hamburger.engine.prompt import encode_prompt
@@ -212,7 +212,7 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
         prompts = bench_prompts(settings)
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
-                            compile_backend=settings.compile, micro_loop=settings.micro_loop)
+                            compile_backend=settings.compile, micro_loop=settings.micro_loop, fold_model=fold_model)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
@@ -271,6 +271,13 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
     log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
-    result = run_bench(model, tokenizer, settings, prompts, reference, log)
+    folder = None
+    if "verify_fold" in settings.methods:
+        from hamburger.core.loading import fold_model
+        from hamburger.engine.folding import parse_folding
+
+        folder = fold_model(model_dir, parse_folding(VERIFY_FOLD), model, settings.dtype, base, settings.device)
+        model_facts["fold_reader"] = folder is not model
+    result = run_bench(model, tokenizer, settings, prompts, reference, log, folder)
     result["model"] = model_facts
     return write_report(result, Path(out))

@@ -7,6 +7,7 @@ import argparse
 
 from hamburger.cli.options import DTYPES, add_base, add_model
 from hamburger.core.config import GATES
+from hamburger.engine.folding import DEFAULT_FOLD
 
 
 def cmd_graft(args: argparse.Namespace) -> int:
@@ -26,11 +27,13 @@ def cmd_graft(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from hamburger.core.checkpoint import export
+    from hamburger.core.checkpoint import add_fold_reader, export
 
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
                  prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail)
+    if args.fold_reader:
+        add_fold_reader(out, args.fold_reader, args.fold_reader_fold, args.dtype)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -84,4 +87,12 @@ def register(sub) -> None:
                         "KV cache and feed it again as one merged slot, in that step's forward, so the cache holds one "
                         "slot per group but the last D (each group is still read off a single token); 0: never. "
                         "Default: keep the checkpoint's")
+    p.add_argument("--fold-reader", default=None, metavar="CKPT",
+                   help="also ship CKPT's LoRA adapters (trained with --set verify_fold=SPEC --set "
+                        "lora_scope=after_fold, on the same base) as the export's fold reader: verify_fold's "
+                        "token-keeping folds then decode with them, on at every slot from a row's first fold on, in "
+                        "place of the export's own adapters (lossless verify and mode hamburger are unchanged)")
+    p.add_argument("--fold-reader-fold", default=DEFAULT_FOLD, metavar="SPEC",
+                   help=f"the --fold spec the fold reader was trained for, recorded beside it (default {DEFAULT_FOLD}, "
+                        "verify_fold's default)")
     p.set_defaults(func=cmd_export)

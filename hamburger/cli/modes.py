@@ -76,11 +76,17 @@ def folding_spec(args: argparse.Namespace) -> str | None:
 def generation_model(args: argparse.Namespace, device: str):
     """(model, tokenizer) for `generate` and `chat`: in lossless verify mode the grafted modules sit on the
     checkpoint's unchanged base (its LoRA adapters or fine-tuned base left out), so the output is that base's own;
-    folding (mode verify_fold, or --fold) keeps the checkpoint's adapters, which read the folded slots."""
+    folding (mode verify_fold, or --fold) keeps the checkpoint's adapters, which read the folded slots, or takes its
+    fold reader instead where it has one and the fold keeps a token (`loading.reads_with_fold_reader`)."""
     from hamburger.core.loading import load_model
 
     if args.mode != "verify" or folding_spec(args):
-        return load_model(args.model, args.dtype, args.base, device=device)[:2]
+        from hamburger.core.loading import reads_with_fold_reader
+        from hamburger.engine.folding import parse_folding
+
+        spec = folding_spec(args)
+        reader = bool(spec) and reads_with_fold_reader(args.model, parse_folding(spec))
+        return load_model(args.model, args.dtype, args.base, device=device, fold_reader=reader)[:2]
     from hamburger.engine.verify import on_base
 
     model, tokenizer, _, reference = load_model(args.model, args.dtype, args.base, reference=True, device=device)

@@ -8,6 +8,9 @@ Layout:
   draft_ngrams.safetensors optional: verify mode's n-gram draft table (`engine.ngrams.NgramDrafts`)
   verify_drafter.safetensors optional: a micro-step decoder and stop head trained to draft in verify mode
                           ("decoder.*", "stop_head.*"; `modules.Drafter`)
+  fold_reader.safetensors optional: LoRA adapters that read verify_fold's token-keeping folds ("fold_reader" in the
+                          JSON: their settings and the fold they were trained for); loaded instead of the base's own
+                          adapters, at `lora_scope: after_fold`, where such a fold decodes (`load_checkpoint`)
   base/                   only when training changed the base: its full HF folder
 A checkpoint that references its base refuses to load on a base with another fingerprint; LoRA
 adapters are put on top of that checked base. Every file a checkpoint names (``base_weights``,
@@ -40,6 +43,7 @@ WEIGHTS_FILE = "grafted.safetensors"
 LORA_FILE = "lora.safetensors"
 DRAFT_VOCAB_FILE = "draft_vocab.safetensors"
 VERIFY_DRAFTER_FILE = "verify_drafter.safetensors"
+FOLD_READER_FILE = "fold_reader.safetensors"
 BASE_DIR = "base"
 
 
@@ -137,12 +141,13 @@ def read_meta(path: str | Path) -> dict:
         raise HamburgerError(f"{where}: 'base' must be an object with string 'spec' and 'fingerprint', got {base!r:.100}")
     if not isinstance(meta["config"], dict):
         raise HamburgerError(f"{where}: 'config' must be an object, got {meta['config']!r:.100}")
-    if meta.get("lora") is not None and not isinstance(meta["lora"], dict):
-        raise HamburgerError(f"{where}: 'lora' must be an object, got {meta['lora']!r:.100}")
+    for key, file in (("lora", LORA_FILE), ("fold_reader", FOLD_READER_FILE)):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise HamburgerError(f"{where}: {key!r} must be an object, got {meta[key]!r:.100}")
+        if meta.get(key):
+            inside(path, meta[key].get("file", file), f"{key}.file")
     if meta.get("base_weights"):
         inside(path, meta["base_weights"], "base_weights")
-    if meta.get("lora"):
-        inside(path, meta["lora"].get("file", LORA_FILE), "lora.file")
     return meta
 
 
@@ -160,13 +165,15 @@ def inside(path: Path, name, what: str) -> Path:
 
 
 def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base: str | None = None,
-                    merge_adapters: bool = False):
+                    merge_adapters: bool = False, fold_reader: bool = False):
     """Load (HamburgerModel, tokenizer, BaseInfo) from a checkpoint folder.
 
     ``base`` points to the base model if it moved (the fingerprint is still checked). LoRA adapters
     are loaded on top of the checked base; ``merge_adapters`` folds them into its weights (faster
     inference, same function up to rounding; the result can no longer be trained as LoRA) unless they
     are scoped (any ``lora_scope`` but ``all``: they act at some slots only), which needs them kept apart.
+    ``fold_reader``: where the checkpoint has a fold reader (`add_fold_reader`), its adapters instead of the base's
+    own, at ``lora_scope: after_fold`` (the model verify_fold's token-keeping folds decode with).
     """
     path = Path(path)
     meta = read_meta(path)
@@ -180,6 +187,9 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
                 f"checkpoint {path} was trained on base {meta['base']['spec']!r} (fingerprint {expected}), "
                 f"but {info.spec!r} has fingerprint {info.fingerprint}: refusing to load a mismatched base")
     config = HamburgerConfig.from_dict(meta["config"])
+    lora = meta.get("lora")
+    if fold_reader and meta.get("fold_reader"):
+        config.lora_scope, lora = "after_fold", meta["fold_reader"]
     model = HamburgerModel(base_model, config)
     try:
         state = load_file(str(path / WEIGHTS_FILE))
@@ -189,8 +199,8 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
         model.load_grafted_state_dict({k: v.to(model.dtype) for k, v in state.items()})
     except RuntimeError as e:
         raise HamburgerError(f"{path / WEIGHTS_FILE} does not fit its config: {str(e).splitlines()[0]}") from e
-    if meta.get("lora"):
-        _load_lora(model, path, meta["lora"])
+    if lora:
+        _load_lora(model, path, lora)
         if merge_adapters and config.lora_scope == "all":
             merge_lora(model.base)
     vocab = base_model.get_output_embeddings().weight.shape[0]
@@ -299,6 +309,38 @@ def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
     load_lora_state_dict(model.base, state)
 
 
+def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype: str = "bfloat16") -> Path:
+    """Give ``checkpoint`` the LoRA adapters of ``reader`` (a checkpoint trained with ``verify_fold`` at ``lora_scope:
+    after_fold``, on the same base) as its fold reader, stored in ``dtype``, with ``fold`` (the `--fold` spec they were
+    trained for, which must keep a token) recorded beside them; replaces a reader it had. Its own adapters and modules
+    are untouched: verify_fold's token-keeping folds decode with the reader (`load_checkpoint(fold_reader=True)`),
+    every other mode as before."""
+    from hamburger.engine.folding import parse_folding
+
+    checkpoint, reader = Path(checkpoint), Path(reader)
+    meta, theirs = read_meta(checkpoint), read_meta(reader)
+    if parse_folding(fold).keep == "merged":
+        raise HamburgerError(f"a fold reader reads a fold that keeps a token (first, last or none), not {fold!r}")
+    lora = theirs.get("lora")
+    if theirs["config"].get("lora_scope") != "after_fold" or not lora or lora.get("sets", 1) != 1:
+        raise HamburgerError(f"{reader} is not a fold reader: it needs one set of LoRA adapters at lora_scope "
+                             f"after_fold (`hamburger train --set verify_fold=... --set lora_scope=after_fold`)")
+    if theirs["base"]["fingerprint"] != meta["base"]["fingerprint"] or theirs.get("base_weights"):
+        raise HamburgerError(f"{reader} was trained on another base than {checkpoint}'s")
+    state = load_file(str(inside(reader, lora.get("file", LORA_FILE), "lora.file")))
+    store = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    _write_fold_reader(checkpoint, meta, {k: v.to(store) for k, v in state.items()}, {**lora, "fold": fold})
+    return checkpoint
+
+
+def _write_fold_reader(checkpoint: Path, meta: dict, state: dict[str, torch.Tensor], reader: dict) -> None:
+    """Write a fold reader's adapters ``state`` and settings ``reader`` into ``checkpoint`` (its JSON ``meta``)."""
+    save_file({k: v.contiguous() for k, v in state.items()}, str(checkpoint / FOLD_READER_FILE),
+              metadata={"format": FORMAT})
+    meta["fold_reader"] = {**reader, "file": FOLD_READER_FILE}
+    (checkpoint / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+
+
 def graft(out: str | Path, base: str | None = None, config: HamburgerConfig | None = None
           ) -> tuple[HamburgerModel, Path, BaseInfo]:
     """Graft untrained HAMburger modules (``config``, default settings if None) onto a base model (a bundled
@@ -322,7 +364,8 @@ def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop
 
         if not remove_lora(model.base):
             raise HamburgerError(f"{model_dir} has no LoRA adapters to drop")
-    extra = {k: v for k, v in meta.items() if k not in ("format", "config", "base", "base_weights", "lora")}
+    extra = {k: v for k, v in meta.items()
+             if k not in ("format", "config", "base", "base_weights", "lora", "fold_reader")}
     weights_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
     if default_confidence is not None:
         model.config.default_confidence = default_confidence
@@ -335,5 +378,10 @@ def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop
     if fold_tail is not None:
         model.config.fold_tail = fold_tail
     model.config.validate()
-    return save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
-                           extra=extra, weights_dtype=weights_dtype)
+    out = save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
+                          extra=extra, weights_dtype=weights_dtype)
+    reader = meta.get("fold_reader")
+    if reader:  # (carried as it is, in the export's dtype)
+        state = load_file(str(inside(Path(model_dir), reader.get("file", FOLD_READER_FILE), "fold_reader.file")))
+        _write_fold_reader(out, read_meta(out), {k: v.to(weights_dtype) for k, v in state.items()}, reader)
+    return out

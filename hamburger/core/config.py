@@ -40,11 +40,12 @@ STOP_TARGETS = ("group_end", "accepted")
 # merge on: the slots that read a merge adapt too, without the merged slots' adapters (which cost the single slots 5
 # points when "after_merge" switched them on there); its second set starts at zero, so a "merged" model continues
 # exactly where it was.
-# "after_fold": every slot a row feeds from its first fold on, in verify mode's token-keeping folds (`engine/folding.py`,
-# keep first, last or none: no merged slot is fed, so the scopes above never act there); in the layouts that feed
-# merged slots the first merged slot starts it (as "after_merge"). Until a row's first fold its cache is the base's
-# own, and so are its outputs: lossless verify (which never folds) stays the base exactly; the adapters only learn to
-# read the folded history (`TrainConfig.verify_fold`).
+# "after_fold": every slot a row feeds from its first fold on, in verify mode's token-keeping folds
+# (`engine/folding.py`, keep first, last or none: no merged slot is fed, so the scopes above never act there); in
+# layouts that feed merged slots the first merged slot starts it (as "after_merge"). Until a row's first fold its cache
+# is the base's own, and so are its outputs: lossless verify (which never folds) stays the base exactly; the adapters
+# only learn to read the folded history (`TrainConfig.verify_fold`; shipped as a checkpoint's fold reader,
+# `checkpoint.add_fold_reader`).
 LORA_SCOPES = ("all", "merged", "after_merge", "merged_and_after", "after_fold")
 LORA_SETS = {"merged_and_after": 2}  # adapter sets a scope needs (1 unless named)
 # What the confidence knob gates, for each micro token (2..max_steps of a group). "stop_head": the group goes on

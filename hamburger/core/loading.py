@@ -36,11 +36,12 @@ def set_threads(n: int | None) -> None:
 
 
 def load_model(spec: str | None = None, dtype: str = "float32", base: str | None = None, reference: bool = False,
-               device: str = "cpu"):
+               device: str = "cpu", fold_reader: bool = False):
     """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info), ready for
     inference (LoRA adapters folded into the base weights, unless they act at merged slots only) on
     ``device`` (cpu, cuda or auto; checked before anything loads). With ``reference`` a 4th item: the
-    unchanged base to compare against (see `checkpoint.load_reference`), on the same device."""
+    unchanged base to compare against (see `checkpoint.load_reference`), on the same device. ``fold_reader``: the
+    checkpoint's fold reader instead of its own adapters, where it has one (`checkpoint.load_checkpoint`)."""
     from hamburger.core.base import pick_device
     from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, load_reference
 
@@ -50,8 +51,26 @@ def load_model(spec: str | None = None, dtype: str = "float32", base: str | None
         hint = " (it is a base model: run `hamburger graft --base ... --out DIR` first)" if Path(
             path, "config.json").is_file() else ""
         raise HamburgerError(f"{path!r} is not a HAMburger checkpoint{hint}")
-    loaded = load_checkpoint(path, dtype, base=base, merge_adapters=True)
+    loaded = load_checkpoint(path, dtype, base=base, merge_adapters=True, fold_reader=fold_reader)
     loaded[0].to(where)
     if not reference:
         return loaded
     return (*loaded, load_reference(path, loaded[0], dtype, base).to(where))
+
+
+def reads_with_fold_reader(spec: str | None, folding) -> bool:
+    """Whether verify mode folding by ``folding`` (a `folding.Folding`) decodes the checkpoint ``spec`` (None: the
+    default model) with its fold reader: it has one and the fold keeps a token (a merged fold is read by the
+    checkpoint's own adapters)."""
+    from hamburger.core.checkpoint import read_meta
+
+    return folding.keep != "merged" and bool(read_meta(spec or default_model()).get("fold_reader"))
+
+
+def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: str | None = None,
+               device: str = "cpu"):
+    """The model verify mode folding by ``folding`` decodes with: the checkpoint ``spec``'s own ``model`` (as
+    `load_model` gave it), or a second load of it with its fold reader (`reads_with_fold_reader`)."""
+    if not reads_with_fold_reader(spec, folding):
+        return model
+    return load_model(spec, dtype, base, device=device, fold_reader=True)[0]

@@ -172,14 +172,15 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
              reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None,
-             verify_ngrams: int | None = None, draws: int = 1):
+             verify_ngrams: int | None = None, draws: int = 1, fold_model=None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
     samples it (`plausibility.SAMPLED`, seed = the prompt's position). With ``verify``, "verify" is lossless verify
     mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
-    ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``model`` itself (its adapters
-    read the merged slots), its older tokens folded into one KV slot per group. Both draft while the stop head's
+    ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``fold_model`` (default
+    ``model`` itself, whose adapters read the merged slots; `loading.fold_model`), its older tokens folded into one KV
+    slot per group. Both draft while the stop head's
     1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
     (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`), else from ``model``'s
     n-gram table (up to ``verify_ngrams`` tokens; None: the table's own count; 0: none; `ngrams.model_ngrams`).
@@ -269,7 +270,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                     cfgs = [DecodingConfig(max_new_tokens=max_new_tokens, confidence=confidence,
                                            seed=i + draw * DRAW_SEED_STRIDE if extra else None, **extra)
                             for i in range(len(ids))]
-                    runner = judge if name in BASE_METHODS else drafter if kind == "verify" else model
+                    runner = (judge if name in BASE_METHODS else drafter if kind == "verify"
+                              else fold_model or model if kind == "verify-fold" else model)
                     engine = engines.get(kind, Generation)
                     results = []
                     desc = f"{task} {name}" + (f" draw {draw}" if draws > 1 and extra else "")
@@ -415,7 +417,8 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     scores and timings) are taken instead of decoded again (`reused_base`); ``sample``: the sampled methods
     (`run_eval`); ``draws``: the answers of each sampled method per prompt (`run_eval`). Returns summary.md."""
     from hamburger.bench.machine import machine_info
-    from hamburger.core.loading import load_model
+    from hamburger.core.loading import fold_model, load_model
+    from hamburger.engine.folding import parse_folding
     from hamburger.engine.ngrams import model_ngrams
 
     bad = [t for t in tasks if t not in TASKS]
@@ -426,6 +429,8 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
+    folder = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
+                                                      device)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
@@ -436,6 +441,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws)
+                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, folder)
+    meta["fold_reader"] = folder is not model  # (verify-fold decoded with the checkpoint's fold reader)
     meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

@@ -38,11 +38,11 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
                default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
                prefill_chunk: int | None = PREFILL_CHUNK, mode: str = "hamburger", verify_model=None,
-               fold=None, lookup=None, draft_rows: int | None = None, ngrams=None):
+               fold=None, lookup=None, draft_rows: int | None = None, ngrams=None, fold_model=None):
     """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
     `app.state.draining` (see `drain.DrainingServer`) and new requests get 503 while the running ones finish.
     ``mode``: the decoding mode of requests without a `mode` field; ``verify_model``, ``fold``, ``lookup``,
-    ``draft_rows`` and ``ngrams``: what the verify modes run (see `scheduler.Scheduler`)."""
+    ``draft_rows``, ``ngrams`` and ``fold_model``: what the verify modes run (see `scheduler.Scheduler`)."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
     from fastapi.responses import JSONResponse, StreamingResponse
@@ -51,7 +51,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     if mode not in MODES:
         raise HamburgerError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
-                          lookup, draft_rows, ngrams)
+                          lookup, draft_rows, ngrams, fold_model)
     created = int(time.time())
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 

@@ -11,7 +11,8 @@ once per macro step and between the chunks of a long prompt's prefill (`prefill_
 request joins while a long prompt is still being read.
 
 Each request names its mode: "hamburger" (merged groups), "verify" (lossless verify mode, run on ``verify_model``)
-or "verify_fold" (verify mode folding older tokens into merged slots, `folding.Folding`, on the checkpoint itself).
+or "verify_fold" (verify mode folding older tokens into merged slots, `folding.Folding`, on the checkpoint itself or
+its fold reader, ``fold_model``).
 Both verify modes also draft by prompt lookup when the scheduler has a ``lookup``. A batch runs one engine, so it
 takes requests of one mode; a waiting request of another mode stops admission into the running batch, which then
 drains, and the next batch starts with it.
@@ -68,16 +69,19 @@ class Request:
 class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
                  prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
-                 lookup: PromptLookup | None = None, draft_rows: int | None = None, ngrams: NgramDrafts | None = None):
+                 lookup: PromptLookup | None = None, draft_rows: int | None = None, ngrams: NgramDrafts | None = None,
+                 fold_model=None):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
         (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
-        "verify_fold" requests (default `folding.DEFAULT_FOLD`). ``lookup``: both verify modes also draft by prompt
+        "verify_fold" requests (default `folding.DEFAULT_FOLD`), which run ``fold_model`` (default ``model``; a
+        checkpoint's fold reader, `loading.fold_model`). ``lookup``: both verify modes also draft by prompt
         lookup. ``draft_rows``: both verify modes draft only in forwards of at most that many rows
         (`VerifyGeneration`). ``ngrams``: both verify modes also draft from this n-gram table (`engine/ngrams.py`)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
         self.verify_model = verify_model if verify_model is not None else model
+        self.fold_model = fold_model if fold_model is not None else model
         self.fold = (fold or parse_folding(DEFAULT_FOLD)).validate(model.config.max_steps)
         self.lookup = lookup.validate() if lookup is not None else None
         if draft_rows is not None and draft_rows < 0:
@@ -199,8 +203,8 @@ class Scheduler:
             return partial(VerifyGeneration, self.verify_model, lookup=self.lookup, ngrams=self.ngrams,
                            draft_vocab=self.verify_model.draft_vocab, draft_rows=self.draft_rows)
         if mode == "verify_fold":
-            return partial(VerifyGeneration, self.model, fold=self.fold, lookup=self.lookup, ngrams=self.ngrams,
-                           draft_vocab=self.model.draft_vocab, draft_rows=self.draft_rows)
+            return partial(VerifyGeneration, self.fold_model, fold=self.fold, lookup=self.lookup, ngrams=self.ngrams,
+                           draft_vocab=self.fold_model.draft_vocab, draft_rows=self.draft_rows)
         return partial(Generation, self.model)
 
     @staticmethod

@@ -30,7 +30,7 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU)."""
     import uvicorn
 
-    from hamburger.core.loading import load_model
+    from hamburger.core.loading import fold_model, load_model
     from hamburger.engine.folding import parse_folding
     from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.ngrams import model_ngrams
@@ -62,7 +62,7 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
                      folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows,  # (the scheduler validates)
-                     model_ngrams(model, ngrams))
+                     model_ngrams(model, ngrams), fold_model(model_dir, folding, model, dtype, base, device))
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "

@@ -112,8 +112,8 @@ def folding_model(family: str = "llama", scope: str | None = None):
 @pytest.mark.parametrize("name, family, scope", [(name, family, None) for name in FOLDINGS
                                                   for family in ("llama", "qwen2")]
                          + [("segments 6", "llama", "merged"), ("segments 6", "llama", "merged_and_after")]
-                         + [(name, "llama", "after_fold") for name in ("segments 6", "segments 6, keep last",
-                                                                       "segments 2, keep first", "segments 2, keep none")])
+                         + [(name, "llama", "after_fold") for name in (
+                             "segments 6", "segments 6, keep last", "segments 2, keep first", "segments 2, keep none")])
 def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
     """Scoped adapters too: at merged slots only, or (``merged_and_after``) a second set at every slot fed after the
     row's first fold, which the reference gates by the same rule on its slots in feeding order; ``after_fold``: one set
@@ -484,7 +484,8 @@ def test_training_window_layout_is_the_folded_reading(window, family, scope):
 
 @pytest.mark.parametrize("spec, scope", [("segments:9:first:steps=6:p=0.7", None),
                                          ("segments:9:0.45:last:steps=6:p=0.7", None),
-                                         ("segments:4:0.5:none:steps=6:p=0.7", None), ("segments:5:0.4:steps=4:p=0.7", None),
+                                         ("segments:4:0.5:none:steps=6:p=0.7", None),
+                                         ("segments:5:0.4:steps=4:p=0.7", None),
                                          ("segments:9:first:steps=6:p=0.7", "after_fold"),
                                          ("segments:4:0.5:none:steps=6:p=0.7", "after_fold")])
 def test_training_fold_layout_is_the_engines_schedule_and_reading(spec, scope):

@@ -1,0 +1,106 @@
+"""A checkpoint's fold reader: LoRA adapters trained at `lora_scope: after_fold` (verify_fold's token-keeping folds),
+shipped beside a checkpoint's own adapters and taken in their place where such a fold decodes."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from hamburger.core.base import BaseInfo, weights_fingerprint
+from hamburger.core.checkpoint import (CONFIG_FILE, FOLD_READER_FILE, add_fold_reader, load_checkpoint, read_meta,
+                                       save_checkpoint)
+from hamburger.core.loading import fold_model, reads_with_fold_reader
+from hamburger.core.lora import add_lora, lora_modules, lora_state_dict
+from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.errors import HamburgerError
+from tests.helpers import save_tiny_lora, tiny_base, tiny_hamburger
+
+KEEP_FIRST = parse_folding("segments:4:first:steps=6:p=0.7")
+
+
+def save_reader(tmp_path, scope: str = "after_fold", seed: int = 3):
+    """A tiny checkpoint with non-zero adapters at ``scope`` on `tiny_base("llama", seed)` (saved in tmp/base-SEED)."""
+    base_dir = tmp_path / f"base-{seed}"
+    model = tiny_hamburger("llama", seed=seed, lora_scope=scope)
+    add_lora(model.base, r=2, alpha=4.0)
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for _, module in lora_modules(model.base):
+            module.lora_B.copy_(torch.randn(module.lora_B.shape, generator=gen) * 0.5)
+    info = BaseInfo(str(base_dir), str(base_dir), weights_fingerprint(tiny_base("llama", seed=seed)))
+    if not base_dir.exists():
+        tiny_base("llama", seed=seed).save_pretrained(base_dir)
+    return model, save_checkpoint(model, tmp_path / f"reader-{scope}-{seed}", info)
+
+
+def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_keeping_folds(tmp_path, char_tokenizer):
+    from hamburger.cli.main import main
+
+    main_model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    reader, reader_dir = save_reader(tmp_path)
+    out = tmp_path / "shipped"
+    assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "float32",
+                 "--fold-reader", str(reader_dir)]) == 0
+    meta = read_meta(out)
+    assert meta["fold_reader"]["fold"] == DEFAULT_FOLD and meta["lora"] == read_meta(ckpt)["lora"]
+    # Every mode but a token-keeping fold loads the checkpoint's own adapters, as before.
+    own = load_checkpoint(out)[0]
+    assert own.config.lora_scope == "all"
+    assert all(torch.equal(a, b) for a, b in zip(lora_state_dict(own.base).values(),
+                                                 lora_state_dict(main_model.base).values()))
+    # The fold reader: the reader's adapters (its own scope) on the checkpoint's grafted modules and base.
+    folding = load_checkpoint(out, fold_reader=True)[0]
+    assert folding.config.lora_scope == "after_fold"
+    theirs = lora_state_dict(reader.base)
+    assert lora_state_dict(folding.base).keys() == theirs.keys()
+    assert all(torch.equal(v, theirs[k]) for k, v in lora_state_dict(folding.base).items())
+    assert all(torch.equal(v, main_model.grafted_state_dict()[k]) for k, v in folding.grafted_state_dict().items())
+    assert reads_with_fold_reader(str(out), KEEP_FIRST) and reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
+    assert not reads_with_fold_reader(str(out), parse_folding("segments:8"))  # (a merged fold: the own adapters)
+    assert not reads_with_fold_reader(str(ckpt), KEEP_FIRST)
+    assert fold_model(str(out), KEEP_FIRST, own).config.lora_scope == "after_fold"
+    assert fold_model(str(ckpt), KEEP_FIRST, own) is own
+    # An export of the export carries the reader, in its dtype.
+    again = tmp_path / "again"
+    assert main(["export", "--model", str(out), "--out", str(again)]) == 0
+    assert read_meta(again)["fold_reader"] == meta["fold_reader"]
+    assert {v.dtype for v in load_file(str(again / FOLD_READER_FILE)).values()} == {torch.bfloat16}
+
+
+def test_verify_fold_decodes_with_the_fold_reader(tmp_path, char_tokenizer, capsys):
+    from hamburger.cli.main import main
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    _, reader_dir = save_reader(tmp_path)
+    add_fold_reader(ckpt, reader_dir, "forwards:0:first", "float32")  # (the tiny base's entropies cut no groups)
+    args = ["generate", "--model", str(ckpt), "--max-new-tokens", "40", "--fold", "forwards:0:first", "--draft", "3",
+            "--json", "--raw", "hello there"]
+    assert main(args) == 0
+    with_reader = json.loads(capsys.readouterr().out)
+    meta = json.loads((ckpt / CONFIG_FILE).read_text())
+    meta.pop("fold_reader")
+    (ckpt / CONFIG_FILE).write_text(json.dumps(meta))
+    assert main(args) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert with_reader["kv_slots"] < with_reader["kv_slots_ordinary"], "the test needs folds"
+    assert with_reader["token_ids"] != without["token_ids"]
+
+
+@pytest.mark.parametrize("bad, message", [("scope", "is not a fold reader"), ("fold", "keeps a token"),
+                                          ("base", "another base")])
+def test_a_fold_reader_is_checked(tmp_path, char_tokenizer, bad, message):
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    _, reader_dir = save_reader(tmp_path, scope="all" if bad == "scope" else "after_fold",
+                                seed=4 if bad == "base" else 3)
+    with pytest.raises(HamburgerError, match=message):
+        add_fold_reader(ckpt, reader_dir, "segments:8" if bad == "fold" else DEFAULT_FOLD)
+    assert "fold_reader" not in read_meta(ckpt)
+
+
+def test_the_server_runs_verify_fold_requests_on_the_fold_model():
+    from hamburger.serve.scheduler import Scheduler
+
+    model, reader = tiny_hamburger("llama"), tiny_hamburger("llama", seed=1)
+    assert Scheduler(model, None, fold_model=reader)._engine("verify_fold").args[0] is reader
+    assert Scheduler(model, None)._engine("verify_fold").args[0] is model
