@@ -1,0 +1,66 @@
+"""What a fold reader's adapters cost a verify_fold forward (session 41): median ms of one base forward of k positions
+on a 300-slot cache, for a checkpoint whose adapters act at `lora_scope: after_fold` (default: the warm start under
+that scope, `rebuild.py OUT after_fold`), in three arms interleaved forward by forward in one process (2 threads,
+fp32, MKL_CBWR as `import hamburger` sets it):
+
+  * idle: before the row's first fold (the adapters are switched off: the base's own forward, the lean stack);
+  * lean: after it, the adapters acting in the lean stack (each LoRA layer's own forward, session 41);
+  * modules: after it, the adapters acting in transformers' modules (where such forwards ran before session 41).
+
+Appends one JSON line (machine, env, ms by k and arm) to reader_forward.jsonl here.
+
+    python experiments/2026-11-27-keep-fold-full/reader_forward.py [CHECKPOINT]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from hamburger.bench.machine import machine_info
+from hamburger.core.loading import load_model
+from hamburger.engine.cache import SlotCache
+
+SLOTS, POSITIONS, REPS = 300, (1, 3, 6), 40
+ARMS = {"idle": (True, False), "lean": (True, True), "modules": (False, True)}  # arm -> (lean stack, folded)
+
+
+def main() -> None:
+    checkpoint = sys.argv[1] if len(sys.argv) > 1 else "runs/keep-fold/warm-after-export"
+    torch.set_num_threads(2)
+    model, tokenizer = load_model(checkpoint)[:2]
+    assert model.config.lora_scope == "after_fold", f"{checkpoint} has no after_fold adapters"
+    ids = tokenizer("The quick brown fox jumps over the lazy dog. " * 40, add_special_tokens=False)["input_ids"][:SLOTS]
+    costs = {}
+    with torch.inference_mode():
+        cache = SlotCache(model.base.config, 1)
+        mask = cache.extend(torch.ones(1, SLOTS, dtype=torch.bool))
+        model.base_forward(model.embed(torch.tensor([ids])), torch.arange(SLOTS)[None], mask, cache.kv)
+        for k in POSITIONS:
+            x, positions = torch.tensor([[ids[-1]] * k]), torch.arange(SLOTS, SLOTS + k)[None]
+            times = {arm: [] for arm in ARMS}
+            for rep in range(REPS):
+                for arm, (lean, folded) in ARMS.items():
+                    model.lean = lean
+                    start = time.perf_counter()
+                    mask = cache.extend(torch.ones(1, k, dtype=torch.bool))
+                    model.base_forward(model.embed(x), positions, mask, cache.kv,
+                                       merged_before=torch.tensor([folded]))
+                    if rep >= 5:  # (warm-up)
+                        times[arm].append(time.perf_counter() - start)
+                    cache.drop_last(k)
+            costs[k] = {arm: round(1000 * statistics.median(t), 2) for arm, t in times.items()}
+    row = {"machine": machine_info(2, "float32"), "checkpoint": Path(checkpoint).name, "cache_slots": SLOTS,
+           "median_ms": costs}
+    with open(Path(__file__).with_name("reader_forward.jsonl"), "a") as f:
+        f.write(json.dumps(row) + "\n")
+    print(json.dumps(costs))
+
+
+if __name__ == "__main__":
+    main()
