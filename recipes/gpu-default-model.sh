@@ -39,7 +39,9 @@
 #        keep-fold-lora: the base's reading of verify_fold's default, training-free fold (each segment keeps its
 #        first token's slot; `verify_fold`: no merged slot, so only base weights read it), LoRA at every slot
 #        (`lora_scope: all`), pure KL half reversed, from the shipped grafted modules without adapters (not trained;
-#        experiments/2026-11-27-keep-fold-full: the CPU pilot); keep-fold-full: the same with the whole base trained;
+#        experiments/2026-11-27-keep-fold-full: the CPU pilot); keep-fold-after: the same adapters on only from a row's
+#        first fold on (`lora_scope: after_fold`: lossless verify stays the base; ships as a fold reader, `hamburger
+#        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) it cost 11 min before the
@@ -137,12 +139,14 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
         keep-fold-lora) keep_init; train keep-fold-lora configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
             "${KEEP_READ[@]}" --set lora_scope=all --set 'recut=[]' > "$W/keep-fold-lora.log" 2>&1 ;;
+        keep-fold-after) keep_init; train keep-fold-after configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+            "${KEEP_READ[@]}" --set lora_scope=after_fold --set 'recut=[]' > "$W/keep-fold-after.log" 2>&1 ;;
         keep-fold-full) keep_init; train keep-fold-full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" \
             "${KEEP_READ[@]}" --set compile=false > "$W/keep-fold-full.log" 2>&1 ;;
         full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-after | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done
