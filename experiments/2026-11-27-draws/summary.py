@@ -19,7 +19,10 @@ PARTS = ("rows0-60", "rows60-120")
 ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
         "kv65": "s45 with a KV budget, `...:kv=0.65`",
         "w128": "a 128-token window, `segments:128:first:steps=8:p=0.7`",
-        "kf-lora": "s45 read by a base trained on it (session 40, ../2026-11-27-keep-fold-full/, arm lora)"}
+        "kf-lora": "s45 read by a base trained on it (session 40, ../2026-11-27-keep-fold-full/, arm lora)",
+        "af-warm": "s45 read by the same line's adapters from the first fold on only (session 41, its warm start at "
+                   "`lora_scope: after_fold`)",
+        "af-train": "af-warm trained on under that scope (session 41, ../2026-11-27-keep-fold-full/, arm after-fold)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -70,6 +73,10 @@ def main() -> None:
     print(HEADER)
     for name, got in arms.items():
         print(arm_row(f"{name}: {ARMS[name]}", got, arms["s45"][FOLD] if name != "s45" else None))
+    for name in ("af-warm", "af-train"):  # (session 41: the scope's cost, paired with the adapters at every slot)
+        if name in arms and "kf-lora" in arms:
+            print(f"\n{name} - kf-lora, paired: " + ", ".join(
+                f"{m} {diff(arms[name][FOLD], arms['kf-lora'][FOLD], m)}" for m in METRICS[:2]))
     fresh = HERE / "eval-rows120-240-s45"
     if (fresh / "summary.json").exists():
         print("\n## The default on fresh dev rows 120-239 (after the result above), three draws\n")
