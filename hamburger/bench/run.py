@@ -271,13 +271,13 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
     log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
-    folder = None
+    fold_runner = None
     if "verify_fold" in settings.methods:
         from hamburger.core.loading import fold_model
         from hamburger.engine.folding import parse_folding
 
-        folder = fold_model(model_dir, parse_folding(VERIFY_FOLD), model, settings.dtype, base, settings.device)
-        model_facts["fold_reader"] = folder is not model
-    result = run_bench(model, tokenizer, settings, prompts, reference, log, folder)
+        fold_runner = fold_model(model_dir, parse_folding(VERIFY_FOLD), model, settings.dtype, base, settings.device)
+        model_facts["fold_reader"] = fold_runner is not model
+    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runner)
     result["model"] = model_facts
     return write_report(result, Path(out))

@@ -324,7 +324,7 @@ def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype
     lora = theirs.get("lora")
     if theirs["config"].get("lora_scope") != "after_fold" or not lora or lora.get("sets", 1) != 1:
         raise HamburgerError(f"{reader} is not a fold reader: it needs one set of LoRA adapters at lora_scope "
-                             f"after_fold (`hamburger train --set verify_fold=... --set lora_scope=after_fold`)")
+                             "after_fold (`hamburger train --set verify_fold=... --set lora_scope=after_fold`)")
     if theirs["base"]["fingerprint"] != meta["base"]["fingerprint"] or theirs.get("base_weights"):
         raise HamburgerError(f"{reader} was trained on another base than {checkpoint}'s")
     state = load_file(str(inside(reader, lora.get("file", LORA_FILE), "lora.file")))

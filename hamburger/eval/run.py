@@ -180,8 +180,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``fold_model`` (default
     ``model`` itself, whose adapters read the merged slots; `loading.fold_model`), its older tokens folded into one KV
-    slot per group. Both draft while the stop head's
-    1 - p_stop >= ``verify_confidence`` (None: verify mode's default) and, with ``verify_lookup`` N, by prompt lookup
+    slot per group. Both draft while the stop head's 1 - p_stop >= ``verify_confidence`` (None: verify mode's
+    default) and, with ``verify_lookup`` N, by prompt lookup
     (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`), else from ``model``'s
     n-gram table (up to ``verify_ngrams`` tokens; None: the table's own count; 0: none; `ngrams.model_ngrams`).
     ``reused`` ((task, method) -> records, `reused_base`): the base's and base-sampled answers of an earlier run, taken
@@ -429,8 +429,8 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
-    folder = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
-                                                      device)
+    fold_runner = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
+                                                           device)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
@@ -441,7 +441,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, folder)
-    meta["fold_reader"] = folder is not model  # (verify-fold decoded with the checkpoint's fold reader)
+                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner)
+    meta["fold_reader"] = fold_runner is not model  # (verify-fold decoded with the checkpoint's fold reader)
     meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
     return write_outputs(Path(out), records, summary, meta, bands)

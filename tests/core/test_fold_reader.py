@@ -56,7 +56,8 @@ def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_
     assert lora_state_dict(folding.base).keys() == theirs.keys()
     assert all(torch.equal(v, theirs[k]) for k, v in lora_state_dict(folding.base).items())
     assert all(torch.equal(v, main_model.grafted_state_dict()[k]) for k, v in folding.grafted_state_dict().items())
-    assert reads_with_fold_reader(str(out), KEEP_FIRST) and reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
+    assert reads_with_fold_reader(str(out), KEEP_FIRST)
+    assert reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
     assert not reads_with_fold_reader(str(out), parse_folding("segments:8"))  # (a merged fold: the own adapters)
     assert not reads_with_fold_reader(str(ckpt), KEEP_FIRST)
     assert fold_model(str(out), KEEP_FIRST, own).config.lora_scope == "after_fold"
