@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 41: decode speed of verify_fold at its default fold with and without a fold reader, each against HF
+# `generate` in the same run (benchmarks/verify_bench.py: 4 chat + 4 GSM8K dev prompts, 256 tokens, greedy, batch 1,
+# fp32, 2 threads, methods interleaved prompt by prompt, the CLI's drafting: stop head 0.3, draft vocabulary, prompt
+# lookup 10, the n-gram table). NAME=default: the shipped model (no reader); NAME=reader: the shipped model with the
+# warm start at `lora_scope: after_fold` as its fold reader (`hamburger export --fold-reader`, built here). Output:
+# reader_speed_NAME.json and .log here. Run on a quiet machine (pause any training: kill -STOP / -CONT).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+E=experiments/2026-11-27-keep-fold-full
+R=runs/keep-fold
+NAME=${NAME:-default}
+model=()
+if [ "$NAME" = reader ]; then
+    [ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
+    [ -f $R/dm-reader/fold_reader.safetensors ] || .venv/bin/hamburger export --model hamburger/default_model \
+        --out $R/dm-reader --fold-reader $R/warm-after-export
+    model=(--model $R/dm-reader)
+fi
+POLICY=c0.3:v4096:p10:n@segments:60:0.45:first:steps=8:p=0.7
+.venv/bin/python -m benchmarks.verify_bench "${model[@]}" --policies $POLICY --n-chat 4 --n-math 4 \
+    --max-new-tokens 256 --threads 2 --skip-costs --out $E/reader_speed_$NAME.json > $E/reader_speed_$NAME.log 2>&1
