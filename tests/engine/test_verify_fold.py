@@ -73,7 +73,7 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     embeds = model.embedder(model.embed(tokens), sizes)[None]
     gate_from = sizes > 1
     first = next((s for s, groups in enumerate(schedule, start=1) if groups), None)
-    if model.config.lora_scope == "after_fold" and first is not None:  # every slot fed from the first fold on
+    if model.config.reads_fold_history and first is not None:  # every slot fed from the first fold on
         gate_from = gate_from | (torch.tensor(born) == first)
     with torch.no_grad():
         final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
