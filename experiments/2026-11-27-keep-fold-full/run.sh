@@ -36,7 +36,8 @@ case $ARM in
         extra=(--set base_mode=lora --set lora_scope=all --set lr_base=2e-4 --set min_lr=2e-4 --set init=$R/lora-warm
                --set seed=1 --set warmup_steps=0) ;;
     after-fold)  # (session 41) the warm start's adapters switched on only from a row's first fold on, another pass
-        [ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
+        [ -f $R/warm-after-export/hamburger_config.json ] || \
+            .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
         extra=(--set base_mode=lora --set lora_scope=after_fold --set lr_base=2e-4 --set min_lr=2e-4 --set seed=1
                --set init=$R/warm-after-export --set warmup_steps=0) ;;
     *) echo "unknown ARM $ARM (full | lora | lora-more | after-fold)"; exit 2 ;;
