@@ -252,9 +252,13 @@ class HamburgerModel(nn.Module):
             # Inference where no adapter acts (every step of a decode that merges nothing): the same outputs, without
             # the adapters' matmuls; where one set acts everywhere (a folded row's steps, after_fold), without the
             # gate's products. Training keeps the zero gate, so the adapters still get (zero) gradients.
-            some, every = torch.stack([gate.any(), gate.all()]).tolist() if not torch.is_grad_enabled() else (1, 0)
-            gated = (adapters_disabled(self.base) if not some else contextlib.nullcontext() if every and gate.ndim == 2
-                     else adapters_gated(self.base, gate))
+            some, every = True, False
+            if not torch.is_grad_enabled():
+                some, every = torch.stack([gate.any(), gate.all()]).tolist()
+            if not some:
+                gated = adapters_disabled(self.base)
+            elif not (every and gate.ndim == 2):
+                gated = adapters_gated(self.base, gate)
         lean = self._lean_stack() if (cache is not None and not training and not torch.is_grad_enabled()
                                       and self._states is None) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
