@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 42: the rest of the quality suite for the fold reader (the shipped model with the warm start at
+# `lora_scope: after_fold` as its reader, runs/keep-fold/dm-reader, built by reader_speed.sh NAME=reader), verify_fold
+# at the default fold, the CLI's drafting (stop head 0.3, lookup 10), batch 8, 2 threads. The base's (and the base's
+# sampled) answers are reused from the runs named below, so each step pairs with the shipped model's run there (at
+# <= 135 answer tokens the default fold is session 28's fixed 60-token window, token for token). The rule is in
+# README.md (session 42), fixed before these runs. A step is skipped when its output exists (rerun to continue).
+#   STEP=1: greedy, the first 120 chat + 120 GSM8K dev prompts, 96 tokens (../2026-11-26-fold-keep/, window 60's -l120);
+#   STEP=2: sampled (T 0.7, top-p 0.9, base-sampled's seeds), the same prompts and tokens (../2026-11-26-sampled-fold/);
+#   STEP=3: sampled, 20 chat dev prompts, 256 tokens, the reader and the shipped model (no reader) as its control;
+#   STEP=4: test, reported only: all 541 IFEval prompts, 128 tokens, greedy (the shipped model's: ../2026-11-26-fold-keep/).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+E=experiments/2026-11-27-keep-fold-full
+R=runs/keep-fold
+export MKL_CBWR=AVX2
+[ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
+[ -f $R/dm-reader/fold_reader.safetensors ] || .venv/bin/hamburger export --model hamburger/default_model \
+    --out $R/dm-reader --fold-reader $R/warm-after-export
+decode() {  # OUT MODEL TASK-ARGS...
+    local out=$E/eval-$1 model=$2
+    shift 2
+    [ -s $out/summary.json ] || nice -n 10 .venv/bin/hamburger eval ${model:+--model $model} \
+        --verify-fold segments:60:0.45:first:steps=8:p=0.7 --verify-confidence 0.3 --verify-lookup 10 --confidence "" \
+        --batch-size 8 --threads 2 "$@" --out $out > $out.txt 2>&1
+}
+case ${STEP:-1} in
+1) decode t96-l120-reader $R/dm-reader --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+       --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
+2) decode sampled-t96-l120-reader $R/dm-reader --sample only --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+       --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t96-l120 ;;
+3) for arm in reader s45; do
+       model=$R/dm-reader
+       [ $arm = reader ] || model=
+       decode sampled-chat20-$arm "$model" --sample only --tasks chat --limit 20 --max-new-tokens 256 \
+           --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t256-chat-l20
+   done ;;
+4) decode ifeval-n541-reader $R/dm-reader --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
+       --reuse-base experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541 ;;
+esac
