@@ -1,10 +1,12 @@
 """What a fold reader's adapters cost a verify_fold forward (session 41): median ms of one base forward of k positions
 on a 300-slot cache, for a checkpoint whose adapters act at `lora_scope: after_fold` (default: the warm start under
-that scope, `rebuild.py OUT after_fold`), in three arms interleaved forward by forward in one process (2 threads,
+that scope, `rebuild.py OUT after_fold`), in four arms interleaved forward by forward in one process (2 threads,
 fp32, MKL_CBWR as `import hamburger` sets it):
 
   * idle: before the row's first fold (the adapters are switched off: the base's own forward, the lean stack);
   * lean: after it, the adapters acting in the lean stack (each LoRA layer's own forward, session 41);
+  * fused: after it, the lean stack reading each layer's merged weight (`fuse_adapters`, session 42; before session
+    42 the lines below have no such arm);
   * modules: after it, the adapters acting in transformers' modules (where such forwards ran before session 41).
 
 Appends one JSON line (machine, env, ms by k and arm) to reader_forward.jsonl here.
@@ -27,7 +29,9 @@ from hamburger.core.loading import load_model
 from hamburger.engine.cache import SlotCache
 
 SLOTS, POSITIONS, REPS = 300, (1, 3, 6), 40
-ARMS = {"idle": (True, False), "lean": (True, True), "modules": (False, True)}  # arm -> (lean stack, folded)
+# arm -> (lean stack, folded, merged weights)
+ARMS = {"idle": (True, False, True), "lean": (True, True, False), "fused": (True, True, True),
+        "modules": (False, True, False)}
 
 
 def main() -> None:
@@ -45,8 +49,8 @@ def main() -> None:
             x, positions = torch.tensor([[ids[-1]] * k]), torch.arange(SLOTS, SLOTS + k)[None]
             times = {arm: [] for arm in ARMS}
             for rep in range(REPS):
-                for arm, (lean, folded) in ARMS.items():
-                    model.lean = lean
+                for arm, (lean, folded, fuse) in ARMS.items():
+                    model.lean, model.fuse_adapters = lean, fuse
                     start = time.perf_counter()
                     mask = cache.extend(torch.ones(1, k, dtype=torch.bool))
                     model.base_forward(model.embed(x), positions, mask, cache.kv,

@@ -5,8 +5,9 @@ matrix products: nn.Module dispatch, keyword plumbing and hooks, repeated for ev
 `LeanStack` runs the same layers as plain calls: every projection as `F.linear` on the module's own weight and bias,
 the norms' and the activation's own ``forward``, the model's own `apply_rotary_pos_emb` and attention function (the
 one the stack is configured with), the stack's own rotary module. It serves inference forwards on a KV cache
-(`HamburgerModel.base_forward`), adapters that act included (each LoRA layer then runs its own forward); training and
-everything else keep transformers' modules.
+(`HamburgerModel.base_forward`), adapters that act included (each LoRA layer then runs its own forward, or, where its
+one set acts at every position of the forward, one product with its merged weight); training and everything else keep
+transformers' modules.
 
 Three of those parts have a cheaper form with the same arithmetic, each taken only where a probe on build gives
 exactly (bitwise) the family's own result: RMS norms as one `F.rms_norm`; rotary embeddings with the sine's sign
@@ -38,13 +39,16 @@ MLP_PARTS = {"gate_proj", "up_proj", "down_proj", "act_fn"}
 CHECK_TOLERANCE = 1e-4  # largest difference from transformers' own forward (relative to the outputs' scale) on build
 
 
-def _linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+def _linear(module: nn.Module, x: torch.Tensor, fuse: bool = False) -> torch.Tensor:
     """A projection without its module call (a `LoraLinear` with its adapters idle: its base layer's weight and bias;
-    one whose adapters act runs its own ``forward``, gate and all). The parameters are read from the modules' own
+    one whose adapters act runs its own ``forward``, gate and all, or with ``fuse``, where its one set acts at every
+    position, one product with its `LoraLinear.merged_weight`). The parameters are read from the modules' own
     dicts: `nn.Module.__getattr__`, and a LoRA layer's `weight` property on top, cost 2% of a 4-position forward with
     LoRA layers on a 2-core CPU (experiments/2026-11-27-lean-reads/)."""
     inner = module._modules.get("base_layer")
     if inner is not None and module.enabled:
+        if fuse and module.gate is None and module.sets == 1:
+            return F.linear(x, module.merged_weight(), inner._parameters.get("bias"))
         return module.forward(x)
     params = (module if inner is None else inner)._parameters
     if "weight" not in params:  # (a projection keeping its weight elsewhere: the attribute, as transformers reads it)
@@ -131,9 +135,11 @@ class LeanStack:
         return bool(((outputs[0] - outputs[1]).abs().max() / scale) <= CHECK_TOLERANCE)
 
     def __call__(self, inputs_embeds: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 cache, taps: tuple[int, ...]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+                 cache, taps: tuple[int, ...], fuse: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """(final normed hidden [B, S, d], the outputs of the layers ``taps``, in order); the cache gets the new
-        keys and values. ``attention_mask``: the explicit mask transformers' stack would get."""
+        keys and values. ``attention_mask``: the explicit mask transformers' stack would get. ``fuse``: LoRA layers
+        whose one set acts at every position (no gate) read their merged weight (`LoraLinear.merged_weight`), the
+        same function up to rounding at the cost of one plain projection."""
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
@@ -141,14 +147,14 @@ class LeanStack:
             attn, mlp = layer.self_attn, layer.mlp
             x = before_attention(h)
             heads = (*shape, -1, attn.head_dim)
-            q, k, v = (_linear(p, x).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            q, k, v = (_linear(p, x, fuse).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
             q, k = rotate(q, k)
             k, v = cache.update(k, v, attn.layer_idx)
             out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
-            h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous())
+            h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
             x = before_mlp(h)
-            gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
-            h = h + _linear(mlp.down_proj, gated)
+            gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) * _linear(mlp.up_proj, x, fuse)
+            h = h + _linear(mlp.down_proj, gated, fuse)
             if i in taps:
                 tapped.append(h)
         return self.final_norm(h), tapped

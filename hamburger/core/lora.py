@@ -85,6 +85,20 @@ class LoraLinear(nn.Module):
             raise HamburgerError(f"{self.sets} adapter sets act on different slots: they cannot be folded into W")
         return (self.lora_B @ self.lora_A) * self.scaling
 
+    def merged_weight(self) -> torch.Tensor:
+        """W + (alpha / r) B A of a one-set layer, no grad: what the layer computes where its adapters act everywhere,
+        as one weight. Built on first use and kept (one more copy of W) until W, A or B change, in place or by
+        replacement."""
+        weights = (self.base_layer.weight, self.lora_A, self.lora_B)
+        key = tuple((t.data_ptr(), t._version) for t in weights)
+        kept = self.__dict__.get("_merged")
+        if kept is None or kept[0] != key:
+            w, a, b = weights
+            with torch.no_grad():
+                kept = key, w + (b.to(w.dtype) @ a.to(w.dtype)) * self.scaling
+            self.__dict__["_merged"] = kept
+        return kept[1]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base_layer(x)
         if not self.enabled:

@@ -126,6 +126,10 @@ class HamburgerModel(nn.Module):
         self._head_t: tuple[tuple, torch.Tensor] | None = None  # (weight identity, transposed copy)
         self._compiled_stack = None  # set by `compile_decoding`
         self.lean = True  # inference forwards on a cache take `LeanStack` where the base's layers allow
+        # ... and there, adapters whose one set acts at every position of a forward (a folded row's steps under
+        # ``after_fold``, ``lora_scope: all``) read W + (alpha / r) B A, built once per layer: one more copy of the
+        # adapted weights for the cost of a plain projection (False: the adapters' own products)
+        self.fuse_adapters = True
         self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
@@ -263,7 +267,8 @@ class HamburgerModel(nn.Module):
                                       and self._states is None) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
             with gated:
-                final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers)
+                final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers,
+                                   fuse=self.fuse_adapters)
             return final, torch.stack(taps + [final], dim=2)
         stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):

@@ -72,6 +72,55 @@ def test_cheaper_parts_are_taken_where_they_give_the_same_bits(family, monkeypat
     assert not LeanStack(stack).attend.__qualname__.startswith("_sdpa_in_place")
 
 
+@pytest.mark.parametrize("scope", ["all", "after_fold"])
+def test_adapters_acting_at_every_position_read_their_merged_weight(scope):
+    """Where one adapter set acts at every position of a forward (``all``; ``after_fold`` once a row has folded), each
+    LoRA layer reads W + (alpha / r) B A, built once and rebuilt when an adapter changes: the adapted outputs up to
+    rounding. ``fuse_adapters = False`` runs the adapters' products; a gated forward (some positions only) always does."""
+    model = tiny_hamburger("llama", lora_scope=scope)
+    add_lora(model.base, r=2, alpha=4.0)
+    layers = lora_layers(model.base)
+    with torch.no_grad():
+        for m in layers:
+            m.lora_B.normal_(0, 0.5)
+    folded = torch.ones(2, dtype=torch.bool) if scope == "after_fold" else None
+
+    def run(fuse: bool, prompt_gated: bool = False):
+        """A 7-token prompt (gated off under after_fold unless ``prompt_gated``), then 3 positions on its cache."""
+        model.fuse_adapters = fuse
+        ids = torch.randint(4, 100, (2, 10), generator=torch.Generator().manual_seed(0))
+        cache, outs = SlotCache(model.base.config, 2, model.device), []
+        with torch.inference_mode():
+            for at in (slice(0, 7), slice(7, 10)):
+                n = at.stop - at.start
+                before = folded if at.start or prompt_gated else None
+                mask = cache.extend(torch.ones(2, n, dtype=torch.bool))
+                outs.append(model.base_forward(model.embed(ids[:, at]), torch.arange(at.start, at.stop)[None].repeat(
+                    2, 1), mask, cache.kv, merged_before=before)[0])
+        return outs
+
+    plain = run(False)
+    assert all("_merged" not in m.__dict__ for m in layers)
+    fused = run(True)
+    for a, b in zip(fused, plain):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    merged = [m.__dict__["_merged"][1] for m in layers]
+    assert all(torch.equal(w, m.base_layer.weight + m.lora_B @ m.lora_A * m.scaling) for w, m in zip(merged, layers))
+    run(True)
+    assert all(m.__dict__["_merged"][1] is w for w, m in zip(merged, layers)), "built once"
+    with torch.no_grad():
+        layers[0].lora_B.mul_(-1.0)
+    for a, b in zip(run(True), run(False)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert layers[0].__dict__["_merged"][1] is not merged[0] and layers[1].__dict__["_merged"][1] is merged[1]
+    if scope == "after_fold":  # a forward with one row folded and one not: gated, the adapters' own products
+        folded[1] = False
+        for m in layers:
+            m.__dict__.pop("_merged")
+        run(True, prompt_gated=True)
+        assert all("_merged" not in m.__dict__ for m in layers)
+
+
 def test_lean_path_serves_inference_forwards_with_or_without_acting_adapters(monkeypatch):
     """Inference on a cache takes it, adapters that act (a merged slot) included, and its outputs equal transformers'
     modules' exactly; a training forward or ``lean = False`` keep transformers' modules."""
