@@ -70,7 +70,31 @@ def reads_with_fold_reader(spec: str | None, folding) -> bool:
 def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: str | None = None,
                device: str = "cpu"):
     """The model verify mode folding by ``folding`` decodes with: the checkpoint ``spec``'s own ``model`` (as
-    `load_model` gave it), or a second load of it with its fold reader (`reads_with_fold_reader`)."""
+    `load_model` gave it), or a second load of it with its fold reader (`reads_with_fold_reader`), holding every
+    weight the two have in common once (`share_weights`)."""
     if not reads_with_fold_reader(spec, folding):
         return model
-    return load_model(spec, dtype, base, device=device, fold_reader=True)[0]
+    reader = load_model(spec, dtype, base, device=device, fold_reader=True)[0]
+    share_weights(reader, model)
+    return reader
+
+
+def share_weights(model, source) -> int:
+    """Point each parameter of ``model`` equal to ``source``'s of the same name (a LoRA layer's wrapped weight is
+    named as the plain one) at ``source``'s tensor, so that two loads of one checkpoint with different adapters hold
+    their base and grafted modules once; for inference only (training either would train both). Returns how many."""
+    import torch
+
+    def plain(name: str) -> str:
+        return name.replace(".base_layer.", ".")
+
+    theirs = {plain(name): p for name, p in source.named_parameters()}
+    shared = 0
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            q = theirs.get(plain(name))
+            if (q is not None and q is not p and (q.shape, q.dtype, q.device) == (p.shape, p.dtype, p.device)
+                    and torch.equal(p, q)):
+                p.data = q.data
+                shared += 1
+    return shared

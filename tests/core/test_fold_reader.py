@@ -11,7 +11,7 @@ from hamburger.core.base import BaseInfo, weights_fingerprint
 from hamburger.core.checkpoint import (CONFIG_FILE, FOLD_READER_FILE, add_fold_reader, load_checkpoint, read_meta,
                                        save_checkpoint)
 from hamburger.core.loading import fold_model, reads_with_fold_reader
-from hamburger.core.lora import add_lora, lora_modules, lora_state_dict
+from hamburger.core.lora import add_lora, is_adapter_weight, lora_modules, lora_state_dict
 from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.errors import HamburgerError
 from tests.helpers import save_tiny_lora, tiny_base, tiny_hamburger
@@ -60,8 +60,15 @@ def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_
     assert reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
     assert not reads_with_fold_reader(str(out), parse_folding("segments:8"))  # (a merged fold: the own adapters)
     assert not reads_with_fold_reader(str(ckpt), KEEP_FIRST)
-    assert fold_model(str(out), KEEP_FIRST, own).config.lora_scope == "after_fold"
+    second = fold_model(str(out), KEEP_FIRST, own)
+    assert second.config.lora_scope == "after_fold"
     assert fold_model(str(ckpt), KEEP_FIRST, own) is own
+    # The second load holds the base and the grafted modules of the first, not a copy; the adapters are its own.
+    ours, theirs_ = dict(second.named_parameters()), dict(own.named_parameters())
+    shared = {n for n, p in ours.items() if p.data_ptr() == theirs_[n].data_ptr()}
+    assert {n for n in ours if not is_adapter_weight(n)} <= shared  # (and equal adapter weights, harmlessly)
+    assert not any(n.endswith("lora_B") for n in shared)
+    assert all(torch.equal(v, theirs[k]) for k, v in lora_state_dict(second.base).items())
     # An export of the export carries the reader, in its dtype.
     again = tmp_path / "again"
     assert main(["export", "--model", str(out), "--out", str(again)]) == 0
