@@ -8,7 +8,9 @@
 #   STEP=1: greedy, the first 120 chat + 120 GSM8K dev prompts, 96 tokens (../2026-11-26-fold-keep/, window 60's -l120);
 #   STEP=2: sampled (T 0.7, top-p 0.9, base-sampled's seeds), the same prompts and tokens (../2026-11-26-sampled-fold/);
 #   STEP=3: sampled, 20 chat dev prompts, 256 tokens, the reader and the shipped model (no reader) as its control;
-#   STEP=4: test, reported only: all 541 IFEval prompts, 128 tokens, greedy (the shipped model's: ../2026-11-26-fold-keep/).
+#   STEP=4: test, reported only: all 541 IFEval prompts, 128 tokens, greedy (the shipped model's: ../2026-11-26-fold-keep/);
+#   STEP=5 (added after step 1's result, a control that decides nothing): step 1 with the shipped model (no reader) on
+#   today's code and machine, since step 1's shipped run is session 28's (AMD EPYC, older drafting).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-keep-fold-full
@@ -35,6 +37,8 @@ case ${STEP:-1} in
        decode sampled-chat20-$arm "$model" --sample only --tasks chat --limit 20 --max-new-tokens 256 \
            --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t256-chat-l20
    done ;;
+5) decode t96-l120-s45 "" --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+       --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
 4) decode ifeval-n541-reader $R/dm-reader --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
        --reuse-base experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541 ;;
 esac
