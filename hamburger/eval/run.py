@@ -431,6 +431,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
     fold_runner = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
                                                            device)
+    machine = machine_info(torch.get_num_threads(), dtype, model.device.type)  # (the commit whose code runs)
     meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
             "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
             "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
@@ -443,5 +444,5 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner)
     meta["fold_reader"] = fold_runner is not model  # (verify-fold decoded with the checkpoint's fold reader)
-    meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
+    meta["machine"] = machine
     return write_outputs(Path(out), records, summary, meta, bands)
