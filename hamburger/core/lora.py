@@ -89,11 +89,11 @@ class LoraLinear(nn.Module):
         """W + (alpha / r) B A of a one-set layer, no grad: what the layer computes where its adapters act everywhere,
         as one weight. Built on first use and kept (one more copy of W) until W, A or B change, in place or by
         replacement."""
-        weights = (self.base_layer.weight, self.lora_A, self.lora_B)
-        key = tuple((t.data_ptr(), t._version) for t in weights)
+        own = self._parameters  # (read from the modules' own dicts, as `lean._linear` does: a check per forward)
+        w, a, b = self._modules["base_layer"]._parameters["weight"], own["lora_A"], own["lora_B"]
+        key = (w.data_ptr(), w._version, a.data_ptr(), a._version, b.data_ptr(), b._version)
         kept = self.__dict__.get("_merged")
         if kept is None or kept[0] != key:
-            w, a, b = weights
             with torch.no_grad():
                 kept = key, w + (b.to(w.dtype) @ a.to(w.dtype)) * self.scaling
             self.__dict__["_merged"] = kept
