@@ -11,14 +11,18 @@
 #   STEP=4: test, reported only: all 541 IFEval prompts, 128 tokens, greedy (the shipped model's: ../2026-11-26-fold-keep/);
 #   STEP=5 (added after step 1's result, a control that decides nothing): step 1 with the shipped model (no reader) on
 #   today's code and machine, since step 1's shipped run is session 28's (AMD EPYC, older drafting).
+# Another reader (a checkpoint trained at `lora_scope: after_fold`, e.g. the lent-GPU job's export): READER=DIR
+# NAME=TAG, its outputs eval-*-TAG, the shipped model with it at runs/keep-fold/dm-TAG (default: af-warm, TAG reader).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-keep-fold-full
 R=runs/keep-fold
+NAME=${NAME:-reader}
+READER=${READER:-$R/warm-after-export}
 export MKL_CBWR=AVX2
-[ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
-[ -f $R/dm-reader/fold_reader.safetensors ] || .venv/bin/hamburger export --model hamburger/default_model \
-    --out $R/dm-reader --fold-reader $R/warm-after-export
+[ -f $READER/hamburger_config.json ] || [ $NAME != reader ] || .venv/bin/python $E/rebuild.py $READER after_fold
+[ -f $R/dm-$NAME/fold_reader.safetensors ] || .venv/bin/hamburger export --model hamburger/default_model \
+    --out $R/dm-$NAME --fold-reader $READER
 decode() {  # OUT MODEL TASK-ARGS...
     local out=$E/eval-$1 model=$2
     shift 2
@@ -27,18 +31,18 @@ decode() {  # OUT MODEL TASK-ARGS...
         --batch-size 8 --threads 2 "$@" --out $out > $out.txt 2>&1
 }
 case ${STEP:-1} in
-1) decode t96-l120-reader $R/dm-reader --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+1) decode t96-l120-$NAME $R/dm-$NAME --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
        --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
-2) decode sampled-t96-l120-reader $R/dm-reader --sample only --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+2) decode sampled-t96-l120-$NAME $R/dm-$NAME --sample only --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
        --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t96-l120 ;;
-3) for arm in reader s45; do
-       model=$R/dm-reader
-       [ $arm = reader ] || model=
+3) for arm in $NAME s45; do
+       model=$R/dm-$NAME
+       [ $arm = $NAME ] || model=
        decode sampled-chat20-$arm "$model" --sample only --tasks chat --limit 20 --max-new-tokens 256 \
            --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t256-chat-l20
    done ;;
 5) decode t96-l120-s45 "" --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
        --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
-4) decode ifeval-n541-reader $R/dm-reader --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
+4) decode ifeval-n541-$NAME $R/dm-$NAME --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
        --reuse-base experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541 ;;
 esac

@@ -18,6 +18,8 @@ EXP = HERE.parent
 STEPS = [  # (step, the reader's run, the shipped model's run, its method name there)
     ("1 greedy 96", HERE / "eval-t96-l120-reader",
      EXP / "2026-11-26-fold-keep/eval-dev-default-segments-60-first-steps=8-p=0.7-c0.3-p10-l120", "verify-fold"),
+    ("1c greedy 96, the shipped model decoded here (step 5: today's code and machine)", HERE / "eval-t96-l120-reader",
+     HERE / "eval-t96-l120-s45", "verify-fold"),
     ("2 sampled 96", HERE / "eval-sampled-t96-l120-reader", EXP / "2026-11-26-sampled-fold/eval-dev-t96-l120",
      "verify-fold-sampled"),
     ("3 sampled chat 256", HERE / "eval-sampled-chat20-reader", HERE / "eval-sampled-chat20-s45",
