@@ -3,28 +3,33 @@ same prompts: each band (the difference of the method's mean from its reference'
 95%) for both, tau and the answers' KV share, and the reader paired with the shipped model by prompt on each metric
 (IFEval's accuracies weighted by the prompt's instructions, as the bands are).
 
-    python experiments/2026-11-27-keep-fold-full/suite_summary.py > experiments/2026-11-27-keep-fold-full/suite.txt
+    python experiments/2026-11-27-keep-fold-full/suite_summary.py [NAME] \
+        > experiments/2026-11-27-keep-fold-full/suite.txt
+
+NAME: the reader's tag in `reader_suite.sh` (default ``reader``, session 42's af-warm).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from hamburger.eval.paired import paired_bootstrap
 
 HERE = Path(__file__).parent
 EXP = HERE.parent
+NAME = sys.argv[1] if len(sys.argv) > 1 else "reader"
 STEPS = [  # (step, the reader's run, the shipped model's run, its method name there)
-    ("1 greedy 96", HERE / "eval-t96-l120-reader",
+    ("1 greedy 96", HERE / f"eval-t96-l120-{NAME}",
      EXP / "2026-11-26-fold-keep/eval-dev-default-segments-60-first-steps=8-p=0.7-c0.3-p10-l120", "verify-fold"),
-    ("1c greedy 96, the shipped model decoded here (step 5: today's code and machine)", HERE / "eval-t96-l120-reader",
+    ("1c greedy 96, the shipped model decoded here (step 5: today's code and machine)", HERE / f"eval-t96-l120-{NAME}",
      HERE / "eval-t96-l120-s45", "verify-fold"),
-    ("2 sampled 96", HERE / "eval-sampled-t96-l120-reader", EXP / "2026-11-26-sampled-fold/eval-dev-t96-l120",
+    ("2 sampled 96", HERE / f"eval-sampled-t96-l120-{NAME}", EXP / "2026-11-26-sampled-fold/eval-dev-t96-l120",
      "verify-fold-sampled"),
-    ("3 sampled chat 256", HERE / "eval-sampled-chat20-reader", HERE / "eval-sampled-chat20-s45",
+    ("3 sampled chat 256", HERE / f"eval-sampled-chat20-{NAME}", HERE / "eval-sampled-chat20-s45",
      "verify-fold-sampled"),
-    ("4 IFEval 128 (test)", HERE / "eval-ifeval-n541-reader",
+    ("4 IFEval 128 (test)", HERE / f"eval-ifeval-n541-{NAME}",
      EXP / "2026-11-26-fold-keep/eval-ifeval-default-segments-60-first-steps=8-p=0.7-n541", "verify-fold"),
 ]
 METRICS = ("nll_per_token", "worst_token_nll", "rep4")
@@ -64,6 +69,15 @@ def main() -> None:
                     print(f"{name:8s} {c['task']:6s} {c['band_text']:40s} {c['diff']:+.3f} [{c['lo']:+.3f}, "
                           f"{c['hi']:+.3f}] {'yes' if c['point_inside'] else 'NO '} {c['verdict']}")
         a, b = rows(reader, method), rows(shipped, shipped_method)
+        differ = [k for k in a if k in b and a[k]["text"] != b[k]["text"]]
+        if differ:  # where the two answers part, as a share of the reader's text; which repeats more there
+            starts = sorted(next((i for i, (x, y) in enumerate(zip(a[k]["text"], b[k]["text"])) if x != y),
+                                 min(len(a[k]["text"]), len(b[k]["text"]))) / max(len(a[k]["text"]), 1)
+                            for k in differ)
+            print(f"answers that differ: {len(differ)} of {len(a)}, from {starts[0]:.2f} of the text on (median "
+                  f"{starts[len(starts) // 2]:.2f}); rep4 higher with the reader in "
+                  f"{sum(a[k]['rep4'] > b[k]['rep4'] for k in differ)}, lower in "
+                  f"{sum(a[k]['rep4'] < b[k]['rep4'] for k in differ)}")
         for task in sorted({t for t, _ in a}):
             ids = sorted(k for k in a if k[0] == task and k in b)
             for metric in METRICS + tuple(k for k in ("inst_strict", "inst_loose") if k in a[ids[0]]):
