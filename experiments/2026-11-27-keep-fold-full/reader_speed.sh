@@ -4,12 +4,14 @@
 # fp32, 2 threads, methods interleaved prompt by prompt, the CLI's drafting: stop head 0.3, draft vocabulary, prompt
 # lookup 10, the n-gram table). NAME=default: the shipped model (no reader); NAME=reader: the shipped model with the
 # warm start at `lora_scope: after_fold` as its fold reader (`hamburger export --fold-reader`, built here). Output:
-# reader_speed_NAME.json and .log here. Run on a quiet machine (pause any training: kill -STOP / -CONT).
+# reader_speed_NAME.json and .log here (reader_speed_NAME-TAG.* with TAG set: session 42's runs, TAG=fused, after the
+# lean stack's merged adapter weights). Run on a quiet machine (pause any training: kill -STOP / -CONT).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-keep-fold-full
 R=runs/keep-fold
 NAME=${NAME:-default}
+OUT=$NAME${TAG:+-$TAG}
 model=()
 if [ "$NAME" = reader ]; then
     [ -f $R/warm-after-export/hamburger_config.json ] || .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
@@ -19,4 +21,4 @@ if [ "$NAME" = reader ]; then
 fi
 POLICY=c0.3:v4096:p10:n@segments:60:0.45:first:steps=8:p=0.7
 .venv/bin/python -m benchmarks.verify_bench "${model[@]}" --policies $POLICY --n-chat 4 --n-math 4 \
-    --max-new-tokens 256 --threads 2 --skip-costs --out $E/reader_speed_$NAME.json > $E/reader_speed_$NAME.log 2>&1
+    --max-new-tokens 256 --threads 2 --skip-costs --out $E/reader_speed_$OUT.json > $E/reader_speed_$OUT.log 2>&1
