@@ -9,7 +9,8 @@ fp32, MKL_CBWR as `import hamburger` sets it):
     42 the lines below have no such arm);
   * modules: after it, the adapters acting in transformers' modules (where such forwards ran before session 41).
 
-Appends one JSON line (machine, env, ms by k and arm) to reader_forward.jsonl here.
+Appends one JSON line (machine, env, ms by k and arm; since session 42 also the seconds that building every layer's
+merged weight takes, the median of 3, and their size in MiB) to reader_forward.jsonl here.
 
     python experiments/2026-11-27-keep-fold-full/reader_forward.py [CHECKPOINT]
 """
@@ -26,6 +27,7 @@ import torch
 
 from hamburger.bench.machine import machine_info
 from hamburger.core.loading import load_model
+from hamburger.core.lora import lora_layers
 from hamburger.engine.cache import SlotCache
 
 SLOTS, POSITIONS, REPS = 300, (1, 3, 6), 40
@@ -59,8 +61,18 @@ def main() -> None:
                         times[arm].append(time.perf_counter() - start)
                     cache.drop_last(k)
             costs[k] = {arm: round(1000 * statistics.median(t), 2) for arm, t in times.items()}
+        layers = lora_layers(model.base)  # what the merged weights cost once: building them all, and their size
+        builds = []
+        for _ in range(3):
+            for layer in layers:
+                layer.__dict__.pop("_merged", None)
+            start = time.perf_counter()
+            for layer in layers:
+                layer.merged_weight()
+            builds.append(time.perf_counter() - start)
+    merged_mib = sum(layer.merged_weight().numel() * layer.merged_weight().element_size() for layer in layers) / 2**20
     row = {"machine": machine_info(2, "float32"), "checkpoint": Path(checkpoint).name, "cache_slots": SLOTS,
-           "median_ms": costs}
+           "median_ms": costs, "merged_build_s": round(statistics.median(builds), 3), "merged_mib": round(merged_mib)}
     with open(Path(__file__).with_name("reader_forward.jsonl"), "a") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(costs))

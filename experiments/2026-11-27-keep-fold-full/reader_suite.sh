@@ -10,7 +10,9 @@
 #   STEP=3: sampled, 20 chat dev prompts, 256 tokens, the reader and the shipped model (no reader) as its control;
 #   STEP=4: test, reported only: all 541 IFEval prompts, 128 tokens, greedy (the shipped model's: ../2026-11-26-fold-keep/);
 #   STEP=5 (added after step 1's result, a control that decides nothing): step 1 with the shipped model (no reader) on
-#   today's code and machine, since step 1's shipped run is session 28's (AMD EPYC, older drafting).
+#   today's code and machine, since step 1's shipped run is session 28's (AMD EPYC, older drafting);
+#   STEP=6 (added after step 2's result, decides nothing): step 2 with the shipped model on today's code, since step
+#   2's shipped run is session 29's, whose code drew its random stream differently (independent draws, not pairs).
 # Another reader (a checkpoint trained at `lora_scope: after_fold`, e.g. the lent-GPU job's export): READER=DIR
 # NAME=TAG, its outputs eval-*-TAG, the shipped model with it at runs/keep-fold/dm-TAG (default: af-warm, TAG reader).
 set -euo pipefail
@@ -43,6 +45,8 @@ case ${STEP:-1} in
    done ;;
 5) decode t96-l120-s45 "" --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
        --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
+6) decode sampled-t96-l120-s45 "" --sample only --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
+       --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t96-l120 ;;
 4) decode ifeval-n541-$NAME $R/dm-$NAME --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
        --reuse-base experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541 ;;
 esac

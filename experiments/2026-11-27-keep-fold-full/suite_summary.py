@@ -27,6 +27,8 @@ STEPS = [  # (step, the reader's run, the shipped model's run, its method name t
      HERE / "eval-t96-l120-s45", "verify-fold"),
     ("2 sampled 96", HERE / f"eval-sampled-t96-l120-{NAME}", EXP / "2026-11-26-sampled-fold/eval-dev-t96-l120",
      "verify-fold-sampled"),
+    ("2c sampled 96, the shipped model decoded here (step 6: today's code)", HERE / f"eval-sampled-t96-l120-{NAME}",
+     HERE / "eval-sampled-t96-l120-s45", "verify-fold-sampled"),
     ("3 sampled chat 256", HERE / f"eval-sampled-chat20-{NAME}", HERE / "eval-sampled-chat20-s45",
      "verify-fold-sampled"),
     ("4 IFEval 128 (test)", HERE / f"eval-ifeval-n541-{NAME}",
