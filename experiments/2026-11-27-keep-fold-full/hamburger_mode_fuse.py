@@ -1,10 +1,11 @@
-"""Session 42: what the lean stack's merged adapter weights (`HamburgerModel.fuse_adapters`) do to mode `hamburger` on the
-shipped default model, whose adapters act at merged slots only (`lora_scope: merged`): a forward of one merged slot then
-reads the merged weights (built once per process) instead of running 210 LoRA layers. 8 chat (T0) + 8 GSM8K dev prompts
-(`build_prompts`, dev split, the first 8 of each), greedy, confidence 0.7 (a knob that merges), 128 new tokens, batch 1,
-fp32, 2 threads; fuse off and on interleaved prompt by prompt, after one warm-up prompt each way (so the merged weights
-are built before timing; their build is timed on its own). Outputs must be the same tokens up to rounding: the count of
-differing answers is recorded. Appends one JSON line to hamburger_mode_fuse.jsonl here.
+"""Session 42: what the lean stack's merged adapter weights (`HamburgerModel.fuse_adapters`) do to mode `hamburger` on
+the shipped default model, whose adapters act at merged slots only (`lora_scope: merged`): a forward of one merged
+slot then reads the merged weights (built once per process) instead of running 210 LoRA layers. 8 chat (T0) + 8
+GSM8K dev prompts (`build_prompts`, dev split, the first 8 of each), greedy, confidence 0.7 (a knob that merges),
+128 new tokens, batch 1, fp32, 2 threads; fuse off and on interleaved prompt by prompt, after one warm-up prompt
+each way (so the merged weights are built before timing; their build is timed on its own). Outputs must be the same
+tokens up to rounding: the count of differing answers is recorded. Appends one JSON line to
+hamburger_mode_fuse.jsonl here.
 
     python experiments/2026-11-27-keep-fold-full/hamburger_mode_fuse.py
 """
