@@ -95,7 +95,7 @@ class LoraLinear(nn.Module):
         kept = self.__dict__.get("_merged")
         if kept is None or kept[0] != key:
             with torch.no_grad():
-                kept = key, w + (b.to(w.dtype) @ a.to(w.dtype)) * self.scaling
+                kept = key, w + self.delta_weight().to(w.dtype)
             self.__dict__["_merged"] = kept
         return kept[1]
 
