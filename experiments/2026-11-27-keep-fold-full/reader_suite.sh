@@ -13,6 +13,8 @@
 #   today's code and machine, since step 1's shipped run is session 28's (AMD EPYC, older drafting);
 #   STEP=6 (added after step 2's result, decides nothing): step 2 with the shipped model on today's code, since step
 #   2's shipped run is session 29's, whose code drew its random stream differently (independent draws, not pairs).
+#   STEP=7 (session 43, its rule in README.md): step 1 on the next 240 dev prompts (chat and GSM8K rows 120-239), the
+#   base's greedy and sampled answers and the shipped model decoded here, then the reader reusing those base answers.
 # Another reader (a checkpoint trained at `lora_scope: after_fold`, e.g. the lent-GPU job's export): READER=DIR
 # NAME=TAG, its outputs eval-*-TAG, the shipped model with it at runs/keep-fold/dm-TAG (default: af-warm, TAG reader).
 set -euo pipefail
@@ -47,6 +49,16 @@ case ${STEP:-1} in
        --reuse-base "experiments/2026-11-26-fold-keep/eval-dev-default-segments-56-first-steps=8-p=0.7-c0.3-p10-l120" ;;
 6) decode sampled-t96-l120-s45 "" --sample only --tasks chat,gsm8k --limit 120 --max-new-tokens 96 \
        --reuse-base experiments/2026-11-26-sampled-fold/eval-dev-t96-l120 ;;
+7) F=$E/chat_dev_120_240.jsonl
+   [ -s $F ] || .venv/bin/python -c "
+import json
+from hamburger.bench.prompts import category_prompts
+print('\\n'.join(json.dumps({'id': r['id'], 'prompt': r['prompt']}) for r in category_prompts('chat', 240, seed=1)[120:]))
+" > $F
+   rows=(--tasks chat,gsm8k --limit 120 --max-new-tokens 96 --chat-file $F
+         --gsm8k-file experiments/2026-11-27-growing-first/gsm8k_dev_120_240.jsonl)
+   decode t96-rows120-240-s45 "" "${rows[@]}"
+   decode t96-rows120-240-$NAME $R/dm-$NAME "${rows[@]}" --reuse-base $E/eval-t96-rows120-240-s45 ;;
 4) decode ifeval-n541-$NAME $R/dm-$NAME --tasks ifeval --limit 541 --max-new-tokens 128 --no-base-sampled \
        --reuse-base experiments/2026-11-26-long-answers/eval-ifeval-default-segments-32-c0.3-p10-n541 ;;
 esac
