@@ -15,7 +15,8 @@
 # (step 140) is committed as warm_start/ (adapters and config; rebuild.py adds the shipped modules): ARM=lora-more
 # continues from it for another pass (seed 1: another order). Session 41, ARM=after-fold: the same pass from the warm
 # start with its adapters at `lora_scope: after_fold` (on only from a row's first fold on: lossless verify and every
-# token before the first fold stay the base's).
+# token before the first fold stay the base's). Session 43, ARM=after-fold-decay: that pass again (seed 2: another
+# order), its learning rate decaying from 2e-4 to 0 by cosine instead of constant: is the flat CPU line the rate's?
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
@@ -40,7 +41,12 @@ case $ARM in
             .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
         extra=(--set base_mode=lora --set lora_scope=after_fold --set lr_base=2e-4 --set min_lr=2e-4 --set seed=1
                --set init=$R/warm-after-export --set warmup_steps=0) ;;
-    *) echo "unknown ARM $ARM (full | lora | lora-more | after-fold)"; exit 2 ;;
+    after-fold-decay)  # (session 43) the after-fold pass from the same start, annealed to 0
+        [ -f $R/warm-after-export/hamburger_config.json ] || \
+            .venv/bin/python $E/rebuild.py $R/warm-after-export after_fold
+        extra=(--set base_mode=lora --set lora_scope=after_fold --set lr_base=2e-4 --set min_lr=0 --set seed=2
+               --set init=$R/warm-after-export --set warmup_steps=0) ;;
+    *) echo "unknown ARM $ARM (full | lora | lora-more | after-fold | after-fold-decay)"; exit 2 ;;
 esac
 out=$R/$ARM
 if [ -f $out/last/trainer_state.pt ]; then nice -n 15 $HB train --out $out --resume
