@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from hamburger.eval.paired import compare
+from hamburger.eval.paired import compare, paired_bootstrap
 
 HERE = Path(__file__).parent
 NAME = sys.argv[1] if len(sys.argv) > 1 else "reader"
@@ -30,6 +30,15 @@ def records(run: str, tag: str) -> list[dict]:
 
 def bands(rows: list[dict]) -> dict[tuple[str, str], dict]:
     return {(c["task"], c["band_text"]): c for c in compare(rows) if c["method"] == "verify-fold"}
+
+
+def reader_minus_shipped(pooled: dict[str, list[dict]], task: str, metric: str) -> str:
+    """The reader's answers paired with the shipped model's by prompt on one metric, pooled over both sets."""
+    mine, theirs = ({r["id"]: r[metric] for r in pooled[arm] if r["task"] == task and r["method"] == "verify-fold"}
+                    for arm in ARMS)
+    ids = sorted(mine)
+    diff, lo, hi = paired_bootstrap([mine[i] for i in ids], [theirs[i] for i in ids])
+    return f"{task:6s} {metric:16s} reader - shipped n={len(ids)} {diff:+.4f} [{lo:+.4f}, {hi:+.4f}]"
 
 
 def main() -> None:
@@ -55,6 +64,11 @@ def main() -> None:
             if pattern is None and found["shipped"][key]["point_inside"] and not found["reader"][key]["point_inside"]:
                 verdict = False
         print()
+    print("## pooled, the reader paired with the shipped model")
+    for task in ("chat", "gsm8k"):
+        for metric in ("nll_per_token", "worst_token_nll", "rep4"):
+            print(reader_minus_shipped(pooled, task, metric))
+    print()
     print(f"verdict: the reader {'ships' if verdict else 'does not ship'} (rule: README.md, session 43)")
 
 
