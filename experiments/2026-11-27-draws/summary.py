@@ -23,6 +23,8 @@ ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
         "af-warm": "s45 read by the same line's adapters from the first fold on only (session 41, its warm start at "
                    "`lora_scope: after_fold`)",
         "af-train": "af-warm trained on under that scope (session 41, ../2026-11-27-keep-fold-full/, arm after-fold)"}
+FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
+         "af-reader": "the default model with af-warm as its fold reader (session 43, ../2026-11-27-keep-fold-full/)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -77,12 +79,14 @@ def main() -> None:
         if name in arms and "kf-lora" in arms:
             print(f"\n{name} - kf-lora, paired: " + ", ".join(
                 f"{m} {diff(arms[name][FOLD], arms['kf-lora'][FOLD], m)}" for m in METRICS[:2]))
-    fresh = HERE / "eval-rows120-240-s45"
-    if (fresh / "summary.json").exists():
-        print("\n## The default on fresh dev rows 120-239 (after the result above), three draws\n")
+    fresh = {name: by_prompt([json.loads(line) for line in (run / "examples.jsonl").read_text().splitlines()],
+                             task_of=None)
+             for name in FRESH if ((run := HERE / f"eval-rows120-240-{name}") / "summary.json").exists()}
+    if fresh:
+        print("\n## Fresh dev rows 120-239 (after the result above), three draws\n")
         print(HEADER)
-        rows = [json.loads(line) for line in (fresh / "examples.jsonl").read_text().splitlines()]
-        print(arm_row("s45", by_prompt(rows, task_of=None), None))
+        for name, got in fresh.items():
+            print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
     print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
     print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
     print("|---|---|---|---|")
