@@ -278,6 +278,7 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
 
         fold_runner = fold_model(model_dir, parse_folding(VERIFY_FOLD), model, settings.dtype, base, settings.device)
         model_facts["fold_reader"] = fold_runner is not model
+        model_facts["fold_reader_sampled_only"] = fold_runner.fold_reader_sampled_only
     result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runner)
     result["model"] = model_facts
     return write_report(result, Path(out))

@@ -8,6 +8,7 @@ import argparse
 from hamburger.cli.options import DTYPES, add_base, add_model
 from hamburger.core.config import GATES
 from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.errors import HamburgerError
 
 
 def cmd_graft(args: argparse.Namespace) -> int:
@@ -29,11 +30,13 @@ def cmd_graft(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from hamburger.core.checkpoint import add_fold_reader, export
 
+    if args.fold_reader_sampled_only and not args.fold_reader:
+        raise HamburgerError("--fold-reader-sampled-only needs --fold-reader")
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
                  prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail)
     if args.fold_reader:
-        add_fold_reader(out, args.fold_reader, args.fold_reader_fold, args.dtype)
+        add_fold_reader(out, args.fold_reader, args.fold_reader_fold, args.dtype, args.fold_reader_sampled_only)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"exported {args.model} -> {out} ({size / 2**20:.1f} MiB, weights in {args.dtype})")
     return 0
@@ -95,4 +98,7 @@ def register(sub) -> None:
     p.add_argument("--fold-reader-fold", default=DEFAULT_FOLD, metavar="SPEC",
                    help=f"the --fold spec the fold reader was trained for, recorded beside it (default {DEFAULT_FOLD}, "
                         "verify_fold's default)")
+    p.add_argument("--fold-reader-sampled-only", action="store_true",
+                   help="the fold reader acts on sampling rows only (temperature > 0); greedy rows read their folds "
+                        "with the base, as without a reader (for a reader judged better for sampled decoding alone)")
     p.set_defaults(func=cmd_export)

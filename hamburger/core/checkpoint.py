@@ -191,6 +191,7 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
     if fold_reader and meta.get("fold_reader"):
         config.lora_scope, lora = "after_fold", meta["fold_reader"]
     model = HamburgerModel(base_model, config)
+    model.fold_reader_sampled_only = bool(lora and lora.get("sampled_only"))
     try:
         state = load_file(str(path / WEIGHTS_FILE))
     except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:
@@ -309,12 +310,14 @@ def _load_lora(model: HamburgerModel, path: Path, lora: dict) -> None:
     load_lora_state_dict(model.base, state)
 
 
-def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype: str = "bfloat16") -> Path:
+def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype: str = "bfloat16",
+                    sampled_only: bool = False) -> Path:
     """Give ``checkpoint`` the LoRA adapters of ``reader`` (a checkpoint trained with ``verify_fold`` at ``lora_scope:
     after_fold``, on the same base) as its fold reader, stored in ``dtype``, with ``fold`` (the `--fold` spec they were
     trained for, which must keep a token) recorded beside them; replaces a reader it had. Its own adapters and modules
     are untouched: verify_fold's token-keeping folds decode with the reader (`load_checkpoint(fold_reader=True)`),
-    every other mode as before."""
+    every other mode as before. ``sampled_only``: the reader acts on sampling rows only (greedy rows read their folds
+    with the base, `HamburgerModel.fold_reader_sampled_only`), for a reader judged for sampled decoding alone."""
     from hamburger.engine.folding import parse_folding
 
     checkpoint, reader = Path(checkpoint), Path(reader)
@@ -329,7 +332,8 @@ def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype
         raise HamburgerError(f"{reader} was trained on another base than {checkpoint}'s")
     state = load_file(str(inside(reader, lora.get("file", LORA_FILE), "lora.file")))
     store = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    _write_fold_reader(checkpoint, meta, {k: v.to(store) for k, v in state.items()}, {**lora, "fold": fold})
+    _write_fold_reader(checkpoint, meta, {k: v.to(store) for k, v in state.items()},
+                       {**lora, "fold": fold, "sampled_only": sampled_only})
     return checkpoint
 
 

@@ -130,6 +130,9 @@ class HamburgerModel(nn.Module):
         # ``after_fold``, ``lora_scope: all``) read W + (alpha / r) B A, built once per layer: one more copy of the
         # adapted weights for the cost of a plain projection (False: the adapters' own products)
         self.fuse_adapters = True
+        # verify_fold: adapters at ``after_fold`` (a fold reader) act on sampling rows only; greedy rows read their
+        # folds with the base (a checkpoint's fold reader judged for sampled decoding: `add_fold_reader`)
+        self.fold_reader_sampled_only = False
         self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)

@@ -408,7 +408,8 @@ class VerifyGeneration(Generation):
             merged_slots = merged_slots.to(device)
         if self.fold and model.config.reads_merge_history:  # (after_fold: a row that folded, at this forward too)
             by_fold = model.config.reads_fold_history
-            merged_before = torch.tensor([r.merged or (by_fold and r.folding is not None and r.folding.folds > 0)
+            merged_before = torch.tensor([r.merged or (by_fold and r.folding is not None and r.folding.folds > 0
+                                                       and not (r.cfg.greedy and model.fold_reader_sampled_only))
                                           for r in rows], device=device)
         mask = cache.extend(valid.to(device))
         final, features = model.base_forward(embeds, positions.to(device), mask, cache.kv, merged_slots=merged_slots,

@@ -444,5 +444,6 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner)
     meta["fold_reader"] = fold_runner is not model  # (verify-fold decoded with the checkpoint's fold reader)
+    meta["fold_reader_sampled_only"] = fold_runner.fold_reader_sampled_only  # (... on its sampled rows only)
     meta["machine"] = machine
     return write_outputs(Path(out), records, summary, meta, bands)

@@ -95,6 +95,38 @@ def test_verify_fold_decodes_with_the_fold_reader(tmp_path, char_tokenizer, caps
     assert with_reader["token_ids"] != without["token_ids"]
 
 
+def test_a_fold_reader_for_sampled_decoding_leaves_greedy_rows_to_the_base(tmp_path, char_tokenizer, capsys):
+    from hamburger.cli.main import main
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    _, reader_dir = save_reader(tmp_path)
+    fold = "forwards:0:first"  # (the tiny base's entropies cut no groups)
+    greedy = ["generate", "--model", str(ckpt), "--max-new-tokens", "40", "--fold", fold, "--draft", "3", "--json",
+              "--raw", "hello there"]
+    sampled = greedy + ["--temperature", "0.9", "--seed", "5"]
+
+    def tokens(args: list[str]) -> list[int]:
+        assert main(args) == 0
+        return json.loads(capsys.readouterr().out)["token_ids"]
+
+    def with_reader(**options) -> tuple[list[int], list[int]]:
+        if options:
+            add_fold_reader(ckpt, reader_dir, fold, "float32", **options)
+        else:  # (no adapters at all: the base's reading of the folds)
+            meta = read_meta(ckpt)
+            meta.pop("fold_reader"), meta.pop("lora")
+            (ckpt / CONFIG_FILE).write_text(json.dumps(meta))
+        return tokens(greedy), tokens(sampled)
+
+    only_sampled, everywhere = with_reader(sampled_only=True), with_reader(sampled_only=False)
+    assert read_meta(ckpt)["fold_reader"]["sampled_only"] is False
+    base = with_reader()
+    assert everywhere[0] != base[0] and everywhere[1] != base[1], "the test needs a reader that changes both"
+    assert only_sampled == (base[0], everywhere[1])  # greedy: the base's reading; sampled: the reader's
+    assert main(["export", "--model", str(ckpt), "--out", str(tmp_path / "x"), "--fold-reader-sampled-only"]) != 0
+    assert "needs --fold-reader" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad, message", [("scope", "is not a fold reader"), ("fold", "keeps a token"),
                                           ("base", "another base")])
 def test_a_fold_reader_is_checked(tmp_path, char_tokenizer, bad, message):
