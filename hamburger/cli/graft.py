@@ -100,5 +100,5 @@ def register(sub) -> None:
                         "verify_fold's default)")
     p.add_argument("--fold-reader-sampled-only", action="store_true",
                    help="the fold reader acts on sampling rows only (temperature > 0); greedy rows read their folds "
-                        "with the base, as without a reader (for a reader judged better for sampled decoding alone)")
+                        "with the base alone (for a reader judged better for sampled decoding only)")
     p.set_defaults(func=cmd_export)

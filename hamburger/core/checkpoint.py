@@ -187,11 +187,12 @@ def load_checkpoint(path: str | Path, dtype: str | torch.dtype = "float32", base
                 f"checkpoint {path} was trained on base {meta['base']['spec']!r} (fingerprint {expected}), "
                 f"but {info.spec!r} has fingerprint {info.fingerprint}: refusing to load a mismatched base")
     config = HamburgerConfig.from_dict(meta["config"])
-    lora = meta.get("lora")
+    lora, sampled_only = meta.get("lora"), False
     if fold_reader and meta.get("fold_reader"):
         config.lora_scope, lora = "after_fold", meta["fold_reader"]
+        sampled_only = bool(lora.get("sampled_only"))
     model = HamburgerModel(base_model, config)
-    model.fold_reader_sampled_only = bool(lora and lora.get("sampled_only"))
+    model.fold_reader_sampled_only = sampled_only
     try:
         state = load_file(str(path / WEIGHTS_FILE))
     except (FileNotFoundError, SafetensorError, OSError, ValueError) as e:

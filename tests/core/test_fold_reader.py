@@ -114,7 +114,8 @@ def test_a_fold_reader_for_sampled_decoding_leaves_greedy_rows_to_the_base(tmp_p
             add_fold_reader(ckpt, reader_dir, fold, "float32", **options)
         else:  # (no adapters at all: the base's reading of the folds)
             meta = read_meta(ckpt)
-            meta.pop("fold_reader"), meta.pop("lora")
+            for key in ("fold_reader", "lora"):
+                meta.pop(key)
             (ckpt / CONFIG_FILE).write_text(json.dumps(meta))
         return tokens(greedy), tokens(sampled)
 
