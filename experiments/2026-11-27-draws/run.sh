@@ -13,6 +13,9 @@
 #   ROWS120=1 bash run.sh                                         # s45 on the fresh dev rows 120-239
 #   MODEL=runs/keep-fold/lora-export NAME=kf-lora bash run.sh     # another checkpoint (session 40: ../2026-11-27-
 #                                                                 # keep-fold-full/), at FOLD, reusing s45's base draws
+# Since session 43 the default model reads sampled rows' folds with its fold reader: the s45 runs here (no MODEL) were
+# the base's reading; to decode that reading again, use MODEL=runs/keep-fold/dm-noreader (../2026-11-27-keep-fold-full/
+# reader_speed.sh NAME=noreader builds it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-draws

@@ -17,6 +17,9 @@
 #   base's greedy and sampled answers and the shipped model decoded here, then the reader reusing those base answers.
 # Another reader (a checkpoint trained at `lora_scope: after_fold`, e.g. the lent-GPU job's export): READER=DIR
 # NAME=TAG, its outputs eval-*-TAG, the shipped model with it at runs/keep-fold/dm-TAG (default: af-warm, TAG reader).
+# Since session 43 the shipped model ("" below) reads sampled rows' folds with af-warm (`--fold-reader-sampled-only`):
+# its greedy runs are still the base's reading, but a new sampled control of that reading needs the model without it
+# (runs/keep-fold/dm-noreader, built by reader_speed.sh NAME=noreader).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 E=experiments/2026-11-27-keep-fold-full
