@@ -6,11 +6,15 @@ differ from the shipped model's).
     python experiments/2026-11-27-keep-fold-full/rebuild.py OUT_DIR                # warm_start/ + the shipped modules
     python experiments/2026-11-27-keep-fold-full/rebuild.py OUT_DIR after_fold     # ... its adapters under that scope
     python experiments/2026-11-27-keep-fold-full/rebuild.py --save EXPORT_DIR      # (bf16 export) -> warm_start/
+
+WARM_DIR=NAME reads (and saves) another folder here in place of warm_start/ (session 43: warm_start_after_fold_decay,
+the annealed after-fold run's adapters at step 85, already at `lora_scope: after_fold`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +25,7 @@ from safetensors.torch import load_file
 from hamburger.core.loading import DEFAULT_MODEL_DIR
 
 HERE = Path(__file__).resolve().parent
-WARM = HERE / "warm_start"
+WARM = HERE / os.environ.get("WARM_DIR", "warm_start")
 OWN = ("lora.safetensors", "hamburger_config.json")  # the run's; everything else is the shipped model's
 SHIPPED = ("grafted.safetensors", "draft_ngrams.safetensors", "draft_vocab.safetensors")
 
