@@ -24,7 +24,9 @@ A group holds at most ``segments.max_steps`` tokens (with keep ``merged``, at mo
 of one token stays in its slot. With ``share``, the window grows with the answer (``share`` of its tokens when that is
 more than ``window``), so the cache keeps about the same share of the answer's slots at every length. With a budget
 ``kv``, groups past the window fold, oldest first, only while the answer holds more than ``kv`` slots per token: the
-cache folds as little history as that share of the base's KV allows.
+cache folds as little history as that share of the base's KV allows. With ``offtop``, a token the base did not rank
+first (a sampled one the base would not have written greedily) never leaves its slot: the fold drops only tokens the
+base's own reading would guess back. Greedy decoding writes none, so it folds as without it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Folding:
     groups: str = "segments"  # `GROUPINGS`
     keep: str = "merged"  # `KEEPS`: what a folded group leaves in the cache
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
+    offtop: bool = False  # a token its distribution did not rank first keeps its own slot (keep first, last or none)
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
@@ -72,6 +75,9 @@ class Folding:
                                  f"{self.segments.max_steps} and {self.segments.sliding_p}")
         if self.segments.strategy not in STRATEGIES:
             raise HamburgerError(f"unknown strategy {self.segments.strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        if self.offtop and self.keep == "merged":
+            raise HamburgerError("offtop keeps a token's own slot, so it needs a fold that keeps a token (first, last "
+                                 "or none), not merged")
         if self.keep == "merged" and self.segments.max_steps > max_steps:
             raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
                                  f"most {max_steps}")
@@ -90,8 +96,9 @@ def parse_folding(spec: str) -> Folding:
     """``GROUPS:WINDOW[:FIELD...]`` -> a `Folding`, validated later (segments: sliding 0.9, groups of up to 4). Each
     optional field at most once, in any order: SHARE, a number (``segments:32:0.25``: the last 32 answer tokens or the
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
-    folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence) and ``kv=B`` (fold
-    only while the answer holds more than B slots per token), e.g. ``segments:64:first:steps=8:p=0.7``."""
+    folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence), ``kv=B`` (fold
+    only while the answer holds more than B slots per token) and ``offtop`` (a token the base did not rank first keeps
+    its slot), e.g. ``segments:64:first:steps=8:p=0.7:offtop``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
@@ -100,18 +107,19 @@ def parse_folding(spec: str) -> Folding:
             if "=" in f:
                 key, _, value = f.partition("=")
             else:
-                key, value = "keep" if f in KEEPS else "share", f
-            if key not in ("share", "keep", "steps", "p", "kv") or key in named:
+                key, value = "keep" if f in KEEPS else "offtop" if f == "offtop" else "share", f
+            if key not in ("share", "keep", "steps", "p", "kv", "offtop") or key in named:
                 raise ValueError
             named[key] = value
         cut = SegmentSettings(strategy="sliding", sliding_p=float(named.get("p", 0.9)),
                               max_steps=int(named.get("steps", 4)))
         return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
-                       kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut)
+                       kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut,
+                       offtop=named.get("offtop") == "offtop")
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B], e.g. segments:8, "
-                             f"forwards:4, segments:32:0.25 or segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}"
-                             ) from None
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop], e.g. "
+                             f"segments:8, forwards:4, segments:32:0.25 or segments:64:first:steps=8:p=0.7:kv=0.65; got "
+                             f"{spec!r}") from None
 
 
 class FoldState:
@@ -121,15 +129,26 @@ class FoldState:
         self.folding, self.vocab_size = folding, vocab_size
         self.live: list[int] = []  # the row's answer slots in cache order: a token's index, or -1 for a merged slot
         self.entropies: list[float] = []  # of each emitted token's distribution (segments only)
+        self.offtop: set[int] = set()  # the answer tokens their distribution did not rank first (with ``offtop``)
+        self.chosen = 0  # answer tokens chosen so far
         self.forwards: list[tuple[int, int]] = []  # the undecided answer tokens each forward kept: [start, end)
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
         self.saved = 0  # answer slots the folds took out of the cache (net of the merged slots they feed)
         self.folds = 0  # groups folded so far
 
-    def chose(self, logits: torch.Tensor) -> None:
-        """The base's logits [n, V] that chose the row's next n tokens (their entropies cut the segments)."""
+    def chose(self, logits: torch.Tensor, tokens: list[int]) -> None:
+        """The base's logits [n, V] that chose the row's next n ``tokens`` (their entropies cut the segments)."""
         if self.folding.groups == "segments":  # (the entropies training data is cut by)
             self.entropies += log_softmax_entropy(logits)[1].tolist()
+        if self.folding.offtop:
+            top = logits.argmax(-1).tolist()
+            self.offtop.update(self.chosen + k for k, (t, u) in enumerate(zip(tokens, top)) if t != u)
+        self.chosen += len(tokens)
+
+    def leaving(self, start: int, end: int) -> list[int]:
+        """The tokens of group [start, end) that leave their one-token slots when it folds (`Folding.leaving`, less
+        the off-top tokens with ``offtop``)."""
+        return [i for i in self.folding.leaving(start, end) if i not in self.offtop]
 
     def fed(self, start: int, end: int) -> None:
         """Answer tokens [start, end) were written to the cache as one-token slots by one forward (its groups: cut
@@ -156,7 +175,7 @@ class FoldState:
             if end - start > 1:
                 out.append((start, end))
                 self.folds += 1
-                self.saved += len(self.folding.leaving(start, end)) - (self.folding.keep == "merged")
+                self.saved += len(self.leaving(start, end)) - (self.folding.keep == "merged")
         self.forwards = [(s, e) for s, e in self.forwards if s >= self.decided]
         return out
 
@@ -165,7 +184,7 @@ class FoldState:
         record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays, nothing is
         fed). The row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid
         slots counted from the end (no host sync)."""
-        leaving = {i for start, end in groups for i in self.folding.leaving(start, end)}
+        leaving = {i for start, end in groups for i in self.leaving(start, end)}
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)
         valid &= ~(valid & torch.isin(from_end, ranks))

@@ -258,7 +258,7 @@ class VerifyGeneration(Generation):
         for b, (r, t, p) in enumerate(zip(rows, tokens.tolist(), probs)):
             self._emit(r, [t], [p], [0.0])
             if r.folding:
-                r.folding.chose(logits[b:b + 1])
+                r.folding.chose(logits[b:b + 1], [t])
             if self.trace_logits:
                 self.logits[self.rows.index(r)].append(logits[b].clone())
 
@@ -434,7 +434,7 @@ class VerifyGeneration(Generation):
             kept.append(len(r.tokens) - taken - 1)
             if r.folding:  # the base's entropies of the tokens taken; the pending token and kept drafts are cached
                 r.merged = r.merged or bool(folds[b])
-                r.folding.chose(row_logits[:len(r.tokens) - taken])
+                r.folding.chose(row_logits[:len(r.tokens) - taken], r.tokens[taken:])
                 answer = first - len(r.prompt_ids)
                 r.folding.fed(answer, answer + 1 + n_kept)
         self._roll_back(cache, sizes, kept)
