@@ -108,7 +108,8 @@ def parse_folding(spec: str) -> Folding:
                 key, _, value = f.partition("=")
             else:
                 key, value = "keep" if f in KEEPS else "offtop" if f == "offtop" else "share", f
-            if key not in ("share", "keep", "steps", "p", "kv", "offtop") or key in named:
+            if key not in ("share", "keep", "steps", "p", "kv", "offtop") or key in named \
+                    or (key == "offtop") != (value == "offtop"):
                 raise ValueError
             named[key] = value
         cut = SegmentSettings(strategy="sliding", sliding_p=float(named.get("p", 0.9)),

@@ -28,10 +28,13 @@ def fed_groups(res) -> list[int]:
     return [1 + a for a in res.accepted]
 
 
-def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[int]) -> list[list[tuple[int, int]]]:
-    """The groups folded before each forward, by the policy (`FoldState`) on the traced logits' entropies."""
+def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[int],
+                  offtop: frozenset[int] = frozenset()) -> list[list[tuple[int, int]]]:
+    """The groups folded before each forward, by the policy (`FoldState`) on the traced logits' entropies (and the
+    answer tokens ``offtop`` that stay in their slots)."""
     state = FoldState(folding, vocab)
     state.entropies = log_softmax_entropy(logits)[1].tolist()
+    state.offtop = set(offtop)
     out, done = [], 0
     for n in fed:
         out.append(state.due(done))
@@ -41,12 +44,13 @@ def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[
 
 
 def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: list[int],
-                            schedule: list[list[tuple[int, int]]], keep: str = "merged") -> torch.Tensor:
+                            schedule: list[list[tuple[int, int]]], keep: str = "merged",
+                            stay: frozenset[int] = frozenset()) -> torch.Tensor:
     """The specification, one uncached forward: the slots in the order the engine feeds them (the prompt; then per
     forward s, the merged slots of the groups `schedule[s]` folds, then the tokens forward s kept, as single slots).
     A slot sees the earlier slots still in the cache when it is fed: a folded group's single slots leave it at the
     forward that feeds its merged slot (keep ``last``/``first``: all but that token's leave then, and no merged slot is
-    fed). Returns the logits of every answer token, from the slot before it."""
+    fed; the answer tokens ``stay`` never leave). Returns the logits of every answer token, from the slot before it."""
     pieces, positions, born, dies = [], [], [], []
 
     def add(tokens: list[int], position: int, step: int) -> int:
@@ -60,7 +64,7 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     done = 0
     for s, (n, groups) in enumerate(zip(fed, schedule), start=1):
         for start, end in groups:
-            for i in range(start + (keep == "first"), end - (keep == "last")):  # (keep none: every token)
+            for i in set(range(start + (keep == "first"), end - (keep == "last"))) - stay:  # (none: every token)
                 dies[slot_of[len(prompt) + i]] = s
             if keep == "merged":
                 add(answer[start:end], len(prompt) + end - 1, s)
@@ -139,6 +143,36 @@ def test_logits_are_the_folded_layouts(name, family, scope, char_tokenizer):
         assert res.kv_slots == len(prompt) + sum(fed) - left
     assert folded > 4, "the test needs folded groups"
     assert longest == folding.segments.max_steps or folding.groups == "forwards", "the test needs the longest groups"
+
+
+@pytest.mark.parametrize("keep", ["first", "last", "none"])
+def test_sampled_tokens_the_base_did_not_rank_first_keep_their_slots(keep, char_tokenizer):
+    """``offtop``: sampled, every answer token its distribution did not rank first stays in its slot when its group
+    folds (the engine's logits are the layout with those slots kept); greedy, there are none, so the fold is the
+    same as without it, token for token."""
+    model = folding_model("llama")
+    folding = Folding(window=2, keep=keep, offtop=True,
+                      segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))
+    plain = Folding(window=2, keep=keep, segments=folding.segments)
+    stayed = 0
+    for seed, prompt in enumerate(PROMPTS):
+        cfg = DecodingConfig(max_new_tokens=40, confidence=0.2, temperature=1.5, seed=seed, ignore_eos=True)
+        run = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=folding, trace_logits=True)
+        res = run.run()[0]
+        fed, traced = fed_groups(res), torch.stack(run.logits[0])
+        offtop = frozenset(i for i, (t, u) in enumerate(zip(res.token_ids, traced.argmax(-1).tolist())) if t != u)
+        schedule = fold_schedule(folding, model.base.config.vocab_size, traced, fed, offtop)
+        want = folded_reference_logits(model, prompt, res.token_ids, fed, schedule, keep, stay=offtop)
+        torch.testing.assert_close(traced, want, rtol=1e-4, atol=1e-4)
+        left = sum(len(set(range(s + (keep == "first"), e - (keep == "last"))) - offtop)
+                   for groups in schedule for s, e in groups)
+        assert res.kv_slots == len(prompt) + sum(fed) - left
+        stayed += sum(i in offtop for groups in schedule for s, e in groups
+                      for i in range(s + (keep == "first"), e - (keep == "last")))
+        greedy = DecodingConfig(max_new_tokens=40, confidence=0.2, ignore_eos=True)
+        a, b = (VerifyGeneration(model, char_tokenizer, [prompt], greedy, fold=f).run()[0] for f in (folding, plain))
+        assert (a.token_ids, a.accepted, a.kv_slots) == (b.token_ids, b.accepted, b.kv_slots)
+    assert stayed > 3, "the test needs off-top tokens in folded groups"
 
 
 def test_forwards_that_keep_more_than_a_group_fold_in_pieces(char_tokenizer):
@@ -235,6 +269,7 @@ def test_bad_folding_is_refused(char_tokenizer):
                            (Folding(share=1.0), "share"), (Folding(share=-0.1), "share"),
                            (Folding(kv=1.0), "budget"), (Folding(kv=-0.5), "budget"),
                            (Folding(keep="mean"), "keeps"), (parse_folding("segments:8:p=1"), "confidence"),
+                           (parse_folding("segments:8:offtop"), "offtop"),
                            (parse_folding("segments:8:steps=0"), "steps"),
                            (Folding(segments=SegmentSettings(max_steps=5)), "at most 4")]:
         with pytest.raises(HamburgerError, match=match):
@@ -335,8 +370,10 @@ def test_fold_specs():
     assert parse_folding("segments:64:first:steps=8:p=0.7") == Folding(window=64, keep="first", segments=cut)
     assert parse_folding("segments:64:p=0.7:steps=8:first") == Folding(window=64, keep="first", segments=cut)
     assert parse_folding("segments:64:kv=0.6:first") == Folding(window=64, kv=0.6, keep="first")
+    assert parse_folding("segments:64:offtop:first") == Folding(window=64, keep="first", offtop=True)
     for bad in ("segments", "segments:x", "segments:32:mean", "segments:32:0.1:0.2", "segments:32:last:first",
-                "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x", "segments:32:kv=x"):
+                "segments:32:q=1", "segments:32:steps=2:steps=3", "segments:32:steps=x", "segments:32:kv=x",
+                "segments:32:first:offtop:offtop", "segments:32:offtop=1"):
         with pytest.raises(HamburgerError, match="GROUPS:WINDOW"):
             parse_folding(bad)
 
