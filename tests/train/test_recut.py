@@ -165,7 +165,8 @@ def test_an_after_fold_run_trains_adapters_that_act_from_the_first_fold(env, tmp
 
 
 @pytest.mark.parametrize("bad", ["segments:3:merged", "segments:3:first:kv=0.5", "segments:3:first:offtop",
-                                 "forwards:3:first", "segments:0:first", "segments:x", {"verify_window": 2}, {"recut": RECUT}, {"stop_loss_weight": 0.5},
+                                 "forwards:3:first", "segments:0:first", "segments:x", {"verify_window": 2},
+                                 {"recut": RECUT}, {"stop_loss_weight": 0.5},
                                  {"base_mode": "lora", "lora_scope": "merged"},
                                  {"base_mode": "lora", "lora_scope": "after_fold", "verify_fold": ""}])
 def test_verify_fold_is_checked(env, tmp_path, bad):
