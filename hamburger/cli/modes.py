@@ -41,8 +41,9 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "slot, HAMburger's, read through the checkpoint's adapters; last or first: the group keeps "
                         "that token's own slot, training-free; none: it leaves nothing, eviction), steps=N (the "
                         "longest group; merged: at most the embedder's), p=P (the entropy cut's confidence, "
-                        "default 0.9) and kv=B (a KV budget: fold only while the answer holds more than B slots per "
-                        "token, oldest groups first), e.g. "
+                        "default 0.9), kv=B (a KV budget: fold only while the answer holds more than B slots per "
+                        "token, oldest groups first) and offtop (a sampled token the base did not rank first keeps "
+                        "its own slot; keeps first, last and none), e.g. "
                         f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")
