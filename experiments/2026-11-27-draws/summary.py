@@ -25,7 +25,9 @@ ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
         "af-train": "af-warm trained on under that scope (session 41, ../2026-11-27-keep-fold-full/, arm after-fold)"}
 FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "af-reader": "the default model with af-warm as its fold reader (session 43, ../2026-11-27-keep-fold-full/)",
-         "offtop": "af-reader with off-top tokens kept in their slots, `...:offtop` (session 44, ../2026-11-28-offtop/)"}
+         "offtop": "af-reader with off-top tokens kept in their slots, `...:offtop` (session 44, ../2026-11-28-offtop/)",
+         "sr": "the default model with a reader trained on the base's sampled answers (session 44, "
+               "../2026-11-28-sampled-reader/)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -88,9 +90,10 @@ def main() -> None:
         print(HEADER)
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
-        if "offtop" in fresh and "af-reader" in fresh:  # (session 44's test: paired with the default model's reading)
-            print("\nofftop - af-reader, paired: " + ", ".join(
-                f"{m} {diff(fresh['offtop'][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
+        for name in ("offtop", "sr"):  # (session 44's tests: paired with the default model's reading)
+            if name in fresh and "af-reader" in fresh:
+                print(f"\n{name} - af-reader, paired: " + ", ".join(
+                    f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
     print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
     print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
     print("|---|---|---|---|")
