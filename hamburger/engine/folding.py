@@ -25,8 +25,8 @@ of one token stays in its slot. With ``share``, the window grows with the answer
 more than ``window``), so the cache keeps about the same share of the answer's slots at every length. With a budget
 ``kv``, groups past the window fold, oldest first, only while the answer holds more than ``kv`` slots per token: the
 cache folds as little history as that share of the base's KV allows. With ``offtop``, a token the base did not rank
-first (a sampled one the base would not have written greedily) never leaves its slot: the fold drops only tokens the
-base's own reading would guess back. Greedy decoding writes none, so it folds as without it.
+first (a sampled one the base would not have written greedily) never leaves its slot: the fold drops only tokens that
+were the base's top choice where they were written. Greedy decoding writes none, so it folds as without it.
 """
 
 from __future__ import annotations
