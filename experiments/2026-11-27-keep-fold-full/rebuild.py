@@ -8,7 +8,7 @@ differ from the shipped model's).
     python experiments/2026-11-27-keep-fold-full/rebuild.py --save EXPORT_DIR      # (bf16 export) -> warm_start/
 
 WARM_DIR=NAME reads (and saves) another folder here in place of warm_start/ (session 43: warm_start_after_fold_decay,
-the annealed after-fold run's adapters at step 105 since session 44 (85 before), already at
+the annealed after-fold run's adapters at step 140 since session 44 (85 before), already at
 `lora_scope: after_fold`).
 """
 
