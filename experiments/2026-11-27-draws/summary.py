@@ -10,6 +10,7 @@ same prompts and seeds (../2026-11-27-kv-budget/, s45now).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from hamburger.eval.paired import by_prompt, draw_mean, paired_bootstrap
@@ -94,6 +95,11 @@ def main() -> None:
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
+                pairs = [(a["text"], b["text"]) for i in fresh[name][FOLD]
+                         for a, b in zip(fresh[name][FOLD][i], fresh["af-reader"][FOLD][i])]
+                shared = sorted(len(os.path.commonprefix(pair)) for pair in pairs)
+                print(f"({name}: answers sharing af-reader's text up to the first fold, same seeds: common prefix "
+                      f"median {shared[len(shared) // 2]} characters, shortest {shared[0]})")
     print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
     print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
     print("|---|---|---|---|")
