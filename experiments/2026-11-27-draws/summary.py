@@ -29,7 +29,8 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "offtop": "af-reader with off-top tokens kept in their slots, `...:offtop` (session 44, ../2026-11-28-offtop/)",
          "sr": "the default model with a reader trained on the base's sampled answers (session 44, "
                "../2026-11-28-sampled-reader/)",
-         "fkl": "sr trained by forward KL only, `kl_mix 0` (session 45, ../2026-11-28-sampled-reader/)"}
+         "fkl": "sr trained by forward KL only, `kl_mix 0` (session 45, ../2026-11-28-sampled-reader/)",
+         "rkl": "sr trained by reverse KL only, `kl_mix 1` (session 45, ../2026-11-28-sampled-reader/)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -92,7 +93,7 @@ def main() -> None:
         print(HEADER)
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
-        for name in ("offtop", "sr", "fkl"):  # (session 44's and 45's tests: paired with the default model's reading)
+        for name in ("offtop", "sr", "fkl", "rkl"):  # (session 44's and 45's tests: paired with the default model's reading)
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
@@ -101,9 +102,10 @@ def main() -> None:
                 shared = sorted(len(os.path.commonprefix(pair)) for pair in pairs)
                 print(f"({name}: answers sharing af-reader's text up to the first fold, same seeds: common prefix "
                       f"median {shared[len(shared) // 2]} characters, shortest {shared[0]})")
-        if "fkl" in fresh and "sr" in fresh:  # (session 45: the KL's direction alone, the same rows, order and seeds)
-            print("\nfkl - sr, paired: " + ", ".join(
-                f"{m} {diff(fresh['fkl'][FOLD], fresh['sr'][FOLD], m)}" for m in METRICS))
+        for name in ("fkl", "rkl"):  # (session 45: the KL's direction alone, the same rows, order and seeds)
+            if name in fresh and "sr" in fresh:
+                print(f"\n{name} - sr, paired: " + ", ".join(
+                    f"{m} {diff(fresh[name][FOLD], fresh['sr'][FOLD], m)}" for m in METRICS))
     print("\n## Each draw alone (worst-token NLL - base-sampled's same draw; the arms against s45's same draw)\n")
     print("| arm | " + " | ".join(f"draw {k}" for k in range(3)) + " |")
     print("|---|---|---|---|")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 19, session 44: the test of README.md. The shipped model with train.sh's adapters as its fold reader for
 # sampled rows only (runs/sampled-reader/dm-sr), decoded by ../2026-11-27-draws/run.sh on dev rows 120-239 (arm sr).
-# Session 45: ARM=fkl decodes train.sh's forward-KL arm (runs/sampled-reader/train-fkl) the same way (arm fkl).
+# Session 45: ARM=fkl (or rkl) decodes train.sh's forward-KL (reverse-KL) arm, runs/sampled-reader/train-ARM, the
+# same way (arm fkl or rkl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=runs/sampled-reader

@@ -10,7 +10,8 @@
 #      warm-up, pure KL half reversed, batches of 8), seed 3, STEPS steps (default 48), held-out KL on the greedy
 #      held-out rows (val-long) at the end only (the start's is the after-fold runs' step 0: 0.02756).
 # Session 45: KL_MIX=0 ARM=fkl (step 4 only, the same rows in the same order): pure forward KL(base || reader), which
-# covers the base's spread, where the half-reversed KL may favour its likelier, more repetitive continuations.
+# covers the base's spread, where the half-reversed KL may favour its likelier, more repetitive continuations; and
+# KL_MIX=1 ARM=rkl: pure reverse KL(reader || base), the term a sampled answer's NLL under the base pays.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
