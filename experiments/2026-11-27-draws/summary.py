@@ -93,7 +93,7 @@ def main() -> None:
         print(HEADER)
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
-        for name in ("offtop", "sr", "fkl", "rkl"):  # (session 44's and 45's tests: paired with the default model's reading)
+        for name in ("offtop", "sr", "fkl", "rkl"):  # (sessions 44-45's tests: paired with the default model's reading)
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))

@@ -3,7 +3,8 @@
 way: forward KL(base || reader) and reverse KL(reader || base) on the greedy held-out rows (val-long, 53 rows) in the
 default fold's layout, each reader as it ships (its exported bf16 adapters), the start (the shipped reader) beside.
 
-    python experiments/2026-11-28-sampled-reader/held_out_kl.py > experiments/2026-11-28-sampled-reader/held_out_kl.jsonl
+    E=experiments/2026-11-28-sampled-reader  # (run from the checkout root: the readers' paths are relative to it)
+    python $E/held_out_kl.py > $E/held_out_kl.jsonl
 """
 
 from __future__ import annotations
