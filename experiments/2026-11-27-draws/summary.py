@@ -31,7 +31,9 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
                "../2026-11-28-sampled-reader/)",
          "fkl": "sr trained by forward KL only, `kl_mix 0` (session 45, ../2026-11-28-sampled-reader/)",
          "rkl": "sr trained by reverse KL only, `kl_mix 1` (session 45, ../2026-11-28-sampled-reader/)",
-         "af-kv65": "af-reader with the KV budget `...:kv=0.65` (session 45, a curve point)"}
+         "af-kv65": "af-reader with the KV budget `...:kv=0.65` (session 45, a curve point)",
+         "guard-t05": "af-reader with folded rows drawing at T 0.5 (session 46, ../2026-11-28-tail-guard/, a curve "
+                      "point)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -94,7 +96,8 @@ def main() -> None:
         print(HEADER)
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
-        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65"):  # (sessions 44-45's tests: paired with the default model's reading)
+        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05"):  # (sessions 44-46: paired with the
+            # default model's reading)
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))

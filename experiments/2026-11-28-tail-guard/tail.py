@@ -15,7 +15,9 @@ top-p, a min-p floor relative to the likeliest token), each beside the same guar
     python $E/rows.py runs/tail-guard/base-sampled.jsonl
     hamburger segment --data runs/tail-guard/base-sampled.jsonl --strategy sliding --sliding-p 0.9 \
         --out runs/tail-guard/segmented.jsonl --threads 2
-    python $E/tail.py runs/tail-guard/segmented.jsonl > $E/tail.jsonl
+    python $E/tail.py runs/tail-guard/segmented.jsonl "base reading" af-reader sr > $E/tail.jsonl
+
+The readers to score are named after the data (default: all of READERS). The first output line records the machine.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 import torch
 
 import hamburger.core.model as core_model
+from hamburger.bench.machine import machine_info
 from hamburger.core.lora import adapters_disabled
 from hamburger.train.batching import collate
 from hamburger.train.config import TrainConfig
@@ -143,10 +146,12 @@ def score(trainer: Trainer, guards: dict[str, Guard], base_side: bool, reading: 
 
 
 def main() -> None:
-    data = sys.argv[1]
+    data, names = sys.argv[1], sys.argv[2:] or list(READERS)
     settings = json.loads(Path(SETTINGS).read_text())
     torch.set_num_threads(2)
-    for reading, path in READERS.items():
+    print(json.dumps({"machine": machine_info(2, "float32"), "data": data, "readers": names}), flush=True)
+    for reading in names:
+        path = READERS[reading]
         if not (Path(path) / "hamburger_config.json").exists():
             print(f"(skipped {reading}: {path} missing)", file=sys.stderr)
             continue
