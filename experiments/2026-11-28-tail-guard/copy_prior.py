@@ -12,19 +12,14 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
 
-import hamburger.core.model as core_model
 from hamburger.bench.machine import machine_info
-from hamburger.train.batching import collate
-from hamburger.train.config import TrainConfig
-from hamburger.train.trainer import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tail import GUARDS, READERS, SETTINGS, SPIKE, TAIL, TOP, Capture  # noqa: E402
+from tail import GUARDS, READERS, SPIKE, TAIL, TOP, reader_trainer, teacher_forced  # noqa: E402
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 WINDOW, SHARE, NGRAM, MIN_NGRAM = 60, 0.45, 3, 2  # the default fold's window; engine/lookup.py's defaults
@@ -62,54 +57,40 @@ def stats(q: torch.Tensor, index: torch.Tensor, nll_all: torch.Tensor) -> list[f
 def main() -> None:
     data = sys.argv[1]
     torch.set_num_threads(2)
-    settings = json.loads(Path(SETTINGS).read_text())
-    with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig.from_dict({**settings, "init": READERS["af-reader"], "out": out, "seed": 0, "data": data,
-                                     "eval_data": data, "eval_max_rows": 0})
-        trainer = Trainer(cfg)
-    k, layout = trainer.model.config.max_steps, trainer.layouts[0]
-    capture = Capture()
-    core_model.kl_to_teacher = capture
+    trainer = reader_trainer(data, READERS["af-reader"])
     sums = {lam: torch.zeros(4, dtype=torch.float64) for lam in LAMBDAS}
     base_sums = torch.zeros(4, dtype=torch.float64)
     copies, right, positions = 0, 0, 0
-    with torch.no_grad():
-        trainer.objective.eval()
-        for start in range(0, len(trainer.eval_rows), 8):
-            batch = trainer.eval_rows[start:start + 8]
-            capture.pairs.clear()
-            trainer.objective(collate(batch, k, trainer.dist.device, *layout))
-            (logits, teacher), = capture.pairs
-            nll_all = -teacher.log_softmax(-1)
-            q_all, index_all = draw(logits)
-            p_all, p_index = draw(teacher)
-            offset = 0
-            for row in batch:
-                history = list(row.prompt_ids)
-                for i, token in enumerate(row.response_ids):
-                    t = offset + i
-                    q, index = q_all[t], index_all[t]
-                    base_sums += torch.tensor(stats(p_all[t], p_index[t], nll_all[t]), dtype=torch.float64)
-                    source = latest_match(history)
-                    folded = len(row.prompt_ids) + i - max(WINDOW, int(SHARE * i))
-                    copy = source is not None and len(row.prompt_ids) <= source < folded
-                    if copy:
-                        copies += 1
-                        proposal = history[source]
-                        right += int(nll_all[t].argmin()) == proposal
-                        at = (index == proposal).nonzero()
-                        if len(at) == 0:  # the proposal outside the top tokens: one more entry
-                            q, index = torch.cat([q, q.new_zeros(1)]), torch.cat([index, index.new_tensor([proposal])])
-                            at = torch.tensor([[len(index) - 1]])
-                        spike = torch.zeros_like(q)
-                        spike[int(at[0, 0])] = 1.0
-                    for lam in LAMBDAS:
-                        mixed = (1 - lam) * q + lam * spike if copy else q
-                        sums[lam] += torch.tensor(stats(mixed, index, nll_all[t]), dtype=torch.float64)
-                    history.append(token)
-                    positions += 1
-                offset += len(row.response_ids)
-            print(f"  {start + len(batch)}/{len(trainer.eval_rows)} answers", file=sys.stderr, flush=True)
+    for batch, logits, teacher in teacher_forced(trainer):
+        nll_all = -teacher.log_softmax(-1)
+        q_all, index_all = draw(logits)
+        p_all, p_index = draw(teacher)
+        offset = 0
+        for row in batch:
+            history = list(row.prompt_ids)
+            for i, token in enumerate(row.response_ids):
+                t = offset + i
+                q, index = q_all[t], index_all[t]
+                base_sums += torch.tensor(stats(p_all[t], p_index[t], nll_all[t]), dtype=torch.float64)
+                source = latest_match(history)
+                folded = len(row.prompt_ids) + i - max(WINDOW, int(SHARE * i))
+                copy = source is not None and len(row.prompt_ids) <= source < folded
+                if copy:
+                    copies += 1
+                    proposal = history[source]
+                    right += int(nll_all[t].argmin()) == proposal
+                    at = (index == proposal).nonzero()
+                    if len(at) == 0:  # the proposal outside the top tokens: one more entry
+                        q, index = torch.cat([q, q.new_zeros(1)]), torch.cat([index, index.new_tensor([proposal])])
+                        at = torch.tensor([[len(index) - 1]])
+                    spike = torch.zeros_like(q)
+                    spike[int(at[0, 0])] = 1.0
+                for lam in LAMBDAS:
+                    mixed = (1 - lam) * q + lam * spike if copy else q
+                    sums[lam] += torch.tensor(stats(mixed, index, nll_all[t]), dtype=torch.float64)
+                history.append(token)
+                positions += 1
+            offset += len(row.response_ids)
     answers = len(trainer.eval_rows)
     print(json.dumps({"machine": machine_info(2, "float32"), "data": data, "answers": answers, "positions": positions,
                       "copy_positions": copies, "lookup_is_base_top": right}))

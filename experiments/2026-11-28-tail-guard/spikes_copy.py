@@ -68,7 +68,8 @@ def main() -> None:
         copied = sum(f[5] for f in found)
         sure = sum(f[5] and f[4] >= 0.9 for f in found)
         print(f"| {name} | {len(found)} | {copied} | {sure} | {sum(f[6] for f in found)} |")
-        lines += [f"| {name} | {r['id']} | {r.get('draw') or 0} | {f[0]:.2f} | {f[1]} | {f[2]!r} | {f[3]!r} ({f[4]:.2f}) "
+        lines += [f"| {name} | {r['id']} | {r.get('draw') or 0} | {f[0]:.2f} | {f[1]} | {f[2]!r} "
+                  f"| {f[3]!r} ({f[4]:.2f}) "
                   f"| {'yes' if f[5] else 'no'} | {'yes' if f[6] else 'no'} |" for r, f in zip(rows, found)]
     print("\n| arm | id | draw | worst NLL | position | token | base's likeliest (p) | in folded history | lookup "
           "drafts it |")

@@ -93,41 +93,58 @@ class Capture:
         return self.original(logits, teacher_logits, mix)
 
 
-def score(trainer: Trainer, guards: dict[str, Guard], base_side: bool, reading: str) -> list[dict]:
-    """Per guard (and per side: the fold's reading, and with ``base_side`` the base's), the per-answer sums."""
-    k, layout = trainer.model.config.max_steps, trainer.layouts[0]
-    rows = trainer.eval_rows
+def reader_trainer(data: str, path: str, rows: int = 0) -> Trainer:
+    """A trainer with the reader at ``path`` in the readers' fold layout (SETTINGS), its held-out rows the first
+    ``rows`` of ``data`` (0: all)."""
+    settings = json.loads(Path(SETTINGS).read_text())
+    with tempfile.TemporaryDirectory() as out:
+        return Trainer(TrainConfig.from_dict({**settings, "init": path, "out": out, "seed": 0, "data": data,
+                                              "eval_data": data, "eval_max_rows": rows}))
+
+
+def teacher_forced(trainer: Trainer, label: str = ""):
+    """For each batch of 8 of the trainer's held-out rows: (the rows, the fold reading's logits [T, V], the unchanged
+    base's logits [T, V]), T the rows' response tokens in order (the verify-fold layout's one-token groups)."""
+    k, layout, rows = trainer.model.config.max_steps, trainer.layouts[0], trainer.eval_rows
     capture = Capture()
-    sides = ["fold"] + (["base"] if base_side else [])
-    sums = {(g, s): [] for g in guards for s in sides}
-    changed, total = 0, 0
     core_model.kl_to_teacher = capture
-    off = adapters_disabled(trainer.model.base) if reading == "base reading" else contextlib.nullcontext()
     try:
-        with torch.no_grad(), off:
+        with torch.no_grad():
             trainer.objective.eval()
             for start in range(0, len(rows), 8):
                 batch = rows[start:start + 8]
                 capture.pairs.clear()
                 trainer.objective(collate(batch, k, trainer.dist.device, *layout))
                 (logits, teacher), = capture.pairs
-                lengths = [len(r.response_ids) for r in batch]
-                if logits.shape[0] != sum(lengths):
-                    raise RuntimeError(f"{logits.shape[0]} positions for {sum(lengths)} response tokens")
-                base_logprobs = teacher.log_softmax(-1)
-                changed += int(((logits - teacher).abs().amax(-1) > 1e-3).sum())
-                total += logits.shape[0]
-                for g, guard in guards.items():
-                    for side in sides:
-                        stats = position_stats(logits if side == "fold" else teacher, base_logprobs, guard)
-                        for part in stats.split(lengths):
-                            spikes = part[:, 0]
-                            sums[(g, side)].append([float(spikes.sum()), float(1 - (1 - spikes).prod()),
-                                                    float(part[:, 1].sum()), float(part[:, 2].sum()),
-                                                    float(part[:, 3].sum()), part.shape[0]])
-                print(f"  {reading}: {start + len(batch)}/{len(rows)} answers", file=sys.stderr, flush=True)
+                if logits.shape[0] != sum(len(r.response_ids) for r in batch):
+                    raise RuntimeError(f"{logits.shape[0]} positions for {sum(len(r.response_ids) for r in batch)} "
+                                       f"response tokens")
+                yield batch, logits, teacher
+                print(f"  {label}{start + len(batch)}/{len(rows)} answers", file=sys.stderr, flush=True)
     finally:
         core_model.kl_to_teacher = capture.original
+
+
+def score(trainer: Trainer, guards: dict[str, Guard], base_side: bool, reading: str) -> list[dict]:
+    """Per guard (and per side: the fold's reading, and with ``base_side`` the base's), the per-answer sums."""
+    sides = ["fold"] + (["base"] if base_side else [])
+    sums = {(g, s): [] for g in guards for s in sides}
+    changed, total = 0, 0
+    off = adapters_disabled(trainer.model.base) if reading == "base reading" else contextlib.nullcontext()
+    with off:
+        for batch, logits, teacher in teacher_forced(trainer, f"{reading}: "):
+            lengths = [len(r.response_ids) for r in batch]
+            base_logprobs = teacher.log_softmax(-1)
+            changed += int(((logits - teacher).abs().amax(-1) > 1e-3).sum())
+            total += logits.shape[0]
+            for g, guard in guards.items():
+                for side in sides:
+                    stats = position_stats(logits if side == "fold" else teacher, base_logprobs, guard)
+                    for part in stats.split(lengths):
+                        spikes = part[:, 0]
+                        sums[(g, side)].append([float(spikes.sum()), float(1 - (1 - spikes).prod()),
+                                                float(part[:, 1].sum()), float(part[:, 2].sum()),
+                                                float(part[:, 3].sum()), part.shape[0]])
     out = []
     for (g, side), per in sums.items():
         t = torch.tensor(per, dtype=torch.float64)
@@ -147,7 +164,6 @@ def score(trainer: Trainer, guards: dict[str, Guard], base_side: bool, reading: 
 
 def main() -> None:
     data, names = sys.argv[1], sys.argv[2:] or list(READERS)
-    settings = json.loads(Path(SETTINGS).read_text())
     torch.set_num_threads(2)
     print(json.dumps({"machine": machine_info(2, "float32"), "data": data, "readers": names}), flush=True)
     for reading in names:
@@ -155,13 +171,9 @@ def main() -> None:
         if not (Path(path) / "hamburger_config.json").exists():
             print(f"(skipped {reading}: {path} missing)", file=sys.stderr)
             continue
-        with tempfile.TemporaryDirectory() as out:
-            cfg = TrainConfig.from_dict({**settings, "init": path, "out": out, "seed": 0, "data": data,
-                                         "eval_data": data, "eval_max_rows": 0})
-            trainer = Trainer(cfg)
-            guards = GUARDS if reading == "af-reader" else {"as asked": GUARDS["as asked"]}
-            for row in score(trainer, guards, base_side=reading == "af-reader", reading=reading):
-                print(json.dumps(row), flush=True)
+        guards = GUARDS if reading == "af-reader" else {"as asked": GUARDS["as asked"]}
+        for row in score(reader_trainer(data, path), guards, base_side=reading == "af-reader", reading=reading):
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,59 +8,41 @@ probability, the base's likeliest and its probability, and the base's NLL of the
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
 
-import hamburger.core.model as core_model
-from hamburger.train.batching import collate
-from hamburger.train.config import TrainConfig
-from hamburger.train.trainer import Trainer
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tail import GUARDS, READERS, SETTINGS, Capture, position_stats  # noqa: E402
+from tail import GUARDS, READERS, position_stats, reader_trainer, teacher_forced  # noqa: E402
 
 
 def main() -> None:
     data, rows = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "40"
     wanted = [int(i) for i in rows.split(",")] if "," in rows else list(range(int(rows)))
     torch.set_num_threads(2)
-    settings = json.loads(Path(SETTINGS).read_text())
-    with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig.from_dict({**settings, "init": READERS["af-reader"], "out": out, "seed": 0, "data": data,
-                                     "eval_data": data, "eval_max_rows": max(wanted) + 1})
-        trainer = Trainer(cfg)
+    trainer = reader_trainer(data, READERS["af-reader"], max(wanted) + 1)
     trainer.eval_rows = [trainer.eval_rows[i] for i in wanted]
-    tok, k, layout = trainer.tokenizer, trainer.model.config.max_steps, trainer.layouts[0]
-    capture = Capture()
-    core_model.kl_to_teacher = capture
+    tok, start = trainer.tokenizer, 0
     print("| answer | position | text before | fold's top (p) | base's top (p) | base NLL of fold's top | spike mass |")
     print("|---|---|---|---|---|---|---|")
-    with torch.no_grad():
-        trainer.objective.eval()
-        for start in range(0, len(trainer.eval_rows), 8):
-            batch = trainer.eval_rows[start:start + 8]
-            capture.pairs.clear()
-            trainer.objective(collate(batch, k, trainer.dist.device, *layout))
-            (logits, teacher), = capture.pairs
-            base_logprobs = teacher.log_softmax(-1)
-            spikes = position_stats(logits, base_logprobs, GUARDS["as asked"])[:, 0]
-            offset = 0
-            for n, row in enumerate(batch):
-                ids = row.response_ids
-                for i in range(len(ids)):
-                    t = offset + i
-                    if spikes[t] > 0.02:
-                        q = logits[t].softmax(-1)
-                        top, base_top = int(q.argmax()), int(base_logprobs[t].argmax())
-                        before = tok.decode(ids[max(0, i - 30):i]).replace("\n", "\\n").replace("|", "/")
-                        print(f"| {wanted[start + n]} | {i} | {before} | {tok.decode([top])!r} ({q[top]:.2f}) | "
-                              f"{tok.decode([base_top])!r} ({base_logprobs[t, base_top].exp():.2f}) | "
-                              f"{-base_logprobs[t, top]:.1f} | {spikes[t]:.2f} |", flush=True)
-                offset += len(ids)
+    for batch, logits, teacher in teacher_forced(trainer):
+        base_logprobs = teacher.log_softmax(-1)
+        spikes = position_stats(logits, base_logprobs, GUARDS["as asked"])[:, 0]
+        offset = 0
+        for n, row in enumerate(batch):
+            ids = row.response_ids
+            for i in range(len(ids)):
+                t = offset + i
+                if spikes[t] > 0.02:
+                    q = logits[t].softmax(-1)
+                    top, base_top = int(q.argmax()), int(base_logprobs[t].argmax())
+                    before = tok.decode(ids[max(0, i - 30):i]).replace("\n", "\\n").replace("|", "/")
+                    print(f"| {wanted[start + n]} | {i} | {before} | {tok.decode([top])!r} ({q[top]:.2f}) | "
+                          f"{tok.decode([base_top])!r} ({base_logprobs[t, base_top].exp():.2f}) | "
+                          f"{-base_logprobs[t, top]:.1f} | {spikes[t]:.2f} |", flush=True)
+            offset += len(ids)
+        start += len(batch)
 
 
 if __name__ == "__main__":
