@@ -33,7 +33,8 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "rkl": "sr trained by reverse KL only, `kl_mix 1` (session 45, ../2026-11-28-sampled-reader/)",
          "af-kv65": "af-reader with the KV budget `...:kv=0.65` (session 45, a curve point)",
          "guard-t05": "af-reader with folded rows drawing at T 0.5 (session 46, ../2026-11-28-tail-guard/, a curve "
-                      "point)"}
+                      "point)",
+         "guard-t06": "af-reader with folded rows drawing at T 0.6 (session 46, ../2026-11-28-tail-guard/)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -96,8 +97,8 @@ def main() -> None:
         print(HEADER)
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
-        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05"):  # (sessions 44-46: paired with the
-            # default model's reading)
+        # (sessions 44-46: paired with the default model's reading)
+        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06"):
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
@@ -106,6 +107,9 @@ def main() -> None:
                 shared = sorted(len(os.path.commonprefix(pair)) for pair in pairs)
                 print(f"({name}: answers sharing af-reader's text up to the first fold, same seeds: common prefix "
                       f"median {shared[len(shared) // 2]} characters, shortest {shared[0]})")
+        for name in ("guard-t05", "guard-t06"):  # (session 46: the repetition bar is the base's greedy answers)
+            if name in fresh:
+                print(f"\n{name} - base (greedy), paired: rep4 {diff(fresh[name][FOLD], fresh[name]['base'], 'rep4')}")
         for name in ("fkl", "rkl"):  # (session 45: the KL's direction alone, the same rows, order and seeds)
             if name in fresh and "sr" in fresh:
                 print(f"\n{name} - sr, paired: " + ", ".join(
