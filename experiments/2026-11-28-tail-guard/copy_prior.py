@@ -19,7 +19,7 @@ import torch
 from hamburger.bench.machine import machine_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tail import GUARDS, READERS, SPIKE, TAIL, TOP, reader_trainer, teacher_forced  # noqa: E402
+from tail import GUARDS, READERS, draw, draw_stats, reader_trainer, teacher_forced  # noqa: E402
 
 LAMBDAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 WINDOW, SHARE, NGRAM, MIN_NGRAM = 60, 0.45, 3, 2  # the default fold's window; engine/lookup.py's defaults
@@ -36,24 +36,6 @@ def latest_match(history: list[int]) -> int | None:
     return None
 
 
-def draw(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The as-asked draw of each row of ``logits`` [T, V] over its TOP likeliest tokens: (probabilities, indices)."""
-    guard = GUARDS["as asked"]
-    z = logits.float() / guard.temperature
-    values, index = z.topk(TOP, -1)
-    probs = (values - z.logsumexp(-1, keepdim=True)).exp()
-    cumulative = probs.double().cumsum(-1)
-    q = torch.where((cumulative - probs.double()) < guard.top_p, probs, 0.0)
-    return q / q.sum(-1, keepdim=True), index
-
-
-def stats(q: torch.Tensor, index: torch.Tensor, nll_all: torch.Tensor) -> list[float]:
-    """Spike mass, tail mass, expected base NLL and entropy of one position's draw ``q`` over ``index``."""
-    nll = nll_all[index]
-    return [float((q * (nll > SPIKE)).sum()), float((q * (nll > TAIL)).sum()), float((q * nll).sum()),
-            float(-(q * torch.where(q > 0, q.log(), 0.0)).sum())]
-
-
 def main() -> None:
     data = sys.argv[1]
     torch.set_num_threads(2)
@@ -63,15 +45,15 @@ def main() -> None:
     copies, right, positions = 0, 0, 0
     for batch, logits, teacher in teacher_forced(trainer):
         nll_all = -teacher.log_softmax(-1)
-        q_all, index_all = draw(logits)
-        p_all, p_index = draw(teacher)
+        q_all, index_all = draw(logits, GUARDS["as asked"])
+        p_all, p_index = draw(teacher, GUARDS["as asked"])
         offset = 0
         for row in batch:
             history = list(row.prompt_ids)
             for i, token in enumerate(row.response_ids):
                 t = offset + i
                 q, index = q_all[t], index_all[t]
-                base_sums += torch.tensor(stats(p_all[t], p_index[t], nll_all[t]), dtype=torch.float64)
+                base_sums += draw_stats(p_all[t], nll_all[t][p_index[t]]).double()
                 source = latest_match(history)
                 folded = len(row.prompt_ids) + i - max(WINDOW, int(SHARE * i))
                 copy = source is not None and len(row.prompt_ids) <= source < folded
@@ -87,7 +69,7 @@ def main() -> None:
                     spike[int(at[0, 0])] = 1.0
                 for lam in LAMBDAS:
                     mixed = (1 - lam) * q + lam * spike if copy else q
-                    sums[lam] += torch.tensor(stats(mixed, index, nll_all[t]), dtype=torch.float64)
+                    sums[lam] += draw_stats(mixed, nll_all[t][index]).double()
                 history.append(token)
                 positions += 1
             offset += len(row.response_ids)

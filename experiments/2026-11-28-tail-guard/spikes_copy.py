@@ -26,7 +26,7 @@ from hamburger.eval.run import gsm8k_examples
 HERE = Path(__file__).resolve().parent
 DRAWS = HERE.parent / "2026-11-27-draws"
 ROWS = HERE.parent / "2026-11-27-growing-first/gsm8k_dev_120_240.jsonl"
-ARMS = ("s45", "af-reader", "offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05")
+ARMS = ("s45", "af-reader", "offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06")
 SPIKE, WINDOW, SHARE = 6.0, 60, 0.45
 
 
@@ -55,7 +55,7 @@ def main() -> None:
     print("| arm | answers > 6 nats | whose base-likeliest token is in the folded history | ... and base >= 0.9 "
           "| lookup drafts the base-likeliest |")
     print("|---|---|---|---|---|")
-    lines = []
+    lines, totals = [], [0, 0, 0, 0]
     for name in ("base-sampled",) + ARMS:
         run = DRAWS / f"eval-rows120-240-{'s45' if name == 'base-sampled' else name}/examples.jsonl"
         if not run.exists():
@@ -67,10 +67,14 @@ def main() -> None:
         found = [at_worst(lm, tokenizer, questions[r["id"]], r["text"]) for r in rows]
         copied = sum(f[5] for f in found)
         sure = sum(f[5] and f[4] >= 0.9 for f in found)
-        print(f"| {name} | {len(found)} | {copied} | {sure} | {sum(f[6] for f in found)} |")
+        counts = [len(found), copied, sure, sum(f[6] for f in found)]
+        print("| " + " | ".join([name] + [str(c) for c in counts]) + " |")
+        if name != "base-sampled":
+            totals = [t + c for t, c in zip(totals, counts)]
         lines += [f"| {name} | {r['id']} | {r.get('draw') or 0} | {f[0]:.2f} | {f[1]} | {f[2]!r} "
                   f"| {f[3]!r} ({f[4]:.2f}) "
                   f"| {'yes' if f[5] else 'no'} | {'yes' if f[6] else 'no'} |" for r, f in zip(rows, found)]
+    print("| every fold arm | " + " | ".join(map(str, totals)) + " |")
     print("\n| arm | id | draw | worst NLL | position | token | base's likeliest (p) | in folded history | lookup "
           "drafts it |")
     print("|---|---|---|---|---|---|---|---|---|")

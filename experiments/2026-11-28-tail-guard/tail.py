@@ -61,13 +61,12 @@ GUARDS = {"as asked": Guard(), "T 0.6": Guard(temperature=0.6), "T 0.5": Guard(t
           "min-p 0.1": Guard(min_p=0.1), "min-p 0.2": Guard(min_p=0.2)}
 
 
-def position_stats(logits: torch.Tensor, base_logprobs: torch.Tensor, guard: Guard) -> torch.Tensor:
-    """[T, 4]: spike mass, tail mass, expected base NLL and entropy of the draw ``guard`` makes from ``logits``
-    [T, V], the NLL under ``base_logprobs`` [T, V]."""
+def draw(logits: torch.Tensor, guard: Guard) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distribution ``guard`` draws from at each row of ``logits`` [T, V], over the row's TOP likeliest tokens:
+    (probabilities [T, TOP], token ids [T, TOP])."""
     z = logits.float() / guard.temperature
-    lse = z.logsumexp(-1, keepdim=True)
     values, index = z.topk(TOP, -1)
-    probs = (values - lse).exp()
+    probs = (values - z.logsumexp(-1, keepdim=True)).exp()
     cumulative = probs.double().cumsum(-1)
     if (cumulative[:, -1] < guard.top_p).any():
         raise RuntimeError(f"the top {TOP} tokens hold less than top-p somewhere: raise TOP")
@@ -75,10 +74,20 @@ def position_stats(logits: torch.Tensor, base_logprobs: torch.Tensor, guard: Gua
     if guard.min_p > 0:
         keep &= probs >= guard.min_p * probs[:, :1]
     q = torch.where(keep, probs, 0.0)
-    q = q / q.sum(-1, keepdim=True)
-    nll = -base_logprobs.gather(-1, index)
+    return q / q.sum(-1, keepdim=True), index
+
+
+def draw_stats(q: torch.Tensor, nll: torch.Tensor) -> torch.Tensor:
+    """[..., 4]: spike mass, tail mass, expected base NLL and entropy of draws ``q`` [..., K] whose tokens the base
+    gives ``nll`` [..., K]."""
     entropy = -(q * torch.where(q > 0, q.log(), 0.0)).sum(-1)
     return torch.stack([(q * (nll > SPIKE)).sum(-1), (q * (nll > TAIL)).sum(-1), (q * nll).sum(-1), entropy], -1)
+
+
+def position_stats(logits: torch.Tensor, base_logprobs: torch.Tensor, guard: Guard) -> torch.Tensor:
+    """[T, 4]: `draw_stats` of the draw ``guard`` makes from ``logits`` [T, V], the NLL under ``base_logprobs``."""
+    q, index = draw(logits, guard)
+    return draw_stats(q, -base_logprobs.gather(-1, index))
 
 
 class Capture:
