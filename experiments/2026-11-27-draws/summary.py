@@ -35,7 +35,9 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "guard-t05": "af-reader with folded rows drawing at T 0.5 (session 46, ../2026-11-28-tail-guard/, a curve "
                       "point)",
          "guard-t06": "af-reader with folded rows drawing at T 0.6 (session 46, ../2026-11-28-tail-guard/)",
-         "content65": "af-kv65 with the answer's own copy sources leaving last (session 47, ../2026-11-28-copy-keep/)"}
+         "content65": "af-kv65 with the answer's own copy sources leaving last (session 47, ../2026-11-28-copy-keep/)",
+         "op": "the default model with a reader trained on its own sampled answers (session 47, "
+               "../2026-11-28-on-policy/)"}
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -99,7 +101,7 @@ def main() -> None:
         for name, got in fresh.items():
             print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
         # (sessions 44-46: paired with the default model's reading)
-        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06", "content65"):
+        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06", "content65", "op"):
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
@@ -114,7 +116,8 @@ def main() -> None:
         if "content65" in fresh and "af-kv65" in fresh:  # (session 47: at the same KV budget)
             print("\ncontent65 - af-kv65, paired: " + ", ".join(
                 f"{m} {diff(fresh['content65'][FOLD], fresh['af-kv65'][FOLD], m)}" for m in METRICS))
-        for name in ("fkl", "rkl"):  # (session 45: the KL's direction alone, the same rows, order and seeds)
+        for name in ("fkl", "rkl", "op"):  # (session 45: the KL's direction alone, the same rows, order and seeds;
+            # session 47: op, the same prompts answered by the fold instead of the base)
             if name in fresh and "sr" in fresh:
                 print(f"\n{name} - sr, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['sr'][FOLD], m)}" for m in METRICS))
