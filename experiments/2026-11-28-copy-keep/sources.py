@@ -31,11 +31,9 @@ from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.prompt import encode_prompt
 from hamburger.eval.run import gsm8k_examples
 
-HERE = Path(__file__).resolve().parent
-DRAWS = HERE.parent / "2026-11-27-draws"
-ROWS = HERE.parent / "2026-11-27-growing-first/gsm8k_dev_120_240.jsonl"
-ARMS = ("s45", "af-reader", "offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06")
-SPIKE, WINDOW, SHARE = 6.0, 60, 0.45
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "2026-11-28-tail-guard"))
+from spikes_copy import ARMS, DRAWS, ROWS, SHARE, SPIKE, WINDOW  # noqa: E402  (session 46's arms and constants)
+
 RULES = ("repeated", "novel", "either", "both")
 CUT = parse_folding(DEFAULT_FOLD).segments
 

@@ -5,10 +5,10 @@
 #   1. prompts.py: the prompts of 560 of the 1120 long training rows (seed 0) -> runs/sampled-reader/prompts.jsonl;
 #   2. `hamburger distill`: the base answers each once, sampled (T 0.7, top-p 0.9, seed 44, 256 tokens);
 #   3. `hamburger segment` (sliding 0.9, as the CPU split) and long_rows.py (answers of >= 100 tokens);
-#   4. `hamburger train`: from the shipped reader (the committed warm start at `lora_scope: after_fold`,
-#      ../2026-11-27-keep-fold-full/rebuild.py), the after-fold arm's settings (LoRA rank 16, lr 2e-4 constant, no
-#      warm-up, pure KL half reversed, batches of 8), seed 3, STEPS steps (default 48), held-out KL on the greedy
-#      held-out rows (val-long) at the end only (the start's is the after-fold runs' step 0: 0.02756).
+#   4. `hamburger train` (train_reader.sh): from the shipped reader (the committed warm start at `lora_scope:
+#      after_fold`, ../2026-11-27-keep-fold-full/rebuild.py), the after-fold arm's settings (LoRA rank 16, lr 2e-4
+#      constant, no warm-up, pure KL half reversed, batches of 8), seed 3, STEPS steps (default 48), held-out KL on
+#      the greedy held-out rows (val-long) at the end only (the start's is the after-fold runs' step 0: 0.02756).
 # Session 45: KL_MIX=0 ARM=fkl (step 4 only, the same rows in the same order): pure forward KL(base || reader), which
 # covers the base's spread, where the half-reversed KL may favour its likelier, more repetitive continuations; and
 # KL_MIX=1 ARM=rkl: pure reverse KL(reader || base), the term a sampled answer's NLL under the base pays.
@@ -29,17 +29,6 @@ nice -n 5 $HB distill --prompts $R/prompts.jsonl --out $R/sampled.jsonl --temper
 [ -s $R/segmented.jsonl.meta.json ] || nice -n 5 $HB segment --data $R/sampled.jsonl --strategy sliding \
     --sliding-p 0.9 --out $R/segmented.jsonl --threads 2 > $R/segment.log 2>&1
 [ -s $R/train-long.jsonl ] || .venv/bin/python $K/long_rows.py $R/segmented.jsonl $R/train-long.jsonl
-[ -f runs/keep-fold/warm-after-export/hamburger_config.json ] || \
-    .venv/bin/python $K/rebuild.py runs/keep-fold/warm-after-export after_fold
 out=$R/train${ARM:+-$ARM}
-if [ -f $out/last/trainer_state.pt ]; then nice -n 5 $HB train --out $out --resume
-else
-    nice -n 5 $HB train --set init=runs/keep-fold/warm-after-export --set base_mode=lora --set lora_scope=after_fold \
-        --set verify_fold=segments:60:0.45:first:steps=8:p=0.7 \
-        --set data=$R/train-long.jsonl --set eval_data=runs/keep-fold/val-long.jsonl --set eval_every=$STEPS \
-        --set stop_loss_weight=0 --set kl_weight=1 --set token_loss_weight=0 --set kl_mix=$KL_MIX --set lr_base=2e-4 \
-        --set lr_grafted=0 --set min_lr=2e-4 --set warmup_steps=0 --set batch_size=8 --set epochs=1 --set seed=3 \
-        --set max_train_steps=$STEPS --set save_every=8 --set log_every=1 --set threads=2 --set progress=false \
-        --set out=$out
-fi > $out.log 2>&1
+bash $E/train_reader.sh $R/train-long.jsonl $out $STEPS $KL_MIX
 mkdir -p $E/${out#$R/} && cp $out/metrics.jsonl $out/config.json $E/${out#$R/}/
