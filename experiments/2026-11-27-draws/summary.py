@@ -37,7 +37,13 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "guard-t06": "af-reader with folded rows drawing at T 0.6 (session 46, ../2026-11-28-tail-guard/)",
          "content65": "af-kv65 with the answer's own copy sources leaving last (session 47, ../2026-11-28-copy-keep/)",
          "op": "the default model with a reader trained on its own sampled answers (session 47, "
-               "../2026-11-28-on-policy/)"}
+               "../2026-11-28-on-policy/)",
+         "fh4": "af-reader with four full key/value heads (session 48, ../2026-11-28-full-heads/; KV as a cache "
+                "holding every slot for those heads would)",
+         "af-kv59": "af-reader with the KV budget `...:kv=0.59`, fh4's expected KV (session 48, its control)",
+         "fh4-base": "fh4 read by the base, no fold reader (session 48)"}
+FULL_HEADS = {"fh4": 4, "fh4-base": 4}  # arms whose chosen heads keep every slot (../2026-11-28-full-heads/heads.py)
+KV_HEADS = 30 * 3  # the base's layers x key/value heads (SmolLM2-135M)
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
 SPIKE = 6.0  # nats: a token the base gives < 0.25%
 FOLD, BASE = "verify-fold-sampled", "base-sampled"
@@ -62,15 +68,17 @@ def only(rows: dict[str, list[dict]], draw: int) -> dict[str, list[dict]]:
     return {i: [r for r in draws if r.get("draw", 0) == draw] for i, draws in rows.items()}
 
 
-def arm_row(label: str, got: dict, reference: dict | None) -> str:
+def arm_row(label: str, got: dict, reference: dict | None, full_heads: int = 0) -> str:
     """A table row of one arm (by_prompt records): tau, the answers' KV, spikes per draw, each metric against
-    base-sampled, and the first two paired with ``reference`` (another arm's sampled records; None: "-")."""
+    base-sampled, and the first two paired with ``reference`` (another arm's sampled records; None: "-").
+    ``full_heads``: that many of the `KV_HEADS` keep every answer slot (the records count the folded heads' slots)."""
     fold, base = got[FOLD], got[BASE]
     rows = [r for draws in fold.values() for r in draws]
     draws = len(rows) // len(fold)
     tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
     kv = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) / \
         sum(r["tokens"] - 1 for r in rows)  # the answers' slots at their end (eval's answers' KV)
+    kv += full_heads / KV_HEADS * (1 - kv)
     spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
     paired = [diff(fold, reference, m) if reference is not None else "-" for m in METRICS[:2]]
     return (f"| {label} | {len(fold)} x {draws} | {tau:.2f} | {kv:.3f} | {spikes[0]:.1f} ({spikes[1]:.1f}) | "
@@ -99,9 +107,11 @@ def main() -> None:
         print("\n## Fresh dev rows 120-239 (after the result above), three draws\n")
         print(HEADER)
         for name, got in fresh.items():
-            print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None))
+            print(arm_row(f"{name}: {FRESH[name]}", got, fresh["s45"][FOLD] if name != "s45" else None,
+                          FULL_HEADS.get(name, 0)))
         # (sessions 44-46: paired with the default model's reading)
-        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06", "content65", "op"):
+        for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06", "content65", "op",
+                     "fh4", "af-kv59"):
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
@@ -116,6 +126,9 @@ def main() -> None:
         if "content65" in fresh and "af-kv65" in fresh:  # (session 47: at the same KV budget)
             print("\ncontent65 - af-kv65, paired: " + ", ".join(
                 f"{m} {diff(fresh['content65'][FOLD], fresh['af-kv65'][FOLD], m)}" for m in METRICS))
+        if "fh4" in fresh and "af-kv59" in fresh:  # (session 48: the same KV spent on the newest groups)
+            print("\nfh4 - af-kv59, paired: " + ", ".join(
+                f"{m} {diff(fresh['fh4'][FOLD], fresh['af-kv59'][FOLD], m)}" for m in METRICS))
         for name in ("fkl", "rkl", "op"):  # (session 45: the KL's direction alone, the same rows, order and seeds;
             # session 47: op, the same prompts answered by the fold instead of the base)
             if name in fresh and "sr" in fresh:
