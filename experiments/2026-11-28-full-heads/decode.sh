@@ -12,8 +12,7 @@ D=experiments/2026-11-27-draws
 G=experiments/2026-11-27-growing-first
 out=$D/eval-rows120-240-${NAME:-fh4}
 export MKL_CBWR=AVX2  # as the decodes it is paired with
-FULL_HEADS=$(.venv/bin/python -c "import json; rows = [json.loads(l) for l in open('$E/scores.jsonl')]
-print(json.dumps([[r['layer'], r['kv_head']] for r in rows if 'layer' in r][:${HEADS:-4}]))")
+FULL_HEADS=$(.venv/bin/python $E/chosen.py ${HEADS:-4})
 export FULL_HEADS
 [ -s $out/summary.json ] || nice -n 10 .venv/bin/python $E/heads.py eval ${MODEL:+--model $MODEL} --sample only \
     --draws 3 --verify-fold segments:60:0.45:first:steps=8:p=0.7 --verify-confidence 0.3 --verify-lookup 10 \

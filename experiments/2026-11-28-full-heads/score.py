@@ -10,9 +10,11 @@ Then, for each (layer, key/value head) in turn, the same forward with that head 
 (heads.py's two-channel mask). Per answer position after the first fold: KL(base with its full cache || the folded
 reading). A head's score is the mean over answers of the mean KL it takes away; also the same over each answer's 5%
 of positions where the folded reading is furthest from the base (the tail, where spikes sit). The last lines score the
-chosen set together (``--chosen``).
+chosen set together (``--chosen``, with ``--chosen-only`` alone: chosen.jsonl).
 
-    python experiments/2026-11-28-full-heads/score.py --answers 20 > experiments/2026-11-28-full-heads/scores.jsonl
+    E=experiments/2026-11-28-full-heads
+    python $E/score.py --answers 20 > $E/scores.jsonl
+    python $E/score.py --answers 20 --chosen "$(python $E/chosen.py)" --chosen-only > $E/chosen.jsonl
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=20, help="answers to score (the first that are long enough)")
     parser.add_argument("--min-tokens", type=int, default=160, help="shortest answer scored (tokens)")
     parser.add_argument("--chosen", default="", help="a JSON list of [layer, kv head] to score together at the end")
+    parser.add_argument("--chosen-only", action="store_true", help="score only the --chosen set (not each head)")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     set_threads(args.threads)
@@ -123,7 +126,7 @@ def main() -> None:
             tail = folded_kl.topk(max(1, int(TAIL * len(folded_kl)))).indices
             base_kl.append(folded_kl.mean().item())
             base_tail.append(folded_kl[tail].mean().item())
-            for u in units + ([None] if chosen else []):
+            for u in ([] if args.chosen_only else units) + ([None] if chosen else []):
                 heads.set_full_heads([u] if u is not None else chosen)
                 got = kl(full, log_probs(model, lean, ids, mask, at))
                 gain, tail_gain = (folded_kl - got).mean().item(), (folded_kl[tail] - got[tail]).mean().item()
@@ -137,7 +140,7 @@ def main() -> None:
                   f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     print(json.dumps({"folded_kl": mean(base_kl), "folded_tail_kl": mean(base_tail), "answers": len(base_kl)}))
-    for u in sorted(units, key=lambda u: -mean(gains[u])):
+    for u in sorted(units, key=lambda u: -mean(gains[u])) if not args.chosen_only else []:
         print(json.dumps({"layer": u[0], "kv_head": u[1], "kl_gain": mean(gains[u]),
                           "tail_kl_gain": mean(tail_gains[u])}))
     if chosen:
