@@ -120,7 +120,7 @@ def main() -> None:
                 shared = sorted(len(os.path.commonprefix(pair)) for pair in pairs)
                 print(f"({name}: answers sharing af-reader's text up to the first fold, same seeds: common prefix "
                       f"median {shared[len(shared) // 2]} characters, shortest {shared[0]})")
-        for name in ("guard-t05", "guard-t06"):  # (session 46: the repetition bar is the base's greedy answers)
+        for name in ("guard-t05", "guard-t06", "fh4"):  # (sessions 46, 48: the repetition bar: base greedy)
             if name in fresh:
                 print(f"\n{name} - base (greedy), paired: rep4 {diff(fresh[name][FOLD], fresh[name]['base'], 'rep4')}")
         if "content65" in fresh and "af-kv65" in fresh:  # (session 47: at the same KV budget)
