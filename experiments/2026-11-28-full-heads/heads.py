@@ -7,8 +7,9 @@ itself stays as the engine keeps it (holes in the folded view), and the slots th
 so attention gets two masks: channel 0 the folded view, channel 1 the folded view with the fold's holes seen again;
 each layer's query heads pick their channel (the query heads of one key/value head share it). The KV a real cache
 would hold is the folded slots for every head but the full ones: each full head adds ``1 / (layers x kv heads)`` of
-the fold's saved slots (`kv_with_full_heads`). Slots a fold took out stay in the buffers (compaction squeezes out only
-slots that neither view reads), so the patch costs memory; its decodes measure quality, not speed.
+the fold's saved slots (as `../2026-11-27-draws/summary.py` counts it). Slots a fold took out stay in the buffers
+(compaction squeezes out only slots that neither view reads), so the patch costs memory; its decodes measure
+quality, not speed.
 
     FULL_HEADS='[[layer, kv_head], ...]' python experiments/2026-11-28-full-heads/heads.py eval ARGS...
 """
@@ -24,7 +25,7 @@ import torch
 from hamburger.core import lean as core_lean
 from hamburger.core.masks import slot_mask
 from hamburger.engine import verify
-from hamburger.engine.cache import SlotCache
+from hamburger.engine.cache import COMPACT_AT, SlotCache
 
 FULL: set[tuple[int, int]] = set()  # the full heads: (layer, key/value head)
 
@@ -46,12 +47,6 @@ def pick_channels(mask: torch.Tensor | None, attn) -> torch.Tensor | None:
     per_kv = attn.config.num_attention_heads // attn.config.num_key_value_heads
     sel = torch.tensor([int(h // per_kv in full) for h in range(attn.config.num_attention_heads)], device=mask.device)
     return mask.index_select(1, sel)
-
-
-def kv_with_full_heads(kv: float, units: int, layers: int, kv_heads: int) -> float:
-    """Answers' KV (slots per answer token) when ``units`` of the ``layers x kv_heads`` heads keep every slot."""
-    share = units / (layers * kv_heads)
-    return (1 - share) * kv + share
 
 
 _lean_init = core_lean.LeanStack.__init__
@@ -118,7 +113,7 @@ def _compact_both(self):
 
 
 def _compact_if_holey_both(self):
-    if int((~(self.valid | self.folded)).sum()) > 0.25 * self.valid.numel():
+    if int((~(self.valid | self.folded)).sum()) > COMPACT_AT * self.valid.numel():
         _compact_both(self)
 
 
