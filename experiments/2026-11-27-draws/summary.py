@@ -23,7 +23,9 @@ ARMS = {"s45": "the default fold, `segments:60:0.45:first:steps=8:p=0.7`",
         "kf-lora": "s45 read by a base trained on it (session 40, ../2026-11-27-keep-fold-full/, arm lora)",
         "af-warm": "s45 read by the same line's adapters from the first fold on only (session 41, its warm start at "
                    "`lora_scope: after_fold`)",
-        "af-train": "af-warm trained on under that scope (session 41, ../2026-11-27-keep-fold-full/, arm after-fold)"}
+        "af-train": "af-warm trained on under that scope (session 41, ../2026-11-27-keep-fold-full/, arm after-fold)",
+        "kf-gpu": "af-warm's recipe trained on a GPU at ~15x its tokens (session 49, "
+                  "../2026-11-28-gpu-keep-fold-after/)"}
 FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "af-reader": "the default model with af-warm as its fold reader (session 43, ../2026-11-27-keep-fold-full/)",
          "offtop": "af-reader with off-top tokens kept in their slots, `...:offtop` (session 44, ../2026-11-28-offtop/)",
@@ -41,7 +43,8 @@ FRESH = {"s45": ARMS["s45"],  # (the arms decoded on dev rows 120-239 too)
          "fh4": "af-reader with four full key/value heads (session 48, ../2026-11-28-full-heads/; KV as a cache "
                 "holding every slot for those heads would)",
          "af-kv59": "af-reader with the KV budget `...:kv=0.59`, fh4's expected KV (session 48, its control)",
-         "fh4-base": "fh4 read by the base, no fold reader (session 48)"}
+         "fh4-base": "fh4 read by the base, no fold reader (session 48)",
+         "kf-gpu": ARMS["kf-gpu"]}
 FULL_HEADS = {"fh4": 4, "fh4-base": 4}  # arms whose chosen heads keep every slot (../2026-11-28-full-heads/heads.py)
 KV_HEADS = 30 * 3  # the base's layers x key/value heads (SmolLM2-135M)
 METRICS = ("worst_token_nll", "nll_per_token", "rep4")
@@ -100,6 +103,9 @@ def main() -> None:
         if name in arms and "kf-lora" in arms:
             print(f"\n{name} - kf-lora, paired: " + ", ".join(
                 f"{m} {diff(arms[name][FOLD], arms['kf-lora'][FOLD], m)}" for m in METRICS[:2]))
+    if "kf-gpu" in arms and "af-warm" in arms:  # (session 49: the GPU reader against the shipped reader's adapters)
+        print("\nkf-gpu - af-warm, paired: " + ", ".join(
+            f"{m} {diff(arms['kf-gpu'][FOLD], arms['af-warm'][FOLD], m)}" for m in METRICS))
     fresh = {name: by_prompt([json.loads(line) for line in (run / "examples.jsonl").read_text().splitlines()],
                              task_of=None)
              for name in FRESH if ((run := HERE / f"eval-rows120-240-{name}") / "summary.json").exists()}
@@ -111,7 +117,7 @@ def main() -> None:
                           FULL_HEADS.get(name, 0)))
         # (sessions 44-46: paired with the default model's reading)
         for name in ("offtop", "sr", "fkl", "rkl", "af-kv65", "guard-t05", "guard-t06", "content65", "op",
-                     "fh4", "af-kv59"):
+                     "fh4", "af-kv59", "kf-gpu"):
             if name in fresh and "af-reader" in fresh:
                 print(f"\n{name} - af-reader, paired: " + ", ".join(
                     f"{m} {diff(fresh[name][FOLD], fresh['af-reader'][FOLD], m)}" for m in METRICS))
@@ -120,7 +126,8 @@ def main() -> None:
                 shared = sorted(len(os.path.commonprefix(pair)) for pair in pairs)
                 print(f"({name}: answers sharing af-reader's text up to the first fold, same seeds: common prefix "
                       f"median {shared[len(shared) // 2]} characters, shortest {shared[0]})")
-        for name in ("guard-t05", "guard-t06", "fh4"):  # (sessions 46, 48: the issue's repetition bar: base greedy)
+        for name in ("guard-t05", "guard-t06", "fh4", "kf-gpu"):  # (sessions 46, 48, 49: the issue's repetition
+            # bar: base greedy)
             if name in fresh:
                 print(f"\n{name} - base (greedy), paired: rep4 {diff(fresh[name][FOLD], fresh[name]['base'], 'rep4')}")
         if "content65" in fresh and "af-kv65" in fresh:  # (session 47: at the same KV budget)
