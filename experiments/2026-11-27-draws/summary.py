@@ -136,6 +136,9 @@ def main() -> None:
         if "fh4" in fresh and "af-kv59" in fresh:  # (session 48: the same KV spent on the newest groups)
             print("\nfh4 - af-kv59, paired: " + ", ".join(
                 f"{m} {diff(fresh['fh4'][FOLD], fresh['af-kv59'][FOLD], m)}" for m in METRICS))
+        if "fh4-base" in fresh and "fh4" in fresh:  # (session 49: what the fold reader adds with full heads)
+            print("\nfh4-base - fh4, paired: " + ", ".join(
+                f"{m} {diff(fresh['fh4-base'][FOLD], fresh['fh4'][FOLD], m)}" for m in METRICS))
         for name in ("fkl", "rkl", "op"):  # (session 45: the KL's direction alone, the same rows, order and seeds;
             # session 47: op, the same prompts answered by the fold instead of the base)
             if name in fresh and "sr" in fresh:
