@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from hamburger.cli.options import add_confidence_sweep, add_max_new_tokens, add_model, add_runtime, device_of, names
+from hamburger.engine.full_heads import parse_full_heads
 from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.verify import VERIFY_CONFIDENCE
 from hamburger.eval import calibrate as calibrate_library
@@ -27,7 +28,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                        base_sampled=not args.no_base_sampled, bands=bands, dtype=args.dtype, device=device,
                        base=args.base, verify_fold=args.verify_fold, verify_confidence=args.verify_confidence,
                        verify_lookup=args.verify_lookup, reuse_base=args.reuse_base, sample=args.sample,
-                       verify_ngrams=args.verify_ngrams, draws=args.draws)
+                       verify_ngrams=args.verify_ngrams, draws=args.draws, full_heads=args.full_heads)
     print(summary.read_text())
     return 0
 
@@ -79,6 +80,9 @@ def register(sub) -> None:
                         "answer tokens fold into one KV slot per group once WINDOW tokens follow them, GROUPS "
                         "segments (the base's entropy cut) or forwards; optional SHARE, KEEP (merged, last or first), "
                         "steps=N and p=P, e.g. segments:8 or segments:64:first:steps=8:p=0.7 (see generate --fold)")
+    p.add_argument("--full-heads", type=parse_full_heads, default=None, metavar="LAYER:HEAD,...",
+                   help="--verify-fold: these key/value heads of the base (LAYER:HEAD pairs, or none) keep every slot "
+                        "the fold takes out, the others read the fold (default: the checkpoint's own full heads)")
     p.add_argument("--verify-confidence", type=float, default=None,
                    help="--verify and --verify-fold draft while the stop head's 1 - p_stop >= this (default "
                         f"{VERIFY_CONFIDENCE}; "

@@ -11,6 +11,7 @@ import argparse
 
 from hamburger.cli import options
 from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.full_heads import parse_full_heads
 from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.verify import VERIFY_CONFIDENCE
 from hamburger.errors import HamburgerError
@@ -21,7 +22,7 @@ MODES = ("verify", "verify_fold", "hamburger")  # the default first
 
 
 def add_mode_options(p: argparse.ArgumentParser) -> None:
-    """--mode, --draft, --fold, --lookup and --ngrams."""
+    """--mode, --draft, --fold, --full-heads, --lookup and --ngrams."""
     p.add_argument("--mode", choices=MODES, default=MODES[0],
                    help="verify (default): lossless, the micro-step decoder and prompt lookup draft and the base "
                         "model checks every token (its greedy output exactly, or its distribution when sampling; one "
@@ -47,6 +48,10 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")
+    p.add_argument("--full-heads", type=parse_full_heads, default=None, metavar="LAYER:HEAD,...",
+                   help="with folding: these key/value heads of the base (LAYER:HEAD pairs, or none) keep every slot "
+                        "the fold takes out, so they still read the whole answer, and the others read the fold; "
+                        "each costs its share of the KV the fold saves (default: the checkpoint's own full heads)")
     p.add_argument("--lookup", type=int, default=None, metavar="N",
                    help="in the verify modes: where the text's last 2-3 tokens occurred before (in the prompt or the "
                         "answer), draft the up to N tokens that followed them (prompt lookup; free: no forward makes "
@@ -64,9 +69,11 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
 def check_mode_options(args: argparse.Namespace) -> None:
     """The verify modes' options are refused in mode hamburger."""
     for flag, value in (("--draft", args.draft), ("--fold", args.fold), ("--lookup", args.lookup),
-                        ("--ngrams", args.ngrams)):
+                        ("--ngrams", args.ngrams), ("--full-heads", args.full_heads)):
         if value is not None and args.mode == "hamburger":
             raise HamburgerError(f"{flag} applies to the verify modes only (verify, the default, and verify_fold)")
+    if args.full_heads is not None and not folding_spec(args):
+        raise HamburgerError("--full-heads keeps slots a fold takes out: it needs --mode verify_fold or --fold")
 
 
 def folding_spec(args: argparse.Namespace) -> str | None:
@@ -109,5 +116,5 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft, draft_vocab=model.draft_vocab,
                                 fold=parse_folding(spec) if (spec := folding_spec(args)) else None,
                                 lookup=PromptLookup(tokens=lookup) if lookup else None,
-                                ngrams=model_ngrams(model, args.ngrams))
+                                ngrams=model_ngrams(model, args.ngrams), full_heads=args.full_heads)
     return Generation(model, tokenizer, ids, configs)

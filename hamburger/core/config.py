@@ -14,6 +14,24 @@ def check_confidence(value: float, name: str = "confidence") -> float:
     return value
 
 
+def check_full_heads(heads, base_config) -> list[tuple[int, int]]:
+    """``heads`` ((layer, key/value head) pairs, `HamburgerConfig.full_heads`) sorted, each in range for the base's
+    transformers config ``base_config``; duplicates refused."""
+    layers, kv_heads = base_config.num_hidden_layers, base_config.num_key_value_heads
+    out = []
+    for pair in heads:
+        if len(pair) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair):
+            raise HamburgerError(f"a full head is a [layer, key/value head] pair of integers, got {pair!r}")
+        layer, head = pair
+        if not (0 <= layer < layers and 0 <= head < kv_heads):
+            raise HamburgerError(f"full head {[layer, head]} is out of range for a base of {layers} layers and "
+                                 f"{kv_heads} key/value heads")
+        out.append((layer, head))
+    if len(set(out)) != len(out):
+        raise HamburgerError(f"full heads repeat: {sorted(out)}")
+    return sorted(out)
+
+
 def derive_tap_layers(num_layers: int, num_taps: int) -> list[int]:
     """Evenly spaced base layers whose outputs feed the micro-step decoder (0-based module indices).
 
@@ -117,6 +135,8 @@ class HamburgerConfig:
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
     fold_tail: int = 0  # with single_tail: fold a split group into one merged slot d groups later, see above
     msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
+    # verify_fold: the base's [layer, key/value head] pairs that keep every slot a fold takes out (`engine/full_heads.py`)
+    full_heads: list[list[int]] = field(default_factory=list)
 
     @property
     def reads_merge_history(self) -> bool:
@@ -185,6 +205,7 @@ class HamburgerConfig:
         self.merger_heads = self.merger_heads or text.num_attention_heads
         self.slot_dim = self.slot_dim or d // 2
         self.stop_hidden = self.stop_hidden or d // 2
+        self.full_heads = [list(pair) for pair in check_full_heads(self.full_heads, text)]
         return self.validate()
 
     def to_dict(self) -> dict:

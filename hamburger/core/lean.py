@@ -143,14 +143,18 @@ class LeanStack:
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
+        split = getattr(cache, "full_heads", None)  # a `FullHeadCache`'s split layers
         for i, (layer, (before_attention, before_mlp)) in enumerate(zip(stack.layers, self.norms)):
             attn, mlp = layer.self_attn, layer.mlp
             x = before_attention(h)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (_linear(p, x, fuse).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
             q, k = rotate(q, k)
-            k, v = cache.update(k, v, attn.layer_idx)
-            out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
+            if split is not None and attn.layer_idx in split.splits:  # (full heads: `engine/full_heads.py`)
+                out = split.attend(self.attend, attn, q, k, v, attention_mask, attn.scaling)
+            else:
+                k, v = cache.update(k, v, attn.layer_idx)
+                out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
             h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
             x = before_mlp(h)
             gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) * _linear(mlp.up_proj, x, fuse)

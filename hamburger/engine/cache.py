@@ -184,6 +184,12 @@ class SlotCache:
             self.kv.batch_select_indices(rows)
         self.valid = self.valid[rows]
 
+    def reject_last(self, row: int, count: int) -> None:
+        """Mark the last ``count`` slots of row ``row`` invalid (its rejected drafts; they stay until cropped or
+        compacted)."""
+        if count > 0:
+            self.valid[row, self.filled - count:] = False
+
     def drop_last(self, n: int) -> None:
         """Remove the last ``n`` slots of every row (rejected speculative positions); dynamic cache only."""
         if n <= 0:

@@ -320,6 +320,10 @@ class Generation:
                 ready.append(([i], cache, hidden, features))
         return ready
 
+    def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
+        """An empty cache for ``batch_size`` rows (static with ``capacity`` slots)."""
+        return SlotCache(self.model.base.config, batch_size, self.model.device, capacity)
+
     def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None,
                        earlier: torch.Tensor | None = None):
         """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk); ``earlier``: the
@@ -327,7 +331,7 @@ class Generation:
         model = self.model
         ids = torch.tensor([prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
-        cache = cache or SlotCache(model.base.config, 1, model.device)
+        cache = cache or self._new_cache(1)
         mask = cache.extend(torch.ones_like(ids, dtype=torch.bool))
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
         return cache, *model.decode_features(final, features, previous=earlier)
@@ -348,7 +352,7 @@ class Generation:
             per_step = model.config.single_tail + 1 + bool(model.config.fold_tail)  # (a fold's new slot; holes stay)
             capacity = width + per_step * longest if model.config.single_tail else \
                 min(model.context_length, width + longest)
-        cache = SlotCache(model.base.config, len(rows), model.device, capacity)
+        cache = self._new_cache(len(rows), capacity)
         mask = cache.extend(valid.to(model.device))
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)

@@ -32,11 +32,13 @@ from typing import Iterator
 import torch
 from transformers import DynamicCache
 
+from hamburger.core.config import check_full_heads
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import Drafter
 from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
+from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
@@ -136,6 +138,8 @@ class VerifyGeneration(Generation):
     these inputs, where it has one, else its own; `modules.Drafter`).
     ``head_chunk``: the base's LM head runs on this many positions of each row at a time, until the row's acceptance
     test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
+    ``full_heads``: with ``fold``, these (layer, key/value head) pairs keep every slot the fold takes out
+    (`engine/full_heads.py`; None: the model's `HamburgerConfig.full_heads`, [] none).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
@@ -143,7 +147,8 @@ class VerifyGeneration(Generation):
                  max_draft: int | None = None, draft_vocab: torch.Tensor | None = None,
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
                  trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
-                 head_chunk: int | None = None, ngrams: NgramDrafts | None = None, drafter: Drafter | None = None):
+                 head_chunk: int | None = None, ngrams: NgramDrafts | None = None, drafter: Drafter | None = None,
+                 full_heads: list | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
@@ -155,6 +160,8 @@ class VerifyGeneration(Generation):
                 raise HamburgerError("fold does not combine with msd_context (the MSD's context would read folded "
                                      "slots)")
         self.fold = fold
+        heads = model.config.full_heads if full_heads is None else full_heads
+        self.full_heads = check_full_heads(heads, model.base.config) if fold is not None else []
         self.lookup = lookup.validate() if lookup is not None else None
         self.ngrams = ngrams
         if model.config.max_steps < 2 and draft:
@@ -184,6 +191,13 @@ class VerifyGeneration(Generation):
         row.pending, row.fed, row.drafts, row.accepted, row.looked_up = None, 0, [], [], []
         row.folding = FoldState(self.fold, self.model.base.config.vocab_size) if self.fold else None
         return index
+
+    def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
+        if not self.full_heads:
+            return super()._new_cache(batch_size, capacity)
+        if capacity:
+            raise HamburgerError("full heads need the dynamic KV cache")
+        return FullHeadCache(self.model.base.config, batch_size, self.model.device, self.full_heads)
 
     # ------------------------------------------------------------------ driver
     def _run(self) -> Iterator[GroupEvent]:
@@ -478,9 +492,8 @@ class VerifyGeneration(Generation):
     def _roll_back(cache: SlotCache, sizes: list[int], kept: list[int]) -> None:
         """Mark each row's rejected slots invalid, crop the slots no row kept, compact when holes pile up."""
         width = max(sizes)
-        first = cache.num_slots - width
         for b, n in enumerate(kept):
-            cache.valid[b, first + 1 + n:] = False
+            cache.reject_last(b, width - 1 - n)
         cache.drop_last(width - 1 - max(kept))
         cache.compact_if_holey()
 

@@ -172,7 +172,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
              reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None,
-             verify_ngrams: int | None = None, draws: int = 1, fold_model=None):
+             verify_ngrams: int | None = None, draws: int = 1, fold_model=None, full_heads: list | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -180,7 +180,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     mode: ``model``'s MSD drafts and ``reference``'s unchanged base verifies (its greedy text is the base's). With
     ``verify_fold`` (a `folding.parse_folding` spec), "verify-fold" is verify mode on ``fold_model`` (default
     ``model`` itself, whose adapters read the merged slots; `loading.fold_model`), its older tokens folded into one KV
-    slot per group. Both draft while the stop head's 1 - p_stop >= ``verify_confidence`` (None: verify mode's
+    slot per group, ``full_heads`` ((layer, key/value head) pairs; None: the fold model's own) keeping every slot
+    (`engine/full_heads.py`). Both draft while the stop head's 1 - p_stop >= ``verify_confidence`` (None: verify mode's
     default) and, with ``verify_lookup`` N, by prompt lookup
     (up to N tokens) where the text's last n-gram occurred before (`lookup.PromptLookup`), else from ``model``'s
     n-gram table (up to ``verify_ngrams`` tokens; None: the table's own count; 0: none; `ngrams.model_ngrams`).
@@ -228,7 +229,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         folding = parse_folding(verify_fold).validate(model.config.max_steps)  # (refused before any decoding)
         methods.append(("verify-fold", verify_confidence))
         engines["verify-fold"] = partial(VerifyGeneration, fold=folding, lookup=lookup, ngrams=ngrams,
-                                         draft_vocab=model.draft_vocab)
+                                         draft_vocab=model.draft_vocab, full_heads=full_heads)
     if sample:
         twins = [(name + SAMPLED_SUFFIX, c) for name, c in methods if name not in BASE_METHODS]
         methods = methods[:2] + twins if sample == "only" else methods + twins
@@ -410,12 +411,14 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
              base_sampled: bool = True, bands=None, dtype: str = "float32", device: str = "cpu",
              base: str | None = None, verify_fold: str | None = None, verify_confidence: float | None = None,
              verify_lookup: int = LOOKUP_TOKENS, reuse_base: str | Path | None = None,
-             sample: str | None = None, verify_ngrams: int | None = None, draws: int = 1) -> Path:
+             sample: str | None = None, verify_ngrams: int | None = None, draws: int = 1,
+             full_heads: list | None = None) -> Path:
     """`run_eval` on the checkpoint ``model_dir`` (default: the bundled model) next to its unchanged base, the
     outputs (examples.jsonl, summary.json/.md, the plot) written to ``out``; ``bands``: `paired.Band`s (default
     `paired.DEFAULT_BANDS`); ``reuse_base``: an earlier eval's folder whose base and base-sampled answers (and their
     scores and timings) are taken instead of decoded again (`reused_base`); ``sample``: the sampled methods
-    (`run_eval`); ``draws``: the answers of each sampled method per prompt (`run_eval`). Returns summary.md."""
+    (`run_eval`); ``draws``: the answers of each sampled method per prompt (`run_eval`); ``full_heads``: verify-fold's
+    full heads (`run_eval`; None: the checkpoint's). Returns summary.md."""
     from hamburger.bench.machine import machine_info
     from hamburger.core.loading import fold_model, load_model
     from hamburger.engine.folding import parse_folding
@@ -424,6 +427,8 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise HamburgerError(f"unknown task(s) {bad}; choose from {', '.join(TASKS)}")
+    if full_heads is not None and not verify_fold:
+        raise HamburgerError("full heads keep slots a fold takes out: they need --verify-fold")
     for c in confidences + ([verify_confidence] if verify_confidence is not None else []):
         DecodingConfig(confidence=c).validate()
     if "humaneval" in tasks:
@@ -442,8 +447,11 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     reused = reused_base(reuse_base, meta) if reuse_base else None
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
-                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner)
+                                verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner,
+                                full_heads)
     meta["fold_reader"] = fold_runner is not model  # (verify-fold decoded with the checkpoint's fold reader)
     meta["fold_reader_sampled_only"] = fold_runner.fold_reader_sampled_only  # (... on its sampled rows only)
+    if verify_fold:  # (the heads verify-fold kept whole)
+        meta["full_heads"] = [list(h) for h in (fold_runner.config.full_heads if full_heads is None else full_heads)]
     meta["machine"] = machine
     return write_outputs(Path(out), records, summary, meta, bands)

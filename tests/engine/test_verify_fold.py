@@ -1,10 +1,12 @@
 """Verify mode with folding (`VerifyGeneration(fold=d)`): the base keeps its own choices among the MSD's drafts, and
 the tokens one forward kept in the cache come back as one merged slot d forwards later."""
 
+import contextlib
 import math
 
 import pytest
 import torch
+from transformers import DynamicCache
 
 from hamburger.core.checkpoint import read_meta
 from hamburger.core.loading import DEFAULT_MODEL_DIR
@@ -43,14 +45,35 @@ def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[
     return out
 
 
+@contextlib.contextmanager
+def head_channels(model, full):
+    """Inside it, the model's lean stack takes a two-channel mask [B, 2, S, S]: the query heads of the (layer, key/value
+    head) pairs ``full`` read channel 1, the others channel 0."""
+    lean = model._lean_stack()
+    attend, config = lean.attend, model.base.config
+    per_kv = config.num_attention_heads // config.num_key_value_heads
+
+    def by_head(module, q, k, v, mask, *args, **kwargs):
+        heads = [g for layer, g in full if layer == module.layer_idx]
+        channel = torch.tensor([int(h // per_kv in heads) for h in range(config.num_attention_heads)])
+        return attend(module, q, k, v, mask.index_select(1, channel), *args, **kwargs)
+
+    lean.attend = by_head
+    try:
+        yield
+    finally:
+        lean.attend = attend
+
+
 def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: list[int],
                             schedule: list[list[tuple[int, int]]], keep: str = "merged",
-                            stay: frozenset[int] = frozenset()) -> torch.Tensor:
+                            stay: frozenset[int] = frozenset(), full: tuple = ()) -> torch.Tensor:
     """The specification, one uncached forward: the slots in the order the engine feeds them (the prompt; then per
     forward s, the merged slots of the groups `schedule[s]` folds, then the tokens forward s kept, as single slots).
     A slot sees the earlier slots still in the cache when it is fed: a folded group's single slots leave it at the
     forward that feeds its merged slot (keep ``last``/``first``: all but that token's leave then, and no merged slot is
-    fed; the answer tokens ``stay`` never leave). Returns the logits of every answer token, from the slot before it."""
+    fed; the answer tokens ``stay`` never leave). The (layer, key/value head) pairs ``full`` see every earlier slot
+    (`engine/full_heads.py`). Returns the logits of every answer token, from the slot before it."""
     pieces, positions, born, dies = [], [], [], []
 
     def add(tokens: list[int], position: int, step: int) -> int:
@@ -80,8 +103,14 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     if model.config.reads_fold_history and first is not None:  # every slot fed from the first fold on
         gate_from = gate_from | (torch.tensor(born) == first)
     with torch.no_grad():
-        final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
-                                      merged_slots=gate_from[None])
+        if full:  # (through the lean stack, on an empty cache, each head reading its channel)
+            mask = torch.stack([sees, torch.ones(n, n, dtype=torch.bool).tril()])[None]
+            with head_channels(model, full):
+                final, _ = model.base_forward(embeds, torch.tensor([positions]), mask, DynamicCache(),
+                                              merged_slots=gate_from[None])
+        else:
+            final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
+                                          merged_slots=gate_from[None])
         logits = model.decode_logits(final[0], max_rows=n).float()
     return logits[[slot_of[len(prompt) - 1 + j] for j in range(len(answer))]]
 
