@@ -135,7 +135,7 @@ class HamburgerConfig:
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
     fold_tail: int = 0  # with single_tail: fold a split group into one merged slot d groups later, see above
     msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
-    # verify_fold: the base's [layer, key/value head] pairs that keep every slot a fold takes out (`engine/full_heads.py`)
+    # verify_fold: the base's [layer, key/value head] pairs that keep all slots a fold takes out (`engine/full_heads`)
     full_heads: list[list[int]] = field(default_factory=list)
 
     @property
