@@ -11,6 +11,7 @@
     hamburger bench      speed next to the base model and its peers
     hamburger eval       quality next to the base model, at every knob
     hamburger calibrate  set a checkpoint's default knob by rule on dev prompts
+    hamburger heads      choose a checkpoint's full heads (verify_fold) by scoring its base's heads
     hamburger serve      an OpenAI-compatible HTTP server
 
 Every verb's code is in hamburger/cli/VERB.py (export with graft, calibrate with eval) and calls a typed
@@ -32,7 +33,7 @@ from hamburger.errors import HamburgerError
 VERBS = {
     "graft": "graft", "export": "graft", "generate": "generate", "chat": "chat",
     "prompts": "prompts", "distill": "distill", "segment": "segment", "train": "train",
-    "bench": "bench", "eval": "eval", "calibrate": "eval", "serve": "serve",
+    "bench": "bench", "eval": "eval", "calibrate": "eval", "heads": "heads", "serve": "serve",
 }
 
 

@@ -21,6 +21,7 @@ refused with one line.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,15 @@ def _lora_meta(model: HamburgerModel) -> dict | None:
     meta = {"file": LORA_FILE, "r": r, "alpha": alpha, "targets": targets, "modules": len(modules)}
     sets = adapter_sets(model.base)
     return {**meta, "sets": sets} if sets > 1 else meta
+
+
+def write_meta(path: str | Path, meta: dict) -> Path:
+    """Replace a checkpoint's hamburger_config.json with ``meta`` (atomically: a killed write leaves the old one)."""
+    target = Path(path) / CONFIG_FILE
+    tmp = target.with_name(target.name + ".partial")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, target)
+    return target
 
 
 def read_meta(path: str | Path) -> dict:

@@ -22,6 +22,7 @@ the lean stack and the dynamic cache.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +41,31 @@ def parse_full_heads(spec: str) -> list[tuple[int, int]]:
         return [(int(layer), int(head)) for layer, head in (part.split(":") for part in spec.split(","))]
     except ValueError as e:
         raise HamburgerError(f"full heads are LAYER:HEAD pairs separated by commas (or none), got {spec!r}") from e
+
+
+@contextlib.contextmanager
+def head_channels(lean, heads, base_config):
+    """Inside it, the `LeanStack` ``lean`` reads a two-channel attention mask [B, 2, S, K]: the query heads of
+    ``heads`` ((layer, key/value head) pairs) channel 1, every other head channel 0. A teacher-forced reading with
+    full heads in one uncached forward (channel 0 the fold's visibility, channel 1 the causal mask), as the
+    engine's `FullHeadCache` reads them decoding."""
+    attend = lean.attend
+    per_kv = base_config.num_attention_heads // base_config.num_key_value_heads
+    channels = {}
+    for layer, g in heads:
+        channels.setdefault(layer, torch.zeros(base_config.num_attention_heads, dtype=torch.long))
+        channels[layer][g * per_kv:(g + 1) * per_kv] = 1
+    none = torch.zeros(base_config.num_attention_heads, dtype=torch.long)
+
+    def by_head(module, q, k, v, mask, *args, **kwargs):
+        channel = channels.get(module.layer_idx, none).to(mask.device)
+        return attend(module, q, k, v, mask.index_select(1, channel), *args, **kwargs)
+
+    lean.attend = by_head
+    try:
+        yield
+    finally:
+        lean.attend = attend
 
 
 @dataclass

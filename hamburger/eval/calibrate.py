@@ -16,7 +16,6 @@ bands, prompts and each knob's verdicts.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from hamburger.data.io import read_jsonl
@@ -62,16 +61,12 @@ def choose_knob(comparisons: list[dict], knobs: list[float], rule: str = "point"
 
 def write_default_knob(model_dir: str | Path, knob: float, record: dict) -> Path:
     """Set config.default_confidence in a checkpoint's hamburger_config.json (atomically), with the record."""
-    from hamburger.core.checkpoint import CONFIG_FILE, read_meta
+    from hamburger.core.checkpoint import read_meta, write_meta
 
     meta = read_meta(model_dir)
     meta["config"]["default_confidence"] = knob
     meta["calibration"] = record
-    path = Path(model_dir) / CONFIG_FILE
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_meta(model_dir, meta)
 
 
 def calibrate_from(records: list[dict], meta: dict, knobs: list[float], bands, rule: str) -> tuple[float, dict]:

@@ -12,7 +12,7 @@ from hamburger.cli.main import VERBS, build_parser, main
 from tests.helpers import ROOT
 
 PACKAGE = ROOT / "hamburger"
-MODEL_VERBS = ("generate", "chat", "serve", "eval", "calibrate", "bench", "distill", "segment", "train")
+MODEL_VERBS = ("generate", "chat", "serve", "eval", "calibrate", "bench", "distill", "segment", "train", "heads")
 ANSWER_VERBS = ("generate", "chat", "distill", "eval", "calibrate")
 
 
@@ -43,7 +43,7 @@ def test_the_verb_table_is_what_the_parser_and_the_docstring_show():
     cli_main = importlib.import_module("hamburger.cli.main")  # (the package's attribute `main` is the function)
     assert list(next(a for a in build_parser()._actions if a.dest == "verb").choices) == list(VERBS)
     assert set(VERBS) == {"graft", "export", "generate", "chat", "prompts", "distill", "segment", "train", "bench",
-                          "eval", "calibrate", "serve"}
+                          "eval", "calibrate", "heads", "serve"}
     for verb in VERBS:
         assert f"hamburger {verb} " in cli_main.__doc__, verb
         assert (PACKAGE / "cli" / f"{VERBS[verb]}.py").is_file()
@@ -105,7 +105,8 @@ def test_device_cuda_without_a_gpu_is_one_line_before_any_model_loads(verb, tmp_
             "bench": ["--model", folder, "--out", str(tmp_path / "b")],
             "distill": ["--base", missing, "--prompts", missing, "--out", str(tmp_path / "o.jsonl")],
             "segment": ["--base", missing, "--data", missing, "--out", str(tmp_path / "o.jsonl")],
-            "train": ["--model", missing, "--data", missing, "--out", str(tmp_path / "run")]}[verb]
+            "train": ["--model", missing, "--data", missing, "--out", str(tmp_path / "run")],
+            "heads": ["--model", folder, "--answers", missing]}[verb]
     assert main([verb, *argv, "--device", "cuda"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"hamburger {verb}: error:") and "no CUDA device" in err and "\n" not in err, err

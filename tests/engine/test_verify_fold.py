@@ -1,7 +1,6 @@
 """Verify mode with folding (`VerifyGeneration(fold=d)`): the base keeps its own choices among the MSD's drafts, and
 the tokens one forward kept in the cache come back as one merged slot d forwards later."""
 
-import contextlib
 import math
 
 import pytest
@@ -17,6 +16,7 @@ from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.segment import log_softmax_entropy
 from hamburger.engine.folding import DEFAULT_FOLD, Folding, FoldState, parse_folding
+from hamburger.engine.full_heads import head_channels
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -43,26 +43,6 @@ def fold_schedule(folding: Folding, vocab: int, logits: torch.Tensor, fed: list[
         state.fed(done, done + n)
         done += n
     return out
-
-
-@contextlib.contextmanager
-def head_channels(model, full):
-    """Inside it, the model's lean stack takes a two-channel mask [B, 2, S, S]: the query heads of the (layer, key/value
-    head) pairs ``full`` read channel 1, the others channel 0."""
-    lean = model._lean_stack()
-    attend, config = lean.attend, model.base.config
-    per_kv = config.num_attention_heads // config.num_key_value_heads
-
-    def by_head(module, q, k, v, mask, *args, **kwargs):
-        heads = [g for layer, g in full if layer == module.layer_idx]
-        channel = torch.tensor([int(h // per_kv in heads) for h in range(config.num_attention_heads)])
-        return attend(module, q, k, v, mask.index_select(1, channel), *args, **kwargs)
-
-    lean.attend = by_head
-    try:
-        yield
-    finally:
-        lean.attend = attend
 
 
 def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: list[int],
@@ -105,7 +85,7 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     with torch.no_grad():
         if full:  # (through the lean stack, on an empty cache, each head reading its channel)
             mask = torch.stack([sees, torch.ones(n, n, dtype=torch.bool).tril()])[None]
-            with head_channels(model, full):
+            with head_channels(model._lean_stack(), full, model.base.config):
                 final, _ = model.base_forward(embeds, torch.tensor([positions]), mask, DynamicCache(),
                                               merged_slots=gate_from[None])
         else:
