@@ -103,14 +103,15 @@ class VerifyMethod:
     `lookup.PromptLookup`) drafts by prompt lookup where the text's last n-gram occurred before, ``ngrams`` (an
     `ngrams.NgramDrafts`) where it did not and the table knows the text's last tokens. ``drafter`` (a
     `modules.Drafter`): what drafts instead of the model's default (its verify drafter, else its own MSD).
-    ``max_draft``: the most MSD drafts per step (`VerifyGeneration`'s)."""
+    ``max_draft``: the most MSD drafts per step (`VerifyGeneration`'s). ``full_heads``: with ``fold``, the heads that
+    keep every slot (`VerifyGeneration`'s; None: the checkpoint's own)."""
 
     def __init__(self, model: HamburgerModel, tokenizer, confidence: float | None = None, draft: int | None = None,
                  name: str | None = None, draft_vocab=None, fold=None, lookup=None, sampling: dict | None = None,
-                 ngrams=None, drafter=None, max_draft: int | None = None):
+                 ngrams=None, drafter=None, max_draft: int | None = None, full_heads: list | None = None):
         self.model, self.tokenizer, self.confidence, self.draft = model, tokenizer, confidence, draft
         self.draft_vocab, self.fold, self.lookup, self.sampling = draft_vocab, fold, lookup, sampling
-        self.ngrams, self.drafter, self.max_draft = ngrams, drafter, max_draft
+        self.ngrams, self.drafter, self.max_draft, self.full_heads = ngrams, drafter, max_draft, full_heads
         self.last = None
         self.name = name or ("verify" if draft is None and confidence is None else
                              f"verify@k{draft}" if draft is not None else f"verify@{confidence:g}")
@@ -125,7 +126,8 @@ class VerifyMethod:
 
         return VerifyGeneration(self.model, self.tokenizer, prompts, self._config(max_new_tokens, ignore_eos),
                                 draft=self.draft, draft_vocab=self.draft_vocab, fold=self.fold, lookup=self.lookup,
-                                ngrams=self.ngrams, drafter=self.drafter, max_draft=self.max_draft)
+                                ngrams=self.ngrams, drafter=self.drafter, max_draft=self.max_draft,
+                                full_heads=self.full_heads)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int, ignore_eos: bool = False) -> Measurement:
         r = self._generation([prompt_ids], max_new_tokens, ignore_eos).run()[0]
