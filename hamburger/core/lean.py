@@ -139,7 +139,9 @@ class LeanStack:
         """(final normed hidden [B, S, d], the outputs of the layers ``taps``, in order); the cache gets the new
         keys and values. ``attention_mask``: the explicit mask transformers' stack would get. ``fuse``: LoRA layers
         whose one set acts at every position (no gate) read their merged weight (`LoraLinear.merged_weight`), the
-        same function up to rounding at the cost of one plain projection."""
+        same function up to rounding at the cost of one plain projection. On a `FullHeadCache`'s kv
+        (``cache.full_heads``) its split layers attend through it (`engine/full_heads.py`: some heads over the whole
+        history)."""
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
