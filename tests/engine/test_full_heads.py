@@ -181,3 +181,13 @@ def test_a_checkpoints_full_heads_are_its_folds_default(tmp_path, char_tokenizer
             for kw in ({}, {"full_heads": HEAD_SETS["two layers"]}, {"full_heads": []})]
     assert runs[0].token_ids == runs[1].token_ids and runs[0].kv_slots == runs[1].kv_slots > runs[2].kv_slots
     assert VerifyGeneration(loaded, char_tokenizer, [PROMPTS[0]], cfg).full_heads == []
+
+
+def test_a_prompt_prefilled_in_chunks_is_the_same(char_tokenizer):
+    """(The server prefills long prompts in chunks): the store gets every chunk's slots as the cache does."""
+    model, folding = folding_model("llama"), FOLDINGS["segments 6"]
+    cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, ignore_eos=True)
+    whole, chunked = (VerifyGeneration(model, char_tokenizer, PROMPTS, cfg, fold=folding, prefill_chunk=chunk,
+                                       full_heads=HEAD_SETS["two layers"]).run() for chunk in (None, 3))
+    assert [(r.token_ids, r.kv_slots) for r in whole] == [(r.token_ids, r.kv_slots) for r in chunked]
+    assert max(map(len, PROMPTS)) > 3
