@@ -16,7 +16,7 @@ the fold's slots for every head but the full ones, measured; a row's `kv_slots` 
 store slots weigh the full heads' share of a slot's bytes).
 
 No full heads is the plain fold (no `FullHeadCache` is made); every head full is lossless verify, token for token.
-The heads are the checkpoint's (`HamburgerConfig.full_heads`, chosen per base by scoring them, `recipes/`); they need
+The heads are the checkpoint's (`HamburgerConfig.full_heads`, chosen per base by `hamburger heads`); they need
 the lean stack and the dynamic cache.
 """
 
