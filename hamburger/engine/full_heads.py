@@ -87,7 +87,7 @@ class FullHeadCache(SlotCache):
 
     def __init__(self, base_config, batch_size: int, device=None, heads=()):
         super().__init__(base_config, batch_size, device)
-        heads = check_full_heads(heads, base_config)
+        self.heads = heads = check_full_heads(heads, base_config)
         if not heads:
             raise HamburgerError("a full-head cache needs at least one full head")
         kv_heads = base_config.num_key_value_heads
@@ -141,7 +141,7 @@ class FullHeadCache(SlotCache):
         self.store.select_rows(rows)
 
     def merge(self, other: "SlotCache") -> None:
-        if not isinstance(other, FullHeadCache) or other.splits.keys() != self.splits.keys():
+        if not isinstance(other, FullHeadCache) or other.heads != self.heads:
             raise HamburgerError("rows with other full heads cannot join this batch")
         super().merge(other)
         self.store.merge(other.store)
