@@ -111,9 +111,8 @@ def score_heads(model, tokenizer, answers_file: str | Path, folding: Folding, li
     with torch.inference_mode(), adapters_disabled(model.base):
         for prompt, answer in tqdm(rows, unit="answer", file=sys.stderr, disable=not progress):
             ids = torch.tensor([prompt + answer], device=model.device)
-            whole = torch.ones(2, ids.shape[1], ids.shape[1], dtype=torch.bool).tril()
-            with head_channels(lean, [], config):
-                full = log_probs(ids, whole, slice(len(prompt) - 1, -1))  # [A, V]: the distributions of the answer
+            causal = torch.ones(1, ids.shape[1], ids.shape[1], dtype=torch.bool).tril()  # (one channel: every head)
+            full = log_probs(ids, causal, slice(len(prompt) - 1, -1))  # [A, V]: the distributions of the answer
             mask = fold_visibility(len(prompt), answer, full, folding)
             folded_rows = (~mask[0, len(prompt):, len(prompt):] & mask[1, len(prompt):, len(prompt):]).any(1)
             if not folded_rows.any():
@@ -121,8 +120,7 @@ def score_heads(model, tokenizer, answers_file: str | Path, folding: Folding, li
             first = int(folded_rows.nonzero()[0])  # the first answer token whose position no longer sees one
             at = slice(len(prompt) + first, len(prompt) + len(answer) - 1)  # its position on, predicting the next
             reference = full[first + 1:]  # (full's row i predicts answer token i)
-            with head_channels(lean, [], config):
-                base_kl = kl(reference, log_probs(ids, mask, at))
+            base_kl = kl(reference, log_probs(ids, mask[:1], at))  # (every head reads the fold)
             tail = base_kl.topk(max(1, int(TAIL * len(base_kl)))).indices
             folded_kl.append(base_kl.mean().item())
             folded_tail.append(base_kl[tail].mean().item())
