@@ -11,7 +11,7 @@ the KL it takes away, averaged per answer and over answers; ``tail_kl_gain`` is 
 `TAIL` share of positions where the folded reading is furthest from the base's (where the worst tokens sit).
 `choose` takes the best-scored heads; `save_full_heads` writes them into a checkpoint's config, where verify_fold
 reads them (`engine/full_heads.py`). Cost: one forward per head and answer (90 heads x 20 answers of ~400 tokens:
-about 25 minutes on a 2-core CPU for a 135M base, experiments/2026-11-28-full-head-cache/scores.log).
+29 minutes on a 2-core CPU for a 135M base, partly beside other work: experiments/2026-11-28-full-head-cache/).
 """
 
 from __future__ import annotations
