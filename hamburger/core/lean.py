@@ -139,21 +139,22 @@ class LeanStack:
         """(final normed hidden [B, S, d], the outputs of the layers ``taps``, in order); the cache gets the new
         keys and values. ``attention_mask``: the explicit mask transformers' stack would get. ``fuse``: LoRA layers
         whose one set acts at every position (no gate) read their merged weight (`LoraLinear.merged_weight`), the
-        same function up to rounding at the cost of one plain projection. On a `FullHeadCache`'s kv
-        (``cache.full_heads``) its split layers attend through it (`engine/full_heads.py`: some heads over the whole
-        history)."""
+        same function up to rounding at the cost of one plain projection. A cache that reads some layers its own way
+        (``cache.attention_hook``: a `FullHeadCache`, some heads over the whole history, `engine/full_heads.py`; a
+        `QuantizedHistoryCache`, a store of int8 slots beside the cache, `engine/quantized.py`) attends for the layers
+        it ``attends``."""
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
-        split = getattr(cache, "full_heads", None)  # a `FullHeadCache`'s split layers
+        hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
         for i, (layer, (before_attention, before_mlp)) in enumerate(zip(stack.layers, self.norms)):
             attn, mlp = layer.self_attn, layer.mlp
             x = before_attention(h)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (_linear(p, x, fuse).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
             q, k = rotate(q, k)
-            if split is not None and attn.layer_idx in split.splits:  # (full heads: `engine/full_heads.py`)
-                out = split.attend(self.attend, attn, q, k, v, attention_mask, attn.scaling)
+            if hook is not None and hook.attends(attn.layer_idx):
+                out = hook.attend(self.attend, attn, q, k, v, attention_mask, attn.scaling)
             else:
                 k, v = cache.update(k, v, attn.layer_idx)
                 out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]

@@ -61,10 +61,11 @@ def load_model(spec: str | None = None, dtype: str = "float32", base: str | None
 def reads_with_fold_reader(spec: str | None, folding) -> bool:
     """Whether verify mode folding by ``folding`` (a `folding.Folding`) decodes the checkpoint ``spec`` (None: the
     default model) with its fold reader: it has one and the fold keeps a token (a merged fold is read by the
-    checkpoint's own adapters)."""
+    checkpoint's own adapters) and drops the others (a fold's ``bits`` keeps them, read by the base alone)."""
     from hamburger.core.checkpoint import read_meta
 
-    return folding.keep != "merged" and bool(read_meta(spec or default_model()).get("fold_reader"))
+    return (folding.keep != "merged" and not folding.bits
+            and bool(read_meta(spec or default_model()).get("fold_reader")))
 
 
 def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: str | None = None,

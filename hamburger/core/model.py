@@ -273,8 +273,9 @@ class HamburgerModel(nn.Module):
                 final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers,
                                    fuse=self.fuse_adapters)
             return final, torch.stack(taps + [final], dim=2)
-        if getattr(cache, "full_heads", None) is not None:
-            raise HamburgerError("full heads need the lean stack (a base with Llama's layer parts, `core/lean.py`)")
+        if getattr(cache, "attention_hook", None) is not None:
+            raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
+                                 "parts, `core/lean.py`)")
         stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack

@@ -26,7 +26,9 @@ more than ``window``), so the cache keeps about the same share of the answer's s
 ``kv``, groups past the window fold, oldest first, only while the answer holds more than ``kv`` slots per token: the
 cache folds as little history as that share of the base's KV allows. With ``offtop``, a token the base did not rank
 first (a sampled one the base would not have written greedily) never leaves its slot: the fold drops only tokens that
-were the base's top choice where they were written. Greedy decoding writes none, so it folds as without it.
+were the base's top choice where they were written. Greedy decoding writes none, so it folds as without it. With
+``bits`` 8, the tokens a fold takes out do not leave: they move into a store of int8 slots every layer still reads
+(`engine/quantized.py`), and groups of one token fold too, so every answer token past the window is stored.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import torch
 
 from hamburger.core.packing import KEEPS, leaving
 from hamburger.data.segment import STRATEGIES, SegmentSettings, log_softmax_entropy, segment_entropies
+from hamburger.engine.quantized import BITS
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
@@ -58,6 +61,7 @@ class Folding:
     keep: str = "merged"  # `KEEPS`: what a folded group leaves in the cache
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
     offtop: bool = False  # a token its distribution did not rank first keeps its own slot (keep first, last or none)
+    bits: int = 0  # 0: folded tokens leave the cache; 8: they stay, stored at 8 bits (`engine/quantized.py`)
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
@@ -78,6 +82,10 @@ class Folding:
         if self.offtop and self.keep == "merged":
             raise HamburgerError("offtop keeps a token's own slot, so it needs a fold that keeps a token (first, last "
                                  "or none), not merged")
+        if self.bits and (self.bits not in BITS or self.keep == "merged" or self.kv):
+            raise HamburgerError(f"a fold's store holds {', '.join(map(str, BITS))} bits, keeps a token (first, last "
+                                 f"or none; not merged) and counts no kv budget; got bits={self.bits}, keep "
+                                 f"{self.keep}, kv={self.kv}")
         if self.keep == "merged" and self.segments.max_steps > max_steps:
             raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
                                  f"most {max_steps}")
@@ -98,7 +106,8 @@ def parse_folding(spec: str) -> Folding:
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
     folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence), ``kv=B`` (fold
     only while the answer holds more than B slots per token) and ``offtop`` (a token the base did not rank first keeps
-    its slot), e.g. ``segments:64:first:steps=8:p=0.7:offtop``."""
+    its slot) and ``bits=8`` (the tokens a fold takes out stay at 8 bits), e.g.
+    ``segments:64:first:steps=8:p=0.7:offtop`` or ``segments:60:0.45:none:bits=8``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
@@ -108,7 +117,7 @@ def parse_folding(spec: str) -> Folding:
                 key, _, value = f.partition("=")
             else:
                 key, value = "keep" if f in KEEPS else "offtop" if f == "offtop" else "share", f
-            if key not in ("share", "keep", "steps", "p", "kv", "offtop") or key in named \
+            if key not in ("share", "keep", "steps", "p", "kv", "offtop", "bits") or key in named \
                     or (key == "offtop") != (value == "offtop"):
                 raise ValueError
             named[key] = value
@@ -116,11 +125,11 @@ def parse_folding(spec: str) -> Folding:
                               max_steps=int(named.get("steps", 4)))
         return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
                        kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut,
-                       offtop=named.get("offtop") == "offtop")
+                       offtop=named.get("offtop") == "offtop", bits=int(named.get("bits", 0)))
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop], e.g. "
-                             f"segments:8, forwards:4, segments:32:0.25 or segments:64:first:steps=8:p=0.7:kv=0.65; got "
-                             f"{spec!r}") from None
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=8], "
+                             f"e.g. segments:8, forwards:4, segments:32:0.25 or "
+                             f"segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}") from None
 
 
 class FoldState:
@@ -173,23 +182,26 @@ class FoldState:
             if end > limit or fed - self.saved <= self.folding.kv * fed:
                 break
             self.decided = end
-            if end - start > 1:
+            if end - start > 1 or self.folding.bits:
                 out.append((start, end))
                 self.folds += 1
                 self.saved += len(self.leaving(start, end)) - (self.folding.keep == "merged")
         self.forwards = [(s, e) for s, e in self.forwards if s >= self.decided]
         return out
 
-    def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> None:
+    def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> torch.Tensor:
         """Mark the one-token slots of ``groups`` as holes in the row's cache validity ``valid`` [slots] (in place) and
         record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays, nothing is
-        fed). The row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid
-        slots counted from the end (no host sync)."""
+        fed); return the slots that became holes (a mask like ``valid``; with ``bits``, what the store takes). The
+        row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid slots
+        counted from the end (no host sync)."""
         leaving = {i for start, end in groups for i in self.leaving(start, end)}
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)
-        valid &= ~(valid & torch.isin(from_end, ranks))
+        gone = valid & torch.isin(from_end, ranks)
+        valid &= ~gone
         live = [i for i in self.live if i not in leaving]
         while live and live[0] == -1:  # merged slots before every single one no longer matter to a rank
             live.pop(0)
         self.live = live + [-1] * (len(groups) if self.folding.keep == "merged" else 0)
+        return gone

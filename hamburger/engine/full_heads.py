@@ -106,9 +106,12 @@ class FullHeadCache(SlotCache):
         self.store = SlotCache(base_config, batch_size, device)
         self.store.kv.layers = [SpareSlotsLayer() for _ in self.splits]
         self.store_mask: torch.Tensor | None = None  # the store's mask for this forward's queries (`extend`)
-        self.kv.full_heads = self  # (what `LeanStack` finds on the cache it is given)
+        self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
 
     # ------------------------------------------------------------------ attention
+    def attends(self, layer_idx: int) -> bool:
+        return layer_idx in self.splits
+
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
         """A split layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,

@@ -20,7 +20,9 @@ runs one prompt.
 merged slot per group (the base's own entropy cut, as training data is cut, or the tokens each forward kept), fed first
 in a later forward (`engine/folding.py`). The cache then holds one slot per group of the folded history plus the
 recent tokens one by one, and every token is still the base's own choice (greedy: its argmax; sampling: the accept
-test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts.
+test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts. With
+the fold's ``bits`` the tokens it takes out stay, stored at 8 bits (`engine/quantized.py`): the base reads every token
+of the history, the older ones coarser.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from hamburger.core.modules import Drafter
 from hamburger.core.packing import group_tensors
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.folding import Folding, FoldState
+from hamburger.engine.quantized import QuantizedHistoryCache
 from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
@@ -161,6 +164,10 @@ class VerifyGeneration(Generation):
                                      "slots)")
         self.fold = fold
         heads = model.config.full_heads if full_heads is None else full_heads
+        if fold is not None and fold.bits:  # (every head reads the whole history already)
+            if full_heads:
+                raise HamburgerError("full heads do not combine with a fold's bits (the store keeps every slot)")
+            heads = []
         self.full_heads = check_full_heads(heads, model.base.config) if fold is not None else []
         self.lookup = lookup.validate() if lookup is not None else None
         self.ngrams = ngrams
@@ -193,6 +200,10 @@ class VerifyGeneration(Generation):
         return index
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
+        if self.fold is not None and self.fold.bits:
+            if capacity:
+                raise HamburgerError("a fold's bits need the dynamic KV cache")
+            return QuantizedHistoryCache(self.model.base.config, batch_size, self.model.device)
         if not self.full_heads:
             return super()._new_cache(batch_size, capacity)
         if capacity:
@@ -421,7 +432,7 @@ class VerifyGeneration(Generation):
             merged_slots[:, :lead] = valid[:, :lead]
             merged_slots = merged_slots.to(device)
         if self.fold and model.config.reads_merge_history:  # (after_fold: a row that folded, at this forward too)
-            by_fold = model.config.reads_fold_history
+            by_fold = model.config.reads_fold_history and not self.fold.bits  # (a stored history is no fold)
             merged_before = torch.tensor([r.merged or (by_fold and r.folding is not None and r.folding.folds > 0
                                                        and not (r.cfg.greedy and model.fold_reader_sampled_only))
                                           for r in rows], device=device)
@@ -485,7 +496,9 @@ class VerifyGeneration(Generation):
             return []
         groups = r.folding.due(r.fed - len(r.prompt_ids))
         if groups:
-            r.folding.fold(cache.valid[b], groups)
+            gone = r.folding.fold(cache.valid[b], groups)
+            if r.folding.folding.bits:  # (their keys and values are still there: holes until a compaction)
+                cache.hold(b, gone)
         return groups if r.folding.folding.keep == "merged" else []  # (keep last or first: nothing to feed)
 
     @staticmethod

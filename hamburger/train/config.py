@@ -176,13 +176,14 @@ class TrainConfig:
             except HamburgerError as e:
                 need(False, f"verify_fold: {e}")
             need(folding.keep != "merged" and folding.groups == "segments" and folding.kv == 0 and folding.window >= 1
-                 and not folding.offtop and not self.verify_window and not self.recut and self.single_tail == 0
+                 and not folding.offtop and not folding.bits and not self.verify_window and not self.recut
+                 and self.single_tail == 0
                  and self.msd_context == 0 and self.hidden_weight == 0 and self.stop_loss_weight == 0
                  and self.stage == "full" and self.lora_scope in ("all", "after_fold"),
                  "verify_fold needs a segments fold that keeps a token (first, last or none; a merged fold is "
-                 "verify_window's), a window >= 1, no kv budget and no offtop (decoding's); and verify_window 0, no "
-                 "recut, single_tail 0, msd_context 0, hidden_weight 0, stop_loss_weight 0, stage full and lora_scope "
-                 "all or after_fold "
+                 "verify_window's), a window >= 1, no kv budget, no offtop and no bits (decoding's); and verify_window "
+                 "0, no recut, single_tail 0, msd_context 0, hidden_weight 0, stop_loss_weight 0, stage full and "
+                 "lora_scope all or after_fold "
                  f"(nothing merges: the other scopes' adapters would never act), got {self.verify_fold!r}")
         need(self.lora_scope != "after_fold" or bool(self.verify_fold),
              "lora_scope after_fold trains the reading of verify_fold's token-keeping folds: set verify_fold (where "

@@ -59,6 +59,7 @@ def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_
     assert reads_with_fold_reader(str(out), KEEP_FIRST)
     assert reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
     assert not reads_with_fold_reader(str(out), parse_folding("segments:8"))  # (a merged fold: the own adapters)
+    assert not reads_with_fold_reader(str(out), parse_folding("segments:8:none:bits=8"))  # (a stored history)
     assert not reads_with_fold_reader(str(ckpt), KEEP_FIRST)
     second = fold_model(str(out), KEEP_FIRST, own)
     assert second.config.lora_scope == "after_fold"

@@ -1,0 +1,146 @@
+"""Quantized history: the slots a fold takes out stay in the cache's reach, stored at 8 bits.
+
+A verify_fold cache (`engine/folding.py`) drops older answer tokens' one-token slots. With ``bits=8`` they are not
+dropped: their keys and values move into a *store* of int8 values with one scale per (slot, key/value head), keys and
+values apart (symmetric: ``q = round(x / s)``, ``s = max|x| / 127`` over the head's channels; cf. KV-cache
+quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at full precision as the fold
+does). Every layer attends over the store's slots, read back as ``q * s``, and the cache's. The cache then holds every
+token of the history, its older ones coarser, in about a quarter of their fp32 bytes (half of bf16's): a lever on the
+KV cache's bytes beside the fold's, not a merge of tokens.
+
+`QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's int8 values and
+scales count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean
+stack (`core/lean.py`), which hands every layer's attention to it (`attention_hook`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from hamburger.engine.cache import SlotCache
+from hamburger.errors import HamburgerError
+
+BITS = (8,)  # the stores there are
+
+
+def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` [..., D] -> (int8 values [..., D], scales [..., 1] in x's dtype): symmetric, one scale per last axis."""
+    scale = (x.abs().amax(-1, keepdim=True) / 127).clamp_min(torch.finfo(x.dtype).tiny)
+    return torch.round(x / scale).clamp(-127, 127).to(torch.int8), scale
+
+
+def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """What `quantize` stored, read back: ``values * scales`` in the scales' dtype."""
+    return values.to(scales.dtype) * scales
+
+
+class _Store:
+    """One layer's stored slots: int8 keys and values [B, kv heads, slots, d], their scales [B, kv heads, slots, 1]."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor):
+        (self.k, self.ks), (self.v, self.vs) = quantize(keys), quantize(values)
+
+    def tensors(self) -> tuple[torch.Tensor, ...]:
+        return self.k, self.ks, self.v, self.vs
+
+    def set(self, tensors) -> None:
+        self.k, self.ks, self.v, self.vs = tensors
+
+
+class QuantizedHistoryCache(SlotCache):
+    """A dynamic `SlotCache` whose folded slots move into an int8 store instead of leaving (see the module's doc)."""
+
+    def __init__(self, base_config, batch_size: int, device=None):
+        super().__init__(base_config, batch_size, device)
+        self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
+        self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
+        self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
+
+    # ------------------------------------------------------------------ storing
+    def hold(self, row: int, slots: torch.Tensor) -> None:
+        """Move the keys and values of cache row ``row``'s ``slots`` (a bool mask [slots] of the cache, or indices)
+        into the store; the caller marks them invalid in the cache (`FoldState.fold`), compaction frees them."""
+        index = torch.nonzero(slots)[:, 0] if slots.dtype == torch.bool else slots
+        n = int(index.numel())
+        if not n:
+            return
+        start = int(self.stored[row].sum())
+        if start + n > self.stored.shape[1]:
+            self._widen(start + n)
+        for layer, store in zip(self.kv.layers, self.stores):
+            (kq, ks), (vq, vs) = quantize(layer.keys[row, :, index]), quantize(layer.values[row, :, index])
+            store.k[row, :, start:start + n], store.ks[row, :, start:start + n] = kq, ks
+            store.v[row, :, start:start + n], store.vs[row, :, start:start + n] = vq, vs
+        self.stored[row, start:start + n] = True
+
+    def _widen(self, width: int) -> None:
+        """Give every row of the store ``width`` slots (the new ones empty)."""
+        extra = width - self.stored.shape[1]
+        if self.stores is None:
+            self.stores = []
+            for layer in self.kv.layers:
+                shape = (self.batch_size, layer.keys.shape[1], 0, layer.keys.shape[3])
+                empty = layer.keys.new_zeros(shape)
+                self.stores.append(_Store(empty, empty))
+        for store in self.stores:
+            store.set([torch.cat([t, t.new_zeros(*t.shape[:2], extra, t.shape[3])], 2) for t in store.tensors()])
+        self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
+
+    # ------------------------------------------------------------------ attention
+    def attends(self, layer_idx: int) -> bool:
+        return self.stores is not None
+
+    def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
+               scaling: float) -> torch.Tensor:
+        """A layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,
+        ``v`` [B, kv heads, S, d] (written to the cache): ``attend`` over the store's slots, read back, and the
+        cache's, with ``mask`` for the cache's and the store's held slots visible to every query."""
+        k, v = self.kv.update(k, v, module.layer_idx)
+        store = self.stores[module.layer_idx]
+        k = torch.cat([dequantize(store.k, store.ks), k], 2)
+        v = torch.cat([dequantize(store.v, store.vs), v], 2)
+        held = self.stored[:, None, None, :].expand(-1, 1, mask.shape[2], -1)
+        return attend(module, q, k, v, torch.cat([held, mask], -1), dropout=0.0, scaling=scaling)[0]
+
+    # ------------------------------------------------------------------ rows
+    def select_rows(self, rows: torch.Tensor) -> None:
+        super().select_rows(rows)
+        self.stored = self.stored[rows]
+        for store in self.stores or []:
+            store.set([t[rows] for t in store.tensors()])
+
+    def merge(self, other: "SlotCache") -> None:
+        if not isinstance(other, QuantizedHistoryCache):
+            raise HamburgerError("rows without a quantized history cannot join this batch")
+        super().merge(other)
+        width = max(self.stored.shape[1], other.stored.shape[1])
+        for cache in (self, other):
+            if cache.stored.shape[1] < width or (cache.stores is None and width):
+                cache._widen(width)
+        if self.stores is not None:
+            for mine, theirs in zip(self.stores, other.stores):
+                mine.set([torch.cat([a, b]) for a, b in zip(mine.tensors(), theirs.tensors())])
+        self.stored = torch.cat([self.stored, other.stored])
+
+    # ------------------------------------------------------------------ measuring
+    def store_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for store in self.stores or [] for t in store.tensors())
+
+    def kv_bytes(self) -> int:
+        return super().kv_bytes() + self.store_bytes()
+
+    def stored_share(self) -> float:
+        """A stored slot's bytes over a cache slot's (both across all layers)."""
+        slot = sum(layer.keys[0, :, 0].numel() * layer.keys.element_size() * 2 for layer in self.kv.layers)
+        stored = sum(t[0, :, 0].numel() * t.element_size() for store in self.stores or [] for t in store.tensors())
+        return stored / slot if slot else 0.0
+
+    def kv_slots(self) -> list[int]:
+        """Whole-slot equivalents each row holds: its slots in the cache, plus its stored ones weighed by their share
+        of a slot's bytes (rounded)."""
+        share = self.stored_share() if self.stores is not None else 0.0
+        return [round(main + held * share) for main, held in zip(super().kv_slots(), self.stored.sum(1).tolist())]
+
+    def bytes_per_slot(self, kv_bytes: int | None = None) -> int:
+        """Bytes one whole slot of one row takes across all layers (the cache's)."""
+        return super().bytes_per_slot(super().kv_bytes())

@@ -1,0 +1,161 @@
+"""Quantized history (`engine/quantized.py`): with a fold's ``bits``, the slots it takes out move into an int8 store
+that every layer still reads. The reference is the same decode on an ordinary cache whose leaving slots are rounded in
+place to what the store holds (`rounded_in_place`); the bytes are measured."""
+
+import pytest
+import torch
+
+from hamburger.data.segment import SegmentSettings
+from hamburger.engine import cache as cache_module
+from hamburger.engine.folding import Folding, parse_folding
+from hamburger.engine.quantized import QuantizedHistoryCache, dequantize, quantize
+from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.verify import VerifyGeneration
+from hamburger.errors import HamburgerError
+from tests.engine.test_verify_fold import folding_model
+from tests.helpers import PROMPTS
+
+FOLDS = {"keep none": Folding(window=3, keep="none", bits=8,
+                              segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
+         "keep first, growing": Folding(window=2, share=0.3, keep="first", bits=8,
+                                        segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))}
+
+
+class RoundedInPlace(VerifyGeneration):
+    """The reference: an ordinary cache; a fold's leaving slots stay valid, their keys and values replaced by what
+    the store would read back."""
+
+    def _new_cache(self, batch_size, capacity=None):
+        return super(VerifyGeneration, self)._new_cache(batch_size, capacity)
+
+    @staticmethod
+    def _fold_out(cache, b, r):
+        groups = r.folding.due(r.fed - len(r.prompt_ids))
+        if groups:
+            live = list(r.folding.live)  # (the slots stay: their ranks from the end too)
+            gone = r.folding.fold(cache.valid[b].clone(), groups)
+            r.folding.live = live
+            for layer in cache.kv.layers:
+                for t in (layer.keys, layer.values):
+                    t[b, :, gone] = dequantize(*quantize(t[b, :, gone]))
+        return []
+
+
+def decode(cls, model, tokenizer, prompts, cfg, fold):
+    run = cls(model, tokenizer, prompts, cfg, fold=fold, trace_logits=True)
+    return run.run(), [torch.stack(logits) for logits in run.logits]
+
+
+def test_quantize_round_trip():
+    x = torch.randn(2, 3, 5, 64) * torch.logspace(-3, 2, 64)
+    values, scales = quantize(x)
+    assert values.dtype == torch.int8 and scales.shape == (2, 3, 5, 1) and values.abs().max() == 127
+    assert ((dequantize(values, scales) - x).abs() <= scales / 2 + 1e-6 * x.abs()).all()
+    zero_values, zero_scales = quantize(torch.zeros(1, 4))
+    assert (dequantize(zero_values, zero_scales) == 0).all()
+
+
+@pytest.mark.parametrize("name", list(FOLDS))
+def test_logits_are_the_rounded_histories(name, char_tokenizer):
+    """The store's reading is the ordinary cache's with the leaving slots rounded in place (up to the order attention
+    sums the slots in), token for token; and it is not lossless verify's (so this can fail)."""
+    model, fold = folding_model("llama"), FOLDS[name]
+    cfg = DecodingConfig(max_new_tokens=40, confidence=0.2, ignore_eos=True)
+    stored, differs = 0, False
+    for prompt in PROMPTS:
+        (res,), (logits,) = decode(VerifyGeneration, model, char_tokenizer, [prompt], cfg, fold)
+        (ref,), (want,) = decode(RoundedInPlace, model, char_tokenizer, [prompt], cfg, fold)
+        torch.testing.assert_close(logits, want, rtol=1e-4, atol=1e-4)
+        assert res.token_ids == ref.token_ids
+        (_,), (lossless,) = decode(VerifyGeneration, model, char_tokenizer, [prompt], cfg, None)
+        n = min(len(lossless), len(logits))
+        differs |= bool((logits[:n] - lossless[:n]).abs().max() > 1e-6)
+        stored += res.kv_slots < res.kv_slots_ordinary
+    assert differs and stored == len(PROMPTS)
+
+
+@pytest.mark.parametrize("compact_at", [0.0, 2.0])
+def test_ragged_batch_equals_single_runs(compact_at, char_tokenizer, monkeypatch):
+    """Rows store slots at different forwards and end at different lengths (the cache compacted always or never):
+    each row gives what it gives alone."""
+    monkeypatch.setattr(cache_module, "COMPACT_AT", compact_at)
+    model, fold = folding_model("llama"), FOLDS["keep none"]
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2, ignore_eos=True) for n in (40, 13, 29)]
+    batch, logits = decode(VerifyGeneration, model, char_tokenizer, PROMPTS, cfgs, fold)
+    for prompt, cfg, res, got in zip(PROMPTS, cfgs, batch, logits):
+        (alone,), (want,) = decode(VerifyGeneration, model, char_tokenizer, [prompt], cfg, fold)
+        assert (res.token_ids, res.kv_slots) == (alone.token_ids, alone.kv_slots)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_store_bytes_are_measured(char_tokenizer):
+    """kv_bytes is the cache's tensors plus the store's int8 values and scales; kv_slots weighs a stored slot by its
+    bytes' share of a cache slot's (for fp32: (d + 4) / (4 d) per key or value row)."""
+    model, fold = folding_model("llama"), FOLDS["keep none"]
+    config = model.base.config
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, confidence=0.2,
+                                                                              ignore_eos=True), fold=fold)
+    caches = []
+    original = run._new_cache
+    run._new_cache = lambda *a, **k: caches.append(original(*a, **k)) or caches[-1]
+    res = run.run()[0]
+    cache = caches[0]
+    assert isinstance(cache, QuantizedHistoryCache)
+    d, heads, layers = config.head_dim, config.num_key_value_heads, config.num_hidden_layers
+    held = int(cache.stored.sum())
+    assert held > 5
+    assert cache.store_bytes() == layers * heads * cache.stored.shape[1] * 2 * (d + 4)
+    assert cache.stored_share() == pytest.approx((d + 4) / (4 * d))
+    main = int(cache.valid.sum())
+    assert cache.kv_slots() == [round(main + held * (d + 4) / (4 * d))]
+    assert res.kv_slots == cache.kv_slots()[0] < res.kv_slots_ordinary
+
+
+def test_a_sampled_row_reads_no_fold_reader(char_tokenizer):
+    """The fold reader's adapters (``after_fold``) read dropped slots; a stored history is read by the base alone:
+    sampled, the decode is the same with and without them."""
+    cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, temperature=0.8, seed=3, ignore_eos=True)
+    plain, adapted = folding_model("llama"), folding_model("llama", scope="after_fold")
+    runs = [decode(VerifyGeneration, m, char_tokenizer, [PROMPTS[1]], cfg, FOLDS["keep none"]) for m in (plain,
+                                                                                                         adapted)]
+    assert runs[0][0][0].token_ids == runs[1][0][0].token_ids
+    torch.testing.assert_close(runs[0][1][0], runs[1][1][0])
+
+
+def test_bad_bits_are_refused(char_tokenizer):
+    model, cfg = folding_model("llama"), DecodingConfig()
+    for spec, match in [("segments:8:none:bits=4", "bits"), ("segments:8:bits=8", "merged"),
+                        ("segments:8:first:kv=0.6:bits=8", "budget")]:
+        with pytest.raises(HamburgerError, match=match):
+            VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=parse_folding(spec))
+    with pytest.raises(HamburgerError, match="full heads"):
+        VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=FOLDS["keep none"], full_heads=[(0, 0)])
+    assert parse_folding("segments:60:0.45:none:bits=8") == Folding(window=60, share=0.45, keep="none", bits=8)
+
+
+def test_rows_joining_mid_run_equal_single_runs(char_tokenizer, monkeypatch):
+    """Rows added from `poll` once the running rows hold stored slots (the stores merged, widened to the wider one):
+    each row gives what it gives alone."""
+    model, fold = folding_model("llama"), FOLDS["keep none"]
+    merged_into_a_store = []
+    merge = QuantizedHistoryCache.merge
+
+    def recording_merge(self, other):
+        merged_into_a_store.append(self.stores is not None)
+        merge(self, other)
+
+    monkeypatch.setattr(QuantizedHistoryCache, "merge", recording_merge)
+    cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, ignore_eos=True)
+    late, run = [PROMPTS[1], PROMPTS[2]], None
+
+    def poll():
+        if late and run.rows[0].fed > len(PROMPTS[0]) + 12:  # (by then the first row stored slots)
+            run.add(late.pop(0), cfg)
+
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=fold, poll=poll)
+    results = run.run()
+    assert len(results) == 3 and not late and any(merged_into_a_store)
+    for res, prompt in zip(results, PROMPTS):
+        alone = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=fold).run()[0]
+        assert (res.token_ids, res.kv_slots) == (alone.token_ids, alone.kv_slots)
+        assert res.kv_slots < res.kv_slots_ordinary
