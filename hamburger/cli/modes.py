@@ -44,9 +44,9 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "longest group; merged: at most the embedder's), p=P (the entropy cut's confidence, "
                         "default 0.9), kv=B (a KV budget: fold only while the answer holds more than B slots per "
                         "token, oldest groups first), offtop (a sampled token the base did not rank first keeps "
-                        "its own slot; keeps first, last and none) and bits=8 (the tokens a fold takes out stay, "
-                        "stored at 8 bits, and groups of one token fold too: KV-cache quantization instead of "
-                        "dropping; keeps first, last and none, no kv budget, no full heads), e.g. "
+                        "its own slot; keeps first, last and none) and bits=8 or bits=4 (the tokens a fold takes "
+                        "out stay, stored at that many bits, and groups of one token fold too: KV-cache quantization "
+                        "instead of dropping; keeps first, last and none, no kv budget, no full heads), e.g. "
                         f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")

@@ -56,7 +56,7 @@ def register(sub) -> None:
     p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:FIELD...]",
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "
                         "tokens follow it; GROUPS is segments (the base's entropy cut) or forwards; optional SHARE, "
-                        "KEEP (merged, last, first or none), steps=N, p=P, kv=B, offtop and bits=8 as in generate "
+                        "KEEP (merged, last, first or none), steps=N, p=P, kv=B, offtop and bits=N as in generate "
                         "--fold (default %(default)s)")
     p.add_argument("--lookup", type=int, default=LOOKUP_TOKENS, metavar="N",
                    help="both verify modes also draft by prompt lookup: up to N tokens that followed an earlier "

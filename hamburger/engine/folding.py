@@ -27,8 +27,9 @@ more than ``window``), so the cache keeps about the same share of the answer's s
 cache folds as little history as that share of the base's KV allows. With ``offtop``, a token the base did not rank
 first (a sampled one the base would not have written greedily) never leaves its slot: the fold drops only tokens that
 were the base's top choice where they were written. Greedy decoding writes none, so it folds as without it. With
-``bits`` 8, the tokens a fold takes out do not leave: they move into a store of int8 slots every layer still reads
-(`engine/quantized.py`), and groups of one token fold too, so every answer token past the window is stored.
+``bits`` 8 or 4, the tokens a fold takes out do not leave: they move into a store of 8- or 4-bit slots every layer
+still reads (`engine/quantized.py`), and groups of one token fold too, so every answer token past the window is
+stored.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Folding:
     keep: str = "merged"  # `KEEPS`: what a folded group leaves in the cache
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
     offtop: bool = False  # a token its distribution did not rank first keeps its own slot (keep first, last or none)
-    bits: int = 0  # 0: folded tokens leave the cache; 8: they stay, stored at 8 bits (`engine/quantized.py`)
+    bits: int = 0  # 0: folded tokens leave the cache; 8 or 4: they stay at that many bits (`engine/quantized.py`)
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
@@ -83,7 +84,7 @@ class Folding:
             raise HamburgerError("offtop keeps a token's own slot, so it needs a fold that keeps a token (first, last "
                                  "or none), not merged")
         if self.bits and (self.bits not in BITS or self.keep == "merged" or self.kv):
-            raise HamburgerError(f"a fold's store holds {', '.join(map(str, BITS))} bits, keeps a token (first, last "
+            raise HamburgerError(f"a fold's store holds {' or '.join(map(str, BITS))} bits, keeps a token (first, last "
                                  f"or none; not merged) and counts no kv budget; got bits={self.bits}, keep "
                                  f"{self.keep}, kv={self.kv}")
         if self.keep == "merged" and self.segments.max_steps > max_steps:
@@ -106,7 +107,7 @@ def parse_folding(spec: str) -> Folding:
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
     folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence), ``kv=B`` (fold
     only while the answer holds more than B slots per token) and ``offtop`` (a token the base did not rank first keeps
-    its slot) and ``bits=8`` (the tokens a fold takes out stay at 8 bits), e.g.
+    its slot) and ``bits=8`` or ``bits=4`` (the tokens a fold takes out stay at that many bits), e.g.
     ``segments:64:first:steps=8:p=0.7:offtop`` or ``segments:60:0.45:none:bits=8``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
@@ -127,7 +128,7 @@ def parse_folding(spec: str) -> Folding:
                        kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut,
                        offtop=named.get("offtop") == "offtop", bits=int(named.get("bits", 0)))
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=8], "
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=N], "
                              f"e.g. segments:8, forwards:4, segments:32:0.25 or "
                              f"segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}") from None
 

@@ -1,16 +1,17 @@
-"""Quantized history: the slots a fold takes out stay in the cache's reach, stored at 8 bits.
+"""Quantized history: the slots a fold takes out stay in the cache's reach, stored at 8 or 4 bits.
 
-A verify_fold cache (`engine/folding.py`) drops older answer tokens' one-token slots. With ``bits=8`` they are not
-dropped: their keys and values move into a *store* of int8 values with one scale per (slot, key/value head), keys and
-values apart (symmetric: ``q = round(x / s)``, ``s = max|x| / 127`` over the head's channels; cf. KV-cache
-quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at full precision as the fold
-does). Every layer attends over the store's slots, read back as ``q * s``, and the cache's. The cache then holds every
-token of the history, its older ones coarser, in about a quarter of their fp32 bytes (half of bf16's): a lever on the
-KV cache's bytes beside the fold's, not a merge of tokens.
+A verify_fold cache (`engine/folding.py`) drops older answer tokens' one-token slots. With ``bits`` they are not
+dropped: their keys and values move into a *store* of 8-bit values with one scale per (slot, key/value head), or of
+4-bit values with one scale per 32 channels, keys and values apart (symmetric: ``q = round(x / s)``, ``s = max|x| /
+127`` or ``/ 7``; cf. KV-cache quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at
+full precision as the fold does). Every layer attends over the store's slots, read back as ``q * s``, and the cache's.
+The cache then holds every token of the history, its older ones coarser: at 8 bits in about a quarter of their fp32
+bytes (half of bf16's), at 4 bits in about a sixth (0.28 of bf16's). A lever on the KV cache's bytes beside the
+fold's, not a merge of tokens.
 
-`QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's int8 values and
-scales count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean
-stack (`core/lean.py`), which hands every layer's attention to it (`attention_hook`).
+`QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
+count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean stack
+(`core/lean.py`), which hands every layer's attention to it (`attention_hook`).
 """
 
 from __future__ import annotations
@@ -20,25 +21,40 @@ import torch
 from hamburger.engine.cache import SlotCache
 from hamburger.errors import HamburgerError
 
-BITS = (8,)  # the stores there are
+BITS = (8, 4)  # the stores there are
+GROUP4 = 32  # channels per scale of the 4-bit store (or the head's, when it has fewer)
 
 
-def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x`` [..., D] -> (int8 values [..., D], scales [..., 1] in x's dtype): symmetric, one scale per last axis."""
-    scale = (x.abs().amax(-1, keepdim=True) / 127).clamp_min(torch.finfo(x.dtype).tiny)
-    return torch.round(x / scale).clamp(-127, 127).to(torch.int8), scale
+def quantize(x: torch.Tensor, bits: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` [..., D] -> (values, scales in x's dtype): symmetric, ``q = round(x / s)``, ``s = max|x| / (2^(bits-1) -
+    1)``. 8 bits: int8 values [..., D], one scale per last axis [..., 1]; 4 bits: one scale per `GROUP4` channels
+    [..., D / group], the values two to a byte (uint8 [..., D / 2], ``q + 8`` in each half)."""
+    top, d = 2 ** (bits - 1) - 1, x.shape[-1]
+    group = d if bits == 8 else min(GROUP4, d)
+    grouped = x.reshape(*x.shape[:-1], d // group, group)
+    scale = (grouped.abs().amax(-1, keepdim=True) / top).clamp_min(torch.finfo(x.dtype).tiny)
+    q = torch.round(grouped / scale).clamp(-top, top).reshape(x.shape)
+    if bits == 8:
+        return q.to(torch.int8), scale[..., 0]
+    nibbles = (q + 8).to(torch.uint8)
+    return nibbles[..., 0::2] | (nibbles[..., 1::2] << 4), scale[..., 0]
 
 
 def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """What `quantize` stored, read back: ``values * scales`` in the scales' dtype."""
-    return values.to(scales.dtype) * scales
+    """What `quantize` stored, read back in the scales' dtype (its bits told by the values' dtype)."""
+    if values.dtype == torch.uint8:  # (4 bits: two to a byte)
+        values = torch.stack([values & 15, values >> 4], -1).reshape(*values.shape[:-1], -1).to(scales.dtype) - 8
+    d, groups = values.shape[-1], scales.shape[-1]
+    grouped = values.to(scales.dtype).reshape(*values.shape[:-1], groups, d // groups)
+    return (grouped * scales[..., None]).reshape(values.shape)
 
 
 class _Store:
-    """One layer's stored slots: int8 keys and values [B, kv heads, slots, d], their scales [B, kv heads, slots, 1]."""
+    """One layer's stored slots: keys and values [B, kv heads, slots, d (int8) or d / 2 (4 bits, uint8)] and their
+    scales [B, kv heads, slots, scales per head]."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor):
-        (self.k, self.ks), (self.v, self.vs) = quantize(keys), quantize(values)
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, bits: int):
+        (self.k, self.ks), (self.v, self.vs) = quantize(keys, bits), quantize(values, bits)
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         return self.k, self.ks, self.v, self.vs
@@ -48,10 +64,15 @@ class _Store:
 
 
 class QuantizedHistoryCache(SlotCache):
-    """A dynamic `SlotCache` whose folded slots move into an int8 store instead of leaving (see the module's doc)."""
+    """A dynamic `SlotCache` whose folded slots move into a store of ``bits`` instead of leaving (the module's doc)."""
 
-    def __init__(self, base_config, batch_size: int, device=None):
+    def __init__(self, base_config, batch_size: int, device=None, bits: int = 8):
         super().__init__(base_config, batch_size, device)
+        head = getattr(base_config, "head_dim", None) or base_config.hidden_size // base_config.num_attention_heads
+        if bits not in BITS or (bits == 4 and head % min(GROUP4, head)):
+            raise HamburgerError(f"a quantized history holds {' or '.join(map(str, BITS))} bits (4: heads of a "
+                                 f"multiple of {GROUP4} channels, or fewer); got {bits} bits for heads of {head}")
+        self.bits = bits
         self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
@@ -68,7 +89,7 @@ class QuantizedHistoryCache(SlotCache):
         if start + n > self.stored.shape[1]:
             self._widen(start + n)
         for layer, store in zip(self.kv.layers, self.stores):
-            (kq, ks), (vq, vs) = quantize(layer.keys[row, :, index]), quantize(layer.values[row, :, index])
+            (kq, ks), (vq, vs) = (quantize(t[row, :, index], self.bits) for t in (layer.keys, layer.values))
             store.k[row, :, start:start + n], store.ks[row, :, start:start + n] = kq, ks
             store.v[row, :, start:start + n], store.vs[row, :, start:start + n] = vq, vs
         self.stored[row, start:start + n] = True
@@ -81,7 +102,7 @@ class QuantizedHistoryCache(SlotCache):
             for layer in self.kv.layers:
                 shape = (self.batch_size, layer.keys.shape[1], 0, layer.keys.shape[3])
                 empty = layer.keys.new_zeros(shape)
-                self.stores.append(_Store(empty, empty))
+                self.stores.append(_Store(empty, empty, self.bits))
         for store in self.stores:
             store.set([torch.cat([t, t.new_zeros(*t.shape[:2], extra, t.shape[3])], 2) for t in store.tensors()])
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
@@ -110,8 +131,8 @@ class QuantizedHistoryCache(SlotCache):
             store.set([t[rows] for t in store.tensors()])
 
     def merge(self, other: "SlotCache") -> None:
-        if not isinstance(other, QuantizedHistoryCache):
-            raise HamburgerError("rows without a quantized history cannot join this batch")
+        if not isinstance(other, QuantizedHistoryCache) or other.bits != self.bits:
+            raise HamburgerError("rows without this batch's quantized history cannot join it")
         super().merge(other)
         width = max(self.stored.shape[1], other.stored.shape[1])
         for cache in (self, other):

@@ -21,8 +21,8 @@ merged slot per group (the base's own entropy cut, as training data is cut, or t
 in a later forward (`engine/folding.py`). The cache then holds one slot per group of the folded history plus the
 recent tokens one by one, and every token is still the base's own choice (greedy: its argmax; sampling: the accept
 test) given that cache: only the reading of the folded history differs from the base's. The MSD only drafts. With
-the fold's ``bits`` the tokens it takes out stay, stored at 8 bits (`engine/quantized.py`): the base reads every token
-of the history, the older ones coarser.
+the fold's ``bits`` the tokens it takes out stay, stored at 8 or 4 bits (`engine/quantized.py`): the base reads every
+token of the history, the older ones coarser.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ class VerifyGeneration(Generation):
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")
-            return QuantizedHistoryCache(self.model.base.config, batch_size, self.model.device)
+            return QuantizedHistoryCache(self.model.base.config, batch_size, self.model.device, self.fold.bits)
         if not self.full_heads:
             return super()._new_cache(batch_size, capacity)
         if capacity:

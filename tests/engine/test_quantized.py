@@ -1,5 +1,5 @@
-"""Quantized history (`engine/quantized.py`): with a fold's ``bits``, the slots it takes out move into an int8 store
-that every layer still reads. The reference is the same decode on an ordinary cache whose leaving slots are rounded in
+"""Quantized history (`engine/quantized.py`): with a fold's ``bits``, the slots it takes out move into an 8- or 4-bit
+store that every layer still reads. The reference is the same decode on an ordinary cache whose leaving slots are rounded in
 place to what the store holds (`rounded_in_place`); the bytes are measured."""
 
 import pytest
@@ -18,7 +18,9 @@ from tests.helpers import PROMPTS
 FOLDS = {"keep none": Folding(window=3, keep="none", bits=8,
                               segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
          "keep first, growing": Folding(window=2, share=0.3, keep="first", bits=8,
-                                        segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6))}
+                                        segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6)),
+         "keep none, 4 bits": Folding(window=3, keep="none", bits=4,
+                                      segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
 
 
 class RoundedInPlace(VerifyGeneration):
@@ -37,7 +39,7 @@ class RoundedInPlace(VerifyGeneration):
             r.folding.live = live
             for layer in cache.kv.layers:
                 for t in (layer.keys, layer.values):
-                    t[b, :, gone] = dequantize(*quantize(t[b, :, gone]))
+                    t[b, :, gone] = dequantize(*quantize(t[b, :, gone], r.folding.folding.bits))
         return []
 
 
@@ -47,12 +49,18 @@ def decode(cls, model, tokenizer, prompts, cfg, fold):
 
 
 def test_quantize_round_trip():
+    """Each value comes back within half its scale; 8 bits: int8 and a scale per row; 4 bits: two values a byte and a
+    scale per 32 channels, each channel's own (the halves of a byte are not swapped); zeros stay zeros."""
     x = torch.randn(2, 3, 5, 64) * torch.logspace(-3, 2, 64)
-    values, scales = quantize(x)
-    assert values.dtype == torch.int8 and scales.shape == (2, 3, 5, 1) and values.abs().max() == 127
-    assert ((dequantize(values, scales) - x).abs() <= scales / 2 + 1e-6 * x.abs()).all()
-    zero_values, zero_scales = quantize(torch.zeros(1, 4))
-    assert (dequantize(zero_values, zero_scales) == 0).all()
+    for bits, dtype, widths in ((8, torch.int8, (64, 1)), (4, torch.uint8, (32, 2))):
+        values, scales = quantize(x, bits)
+        assert values.dtype == dtype and (values.shape[-1], scales.shape[-1]) == widths
+        per_channel = scales.repeat_interleave(64 // scales.shape[-1], -1)
+        assert ((dequantize(values, scales) - x).abs() <= per_channel / 2 + 1e-6 * x.abs()).all()
+        zero_values, zero_scales = quantize(torch.zeros(1, 32), bits)
+        assert (dequantize(zero_values, zero_scales) == 0).all()
+    ramp = torch.arange(-7.0, 9.0).clamp(max=7)[None]  # (16 channels: one group, every level once)
+    assert torch.equal(dequantize(*quantize(ramp, 4)), ramp)
 
 
 @pytest.mark.parametrize("name", list(FOLDS))
@@ -74,12 +82,12 @@ def test_logits_are_the_rounded_histories(name, char_tokenizer):
     assert differs and stored == len(PROMPTS)
 
 
-@pytest.mark.parametrize("compact_at", [0.0, 2.0])
-def test_ragged_batch_equals_single_runs(compact_at, char_tokenizer, monkeypatch):
+@pytest.mark.parametrize("compact_at, name", [(0.0, "keep none"), (2.0, "keep none"), (0.0, "keep none, 4 bits")])
+def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monkeypatch):
     """Rows store slots at different forwards and end at different lengths (the cache compacted always or never):
     each row gives what it gives alone."""
     monkeypatch.setattr(cache_module, "COMPACT_AT", compact_at)
-    model, fold = folding_model("llama"), FOLDS["keep none"]
+    model, fold = folding_model("llama"), FOLDS[name]
     cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2, ignore_eos=True) for n in (40, 13, 29)]
     batch, logits = decode(VerifyGeneration, model, char_tokenizer, PROMPTS, cfgs, fold)
     for prompt, cfg, res, got in zip(PROMPTS, cfgs, batch, logits):
@@ -88,10 +96,12 @@ def test_ragged_batch_equals_single_runs(compact_at, char_tokenizer, monkeypatch
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_the_store_bytes_are_measured(char_tokenizer):
-    """kv_bytes is the cache's tensors plus the store's int8 values and scales; kv_slots weighs a stored slot by its
-    bytes' share of a cache slot's (for fp32: (d + 4) / (4 d) per key or value row)."""
-    model, fold = folding_model("llama"), FOLDS["keep none"]
+@pytest.mark.parametrize("name", ["keep none", "keep none, 4 bits"])
+def test_the_store_bytes_are_measured(name, char_tokenizer):
+    """kv_bytes is the cache's tensors plus the store's values and scales; kv_slots weighs a stored slot by its bytes'
+    share of a cache slot's (for fp32 and 8 bits: (d + 4) / 4d per key or value row; 4 bits, heads of d <= 32
+    channels: (d / 2 + 4) / 4d)."""
+    model, fold = folding_model("llama"), FOLDS[name]
     config = model.base.config
     run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, confidence=0.2,
                                                                               ignore_eos=True), fold=fold)
@@ -103,11 +113,12 @@ def test_the_store_bytes_are_measured(char_tokenizer):
     assert isinstance(cache, QuantizedHistoryCache)
     d, heads, layers = config.head_dim, config.num_key_value_heads, config.num_hidden_layers
     held = int(cache.stored.sum())
-    assert held > 5
-    assert cache.store_bytes() == layers * heads * cache.stored.shape[1] * 2 * (d + 4)
-    assert cache.stored_share() == pytest.approx((d + 4) / (4 * d))
+    assert held > 5 and d <= 32
+    row_bytes = (d if fold.bits == 8 else d // 2) + 4
+    assert cache.store_bytes() == layers * heads * cache.stored.shape[1] * 2 * row_bytes
+    assert cache.stored_share() == pytest.approx(row_bytes / (4 * d))
     main = int(cache.valid.sum())
-    assert cache.kv_slots() == [round(main + held * (d + 4) / (4 * d))]
+    assert cache.kv_slots() == [round(main + held * row_bytes / (4 * d))]
     assert res.kv_slots == cache.kv_slots()[0] < res.kv_slots_ordinary
 
 
@@ -124,13 +135,17 @@ def test_a_sampled_row_reads_no_fold_reader(char_tokenizer):
 
 def test_bad_bits_are_refused(char_tokenizer):
     model, cfg = folding_model("llama"), DecodingConfig()
-    for spec, match in [("segments:8:none:bits=4", "bits"), ("segments:8:bits=8", "merged"),
+    for spec, match in [("segments:8:none:bits=3", "bits"), ("segments:8:bits=8", "merged"),
                         ("segments:8:first:kv=0.6:bits=8", "budget")]:
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=parse_folding(spec))
     with pytest.raises(HamburgerError, match="full heads"):
         VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=FOLDS["keep none"], full_heads=[(0, 0)])
-    assert parse_folding("segments:60:0.45:none:bits=8") == Folding(window=60, share=0.45, keep="none", bits=8)
+    assert parse_folding("segments:60:0.45:none:bits=4") == Folding(window=60, share=0.45, keep="none", bits=4)
+    config = model.base.config
+    config_48 = type(config)(**{**config.to_dict(), "head_dim": 48})
+    with pytest.raises(HamburgerError, match="multiple of 32"):
+        QuantizedHistoryCache(config_48, 1, bits=4)
 
 
 def test_rows_joining_mid_run_equal_single_runs(char_tokenizer, monkeypatch):
