@@ -1,7 +1,8 @@
-"""Decode speed and measured KV of greedy verify mode with a stored history (`--fold segments:60:0.45:none:bits=8`: the
-answer's tokens older than the default fold's window kept at 8 bits), beside the shipped verify_fold (default fold, its
-four full heads) and HF `generate`, interleaved as `hamburger bench` runs methods (its `measure`: warm-up, repetitions
-round the methods, the median kept). The default model, 2 prompts per bench category, 128 tokens, 3 repetitions.
+"""Decode speed and measured KV of greedy verify mode with a stored history (`--fold segments:60:0.45:none:bits=4` and
+`bits=8`: the answer's tokens older than the default fold's window kept at 4 or 8 bits), beside the shipped verify_fold
+(default fold, its four full heads) and HF `generate`, interleaved as `hamburger bench` runs methods (its `measure`:
+warm-up, repetitions round the methods, the median kept). The default model, 1 prompt per bench category, 128
+tokens, 3 repetitions.
 
     python experiments/2026-11-29-quantized-history/speed.py > experiments/2026-11-29-quantized-history/speed.json
 """
@@ -23,16 +24,16 @@ from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.prompt import encode_prompt
 
-STORED = "segments:60:0.45:none:bits=8"
+STORED = {"verify_fold+int4": "segments:60:0.45:none:bits=4", "verify_fold+int8": "segments:60:0.45:none:bits=8"}
 
 
 def main() -> None:
     torch.set_num_threads(2)
-    settings = BenchSettings(n_prompts=2, max_new_tokens=128, repeats=3, methods=[])
+    settings = BenchSettings(n_prompts=1, max_new_tokens=128, repeats=3, methods=[])
     model, tokenizer, _, reference = load_model(None, reference=True)
     common = dict(draft_vocab=model.draft_vocab, lookup=PromptLookup(), ngrams=model.draft_ngrams)
     methods = [HFMethod(reference.base, tokenizer)]
-    for name, spec in (("verify_fold", DEFAULT_FOLD), ("verify_fold+int8", STORED)):
+    for name, spec in {"verify_fold": DEFAULT_FOLD, **STORED}.items():
         folding = parse_folding(spec)
         methods.append(VerifyMethod(fold_model(None, folding, model), tokenizer, name=name, fold=folding, **common))
     prompts = bench_prompts(settings)
@@ -41,7 +42,7 @@ def main() -> None:
         rows = measure(methods, prompts, ids, settings, progress)
     weights = sum(p.numel() * p.element_size() for p in model.base.parameters())
     print(json.dumps({"machine": machine_info(2, "float32", "cpu"), "settings": asdict(settings),
-                      "folds": {"verify_fold": DEFAULT_FOLD, "verify_fold+int8": STORED},
+                      "folds": {"verify_fold": DEFAULT_FOLD, **STORED},
                       "summary": summarise(rows, weights), "rows": rows}, indent=1))
 
 

@@ -1,6 +1,7 @@
 """README's table: each quantized-history arm on dev GSM8K rows 360-479 (three draws, 256 tokens) against the base's
 sampled answers, paired with fh4 (the shipped fold with its four full heads, the same prompts and seeds) and its rep4
-against the base's greedy answers; the bytes a real store would hold at each answer's end, from its token count.
+against the base's greedy answers; the bytes a real store would hold at each answer's end, from its token count (and
+for the library's store, q4-lib, the eval's answers' KV from its measured slots too).
 
     python experiments/2026-11-29-quantized-history/summary.py > experiments/2026-11-29-quantized-history/summary.txt
 """
@@ -19,7 +20,9 @@ from hamburger.eval.paired import by_prompt  # noqa: E402
 
 FH4 = HERE.parent / "2026-11-28-full-head-cache/eval-rows360-480-fh4"
 ARMS = {"q8": ("int8, one scale per (token, key/value head)", {"fp32": 68 / 256, "bf16": 66 / 128}),
-        "q4g32": ("int4, one scale per 32 channels", {"fp32": 40 / 256, "bf16": 36 / 128})}
+        "q4g32": ("int4, one scale per 32 channels", {"fp32": 40 / 256, "bf16": 36 / 128}),
+        "q4-lib": ("the library's 4-bit store, `segments:60:0.45:none:bits=4`", {"fp32": 40 / 256, "bf16": 36 / 128})}
+MEASURED = {"q4-lib"}  # the library's: its records hold the store's measured slots (whole-slot equivalents)
 WINDOW, SHARE = 60, 0.45  # the default fold's window: tokens older than it are stored rounded
 
 
@@ -35,6 +38,12 @@ def store_share(rows: list[dict], ratio: float) -> float:
     fed = [r["tokens"] - 1 for r in rows]
     rounded = [max(0, f - max(WINDOW, int(SHARE * f))) for f in fed]
     return sum(f - q + q * ratio for f, q in zip(fed, rounded)) / sum(fed)
+
+
+def measured_share(rows: list[dict]) -> float:
+    """The eval's answers' KV: the answers' slots at their end (whole-slot equivalents) over their tokens fed."""
+    return sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) / sum(r["tokens"] - 1
+                                                                                             for r in rows)
 
 
 def main() -> None:
@@ -53,6 +62,8 @@ def main() -> None:
         draws = len(rows) // len(fold)
         tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
         kv = " / ".join(f"{store_share(rows, ratios[d]):.3f}" for d in ("fp32", "bf16"))
+        if name in MEASURED:  # (the eval's answers' KV, from the store's measured slots)
+            kv = f"{measured_share(rows):.3f} measured; " + kv
         spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
         cells = [diff(fold, base, m) for m in METRICS] + [diff(fold, fh4[FOLD], m) for m in METRICS[:2]]
         cells.append(diff(fold, got["base"], "rep4"))
