@@ -141,8 +141,8 @@ class LeanStack:
         whose one set acts at every position (no gate) read their merged weight (`LoraLinear.merged_weight`), the
         same function up to rounding at the cost of one plain projection. A cache that reads some layers its own way
         (``cache.attention_hook``: a `FullHeadCache`, some heads over the whole history, `engine/full_heads.py`; a
-        `QuantizedHistoryCache`, a store of 8- or 4-bit slots beside the cache, `engine/quantized.py`) attends for the layers
-        it ``attends``."""
+        `QuantizedHistoryCache`, a store of 8- or 4-bit slots beside the cache, `engine/quantized.py`) attends for
+        the layers it ``attends``."""
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
