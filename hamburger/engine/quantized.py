@@ -75,6 +75,7 @@ class QuantizedHistoryCache(SlotCache):
         self.bits = bits
         self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
+        self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
 
     # ------------------------------------------------------------------ storing
@@ -108,6 +109,13 @@ class QuantizedHistoryCache(SlotCache):
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
 
     # ------------------------------------------------------------------ attention
+    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
+        """`SlotCache.extend`; also the mask every layer attends with over [store, cache] (``self.mask``)."""
+        mask = super().extend(new_valid)
+        held = self.stored[:, None, None, :].expand(-1, 1, mask.shape[2], -1)
+        self.mask = torch.cat([held, mask], -1)
+        return mask
+
     def attends(self, layer_idx: int) -> bool:
         return self.stores is not None
 
@@ -115,13 +123,13 @@ class QuantizedHistoryCache(SlotCache):
                scaling: float) -> torch.Tensor:
         """A layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,
         ``v`` [B, kv heads, S, d] (written to the cache): ``attend`` over the store's slots, read back, and the
-        cache's, with ``mask`` for the cache's and the store's held slots visible to every query."""
+        cache's, with ``mask`` for the cache's and the store's held slots visible to every query (`extend`'s
+        ``self.mask``, made once per forward)."""
         k, v = self.kv.update(k, v, module.layer_idx)
         store = self.stores[module.layer_idx]
         k = torch.cat([dequantize(store.k, store.ks), k], 2)
         v = torch.cat([dequantize(store.v, store.vs), v], 2)
-        held = self.stored[:, None, None, :].expand(-1, 1, mask.shape[2], -1)
-        return attend(module, q, k, v, torch.cat([held, mask], -1), dropout=0.0, scaling=scaling)[0]
+        return attend(module, q, k, v, self.mask, dropout=0.0, scaling=scaling)[0]
 
     # ------------------------------------------------------------------ rows
     def select_rows(self, rows: torch.Tensor) -> None:
