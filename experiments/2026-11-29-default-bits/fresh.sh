@@ -10,7 +10,8 @@ export MKL_CBWR=AVX2  # as every draws arm
 [ -s $F ] || .venv/bin/python -c "
 import json
 from hamburger.bench.prompts import category_prompts
-print('\n'.join(json.dumps({'id': r['id'], 'prompt': r['prompt']}) for r in category_prompts('chat', 360, seed=1)[240:]))
+for r in category_prompts('chat', 360, seed=1)[240:]:
+    print(json.dumps({'id': r['id'], 'prompt': r['prompt']}))
 " > $F
 [ -s $E/eval-chat240-360/summary.json ] || nice -n 10 .venv/bin/hamburger eval --sample only --draws 3 \
     --confidence "" --batch-size 8 --threads 2 --max-new-tokens 256 --tasks chat --chat-file $F --limit 120 \
