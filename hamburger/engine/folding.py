@@ -29,7 +29,8 @@ first (a sampled one the base would not have written greedily) never leaves its 
 were the base's top choice where they were written. Greedy decoding writes none, so it folds as without it. With
 ``bits`` 8 or 4, the tokens a fold takes out do not leave: they move into a store of 8- or 4-bit slots every layer
 still reads (`engine/quantized.py`), and groups of one token fold too, so every answer token past the window is
-stored.
+stored; ``value_bits`` give the values other bits than the keys, and ``rotate`` turns each head's channels before
+rounding.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hamburger.engine.quantized import BITS
 from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
+FLAGS = ("offtop", "rotate")  # a fold spec's fields without a value
 # The `parse_folding` spec used where none is given: groups keep their first token's own slot (training-free), cut
 # at sliding 0.7 into up to 8 tokens, 60 answer tokens after them or 45% of the answer's, whichever is more (the
 # window grows past 135 tokens; chosen on dev prompts only: README, "Keeping a token").
@@ -63,6 +65,8 @@ class Folding:
     segments: SegmentSettings = field(default_factory=lambda: SegmentSettings(strategy="sliding", sliding_p=0.9))
     offtop: bool = False  # a token its distribution did not rank first keeps its own slot (keep first, last or none)
     bits: int = 0  # 0: folded tokens leave the cache; 8 or 4: they stay at that many bits (`engine/quantized.py`)
+    value_bits: int = 0  # the stored values' bits, when not ``bits`` (0: as the keys')
+    rotate: bool = False  # the store turns each head's channels before rounding (`quantized.rotation`)
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
@@ -87,6 +91,10 @@ class Folding:
             raise HamburgerError(f"a fold's store holds {' or '.join(map(str, BITS))} bits, keeps a token (first, last "
                                  f"or none; not merged) and counts no kv budget; got bits={self.bits}, keep "
                                  f"{self.keep}, kv={self.kv}")
+        if (self.value_bits or self.rotate) and not self.bits or self.value_bits not in (0, *BITS):
+            raise HamburgerError(f"value bits ({' or '.join(map(str, BITS))}) and rotate shape a store of bits: give "
+                                 f"bits=N or bits=KEYS/VALUES; got bits={self.bits}, value bits {self.value_bits}, "
+                                 f"rotate {self.rotate}")
         if self.keep == "merged" and self.segments.max_steps > max_steps:
             raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
                                  f"most {max_steps}")
@@ -107,8 +115,9 @@ def parse_folding(spec: str) -> Folding:
     last quarter of them, whichever is more, stay unfolded), KEEP (``merged``, ``last``, ``first`` or ``none``: what a
     folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence), ``kv=B`` (fold
     only while the answer holds more than B slots per token) and ``offtop`` (a token the base did not rank first keeps
-    its slot) and ``bits=8`` or ``bits=4`` (the tokens a fold takes out stay at that many bits), e.g.
-    ``segments:64:first:steps=8:p=0.7:offtop`` or ``segments:60:0.45:none:bits=8``."""
+    its slot) and ``bits=8`` or ``bits=4`` (the tokens a fold takes out stay at that many bits; ``bits=8/4``: keys at
+    8, values at 4) and ``rotate`` (the store turns each head's channels before rounding), e.g.
+    ``segments:64:first:steps=8:p=0.7:offtop`` or ``segments:60:0.45:none:bits=8/4:rotate``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
@@ -117,18 +126,21 @@ def parse_folding(spec: str) -> Folding:
             if "=" in f:
                 key, _, value = f.partition("=")
             else:
-                key, value = "keep" if f in KEEPS else "offtop" if f == "offtop" else "share", f
-            if key not in ("share", "keep", "steps", "p", "kv", "offtop", "bits") or key in named \
-                    or (key == "offtop") != (value == "offtop"):
+                key, value = "keep" if f in KEEPS else f if f in FLAGS else "share", f
+            if key not in ("share", "keep", "steps", "p", "kv", "bits", *FLAGS) or key in named \
+                    or (key in FLAGS) != (value == key):
                 raise ValueError
             named[key] = value
+        key_bits, _, value_bits = named.get("bits", "0").partition("/")
         cut = SegmentSettings(strategy="sliding", sliding_p=float(named.get("p", 0.9)),
                               max_steps=int(named.get("steps", 4)))
         return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
                        kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut,
-                       offtop=named.get("offtop") == "offtop", bits=int(named.get("bits", 0)))
+                       offtop="offtop" in named, bits=int(key_bits), value_bits=int(value_bits or 0),
+                       rotate="rotate" in named)
     except ValueError:
-        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=N], "
+        raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=N"
+                             f"[/N]][:rotate], "
                              f"e.g. segments:8, forwards:4, segments:32:0.25 or "
                              f"segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}") from None
 

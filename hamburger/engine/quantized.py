@@ -2,12 +2,15 @@
 
 A verify_fold cache (`engine/folding.py`) drops older answer tokens' one-token slots. With ``bits`` they are not
 dropped: their keys and values move into a *store* of 8-bit values with one scale per (slot, key/value head), or of
-4-bit values with one scale per 32 channels, keys and values apart (symmetric: ``q = round(x / s)``, ``s = max|x| /
-127`` or ``/ 7``; cf. KV-cache quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at
-full precision as the fold does). Every layer attends over the store's slots, read back as ``q * s``, and the cache's.
-The cache then holds every token of the history, its older ones coarser: at 8 bits in about a quarter of their fp32
-bytes (half of bf16's), at 4 bits in about a sixth (0.28 of bf16's). A lever on the KV cache's bytes beside the
-fold's, not a merge of tokens.
+4-bit values with one scale per 32 channels (symmetric: ``q = round(x / s)``, ``s = max|x| / 127`` or ``/ 7``; cf.
+KV-cache quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at full precision as the
+fold does). Keys and values may have their own bits (``8/4``: 8-bit keys, 4-bit values; a key's rounding moves the
+softmax, so keys are the more sensitive). With ``rotate`` each head's channels are turned by one fixed orthogonal
+matrix before rounding and back after reading (`rotation`; cf. QuaRot, Ashkboos et al. 2024): it spreads a few
+large channels over all of them, so one scale fits a group better. Every layer attends over the store's slots, read
+back as ``q * s`` (turned back), and the cache's. The cache then holds every token of the history, its older ones
+coarser: at 8 bits in about a quarter of their fp32 bytes (half of bf16's), at 4 bits in about a sixth (0.28 of
+bf16's). A lever on the KV cache's bytes beside the fold's, not a merge of tokens.
 
 `QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
 count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean stack
@@ -40,6 +43,25 @@ def quantize(x: torch.Tensor, bits: int = 8) -> tuple[torch.Tensor, torch.Tensor
     return nibbles[..., 0::2] | (nibbles[..., 1::2] << 4), scale[..., 0]
 
 
+def rotation(d: int) -> torch.Tensor:
+    """A fixed orthogonal [d, d] matrix: the normalised Sylvester-Hadamard matrix when ``d`` is a power of 2 (every
+    entry +-1/sqrt(d): each rotated channel mixes all channels equally), otherwise a seeded random orthogonal one."""
+    if d & (d - 1) == 0:
+        h = torch.ones(1, 1, dtype=torch.float64)
+        while h.shape[0] < d:
+            h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)])
+        return (h / d ** 0.5).float()
+    q, r = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
+    return (q * torch.sign(torch.diagonal(r))).float()
+
+
+def round_trip(x: torch.Tensor, bits: int, turn: torch.Tensor | None = None) -> torch.Tensor:
+    """What a store of ``bits`` reads back for ``x`` [..., d] (turned by ``turn`` [d, d] before rounding, if any)."""
+    if turn is None:
+        return dequantize(*quantize(x, bits))
+    return dequantize(*quantize(x @ turn, bits)) @ turn.T
+
+
 def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """What `quantize` stored, read back in the scales' dtype (its bits told by the values' dtype)."""
     if values.dtype == torch.uint8:  # (4 bits: two to a byte)
@@ -51,10 +73,10 @@ def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
 
 class _Store:
     """One layer's stored slots: keys and values [B, kv heads, slots, d (int8) or d / 2 (4 bits, uint8)] and their
-    scales [B, kv heads, slots, scales per head]."""
+    scales [B, kv heads, slots, scales per head] (an empty one: `QuantizedHistoryCache._widen`)."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, bits: int):
-        (self.k, self.ks), (self.v, self.vs) = quantize(keys, bits), quantize(values, bits)
+    def __init__(self, empty: torch.Tensor, key_bits: int, value_bits: int):
+        (self.k, self.ks), (self.v, self.vs) = quantize(empty, key_bits), quantize(empty, value_bits)
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
         return self.k, self.ks, self.v, self.vs
@@ -66,13 +88,17 @@ class _Store:
 class QuantizedHistoryCache(SlotCache):
     """A dynamic `SlotCache` whose folded slots move into a store of ``bits`` instead of leaving (the module's doc)."""
 
-    def __init__(self, base_config, batch_size: int, device=None, bits: int = 8):
+    def __init__(self, base_config, batch_size: int, device=None, bits: int = 8, value_bits: int | None = None,
+                 rotate: bool = False):
         super().__init__(base_config, batch_size, device)
         head = getattr(base_config, "head_dim", None) or base_config.hidden_size // base_config.num_attention_heads
-        if bits not in BITS or (bits == 4 and head % min(GROUP4, head)):
-            raise HamburgerError(f"a quantized history holds {' or '.join(map(str, BITS))} bits (4: heads of a "
-                                 f"multiple of {GROUP4} channels, or fewer); got {bits} bits for heads of {head}")
-        self.bits = bits
+        value_bits = value_bits or bits
+        for n in (bits, value_bits):
+            if n not in BITS or (n == 4 and head % min(GROUP4, head)):
+                raise HamburgerError(f"a quantized history holds {' or '.join(map(str, BITS))} bits (4: heads of a "
+                                     f"multiple of {GROUP4} channels, or fewer); got {n} bits for heads of {head}")
+        self.bits, self.value_bits = bits, value_bits
+        self.turn = rotation(head).to(device) if rotate else None  # (cast to the cache's dtype when first used)
         self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
         self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
@@ -90,10 +116,18 @@ class QuantizedHistoryCache(SlotCache):
         if start + n > self.stored.shape[1]:
             self._widen(start + n)
         for layer, store in zip(self.kv.layers, self.stores):
-            (kq, ks), (vq, vs) = (quantize(t[row, :, index], self.bits) for t in (layer.keys, layer.values))
+            kq, ks = quantize(self._turned(layer.keys[row, :, index]), self.bits)
+            vq, vs = quantize(self._turned(layer.values[row, :, index]), self.value_bits)
             store.k[row, :, start:start + n], store.ks[row, :, start:start + n] = kq, ks
             store.v[row, :, start:start + n], store.vs[row, :, start:start + n] = vq, vs
         self.stored[row, start:start + n] = True
+
+    def _turned(self, x: torch.Tensor, back: bool = False) -> torch.Tensor:
+        """``x`` [..., d] in the store's channels (``back``: from them); as it is without ``rotate``."""
+        if self.turn is None:
+            return x
+        self.turn = self.turn.to(x.dtype)
+        return x @ (self.turn.T if back else self.turn)
 
     def _widen(self, width: int) -> None:
         """Give every row of the store ``width`` slots (the new ones empty)."""
@@ -102,8 +136,7 @@ class QuantizedHistoryCache(SlotCache):
             self.stores = []
             for layer in self.kv.layers:
                 shape = (self.batch_size, layer.keys.shape[1], 0, layer.keys.shape[3])
-                empty = layer.keys.new_zeros(shape)
-                self.stores.append(_Store(empty, empty, self.bits))
+                self.stores.append(_Store(layer.keys.new_zeros(shape), self.bits, self.value_bits))
         for store in self.stores:
             store.set([torch.cat([t, t.new_zeros(*t.shape[:2], extra, t.shape[3])], 2) for t in store.tensors()])
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
@@ -127,8 +160,8 @@ class QuantizedHistoryCache(SlotCache):
         ``self.mask``, made once per forward)."""
         k, v = self.kv.update(k, v, module.layer_idx)
         store = self.stores[module.layer_idx]
-        k = torch.cat([dequantize(store.k, store.ks), k], 2)
-        v = torch.cat([dequantize(store.v, store.vs), v], 2)
+        k = torch.cat([self._turned(dequantize(store.k, store.ks), back=True), k], 2)
+        v = torch.cat([self._turned(dequantize(store.v, store.vs), back=True), v], 2)
         return attend(module, q, k, v, self.mask, dropout=0.0, scaling=scaling)[0]
 
     # ------------------------------------------------------------------ rows
@@ -139,7 +172,8 @@ class QuantizedHistoryCache(SlotCache):
             store.set([t[rows] for t in store.tensors()])
 
     def merge(self, other: "SlotCache") -> None:
-        if not isinstance(other, QuantizedHistoryCache) or other.bits != self.bits:
+        if not isinstance(other, QuantizedHistoryCache) or (other.bits, other.value_bits, other.turn is None) != (
+                self.bits, self.value_bits, self.turn is None):
             raise HamburgerError("rows without this batch's quantized history cannot join it")
         super().merge(other)
         width = max(self.stored.shape[1], other.stored.shape[1])

@@ -203,7 +203,8 @@ class VerifyGeneration(Generation):
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")
-            return QuantizedHistoryCache(self.model.base.config, batch_size, self.model.device, self.fold.bits)
+            return QuantizedHistoryCache(self.model.base.config, batch_size, self.model.device, self.fold.bits,
+                                         self.fold.value_bits, self.fold.rotate)
         if not self.full_heads:
             return super()._new_cache(batch_size, capacity)
         if capacity:

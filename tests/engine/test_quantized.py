@@ -8,7 +8,7 @@ import torch
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.folding import Folding, parse_folding
-from hamburger.engine.quantized import QuantizedHistoryCache, dequantize, quantize
+from hamburger.engine.quantized import QuantizedHistoryCache, dequantize, quantize, rotation, round_trip
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -20,7 +20,9 @@ FOLDS = {"keep none": Folding(window=3, keep="none", bits=8,
          "keep first, growing": Folding(window=2, share=0.3, keep="first", bits=8,
                                         segments=SegmentSettings(strategy="decreasing", ratio=1.03, max_steps=6)),
          "keep none, 4 bits": Folding(window=3, keep="none", bits=4,
-                                      segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
+                                      segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
+         "keep none, 8/4 bits rotated": Folding(window=3, keep="none", bits=8, value_bits=4, rotate=True,
+                                                segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
 
 
 class RoundedInPlace(VerifyGeneration):
@@ -37,10 +39,16 @@ class RoundedInPlace(VerifyGeneration):
             live = list(r.folding.live)  # (the slots stay: their ranks from the end too)
             gone = r.folding.fold(cache.valid[b].clone(), groups)
             r.folding.live = live
+            fold = r.folding.folding
+            turn = rotation(layer_head(cache)).to(cache.kv.layers[0].keys.dtype) if fold.rotate else None
             for layer in cache.kv.layers:
-                for t in (layer.keys, layer.values):
-                    t[b, :, gone] = dequantize(*quantize(t[b, :, gone], r.folding.folding.bits))
+                for t, bits in ((layer.keys, fold.bits), (layer.values, fold.value_bits or fold.bits)):
+                    t[b, :, gone] = round_trip(t[b, :, gone], bits, turn)
         return []
+
+
+def layer_head(cache):
+    return cache.kv.layers[0].keys.shape[-1]
 
 
 def decode(cls, model, tokenizer, prompts, cfg, fold):
@@ -63,6 +71,23 @@ def test_quantize_round_trip():
     assert torch.equal(dequantize(*quantize(ramp, 4)), ramp)
 
 
+@pytest.mark.parametrize("d", [64, 48])
+def test_rotation_is_orthogonal_and_spreads_a_large_channel(d):
+    """The turn is orthogonal (a Hadamard matrix for a power of 2, else a seeded one, the same each call); reading back
+    through it undoes it; and a head with one large channel comes back closer turned than plain, at 8 bits (and 4)."""
+    turn = rotation(d)
+    torch.testing.assert_close(turn @ turn.T, torch.eye(d), atol=1e-6, rtol=0)
+    assert torch.equal(turn, rotation(d))
+    if d == 64:
+        assert torch.allclose(turn.abs(), torch.full((d, d), d ** -0.5))
+    x = torch.randn(200, d, generator=torch.Generator().manual_seed(1))
+    x[:, 3] *= 30  # (an outlier channel, as keys have)
+    assert torch.equal(round_trip(x, 8), dequantize(*quantize(x, 8)))
+    for bits in (8, 4) if d % 32 == 0 else (8,):  # (a 4-bit store needs heads of a multiple of 32 channels)
+        plain, turned = ((round_trip(x, bits, t) - x).norm() for t in (None, turn))
+        assert turned < 0.6 * plain
+
+
 @pytest.mark.parametrize("name", list(FOLDS))
 def test_logits_are_the_rounded_histories(name, char_tokenizer):
     """The store's reading is the ordinary cache's with the leaving slots rounded in place (up to the order attention
@@ -82,7 +107,8 @@ def test_logits_are_the_rounded_histories(name, char_tokenizer):
     assert differs and stored == len(PROMPTS)
 
 
-@pytest.mark.parametrize("compact_at, name", [(0.0, "keep none"), (2.0, "keep none"), (0.0, "keep none, 4 bits")])
+@pytest.mark.parametrize("compact_at, name", [(0.0, "keep none"), (2.0, "keep none"), (0.0, "keep none, 4 bits"),
+                                             (2.0, "keep none, 8/4 bits rotated")])
 def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monkeypatch):
     """Rows store slots at different forwards and end at different lengths (the cache compacted always or never):
     each row gives what it gives alone."""
@@ -96,11 +122,11 @@ def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monke
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["keep none", "keep none, 4 bits"])
+@pytest.mark.parametrize("name", ["keep none", "keep none, 4 bits", "keep none, 8/4 bits rotated"])
 def test_the_store_bytes_are_measured(name, char_tokenizer):
     """kv_bytes is the cache's tensors plus the store's values and scales; kv_slots weighs a stored slot by its bytes'
     share of a cache slot's (for fp32 and 8 bits: (d + 4) / 4d per key or value row; 4 bits, heads of d <= 32
-    channels: (d / 2 + 4) / 4d)."""
+    channels: (d / 2 + 4) / 4d; keys and values at their own bits: the mean of the two)."""
     model, fold = folding_model("llama"), FOLDS[name]
     config = model.base.config
     run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(max_new_tokens=30, confidence=0.2,
@@ -114,11 +140,11 @@ def test_the_store_bytes_are_measured(name, char_tokenizer):
     d, heads, layers = config.head_dim, config.num_key_value_heads, config.num_hidden_layers
     held = int(cache.stored.sum())
     assert held > 5 and d <= 32
-    row_bytes = (d if fold.bits == 8 else d // 2) + 4
-    assert cache.store_bytes() == layers * heads * cache.stored.shape[1] * 2 * row_bytes
-    assert cache.stored_share() == pytest.approx(row_bytes / (4 * d))
+    key_row, value_row = ((d if bits == 8 else d // 2) + 4 for bits in (fold.bits, fold.value_bits or fold.bits))
+    assert cache.store_bytes() == layers * heads * cache.stored.shape[1] * (key_row + value_row)
+    assert cache.stored_share() == pytest.approx((key_row + value_row) / (8 * d))
     main = int(cache.valid.sum())
-    assert cache.kv_slots() == [round(main + held * row_bytes / (4 * d))]
+    assert cache.kv_slots() == [round(main + held * (key_row + value_row) / (8 * d))]
     assert res.kv_slots == cache.kv_slots()[0] < res.kv_slots_ordinary
 
 
@@ -136,12 +162,18 @@ def test_a_sampled_row_reads_no_fold_reader(char_tokenizer):
 def test_bad_bits_are_refused(char_tokenizer):
     model, cfg = folding_model("llama"), DecodingConfig()
     for spec, match in [("segments:8:none:bits=3", "bits"), ("segments:8:bits=8", "merged"),
-                        ("segments:8:first:kv=0.6:bits=8", "budget")]:
+                        ("segments:8:first:kv=0.6:bits=8", "budget"), ("segments:8:none:bits=8/3", "value bits"),
+                        ("segments:8:none:rotate", "rotate")]:
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=parse_folding(spec))
     with pytest.raises(HamburgerError, match="full heads"):
         VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=FOLDS["keep none"], full_heads=[(0, 0)])
     assert parse_folding("segments:60:0.45:none:bits=4") == Folding(window=60, share=0.45, keep="none", bits=4)
+    assert parse_folding("segments:60:rotate:0.45:none:bits=8/4") == Folding(window=60, share=0.45, keep="none",
+                                                                            bits=8, value_bits=4, rotate=True)
+    for spec in ("segments:8:none:bits=8/4/4", "segments:8:none:rotate=1", "segments:8:none:rotate:rotate"):
+        with pytest.raises(HamburgerError, match="a folding is"):
+            parse_folding(spec)
     config = model.base.config
     config_48 = type(config)(**{**config.to_dict(), "head_dim": 48})
     with pytest.raises(HamburgerError, match="multiple of 32"):
