@@ -224,10 +224,12 @@ def _as_list(value) -> list[int]:
 def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidences: list[float],
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
                   reference: HamburgerModel | None = None, compile_backend: str | None = None,
-                  micro_loop: str = "host", fold_model: HamburgerModel | None = None) -> list:
+                  micro_loop: str = "host", folds: list[str] | None = None,
+                  fold_models: dict[str, HamburgerModel] | None = None) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
-    prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache by `VERIFY_FOLD`, on ``fold_model``,
-    default ``model`` itself, whose adapters read the merged slots; `loading.fold_model`). Every method but hamburger
+    prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache: one method per spec of ``folds``,
+    default `VERIFY_FOLD`, named ``verify_fold@SPEC``, each on its model of ``fold_models``, default ``model`` itself,
+    whose adapters read the merged slots; `loading.fold_model`). Every method but hamburger
     and verify_fold runs ``reference`` (the unchanged base, default ``model``; verify puts ``model``'s grafted modules
     on it). Both verify methods draft as the CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the
     checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
@@ -269,13 +271,13 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
         elif name == "verify_fold":
             from hamburger.engine.folding import parse_folding
 
-            methods.append(VerifyMethod(fold_model or model, tokenizer, name=f"verify_fold@{VERIFY_FOLD}",
-                                        fold=parse_folding(VERIFY_FOLD), draft_vocab=model.draft_vocab,
-                                        lookup=PromptLookup(), ngrams=model.draft_ngrams))
+            methods += [VerifyMethod((fold_models or {}).get(spec, model), tokenizer, name=f"verify_fold@{spec}",
+                                     fold=parse_folding(spec), draft_vocab=model.draft_vocab, lookup=PromptLookup(),
+                                     ngrams=model.draft_ngrams) for spec in folds or [VERIFY_FOLD]]
         else:
             raise ValueError(name)
     return methods
 
 
 METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify", "verify_fold")
-VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times
+VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times unless told others (`--folds`)

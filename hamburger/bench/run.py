@@ -42,6 +42,7 @@ class BenchSettings:
     device: str = "cpu"
     compile: str | None = None  # GPU mode: static caches and this torch.compile backend for the per-step forwards
     micro_loop: str = "host"  # HAMburger's micro loop: "host" (a decision per micro step) or "device"
+    folds: list[str] = field(default_factory=lambda: [VERIFY_FOLD])  # verify_fold: one method per fold spec
 
     @classmethod
     def quick(cls) -> "BenchSettings":
@@ -200,10 +201,22 @@ def batch_sweep(model, tokenizer, ids, batch_sizes, max_new_tokens, reference=No
     return out
 
 
+def folds_to_time(settings: BenchSettings) -> dict:
+    """Each of ``settings.folds`` parsed (a spec's mistakes found before any model loads); they need verify_fold."""
+    from hamburger.engine.folding import parse_folding
+
+    if not settings.folds or len(set(settings.folds)) < len(settings.folds):
+        raise HamburgerError(f"give verify_fold one or more different fold specs, got {settings.folds}")
+    if settings.folds != [VERIFY_FOLD] and "verify_fold" not in settings.methods:
+        raise HamburgerError("folds are what the verify_fold method times: add verify_fold to the methods")
+    return {spec: parse_folding(spec) for spec in settings.folds}
+
+
 def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
-              reference=None, log: BenchLog | None = None, fold_model=None) -> dict:
+              reference=None, log: BenchLog | None = None, fold_models: dict | None = None) -> dict:
     """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``),
-    ``fold_model`` what verify_fold runs (`build_methods`). With a ``log`` the run resumes from and records into it."""
+    ``fold_models`` what each fold of verify_fold runs (`build_methods`). With a ``log`` the run resumes from and
+    records into it."""
     from tqdm import tqdm
 
     from hamburger.engine.prompt import encode_prompt
@@ -212,7 +225,8 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
         prompts = bench_prompts(settings)
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
-                            compile_backend=settings.compile, micro_loop=settings.micro_loop, fold_model=fold_model)
+                            compile_backend=settings.compile, micro_loop=settings.micro_loop, folds=settings.folds,
+                            fold_models=fold_models)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
@@ -257,6 +271,7 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     bad = [m for m in settings.methods if m not in METHOD_NAMES]
     if bad:
         raise HamburgerError(f"unknown method(s) {bad}; choose from {', '.join(METHOD_NAMES)}")
+    foldings = folds_to_time(settings)
     if settings.threads:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
@@ -271,14 +286,14 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
     log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
-    fold_runner = None
+    fold_runners = {}
     if "verify_fold" in settings.methods:
         from hamburger.core.loading import fold_model
-        from hamburger.engine.folding import parse_folding
 
-        fold_runner = fold_model(model_dir, parse_folding(VERIFY_FOLD), model, settings.dtype, base, settings.device)
-        model_facts["fold_reader"] = fold_runner is not model
-        model_facts["fold_reader_sampled_only"] = fold_runner.fold_reader_sampled_only
-    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runner)
+        for spec, folding in foldings.items():
+            fold_runners[spec] = fold_model(model_dir, folding, model, settings.dtype, base, settings.device)
+        model_facts["fold_reader"] = {spec: m is not model for spec, m in fold_runners.items()}
+        model_facts["fold_reader_sampled_only"] = {spec: m.fold_reader_sampled_only for spec, m in fold_runners.items()}
+    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners)
     result["model"] = model_facts
     return write_report(result, Path(out))

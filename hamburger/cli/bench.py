@@ -16,7 +16,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     device_of(args)
     settings = BenchSettings.quick() if args.quick else BenchSettings()
-    for key in ("categories", "methods", "confidences", "lengths", "batch_sizes"):
+    for key in ("categories", "methods", "confidences", "lengths", "batch_sizes", "folds"):
         value = getattr(args, key)
         if value is not None:
             setattr(settings, key, value)
@@ -40,6 +40,11 @@ def register(sub) -> None:
                                                    "built-in categories")
     p.add_argument("--categories", type=names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
     p.add_argument("--methods", type=names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)}")
+    p.add_argument("--folds", type=names, default=None, metavar="SPEC,...",
+                   help="the fold specs the verify_fold method times, one method each, named verify_fold@SPEC "
+                        "(default the shipped fold; e.g. --methods hf_generate,verify_fold --folds "
+                        "segments:60:0.45:first:steps=8:p=0.7,segments:60:0.45:none:bits=4; the syntax: "
+                        "`hamburger generate --help`, --fold)")
     p.add_argument("--confidences", type=floats, default=None, help="HAMburger knob values (default 0.5,0.7,0.8,0.9)")
     p.add_argument("--n-prompts", type=int, default=None, help="prompts per category (default 20)")
     # Not the shared --max-new-tokens default: bench times fixed lengths, and --quick has its own (32).

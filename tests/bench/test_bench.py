@@ -95,3 +95,27 @@ def test_bench_gpu_mode_compiles_both_paths(tmp_path, char_tokenizer):
     assert by["own_loop"]["identical_to_base"] == 1.0
     assert torch._dynamo.utils.counters["frames"]["ok"] > 0  # something was compiled
     assert "GPU mode" in (out / "results.md").read_text()
+
+
+def test_bench_times_each_fold_it_is_given(tmp_path, char_tokenizer, capsys):
+    """`--folds A,B`: the verify_fold method once per spec, named by it, each folding its own way (the store keeps
+    every token at fewer bits, the merging fold one slot per group); a bad spec, or folds without verify_fold, are refused before
+    any model loads."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "abc", "category": "chat"}) + "\n")
+    out, folds = tmp_path / "bench", ["forwards:4", "segments:3:none:bits=8/4:rotate"]
+    args = ["bench", "--quick", "--prompts", str(prompts), "--out", str(out), "--lengths", "", "--batch-sizes", "",
+            "--max-new-tokens", "24"]
+    assert main(args + ["--model", str(ckpt), "--methods", "hf_generate,verify_fold", "--folds", ",".join(folds)]) == 0
+    rows = {r["method"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
+    assert set(rows) == {"hf_generate"} | {f"verify_fold@{spec}" for spec in folds}
+    merged, stored = (rows[f"verify_fold@{spec}"] for spec in folds)
+    assert merged["kv_slots"] != stored["kv_slots"] and max(merged["kv_slots"], stored["kv_slots"]) < rows[
+        "hf_generate"]["kv_slots"]
+    missing = str(tmp_path / "no-such-model")
+    for extra, message in [(["--methods", "verify_fold", "--folds", "segments:x"], "a folding is"),
+                           (["--methods", "hf_generate", "--folds", "forwards:4"], "add verify_fold")]:
+        capsys.readouterr()
+        assert main(args + ["--model", missing] + extra) != 0
+        assert message in capsys.readouterr().err
