@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "2026-11-27-draws"))
-from summary import BASE, FOLD, METRICS, SPIKE, diff  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("quantized_summary",
-                                               HERE.parent / "2026-11-29-quantized-history/summary.py")
-quantized = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(quantized)
-measured_share, records = quantized.measured_share, quantized.records
+_spec = importlib.util.spec_from_file_location("summary_53", HERE.parent / "2026-11-29-default-bits/summary.py")
+session53 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(session53)  # (its helpers: session 48's and 52's)
+BASE, FOLD, METRICS, SPIKE, diff = session53.BASE, session53.FOLD, session53.METRICS, session53.SPIKE, session53.diff
+measured_share, records = session53.measured_share, session53.records
 
 GREEDY, Q4_GREEDY = HERE / "greedy120-kv84", HERE.parent / "2026-11-29-default-bits/greedy240-q4"
 FRESH = HERE / "eval-chat360-463"
