@@ -7,7 +7,7 @@ import argparse
 
 from hamburger.cli.options import DTYPES, add_base, add_model
 from hamburger.core.config import GATES
-from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.folding import READER_FOLD
 from hamburger.errors import HamburgerError
 
 
@@ -95,9 +95,9 @@ def register(sub) -> None:
                         "lora_scope=after_fold, on the same base) as the export's fold reader: verify_fold's "
                         "token-keeping folds then decode with them, on at every slot from a row's first fold on, in "
                         "place of the export's own adapters (lossless verify and mode hamburger are unchanged)")
-    p.add_argument("--fold-reader-fold", default=DEFAULT_FOLD, metavar="SPEC",
-                   help=f"the --fold spec the fold reader was trained for, recorded beside it (default {DEFAULT_FOLD}, "
-                        "verify_fold's default)")
+    p.add_argument("--fold-reader-fold", default=READER_FOLD, metavar="SPEC",
+                   help=f"the --fold spec the fold reader was trained for, recorded beside it (default {READER_FOLD}, "
+                        "the token-dropping fold the default model's reader was trained for)")
     p.add_argument("--fold-reader-sampled-only", action="store_true",
                    help="the fold reader acts on sampling rows only (temperature > 0); greedy rows read their folds "
                         "with the base alone (for a reader judged better for sampled decoding only)")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from hamburger.cli.options import add_model, add_runtime, device_of
-from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.folding import READER_FOLD
 from hamburger.eval import head_scores as library
 
 
@@ -45,8 +45,9 @@ def register(sub) -> None:
     p.add_argument("--answers", required=True,
                    help="answers to score on: a distill file (prompt, response_token_ids) or a segment file "
                         "(prompt_ids, response_ids); training prompts only, never dev or test ones")
-    p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:FIELD...]",
-                   help="the fold the heads read around (default: verify_fold's, %(default)s; see generate --fold)")
+    p.add_argument("--fold", default=READER_FOLD, metavar="GROUPS:WINDOW[:FIELD...]",
+                   help="the token-dropping fold the heads read around (default: the one the default model's heads "
+                        "were chosen for, %(default)s; see generate --fold)")
     p.add_argument("--count", type=int, default=4,
                    help="full heads to choose, best-scored first (default %(default)s). Each keeps every slot in one "
                         "key/value head of one layer, so it costs 1 / (layers x key/value heads) of the KV the fold "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from hamburger.cli import options
-from hamburger.engine.folding import DEFAULT_FOLD
+from hamburger.engine.folding import DEFAULT_FOLD, READER_FOLD
 from hamburger.engine.full_heads import parse_full_heads
 from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.verify import VERIFY_CONFIDENCE
@@ -44,10 +44,12 @@ def add_mode_options(p: argparse.ArgumentParser) -> None:
                         "longest group; merged: at most the embedder's), p=P (the entropy cut's confidence, "
                         "default 0.9), kv=B (a KV budget: fold only while the answer holds more than B slots per "
                         "token, oldest groups first), offtop (a sampled token the base did not rank first keeps "
-                        "its own slot; keeps first, last and none) and bits=8 or bits=4 (the tokens a fold takes "
-                        "out stay, stored at that many bits, and groups of one token fold too: KV-cache quantization "
-                        "instead of dropping; keeps first, last and none, no kv budget, no full heads), e.g. "
-                        f"segments:32 (merged) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
+                        "its own slot; keeps first, last and none), bits=8, bits=4 or bits=8/4 (the tokens a fold "
+                        "takes out stay, stored at that many bits, keys/values, and groups of one token fold too: "
+                        "KV-cache quantization instead of dropping; keeps first, last and none, no kv budget, no full "
+                        "heads) and rotate (the store turns each head's channels before rounding), e.g. "
+                        f"segments:32 (merged), {READER_FOLD} (drops tokens; the default model's fold reader reads "
+                        f"it) or {DEFAULT_FOLD} (verify_fold's default). Every token is "
                         "still the base model's choice, but reading folded history it is no longer exactly the base's "
                         "output")
     p.add_argument("--full-heads", type=parse_full_heads, default=None, metavar="LAYER:HEAD,...",

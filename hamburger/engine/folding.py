@@ -47,10 +47,13 @@ from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
 FLAGS = ("offtop", "rotate")  # a fold spec's fields without a value
-# The `parse_folding` spec used where none is given: groups keep their first token's own slot (training-free), cut
-# at sliding 0.7 into up to 8 tokens, 60 answer tokens after them or 45% of the answer's, whichever is more (the
-# window grows past 135 tokens; chosen on dev prompts only: README, "Keeping a token").
-DEFAULT_FOLD = "segments:60:0.45:first:steps=8:p=0.7"
+# The `parse_folding` spec used where none is given (since session 54): the answer's last 60 tokens, or 45% of them
+# when more, stay whole; every older token stays too, its key at 8 bits and its value at 4, each head's channels
+# turned (`engine/quantized.py`; training-free; its checks on dev prompts: README, "Quantized history").
+DEFAULT_FOLD = "segments:60:0.45:none:bits=8/4:rotate"
+# The default until session 54, which drops tokens: groups keep their first token's own slot, cut at sliding 0.7 into
+# up to 8 tokens, past the same window. The default model's fold reader and full heads were trained and chosen for it.
+READER_FOLD = "segments:60:0.45:first:steps=8:p=0.7"
 
 
 @dataclass(frozen=True)

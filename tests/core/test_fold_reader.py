@@ -12,7 +12,7 @@ from hamburger.core.checkpoint import (CONFIG_FILE, FOLD_READER_FILE, add_fold_r
                                        save_checkpoint)
 from hamburger.core.loading import fold_model, reads_with_fold_reader
 from hamburger.core.lora import add_lora, is_adapter_weight, lora_modules, lora_state_dict
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.engine.folding import DEFAULT_FOLD, READER_FOLD, parse_folding
 from hamburger.errors import HamburgerError
 from tests.helpers import save_tiny_lora, tiny_base, tiny_hamburger
 
@@ -43,7 +43,7 @@ def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_
     assert main(["export", "--model", str(ckpt), "--out", str(out), "--dtype", "float32",
                  "--fold-reader", str(reader_dir)]) == 0
     meta = read_meta(out)
-    assert meta["fold_reader"]["fold"] == DEFAULT_FOLD and meta["lora"] == read_meta(ckpt)["lora"]
+    assert meta["fold_reader"]["fold"] == READER_FOLD and meta["lora"] == read_meta(ckpt)["lora"]
     # Every mode but a token-keeping fold loads the checkpoint's own adapters, as before.
     own = load_checkpoint(out)[0]
     assert own.config.lora_scope == "all"
@@ -57,7 +57,8 @@ def test_a_fold_reader_ships_beside_the_checkpoint_and_is_loaded_only_for_token_
     assert all(torch.equal(v, theirs[k]) for k, v in lora_state_dict(folding.base).items())
     assert all(torch.equal(v, main_model.grafted_state_dict()[k]) for k, v in folding.grafted_state_dict().items())
     assert reads_with_fold_reader(str(out), KEEP_FIRST)
-    assert reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))
+    assert reads_with_fold_reader(str(out), parse_folding(READER_FOLD))
+    assert not reads_with_fold_reader(str(out), parse_folding(DEFAULT_FOLD))  # (the default stores, drops nothing)
     assert not reads_with_fold_reader(str(out), parse_folding("segments:8"))  # (a merged fold: the own adapters)
     assert not reads_with_fold_reader(str(out), parse_folding("segments:8:none:bits=8"))  # (a stored history)
     assert not reads_with_fold_reader(str(ckpt), KEEP_FIRST)
@@ -136,7 +137,7 @@ def test_a_fold_reader_is_checked(tmp_path, char_tokenizer, bad, message):
     _, reader_dir = save_reader(tmp_path, scope="all" if bad == "scope" else "after_fold",
                                 seed=4 if bad == "base" else 3)
     with pytest.raises(HamburgerError, match=message):
-        add_fold_reader(ckpt, reader_dir, "segments:8" if bad == "fold" else DEFAULT_FOLD)
+        add_fold_reader(ckpt, reader_dir, "segments:8" if bad == "fold" else READER_FOLD)
     assert "fold_reader" not in read_meta(ckpt)
 
 

@@ -15,7 +15,7 @@ from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.data.segment import log_softmax_entropy
-from hamburger.engine.folding import DEFAULT_FOLD, Folding, FoldState, parse_folding
+from hamburger.engine.folding import DEFAULT_FOLD, READER_FOLD, Folding, FoldState, parse_folding
 from hamburger.engine.full_heads import head_channels
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.verify import VerifyGeneration
@@ -389,9 +389,12 @@ def test_fold_specs():
 
 def test_the_default_folding_suits_the_shipped_model():
     """`DEFAULT_FOLD` (what verify_fold, the server and the bench fold by when nothing is given) parses and validates
-    against the shipped default model's embedder (a keep-merged default must not merge more than it can)."""
-    max_steps = read_meta(DEFAULT_MODEL_DIR)["config"]["max_steps"]
-    assert parse_folding(DEFAULT_FOLD).validate(max_steps).window > 0
+    against the shipped default model's embedder (a keep-merged default must not merge more than it can); the fold
+    its fold reader was trained for is `READER_FOLD`, the one `graft --fold-reader-fold` records by default."""
+    meta = read_meta(DEFAULT_MODEL_DIR)
+    for spec in (DEFAULT_FOLD, READER_FOLD):
+        assert parse_folding(spec).validate(meta["config"]["max_steps"]).window > 0
+    assert meta["fold_reader"]["fold"] == READER_FOLD
 
 
 def test_a_growing_window_folds_as_the_fixed_one_until_its_share_passes_it():
