@@ -6,11 +6,12 @@ dropped: their keys and values move into a *store* of 8-bit values with one scal
 KV-cache quantization such as KIVI, Liu et al. 2024, which keeps a window of recent tokens at full precision as the
 fold does). Keys and values may have their own bits (``8/4``: 8-bit keys, 4-bit values; a key's rounding moves the
 softmax, so keys are the more sensitive). With ``rotate`` each head's channels are turned by one fixed orthogonal
-matrix before rounding and back after reading (`rotation`; cf. QuaRot, Ashkboos et al. 2024): it spreads a few
-large channels over all of them, so one scale fits a group better. Every layer attends over the store's slots, read
-back as ``q * s`` (turned back), and the cache's. The cache then holds every token of the history, its older ones
-coarser: at 8 bits in about a quarter of their fp32 bytes (half of bf16's), at 4 bits in about a sixth (0.28 of
-bf16's). A lever on the KV cache's bytes beside the fold's, not a merge of tokens.
+matrix (`rotation`; cf. QuaRot, Ashkboos et al. 2024): it spreads a few large channels over all of them, so one scale
+fits a group better. The whole cache then holds turned keys and values, and the queries and the attention's output
+turn too (`QuantizedHistoryCache.attend`). Every layer attends over the store's slots, read back as ``q * s``, and the
+cache's. The cache then holds every token of the history, its older ones coarser: at 8 bits in about a quarter of
+their fp32 bytes (half of bf16's), at 4 bits in about a sixth (0.28 of bf16's). A lever on the KV cache's bytes beside
+the fold's, not a merge of tokens.
 
 `QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
 count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean stack
@@ -98,7 +99,7 @@ class QuantizedHistoryCache(SlotCache):
                 raise HamburgerError(f"a quantized history holds {' or '.join(map(str, BITS))} bits (4: heads of a "
                                      f"multiple of {GROUP4} channels, or fewer); got {n} bits for heads of {head}")
         self.bits, self.value_bits = bits, value_bits
-        self.turn = rotation(head).to(device) if rotate else None  # (cast to the cache's dtype when first used)
+        self.turn = rotation(head).to(device) if rotate else None  # (cast to the queries' dtype when first used)
         self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
         self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
@@ -116,18 +117,11 @@ class QuantizedHistoryCache(SlotCache):
         if start + n > self.stored.shape[1]:
             self._widen(start + n)
         for layer, store in zip(self.kv.layers, self.stores):
-            kq, ks = quantize(self._turned(layer.keys[row, :, index]), self.bits)
-            vq, vs = quantize(self._turned(layer.values[row, :, index]), self.value_bits)
+            kq, ks = quantize(layer.keys[row, :, index], self.bits)  # (turned already, with ``rotate``)
+            vq, vs = quantize(layer.values[row, :, index], self.value_bits)
             store.k[row, :, start:start + n], store.ks[row, :, start:start + n] = kq, ks
             store.v[row, :, start:start + n], store.vs[row, :, start:start + n] = vq, vs
         self.stored[row, start:start + n] = True
-
-    def _turned(self, x: torch.Tensor, back: bool = False) -> torch.Tensor:
-        """``x`` [..., d] in the store's channels (``back``: from them); as it is without ``rotate``."""
-        if self.turn is None:
-            return x
-        self.turn = self.turn.to(x.dtype)
-        return x @ (self.turn.T if back else self.turn)
 
     def _widen(self, width: int) -> None:
         """Give every row of the store ``width`` slots (the new ones empty)."""
@@ -150,19 +144,30 @@ class QuantizedHistoryCache(SlotCache):
         return mask
 
     def attends(self, layer_idx: int) -> bool:
-        return self.stores is not None
+        return self.stores is not None or self.turn is not None
 
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
         """A layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,
         ``v`` [B, kv heads, S, d] (written to the cache): ``attend`` over the store's slots, read back, and the
         cache's, with ``mask`` for the cache's and the store's held slots visible to every query (`extend`'s
-        ``self.mask``, made once per forward)."""
+        ``self.mask``, made once per forward).
+
+        With ``rotate`` the whole cache lives in the turned channels: the new keys and values are turned as they
+        come in, and so are the queries (an orthogonal turn keeps every dot product), and the output is turned
+        back. So the store is rounded and read in the turned channels as they are, at a cost that grows with the
+        forward's new tokens, never with the history."""
+        if self.turn is not None:
+            self.turn = self.turn.to(q.dtype)
+            q, k, v = q @ self.turn, k @ self.turn, v @ self.turn
         k, v = self.kv.update(k, v, module.layer_idx)
-        store = self.stores[module.layer_idx]
-        k = torch.cat([self._turned(dequantize(store.k, store.ks), back=True), k], 2)
-        v = torch.cat([self._turned(dequantize(store.v, store.vs), back=True), v], 2)
-        return attend(module, q, k, v, self.mask, dropout=0.0, scaling=scaling)[0]
+        if self.stores is not None:
+            store = self.stores[module.layer_idx]
+            k = torch.cat([dequantize(store.k, store.ks), k], 2)
+            v = torch.cat([dequantize(store.v, store.vs), v], 2)
+            mask = self.mask
+        out = attend(module, q, k, v, mask, dropout=0.0, scaling=scaling)[0]
+        return out if self.turn is None else out @ self.turn.T
 
     # ------------------------------------------------------------------ rows
     def select_rows(self, rows: torch.Tensor) -> None:
