@@ -63,6 +63,17 @@ def fresh() -> None:
     cells = [diff(fold, base, m) for m in METRICS] + [diff(fold, got["base"], "rep4")]
     print(f"| {len(fold)} x {draws} | {tau:.2f} | {measured_share(rows):.3f} | {past:.0%} | {spikes[0]:.1f} "
           f"({spikes[1]:.1f}) | " + " | ".join(cells) + " |\n")
+    share = {dtype: stored_share(dtype) for dtype in ("fp32", "bf16")}
+    print("the answers' KV a store would hold at each answer's end, from the token counts: " + ", ".join(
+        f"{dtype} {session53.quantized.store_share(rows, ratio):.3f} (a stored slot {ratio:.3f} of a slot's bytes)"
+        for dtype, ratio in share.items()) + "\n")
+
+
+def stored_share(dtype: str, d: int = 64) -> float:
+    """A stored slot's bytes over a cache slot's, at 8-bit keys (one scale per head) and 4-bit values (one scale
+    per 32 channels) for heads of ``d`` channels, the scales in the cache's dtype."""
+    scale = {"fp32": 4, "bf16": 2}[dtype]
+    return (d + scale + d // 2 + scale * d // 32) / (2 * d * scale)
 
 
 def speed() -> None:
