@@ -21,7 +21,7 @@ from hamburger.bench.methods import HFMethod, VerifyMethod
 from hamburger.bench.prompts import category_prompts
 from hamburger.core.loading import load_model
 from hamburger.engine import generate, sampling, verify
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.engine.folding import READER_FOLD as DEFAULT_FOLD, parse_folding  # (the default when this ran)
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.prompt import encode_prompt
 

@@ -26,7 +26,7 @@ import torch
 from hamburger.bench.machine import machine_info
 from hamburger.core.base import load_base
 from hamburger.data.segment import log_softmax_entropy, segment_entropies
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.engine.folding import READER_FOLD as DEFAULT_FOLD, parse_folding  # (the default when this ran)
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.prompt import encode_prompt
 from hamburger.eval.run import gsm8k_examples

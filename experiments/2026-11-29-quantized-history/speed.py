@@ -20,7 +20,7 @@ from hamburger.bench.machine import machine_info
 from hamburger.bench.methods import HFMethod, VerifyMethod
 from hamburger.bench.run import BenchSettings, bench_prompts, measure, summarise
 from hamburger.core.loading import fold_model, load_model
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.engine.folding import READER_FOLD as DEFAULT_FOLD, parse_folding  # (the default when this ran)
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.prompt import encode_prompt
 
