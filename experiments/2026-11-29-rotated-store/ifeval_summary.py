@@ -34,14 +34,11 @@ def main() -> None:
         print(f"{name}: {len(rows)} prompts, tau {tau:.2f}, instruction-level strict {strict:.1f}; answers' KV "
               f"{session53.kv_share(rows):.3f} over all answers, {session53.kv_share(full):.3f} over the {len(full)} "
               f"of 128 tokens")
-        for metric in ("inst_strict", "inst_loose", "rep4"):
-            if metric == "rep4":
-                ids = sorted(got[name][fold])
-                point, lo, hi = paired_bootstrap([got[name][fold][i]["rep4"] for i in ids],
-                                                 [base[i]["rep4"] for i in ids])
-                print(f"  rep4 - base: {point:+.3f} [{lo:+.3f}, {hi:+.3f}]")
-            else:
-                print(f"  {metric} - base: {session53.diff(got[name][fold], base, metric)}")
+        for metric in ("inst_strict", "inst_loose"):
+            print(f"  {metric} - base: {session53.diff(got[name][fold], base, metric)}")
+        ids = sorted(got[name][fold])
+        point, lo, hi = paired_bootstrap([got[name][fold][i]["rep4"] for i in ids], [base[i]["rep4"] for i in ids])
+        print(f"  rep4 - base: {point:+.3f} [{lo:+.3f}, {hi:+.3f}]")
     for other in ("q4", "fh4"):
         for metric in ("inst_strict", "inst_loose"):
             print(f"kv84 - {other}, {metric}: {session53.diff(got['kv84'][fold], got[other][fold], metric)}")

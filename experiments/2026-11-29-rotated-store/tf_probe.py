@@ -15,7 +15,7 @@ import torch
 from transformers import AttentionInterface
 
 sys.path.insert(0, str(Path(__file__).parent))
-from probe import SOURCES, grouped, hadamard, per_channel, rounded  # noqa: E402
+from probe import SOURCES, hadamard, per_channel, rounded  # noqa: E402
 
 from hamburger.core.base import load_base  # noqa: E402
 
