@@ -21,8 +21,9 @@ count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot'
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-from hamburger.engine.cache import SlotCache
+from hamburger.engine.cache import SPARE_SLOTS, SlotCache
 from hamburger.errors import HamburgerError
 
 BITS = (8, 4)  # the stores there are
@@ -63,27 +64,58 @@ def round_trip(x: torch.Tensor, bits: int, turn: torch.Tensor | None = None) -> 
     return dequantize(*quantize(x @ turn, bits)) @ turn.T
 
 
+_NIBBLES: dict = {}  # (dtype, device) -> `_nibbles`' table
+
+
+def _nibbles(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """[256, 2]: the two 4-bit values a byte of `quantize` holds (its low half first), less 8, in ``dtype``."""
+    if (dtype, device) not in _NIBBLES:
+        byte = torch.arange(256)
+        _NIBBLES[dtype, device] = (torch.stack([byte & 15, byte >> 4], -1) - 8).to(device, dtype)
+    return _NIBBLES[dtype, device]
+
+
 def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """What `quantize` stored, read back in the scales' dtype (its bits told by the values' dtype)."""
+    """What `quantize` stored, read back in the scales' dtype (its bits told by the values' dtype): each value times
+    its group's scale. Every layer reads its whole store at every step, so this is a few ops (a byte's two 4-bit
+    values are looked up in one table, `_nibbles`)."""
     if values.dtype == torch.uint8:  # (4 bits: two to a byte)
-        values = torch.stack([values & 15, values >> 4], -1).reshape(*values.shape[:-1], -1).to(scales.dtype) - 8
-    d, groups = values.shape[-1], scales.shape[-1]
-    grouped = values.to(scales.dtype).reshape(*values.shape[:-1], groups, d // groups)
-    return (grouped * scales[..., None]).reshape(values.shape)
+        values = F.embedding(values.int(), _nibbles(scales.dtype, values.device)).flatten(-2)
+    values, groups = values.to(scales.dtype), scales.shape[-1]
+    if groups == 1:
+        return values * scales
+    grouped = values.unflatten(-1, (groups, values.shape[-1] // groups))
+    return (grouped * scales[..., None]).flatten(-2)
 
 
 class _Store:
     """One layer's stored slots: keys and values [B, kv heads, slots, d (int8) or d / 2 (4 bits, uint8)] and their
-    scales [B, kv heads, slots, scales per head] (an empty one: `QuantizedHistoryCache._widen`)."""
+    scales [B, kv heads, slots, scales per head] (an empty one: `QuantizedHistoryCache._widen`). Like the cache's
+    layers (`cache.SpareSlotsLayer`) its buffers hold up to `SPARE_SLOTS` spare slots beyond the ``width`` in use, so
+    storing a few slots writes them in place rather than copying the whole store; ``k``, ``ks``, ``v``, ``vs`` and
+    `tensors` are views of the slots in use (what attention reads and the bytes count)."""
 
     def __init__(self, empty: torch.Tensor, key_bits: int, value_bits: int):
-        (self.k, self.ks), (self.v, self.vs) = quantize(empty, key_bits), quantize(empty, value_bits)
+        self.buffers = [*quantize(empty, key_bits), *quantize(empty, value_bits)]
+        self.width = 0
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
-        return self.k, self.ks, self.v, self.vs
+        return tuple(t[:, :, :self.width] for t in self.buffers)
+
+    k, ks, v, vs = (property(lambda self, i=i: self.buffers[i][:, :, :self.width]) for i in range(4))
 
     def set(self, tensors) -> None:
-        self.k, self.ks, self.v, self.vs = tensors
+        """The store's slots become ``tensors`` (k, ks, v, vs), all of them in use."""
+        self.buffers, self.width = list(tensors), tensors[0].shape[2]
+
+    def widen(self, width: int) -> None:
+        """``width`` slots in use, the new ones empty: spare slots are zeros until used (new buffers with spare slots
+        when these are full)."""
+        if width > self.buffers[0].shape[2]:
+            spare = width - self.width + SPARE_SLOTS
+            self.buffers = [torch.cat([t[:, :, :self.width], t.new_zeros(*t.shape[:2], spare, t.shape[3])], 2)
+                            for t in self.buffers]
+        self.width = width
 
 
 class QuantizedHistoryCache(SlotCache):
@@ -117,10 +149,10 @@ class QuantizedHistoryCache(SlotCache):
         if start + n > self.stored.shape[1]:
             self._widen(start + n)
         for layer, store in zip(self.kv.layers, self.stores):
-            kq, ks = quantize(layer.keys[row, :, index], self.bits)  # (turned already, with ``rotate``)
-            vq, vs = quantize(layer.values[row, :, index], self.value_bits)
-            store.k[row, :, start:start + n], store.ks[row, :, start:start + n] = kq, ks
-            store.v[row, :, start:start + n], store.vs[row, :, start:start + n] = vq, vs
+            stored = (*quantize(layer.keys[row, :, index], self.bits),  # (turned already, with ``rotate``)
+                      *quantize(layer.values[row, :, index], self.value_bits))
+            for buffer, new in zip(store.buffers, stored):
+                buffer[row, :, start:start + n] = new
         self.stored[row, start:start + n] = True
 
     def _widen(self, width: int) -> None:
@@ -132,7 +164,7 @@ class QuantizedHistoryCache(SlotCache):
                 shape = (self.batch_size, layer.keys.shape[1], 0, layer.keys.shape[3])
                 self.stores.append(_Store(layer.keys.new_zeros(shape), self.bits, self.value_bits))
         for store in self.stores:
-            store.set([torch.cat([t, t.new_zeros(*t.shape[:2], extra, t.shape[3])], 2) for t in store.tensors()])
+            store.widen(width)
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
 
     # ------------------------------------------------------------------ attention

@@ -71,6 +71,44 @@ def test_quantize_round_trip():
     assert torch.equal(dequantize(*quantize(ramp, 4)), ramp)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dequantize_is_each_value_times_its_scale(dtype):
+    """The read is exactly the stored integers times their group's scale, in the scales' dtype: a byte's low half is
+    its even channel, its high half the odd one, each less 8 (4 bits), whatever the table lookup does."""
+    x = (torch.randn(2, 3, 7, 64) * torch.logspace(-2, 1, 64)).to(dtype)
+    for bits in (8, 4):
+        values, scales = quantize(x, bits)
+        if bits == 4:
+            ints = torch.stack([values & 15, values >> 4], -1).flatten(-2).to(torch.int16) - 8
+        else:
+            ints = values.to(torch.int16)
+        per_channel = scales.repeat_interleave(64 // scales.shape[-1], -1)
+        got = dequantize(values, scales)
+        assert got.dtype == dtype and torch.equal(got, ints.to(dtype) * per_channel)
+
+
+def test_the_store_writes_in_place_until_its_spare_slots_are_used():
+    """Storing slots writes into spare slots of the store's buffers (no copy of the store) until they run out; the
+    views read and counted are the slots in use only."""
+    config = folding_model("llama").base.config
+    cache = QuantizedHistoryCache(config, 1, bits=8, value_bits=4)
+    layers, heads, d = config.num_hidden_layers, config.num_key_value_heads, config.head_dim
+    k = torch.randn(1, heads, 10, d)
+    for i in range(layers):
+        cache.kv.update(k, k, i)
+    cache.hold(0, torch.tensor([0, 1]))
+    store = cache.stores[0]
+    first = store.buffers[0].data_ptr()
+    assert store.width == 2 == store.k.shape[2] and store.buffers[0].shape[2] > 2
+    cache.hold(0, torch.tensor([2, 3, 4]))
+    assert store.buffers[0].data_ptr() == first and store.width == 5 == int(cache.stored.sum())
+    assert cache.store_bytes() == layers * heads * 5 * ((d + 4) + (d // 2 + 4))  # (heads of d <= 32: one scale)
+    assert torch.equal(dequantize(store.k, store.ks)[0, :, 2:5], dequantize(*quantize(k[0, :, 2:5], 8)))
+    cache.hold(0, torch.arange(5, 10).repeat(8))  # (more than the spare slots: new buffers, the old slots kept)
+    assert store.buffers[0].data_ptr() != first and store.width == 45 == store.v.shape[2]
+    assert torch.equal(dequantize(store.k, store.ks)[0, :, :5], dequantize(*quantize(k[0, :, :5], 8)))
+
+
 @pytest.mark.parametrize("d", [64, 48])
 def test_rotation_is_orthogonal_and_spreads_a_large_channel(d):
     """The turn is orthogonal (a Hadamard matrix for a power of 2, else a seeded one, the same each call); reading back
