@@ -30,7 +30,9 @@ were the base's top choice where they were written. Greedy decoding writes none,
 ``bits`` 8 or 4, the tokens a fold takes out do not leave: they move into a store of 8- or 4-bit slots every layer
 still reads (`engine/quantized.py`), and groups of one token fold too, so every answer token past the window is
 stored; ``value_bits`` give the values other bits than the keys, and ``rotate`` turns each head's channels before
-rounding.
+rounding. With ``prompt`` N as well, the prompt's slots move into the store too, all but its first N, when the first
+answer tokens do: from then on only the window (and the prompt's first N slots, which attention leans on most, cf.
+the attention sinks of Xiao et al. 2024) stays exact.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Folding:
     bits: int = 0  # 0: folded tokens leave the cache; 8 or 4: they stay at that many bits (`engine/quantized.py`)
     value_bits: int = 0  # the stored values' bits, when not ``bits`` (0: as the keys')
     rotate: bool = False  # the store turns each head's channels before rounding (`quantized.rotation`)
+    prompt: int | None = None  # with bits: the prompt's slots are stored too but its first this many (None: none)
 
     def validate(self, max_steps: int) -> "Folding":
         if self.window < 0:
@@ -98,6 +101,9 @@ class Folding:
             raise HamburgerError(f"value bits ({' or '.join(map(str, BITS))}) and rotate shape a store of bits: give "
                                  f"bits=N or bits=KEYS/VALUES; got bits={self.bits}, value bits {self.value_bits}, "
                                  f"rotate {self.rotate}")
+        if self.prompt is not None and (self.prompt < 0 or not self.bits):
+            raise HamburgerError(f"prompt=N stores the prompt's slots but its first N (N >= 0) in a store of bits: give "
+                                 f"bits=N too; got prompt={self.prompt}, bits={self.bits}")
         if self.keep == "merged" and self.segments.max_steps > max_steps:
             raise HamburgerError(f"fold groups of up to {self.segments.max_steps} tokens, but the embedder merges at "
                                  f"most {max_steps}")
@@ -119,8 +125,9 @@ def parse_folding(spec: str) -> Folding:
     folded group leaves), ``steps=N`` (the longest group), ``p=P`` (the sliding cut's confidence), ``kv=B`` (fold
     only while the answer holds more than B slots per token) and ``offtop`` (a token the base did not rank first keeps
     its slot) and ``bits=8`` or ``bits=4`` (the tokens a fold takes out stay at that many bits; ``bits=8/4``: keys at
-    8, values at 4) and ``rotate`` (the store turns each head's channels before rounding), e.g.
-    ``segments:64:first:steps=8:p=0.7:offtop`` or ``segments:60:0.45:none:bits=8/4:rotate``."""
+    8, values at 4) and ``rotate`` (the store turns each head's channels before rounding) and ``prompt=N`` (the
+    prompt's slots but its first N are stored too), e.g. ``segments:64:first:steps=8:p=0.7:offtop`` or
+    ``segments:60:0.45:none:bits=8/4:rotate:prompt=4``."""
     groups, _, rest = spec.partition(":")
     window, *fields = rest.split(":")
     try:
@@ -130,7 +137,7 @@ def parse_folding(spec: str) -> Folding:
                 key, _, value = f.partition("=")
             else:
                 key, value = "keep" if f in KEEPS else f if f in FLAGS else "share", f
-            if key not in ("share", "keep", "steps", "p", "kv", "bits", *FLAGS) or key in named \
+            if key not in ("share", "keep", "steps", "p", "kv", "bits", "prompt", *FLAGS) or key in named \
                     or (key in FLAGS) != (value == key):
                 raise ValueError
             named[key] = value
@@ -140,10 +147,10 @@ def parse_folding(spec: str) -> Folding:
         return Folding(window=int(window), groups=groups, share=float(named.get("share", 0)),
                        kv=float(named.get("kv", 0)), keep=named.get("keep", "merged"), segments=cut,
                        offtop="offtop" in named, bits=int(key_bits), value_bits=int(value_bits or 0),
-                       rotate="rotate" in named)
+                       rotate="rotate" in named, prompt=int(named["prompt"]) if "prompt" in named else None)
     except ValueError:
         raise HamburgerError(f"a folding is GROUPS:WINDOW[:SHARE][:KEEP][:steps=N][:p=P][:kv=B][:offtop][:bits=N"
-                             f"[/N]][:rotate], "
+                             f"[/N]][:rotate][:prompt=N], "
                              f"e.g. segments:8, forwards:4, segments:32:0.25 or "
                              f"segments:64:first:steps=8:p=0.7:kv=0.65; got {spec!r}") from None
 
@@ -161,6 +168,7 @@ class FoldState:
         self.decided = 0  # answer tokens before this belong to groups already folded (or left as single slots)
         self.saved = 0  # answer slots the folds took out of the cache (net of the merged slots they feed)
         self.folds = 0  # groups folded so far
+        self.prompt_stored = False  # the prompt's slots went to the store (with ``prompt``)
 
     def chose(self, logits: torch.Tensor, tokens: list[int]) -> None:
         """The base's logits [n, V] that chose the row's next n ``tokens`` (their entropies cut the segments)."""
@@ -208,13 +216,17 @@ class FoldState:
     def fold(self, valid: torch.Tensor, groups: list[tuple[int, int]]) -> torch.Tensor:
         """Mark the one-token slots of ``groups`` as holes in the row's cache validity ``valid`` [slots] (in place) and
         record their merged slots, fed next (keep ``last`` or ``first``: that token of each group stays, nothing is
-        fed); return the slots that became holes (a mask like ``valid``; with ``bits``, what the store takes). The
-        row's answer slots are its last valid ones, in order, so a slot is found by its rank among the valid slots
-        counted from the end (no host sync)."""
+        fed); return the slots that became holes (a mask like ``valid``; with ``bits``, what the store takes, and with
+        ``prompt`` at the first fold the prompt's slots but its first N too). The row's answer slots are its last
+        valid ones, in order, so a slot is found by its rank among the valid slots counted from the end, and the
+        prompt's are the valid ones before them (no host sync)."""
         leaving = {i for start, end in groups for i in self.leaving(start, end)}
         ranks = torch.tensor([len(self.live) - k for k, i in enumerate(self.live) if i in leaving], device=valid.device)
         from_end = valid.flip(0).cumsum(0).flip(0)
         gone = valid & torch.isin(from_end, ranks)
+        if self.folding.prompt is not None and groups and not self.prompt_stored:
+            self.prompt_stored = True
+            gone |= valid & (from_end > len(self.live)) & (valid.cumsum(0) > self.folding.prompt)
         valid &= ~gone
         live = [i for i in self.live if i not in leaving]
         while live and live[0] == -1:  # merged slots before every single one no longer matter to a rank

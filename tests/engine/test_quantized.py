@@ -22,7 +22,10 @@ FOLDS = {"keep none": Folding(window=3, keep="none", bits=8,
          "keep none, 4 bits": Folding(window=3, keep="none", bits=4,
                                       segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
          "keep none, 8/4 bits rotated": Folding(window=3, keep="none", bits=8, value_bits=4, rotate=True,
-                                                segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
+                                                segments=SegmentSettings(strategy="decreasing", ratio=1.03)),
+         "keep first, 8/4 bits rotated, prompt stored": Folding(
+             window=3, keep="first", bits=8, value_bits=4, rotate=True, prompt=2,
+             segments=SegmentSettings(strategy="decreasing", ratio=1.03))}
 
 
 class RoundedInPlace(VerifyGeneration):
@@ -146,7 +149,8 @@ def test_logits_are_the_rounded_histories(name, char_tokenizer):
 
 
 @pytest.mark.parametrize("compact_at, name", [(0.0, "keep none"), (2.0, "keep none"), (0.0, "keep none, 4 bits"),
-                                             (2.0, "keep none, 8/4 bits rotated")])
+                                             (2.0, "keep none, 8/4 bits rotated"),
+                                             (0.0, "keep first, 8/4 bits rotated, prompt stored")])
 def test_ragged_batch_equals_single_runs(compact_at, name, char_tokenizer, monkeypatch):
     """Rows store slots at different forwards and end at different lengths (the cache compacted always or never):
     each row gives what it gives alone."""
@@ -186,6 +190,28 @@ def test_the_store_bytes_are_measured(name, char_tokenizer):
     assert res.kv_slots == cache.kv_slots()[0] < res.kv_slots_ordinary
 
 
+def test_the_prompt_is_stored_but_its_first_slots(char_tokenizer):
+    """With ``prompt=N`` the first fold stores the prompt's slots too, all but its first N: the store holds them beside
+    the answer's, and the cache keeps only the first N prompt slots and the answer's window."""
+    model = folding_model("llama")
+    cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, ignore_eos=True)
+    held = {}
+    for keep_first in (None, 0, 3):
+        fold = Folding(window=4, keep="none", bits=8, value_bits=4, rotate=True, prompt=keep_first,
+                       segments=SegmentSettings(strategy="decreasing", ratio=1.03))
+        run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=fold)
+        caches = []
+        original = run._new_cache
+        run._new_cache = lambda *a, **k: caches.append(original(*a, **k)) or caches[-1]
+        res = run.run()[0]
+        held[keep_first] = (int(caches[0].stored.sum()), int(caches[0].valid.sum()), res.kv_slots)
+    prompt = len(run.rows[0].prompt_ids)
+    answer_stored, cached, slots = held[None]
+    assert held[0][:2] == (answer_stored + prompt, cached - prompt)
+    assert held[3][:2] == (answer_stored + prompt - 3, cached - prompt + 3)
+    assert held[0][2] < held[3][2] < slots
+
+
 def test_a_sampled_row_reads_no_fold_reader(char_tokenizer):
     """The fold reader's adapters (``after_fold``) read dropped slots; a stored history is read by the base alone:
     sampled, the decode is the same with and without them."""
@@ -200,6 +226,7 @@ def test_a_sampled_row_reads_no_fold_reader(char_tokenizer):
 def test_bad_bits_are_refused(char_tokenizer):
     model, cfg = folding_model("llama"), DecodingConfig()
     for spec, match in [("segments:8:none:bits=3", "bits"), ("segments:8:bits=8", "merged"),
+                        ("segments:8:none:prompt=2", "prompt=N"), ("segments:8:none:bits=8:prompt=-1", "prompt=N"),
                         ("segments:8:first:kv=0.6:bits=8", "budget"), ("segments:8:none:bits=8/3", "value bits"),
                         ("segments:8:none:rotate", "rotate")]:
         with pytest.raises(HamburgerError, match=match):
@@ -209,6 +236,7 @@ def test_bad_bits_are_refused(char_tokenizer):
     assert parse_folding("segments:60:0.45:none:bits=4") == Folding(window=60, share=0.45, keep="none", bits=4)
     assert parse_folding("segments:60:rotate:0.45:none:bits=8/4") == Folding(window=60, share=0.45, keep="none",
                                                                             bits=8, value_bits=4, rotate=True)
+    assert parse_folding("segments:60:0.45:none:bits=8/4:rotate:prompt=4").prompt == 4
     for spec in ("segments:8:none:bits=8/4/4", "segments:8:none:rotate=1", "segments:8:none:rotate:rotate"):
         with pytest.raises(HamburgerError, match="a folding is"):
             parse_folding(spec)
