@@ -8,8 +8,8 @@ n), as in `../2026-11-29-rotated-store/tf_probe.py` (by token, not by the fold's
   * answer: the default fold's store;
   * answer + prompt: every prompt slot is stored too, once the answer has stored slots;
   * answer + prompt, first N kept: the same but the first N prompt slots (the chat template's start) stay exact.
-Over every answer position with a stored slot: the share whose greedy token differs from the exact run's, the mean
-KL(exact || scheme), and the share of the history's slots stored.
+Over every answer position with a stored slot: the share whose greedy token differs from the exact run's and the mean
+KL(exact || scheme).
     .venv/bin/python experiments/2026-11-29-prompt-store/tf_probe.py > experiments/2026-11-29-prompt-store/tf_probe.txt
 """
 
@@ -93,19 +93,20 @@ def main() -> None:
             STATE["mask"] = None
             ref = torch.log_softmax(model(ids).logits[0, first:-1].float(), -1)
             for name, keep in SCHEMES.items():
-                STATE["mask"] = mask = stored_mask(t, p, keep)
+                STATE["mask"] = stored_mask(t, p, keep)
                 got = torch.log_softmax(model(ids).logits[0, first:-1].float(), -1)
-                for key in (name, f"{name} | {kind}"):
-                    r = rows.setdefault(key, [0, 0, 0.0, 0.0, 0])
+                for key in ((name, "all"), (name, kind)):
+                    r = rows.setdefault(key, [0, 0, 0.0, 0])
                     r[0] += int((got.argmax(-1) != ref.argmax(-1)).sum())
                     r[1] += got.shape[0]
                     r[2] += float((ref.exp() * (ref - got)).sum())
-                    r[3] += float(mask[first:-1].sum(1).float().sum() / (t - 1))  # (stored share of the history)
-                    r[4] += p
+                    r[3] += p
     print(f"{N} chat + {N} GSM8K base greedy answers (<= {LENGTH} tokens) after their prompts")
-    print("| scheme | positions | greedy token changed | mean KL (nats) | mean prompt tokens |\n|---|---|---|---|---|")
-    for name, (changed, n, kl, _, prompt) in rows.items():
-        print(f"| {name} | {n} | {100 * changed / n:.2f}% | {kl / n:.5f} | {prompt / (len(rows) and N * (1 if '|' in name else 2)):.0f} |")
+    print("| scheme | answers | positions | greedy token changed | mean KL (nats) | mean prompt tokens |\n"
+          "|---|---|---|---|---|---|")
+    for (name, kind), (changed, n, kl, prompt) in sorted(rows.items(), key=lambda kv: kv[0][1] != "all"):
+        answers = 2 * N if kind == "all" else N
+        print(f"| {name} | {kind} | {n} | {100 * changed / n:.2f}% | {kl / n:.5f} | {prompt / answers:.0f} |")
 
 
 if __name__ == "__main__":
