@@ -55,6 +55,15 @@ def speed() -> None:
     for name, s in rows.items():
         print(f"| {name} | {s['decode_tok_s']:.1f} | {s['speedup_vs_hf']:.2f}x | {s['tau']:.2f} | "
               f"{s['kv_bytes_per_token']:,.0f} ({s['kv_bytes_per_token'] / hf['kv_bytes_per_token']:.2f}) |")
+    held = {}
+    for r in result["rows"]:
+        held.setdefault(r["method"], {})[r["category"]] = r["kv_bytes"]
+    print("\nThe bench's KV bytes per output token take the prompt's bytes at an ordinary cache's size off the cache's "
+          "bytes; with the prompt stored that is below 0 on some prompts (left out), so the rule's KV is the whole "
+          "history's: the cache's measured bytes at the answer's end, prompt included, against HF's:")
+    for name, by_category in held.items():
+        print(f"- {name}: {sum(by_category.values()) / sum(held['hf_generate'].values()):.2f} pooled; " + ", ".join(
+            f"{c} {b / held['hf_generate'][c]:.2f}" for c, b in sorted(by_category.items())))
     by = {(s["category"], s["method"]): s for s in result["summary"]}
     cats = sorted({c for c, _ in by if c != "all"})
     print(f"\nby category ({', '.join(cats)}), vs HF:")
