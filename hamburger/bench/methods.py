@@ -7,7 +7,9 @@ every prompt) and returns a `Measurement` with the same definitions:
   forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
             drafts, which stop short of it, are not counted as full forwards)
   kv_bytes  measured bytes of the base KV cache at the end (prompt included); `output_kv_bytes`
-            is the part written for generated tokens (what grows with output length)
+            is the part written for generated tokens (what grows with output length), the prompt's
+            tokens taken at a whole slot each (a cache that stores its prompt coarser holds less than
+            that: compare whole caches, the summary's ``kv_vs_hf``)
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from hamburger.bench.machine import machine_info
 COLUMNS = [("method", "method", "{}"), ("decode_tok_s", "decode tok/s", "{:.1f}"),
            ("tok_s_min", "tok/s range over repetitions", None),
            ("speedup_vs_hf", "speedup vs HF", "{:.2f}x"), ("tau", "tau", "{:.2f}"), ("ttft_ms", "TTFT ms", "{:.0f}"),
-           ("kv_bytes_per_token", "output KV bytes/token", "{:,.0f}"), ("identical_to_base", "same as base", "{:.0%}"),
+           ("kv_bytes_per_token", "output KV bytes/token", "{:,.0f}"), ("kv_vs_hf", "KV vs HF (whole cache)", "{:.2f}"),
+           ("identical_to_base", "same as base", "{:.0%}"),
            ("matched_prefix", "matched prefix", "{:.0%}"), ("base_read_gbs", "base read GB/s", "{:.1f}")]
 
 

@@ -115,8 +115,10 @@ def _prompt_rows(prompt: dict, runs: dict[str, list[Measurement]]) -> list[dict]
 
 
 def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
-    """Per (category, method): pooled decode tok/s, speedup vs HF generate, medians, KV per token."""
-    out = []
+    """Per (category, method): pooled decode tok/s, speedup vs HF generate, medians, KV per token, and the whole
+    cache's bytes at the answers' ends (prompt included) against HF generate's on the same prompts (``kv_vs_hf``: the
+    per-token figure charges each prompt token a whole slot, which a cache that stores its prompt coarser does not)."""
+    out, held = [], {}
     keys = sorted({(r["category"], r["method"]) for r in rows})
     for category in sorted({k[0] for k in keys}) + ["all"]:
         group = [r for r in rows if category in ("all", r["category"])]
@@ -128,6 +130,7 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
             decode_s = sum(r["decode_s"] for r in rs)
             tokens, forwards = sum(r["tokens"] for r in rs), sum(r["forwards"] for r in rs)
             per_run = _per_repetition_tok_s(rs)
+            held[method] = sum(r["kv_bytes"] for r in rs)
             out.append({"category": category, "method": method, "prompts": len(rs),
                         "decode_tok_s": decoded / decode_s if decode_s else 0.0,
                         "tok_s_min": min(per_run) if per_run else None, "tok_s_max": max(per_run) if per_run else None,
@@ -138,9 +141,11 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
                         "matched_prefix": _mean(r["matched_prefix"] for r in rs),
                         "base_read_gbs": weight_bytes * (forwards - len(rs)) / decode_s / 1e9 if decode_s else 0.0})
         hf = next((s for s in out if s["category"] == category and s["method"] == "hf_generate"), None)
-        for s in out:
-            if s["category"] == category and hf and hf["decode_tok_s"]:
+        for s in (s for s in out if s["category"] == category and hf):
+            if hf["decode_tok_s"]:
                 s["speedup_vs_hf"] = s["decode_tok_s"] / hf["decode_tok_s"]
+            if held["hf_generate"]:
+                s["kv_vs_hf"] = held[s["method"]] / held["hf_generate"]
     return out
 
 

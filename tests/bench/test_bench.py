@@ -2,7 +2,8 @@
 
 import json
 
-from hamburger.bench.run import agreement
+from hamburger.bench.methods import Measurement
+from hamburger.bench.run import agreement, summarise
 from hamburger.cli.main import main
 from tests.helpers import save_tiny_checkpoint
 
@@ -11,6 +12,23 @@ def test_agreement():
     assert agreement([1, 2, 3], [1, 2, 3]) == (True, 1.0)
     assert agreement([1, 2, 4, 5], [1, 2, 3, 5]) == (False, 0.5)
     assert agreement([], [1]) == (False, 0.0)
+
+
+def test_summary_compares_whole_caches():
+    """``kv_vs_hf`` is the methods' measured cache bytes at the end, prompt included, pooled over the prompts, against
+    HF generate's; the per-token figure takes each prompt token's slot off at its whole size (so a cache that holds
+    its prompt in less than that reads 0 there)."""
+    def row(category, method, kv_bytes, kv_slots):
+        m = Measurement(method, 10, 10, 0.1, 1.0, kv_bytes, kv_slots, [], prompt_tokens=20)
+        return {"category": category, "method": method, "tokens": m.tokens, "forwards": m.forwards, "ttft_s": m.ttft_s,
+                "decode_s": m.decode_s, "first_tokens": 1, "kv_bytes": m.kv_bytes,
+                "output_kv_bytes": m.output_kv_bytes, "identical_to_base": None, "matched_prefix": None}
+    rows = [row("chat", "hf_generate", 3000, 30), row("chat", "verify_fold", 1200, 12),
+            row("code", "hf_generate", 1000, 30), row("code", "verify_fold", 1000, 30)]
+    by = {(s["category"], s["method"]): s for s in summarise(rows, 0)}
+    assert by["chat", "verify_fold"]["kv_vs_hf"] == 0.4 and by["code", "verify_fold"]["kv_vs_hf"] == 1.0
+    assert by["all", "verify_fold"]["kv_vs_hf"] == 2200 / 4000 and by["all", "hf_generate"]["kv_vs_hf"] == 1.0
+    assert by["chat", "verify_fold"]["kv_bytes_per_token"] == 0  # (12 slots, fewer than the prompt's 20)
 
 
 def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
@@ -29,7 +47,7 @@ def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
     # Our own loop at confidence 1.0 is the base model's greedy decoding: same tokens as HF generate.
     assert by[("all", "own_loop")]["identical_to_base"] == 1.0
     assert by[("all", "own_loop")]["tau"] == 1.0
-    assert by[("all", "hf_generate")]["speedup_vs_hf"] == 1.0
+    assert by[("all", "hf_generate")]["speedup_vs_hf"] == 1.0 == by[("all", "own_loop")]["kv_vs_hf"]
     sweep = [r for r in result["length_sweep"] if r["method"] == "own_loop"]
     assert [r["new_tokens"] for r in sweep] == [8, 16] and sweep[1]["kv_bytes"] > sweep[0]["kv_bytes"]
     # The batch sweep ignores EOS: every method makes the same number of tokens per row.
