@@ -105,8 +105,8 @@ def main() -> None:
     print("| scheme | answers | positions | greedy token changed | mean KL (nats) | mean prompt tokens |\n"
           "|---|---|---|---|---|---|")
     for (name, kind), (changed, n, kl, prompt) in sorted(rows.items(), key=lambda kv: kv[0][1] != "all"):
-        answers = 2 * N if kind == "all" else N
-        print(f"| {name} | {kind} | {n} | {100 * changed / n:.2f}% | {kl / n:.5f} | {prompt / answers:.0f} |")
+        count = 2 * N if kind == "all" else N
+        print(f"| {name} | {kind} | {n} | {100 * changed / n:.2f}% | {kl / n:.5f} | {prompt / count:.0f} |")
 
 
 if __name__ == "__main__":
