@@ -49,10 +49,11 @@ from hamburger.errors import HamburgerError
 
 GROUPINGS = ("segments", "forwards")
 FLAGS = ("offtop", "rotate")  # a fold spec's fields without a value
-# The `parse_folding` spec used where none is given (since session 54): the answer's last 60 tokens, or 45% of them
+# The `parse_folding` spec used where none is given (since session 55): the answer's last 60 tokens, or 45% of them
 # when more, stay whole; every older token stays too, its key at 8 bits and its value at 4, each head's channels
-# turned (`engine/quantized.py`; training-free; its checks on dev prompts: README, "Quantized history").
-DEFAULT_FOLD = "segments:60:0.45:none:bits=8/4:rotate"
+# turned (`engine/quantized.py`; training-free), and from then on the prompt's slots too, but its first 4 (its checks
+# on dev prompts: README, "Quantized history"). Session 54's default: the same without ``prompt=4``.
+DEFAULT_FOLD = "segments:60:0.45:none:bits=8/4:rotate:prompt=4"
 # The default until session 54, which drops tokens: groups keep their first token's own slot, cut at sliding 0.7 into
 # up to 8 tokens, past the same window. The default model's fold reader and full heads were trained and chosen for it.
 READER_FOLD = "segments:60:0.45:first:steps=8:p=0.7"
