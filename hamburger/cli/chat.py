@@ -1,9 +1,9 @@
 """`hamburger chat`: an interactive, multi-turn, streaming conversation with a HAMburger model.
 
 Each reply streams group by group (shaded by the stop head's confidence on a terminal) and ends
-with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: lossless verify
-mode). Commands: /reset forgets the conversation, /exit (or Ctrl-D) quits. With a pipe on stdin, every
-line is one user turn.
+with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: verify_fold,
+verify mode on a smaller KV cache; lossless verify is `--mode verify`). Commands: /reset forgets the
+conversation, /exit (or Ctrl-D) quits. With a pipe on stdin, every line is one user turn.
 """
 
 from __future__ import annotations

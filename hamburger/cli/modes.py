@@ -1,8 +1,9 @@
 """The decoding modes of `hamburger generate` and `hamburger chat`: their options, the model and the engine run.
 
-verify (the default): lossless verify mode, the micro-step decoder and prompt lookup draft and the base checks every
-token; verify_fold: the same with older answer tokens folded into one KV slot per group; hamburger: the paper's merged
-groups and confidence knob.
+verify_fold (the default since session 56, experiments/2026-12-03-default-mode/): verify mode on a smaller KV cache,
+the answer's older tokens and then the prompt's stored coarser (`folding.DEFAULT_FOLD`); verify: lossless verify mode,
+the micro-step decoder and prompt lookup draft and the base checks every token; hamburger: the paper's merged groups
+and confidence knob.
 """
 
 from __future__ import annotations
@@ -16,21 +17,24 @@ from hamburger.engine.lookup import LOOKUP_TOKENS
 from hamburger.engine.verify import VERIFY_CONFIDENCE
 from hamburger.errors import HamburgerError
 
-KNOB_HELP = ("in the verify modes (verify is the default): the micro-step decoder drafts while the stop head's "
-             f"1 - p_stop >= confidence (default {VERIFY_CONFIDENCE}); with --mode hamburger: " + options.KNOB_HELP)
-MODES = ("verify", "verify_fold", "hamburger")  # the default first
+KNOB_HELP = ("in the verify modes (verify_fold, the default, and verify): the micro-step decoder drafts while the stop "
+             f"head's 1 - p_stop >= confidence (default {VERIFY_CONFIDENCE}); with --mode hamburger: "
+             + options.KNOB_HELP)
+MODES = ("verify_fold", "verify", "hamburger")  # the default first
 
 
 def add_mode_options(p: argparse.ArgumentParser) -> None:
     """--mode, --draft, --fold, --full-heads, --lookup and --ngrams."""
     p.add_argument("--mode", choices=MODES, default=MODES[0],
-                   help="verify (default): lossless, the micro-step decoder and prompt lookup draft and the base "
-                        "model checks every token (its greedy output exactly, or its distribution when sampling; one "
-                        "KV slot per token). verify_fold: the same, but older answer tokens fold into one KV slot per "
-                        "group (--fold; the paper's KV saving): every token is still the base's choice, reading "
-                        "folded history, within the base's quality bands on the dev prompts but not token for token "
-                        "its output. hamburger: the paper's decoding, token groups from the micro-step decoder share "
-                        "one KV slot, the confidence knob trades fidelity for speed")
+                   help="verify_fold (default): the micro-step decoder, prompt lookup and (greedy) an n-gram table "
+                        "draft and the base model checks every token, reading a smaller KV cache: by default the "
+                        "answer's tokens older than a window, and from then on the prompt's, stay at 8-bit keys and "
+                        "4-bit values (--fold; about half the KV bytes on long answers). Every token is still the "
+                        "base's choice, within its quality bands on the dev prompts, but not always token for token "
+                        "its output. verify: the same on a full-precision cache, lossless (the base's greedy output "
+                        "exactly, or its distribution when sampling; one KV slot per token). hamburger: the paper's "
+                        "decoding, token groups from the micro-step decoder share one KV slot, the confidence knob "
+                        "trades fidelity for speed")
     p.add_argument("--draft", type=int, default=None,
                    help="in the verify modes: draft exactly this many tokens per base forward instead of asking "
                         "the stop head")
@@ -76,7 +80,7 @@ def check_mode_options(args: argparse.Namespace) -> None:
     for flag, value in (("--draft", args.draft), ("--fold", args.fold), ("--lookup", args.lookup),
                         ("--ngrams", args.ngrams), ("--full-heads", args.full_heads)):
         if value is not None and args.mode == "hamburger":
-            raise HamburgerError(f"{flag} applies to the verify modes only (verify, the default, and verify_fold)")
+            raise HamburgerError(f"{flag} applies to the verify modes only (verify_fold, the default, and verify)")
     if args.full_heads is not None and not folding_spec(args):
         raise HamburgerError("--full-heads keeps slots a fold takes out: it needs --mode verify_fold or --fold")
 

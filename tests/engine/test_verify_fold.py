@@ -458,7 +458,7 @@ def test_cli_fold_keeps_the_adapters(tmp_path, char_tokenizer, capsys):
 def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokenizer, capsys, monkeypatch):
     """`hamburger generate --mode verify_fold` is verify mode with `folding.DEFAULT_FOLD` (here patched to one that
     folds the tiny model's answers), prompt lookup and the stop head at `VERIFY_CONFIDENCE`, on the checkpoint with its
-    adapters; the default mode is lossless verify mode, on the unchanged base."""
+    adapters, and it is the default mode; --mode verify is lossless verify mode, on the unchanged base."""
     import json
 
     from hamburger.cli import modes as modes_cli
@@ -470,7 +470,7 @@ def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokeni
     _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     text = "hello hello hello"
     outs = []
-    for mode in (["--mode", "verify_fold"], []):
+    for mode in (["--mode", "verify_fold"], [], ["--mode", "verify"]):
         assert main(["generate", "--model", str(ckpt), "--json", "--raw", "--max-new-tokens", "24", *mode, text]) == 0
         outs.append(json.loads(capsys.readouterr().out))
     model, tokenizer, _ = load_checkpoint(ckpt)
@@ -480,8 +480,10 @@ def test_cli_mode_verify_fold_folds_by_the_default_folding(tmp_path, char_tokeni
     assert (outs[0]["token_ids"], outs[0]["kv_slots"], outs[0]["forwards"]) == (folded.token_ids, folded.kv_slots,
                                                                                folded.forwards)
     assert outs[0]["folded"] and outs[0]["kv_slots"] < outs[0]["kv_slots_ordinary"] and outs[0]["confidence"] == 0.3
-    assert outs[1]["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids[0], 24)[:outs[1]["tokens"]]
-    assert not outs[1]["folded"]
+    same = ("token_ids", "kv_slots", "kv_bytes", "forwards", "folded")
+    assert [outs[1][k] for k in same] == [outs[0][k] for k in same]  # the default mode is verify_fold
+    assert outs[2]["token_ids"] == hf_greedy(tiny_base("llama", seed=3), ids[0], 24)[:outs[2]["tokens"]]
+    assert not outs[2]["folded"]
 
 
 def test_bench_method_verify_fold_is_the_engine_run(char_tokenizer, monkeypatch):

@@ -55,7 +55,7 @@ def test_default_model_sits_on_the_unchanged_bundled_base(default):
 
 
 def test_cli_generate_uses_the_default_model():
-    """The README's first command: the default model in the default mode (lossless verify) answers right, drafting;
+    """The README's first command: the default model in the default mode (verify_fold) answers right, drafting;
     with --mode hamburger it decodes at the checkpoint's default knob."""
     from hamburger.engine.verify import VERIFY_CONFIDENCE
 
