@@ -301,9 +301,12 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                      "decode_tok_s": sum(r["tokens"] - r["first_group"] for r in rows)
                      / max(1e-9, sum(r["decode_s"] for r in rows))}
             if all("kv_slots" in r for r in rows):  # (not from an endpoint, nor reused rows of older runs)
-                # the answers' slots (the prompt's never fold) over one per answer token but the last, as `bench`'s
-                entry["answer_kv_share"] = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1 for r in rows) \
-                    / max(1, sum(r["tokens"] - 1 for r in rows))
+                # the whole cache at the answers' ends, prompt included, against an ordinary one's (`bench`'s kv_vs_hf)
+                entry["kv_share"] = sum(r["kv_slots"] for r in rows) / max(1, sum(r["kv_slots_ordinary"] for r in rows))
+                # the cache less an ordinary prompt's over one slot per answer token but the last (`bench`'s per-token
+                # figure): the answers' share only while the prompt stays whole, as a fold's prompt=N does not
+                entry["answer_kv_share"] = sum(r["kv_slots"] - r["kv_slots_ordinary"] + r["tokens"] - 1
+                                               for r in rows) / max(1, sum(r["tokens"] - 1 for r in rows))
             for key in ("correct", "passed", "exact", "rouge_l", "chrf", "nll_per_token", "worst_token_nll", "rep4"):
                 if key in rows[0]:
                     entry[key] = sum(r[key] for r in rows) / len(rows)
@@ -333,13 +336,13 @@ def write_outputs(out: Path, records: list[dict], summary: list[dict], meta: dic
     (out / "summary.json").write_text(json.dumps({"meta": meta, "summary": summary, "comparisons": comparisons,
                                                   "ifeval_types": types}, indent=2) + "\n")
     lines = [f"# Quality: {meta['model']} (base {meta['base']})", "",
-             "| task | method | examples | score | tau | decode tok/s | answers' KV | delta vs base | NLL/token "
+             "| task | method | examples | score | tau | decode tok/s | KV (whole cache) | delta vs base | NLL/token "
              "| worst-token NLL | rep4 |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         key = QUALITY[s["task"]]
         base = next(b for b in summary if b["task"] == s["task"] and b["method"] == held_reference(s["method"]))
-        kv = f"{s['answer_kv_share']:.3f}" if "answer_kv_share" in s else "-"
+        kv = f"{s['kv_share']:.3f}" if "kv_share" in s else "-"
         lines.append(f"| {s['task']} ({key}) | {s['method']} | {s['examples']} | {100 * s[key]:.1f} | {s['tau']:.2f} | "
                      f"{s['decode_tok_s']:.1f} | {kv} | {100 * (s[key] - base[key]):+.1f} | {s['nll_per_token']:.2f} | "
                      f"{s['worst_token_nll']:.1f} | {s['rep4']:.2f} |")

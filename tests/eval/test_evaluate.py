@@ -79,6 +79,7 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     by = {s["method"]: s for s in json.loads((tmp_path / "segments-100" / "summary.json").read_text())["summary"]}
     assert by["verify-fold"]["exact"] == 1.0
     assert by["base"]["answer_kv_share"] == by["verify-fold"]["answer_kv_share"] == 1.0  # nothing folded
+    assert by["base"]["kv_share"] == by["verify-fold"]["kv_share"] == 1.0
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--verify-fold", "segments", "--out",
                  str(tmp_path / "bad")]) == 1
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "2", "--confidence", "",
@@ -91,6 +92,9 @@ def test_eval_verify_fold_method(tmp_path, char_tokenizer):
     assert all(r["kv_slots"] <= r["kv_slots_ordinary"] for r in rows)
     answer_slots = [r["kv_slots"] - (r["kv_slots_ordinary"] - r["tokens"] + 1) for r in rows]  # (less the prompt's)
     assert by["verify-fold"]["answer_kv_share"] == sum(answer_slots) / sum(r["tokens"] - 1 for r in rows) < 1.0
+    whole = sum(r["kv_slots"] for r in rows) / sum(r["kv_slots_ordinary"] for r in rows)  # the prompt's slots too
+    assert by["verify-fold"]["kv_share"] == whole < 1.0
+    assert "KV (whole cache)" in (tmp_path / "drafting" / "summary.md").read_text()
 
 
 def test_eval_samples_every_method_and_holds_it_to_the_base_sampled_answers(tmp_path, char_tokenizer, capsys):
