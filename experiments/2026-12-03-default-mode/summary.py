@@ -95,10 +95,34 @@ def speed() -> bool | None:
     return verdict
 
 
+def serve() -> bool | None:
+    runs = {(mode, b): HERE / f"serve/{mode}-b{b}.json" for b in (1, 2, 4, 8) for mode in ("verify", "verify_fold")}
+    if not all(path.exists() for path in runs.values()):
+        print("\nserve.sh has not finished")
+        return None
+    got = {key: json.loads(path.read_text())["results"] for key, path in runs.items()}
+    print("\n## Check 3: `hamburger serve` under load (16 dev prompts at once, 128 tokens, greedy)\n")
+    print("| server batch | mode | completion tok/s | vs verify | mean tau | latency p50 s | first chunk p50 s |")
+    print("|---|---|---|---|---|---|---|")
+    held = True
+    for b in (1, 2, 4, 8):
+        for mode in ("verify", "verify_fold"):
+            r, ratio = got[mode, b], got[mode, b]["tokens_per_s"] / got["verify", b]["tokens_per_s"]
+            print(f"| {b} | {mode} | {r['tokens_per_s']} | {ratio:.2f}x | {r['mean_tau']} | {r['latency_s_p50']} | "
+                  f"{r['ttft_s_p50']} |")
+        held = held and got["verify_fold", b]["tokens_per_s"] >= 0.9 * got["verify", b]["tokens_per_s"]
+    verdict = "holds" if held else "fails"
+    print(f"\nrule 3 (verify_fold >= 0.9x verify's completion tok/s at every batch size): {verdict}")
+    return held
+
+
 def main() -> None:
     checks = [math(), speed()]
     if None not in checks:
         print(f"\nverify_fold becomes generate's default mode: {'yes' if all(checks) else 'no'}")
+    held = serve()
+    if held is not None:
+        print(f"verify_fold becomes serve's default mode: {'yes' if held else 'no'}")
 
 
 if __name__ == "__main__":
