@@ -7,10 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export MKL_CBWR=AVX2
-D=experiments/2026-12-03-default-mode/serve
+# REP=2: a second repetition after the rule was read (reported only), verify_fold first at each batch size, in serve-2/
+D=experiments/2026-12-03-default-mode/serve${REP:+-$REP}
+MODES="verify verify_fold"
+[ -n "${REP:-}" ] && MODES="verify_fold verify"
 mkdir -p $D
 for b in 1 2 4 8; do
-    for mode in verify verify_fold; do
+    for mode in $MODES; do
         [ -s $D/$mode-b$b.json ] || .venv/bin/python benchmarks/load_test.py --model default --prompts dev \
             --clients 16 --max-batch-size $b --max-tokens 128 --mode $mode --out $D/$mode-b$b.json \
             > $D/$mode-b$b.log 2>&1
