@@ -95,13 +95,13 @@ def speed() -> bool | None:
     return verdict
 
 
-def serve() -> bool | None:
-    runs = {(mode, b): HERE / f"serve/{mode}-b{b}.json" for b in (1, 2, 4, 8) for mode in ("verify", "verify_fold")}
+def serve(folder: str = "serve", title: str = "Check 3") -> bool | None:
+    runs = {(mode, b): HERE / f"{folder}/{mode}-b{b}.json" for b in (1, 2, 4, 8) for mode in ("verify", "verify_fold")}
     if not all(path.exists() for path in runs.values()):
-        print("\nserve.sh has not finished")
+        print(f"\n{folder}: serve.sh has not finished")
         return None
     got = {key: json.loads(path.read_text())["results"] for key, path in runs.items()}
-    print("\n## Check 3: `hamburger serve` under load (16 dev prompts at once, 128 tokens, greedy)\n")
+    print(f"\n## {title}: `hamburger serve` under load (16 dev prompts at once, 128 tokens, greedy)\n")
     print("| server batch | mode | completion tok/s | vs verify | mean tau | latency p50 s | first chunk p50 s |")
     print("|---|---|---|---|---|---|---|")
     held = True
@@ -123,6 +123,7 @@ def main() -> None:
     held = serve()
     if held is not None:
         print(f"verify_fold becomes serve's default mode: {'yes' if held else 'no'}")
+    serve("serve-2", "Check 3's second repetition (after the rule was read; verify_fold first at each batch size)")
 
 
 if __name__ == "__main__":
