@@ -14,22 +14,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-session52 = _load("summary_52", HERE.parent / "2026-11-29-quantized-history/summary.py")
+_spec = importlib.util.spec_from_file_location("summary_55", HERE.parent / "2026-11-29-prompt-store/summary.py")
+session55 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(session55)
+session52 = session55._load("summary_52", HERE.parent / "2026-11-29-quantized-history/summary.py")
 BASE, FOLD, METRICS, SPIKE, diff, records = (session52.BASE, session52.FOLD, session52.METRICS, session52.SPIKE,
                                              session52.diff, session52.records)
+flat, history_kv = session55.flat, session55.history_kv  # (the whole cache, prompt included, over an ordinary one's)
 LENGTHS = (128, 256)
-
-
-def history_kv(rows: list[dict]) -> float:
-    """The whole cache at the answers' ends, prompt included, in whole-slot equivalents, against an ordinary one's."""
-    return sum(r["kv_slots"] for r in rows) / sum(r["kv_slots_ordinary"] for r in rows)
 
 
 def lower(cell: str) -> float:
@@ -43,7 +35,7 @@ def math() -> bool | None:
         print("eval-rows360-480-prompt4 has not finished\n")
         return None
     fold, base = got[FOLD], got[BASE]
-    rows = [r for draws in fold.values() for r in draws]
+    rows = flat(fold)
     draws = len(rows) // len(fold)
     tau = sum(r["tokens"] for r in rows) / sum(r["forwards"] for r in rows)
     spikes = [sum(r["worst_token_nll"] > SPIKE for d in g.values() for r in d) / draws for g in (fold, base)]
@@ -56,9 +48,8 @@ def math() -> bool | None:
     print(f"| {len(fold)} x {draws} | {tau:.2f} | {history_kv(rows):.3f} | {session52.measured_share(rows):.3f} | "
           f"{spikes[0]:.1f} ({spikes[1]:.1f}) | " + " | ".join(cells) + " |\n")
     before = records(HERE.parent / "2026-11-29-default-math/eval-rows360-480-k8v4r")[FOLD]
-    before_rows = [r for draws in before.values() for r in draws]
     print(f"session 54's fold (no prompt stored) on these rows, seeds and base answers: history KV "
-          f"{history_kv(before_rows):.3f}; this fold - that one: "
+          f"{history_kv(flat(before)):.3f}; this fold - that one: "
           + ", ".join(f"{m} {diff(fold, before, m)}" for m in METRICS) + "\n")
     held = all(lower(c) <= 0 for c in cells[:2] + cells[-1:])  # worst, NLL vs sampled; rep4 vs greedy: none above 0
     print(f"rule 1 (no interval wholly above 0): {'holds' if held else 'fails'}\n")
