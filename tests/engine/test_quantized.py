@@ -74,10 +74,11 @@ def test_quantize_round_trip():
     assert torch.equal(dequantize(*quantize(ramp, 4)), ramp)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 def test_dequantize_is_each_value_times_its_scale(dtype):
     """The read is exactly the stored integers times their group's scale, in the scales' dtype: a byte's low half is
-    its even channel, its high half the odd one, each less 8 (4 bits), whatever the table lookup does."""
+    its even channel, its high half the odd one, each less 8 (4 bits), whatever the table lookup does (pairs read as
+    one integer; float64, which has no such integer, by the two-column lookup)."""
     x = (torch.randn(2, 3, 7, 64) * torch.logspace(-2, 1, 64)).to(dtype)
     for bits in (8, 4):
         values, scales = quantize(x, bits)
@@ -246,16 +247,20 @@ def test_bad_bits_are_refused(char_tokenizer):
         QuantizedHistoryCache(config_48, 1, bits=4)
 
 
-def test_rows_joining_mid_run_equal_single_runs(char_tokenizer, monkeypatch):
-    """Rows added from `poll` once the running rows hold stored slots (the stores merged, widened to the wider one):
-    each row gives what it gives alone."""
-    model, fold = folding_model("llama"), FOLDS["keep none"]
+@pytest.mark.parametrize("name", ["keep none", "keep none, 8/4 bits rotated"])
+def test_rows_joining_mid_run_equal_single_runs(name, char_tokenizer, monkeypatch):
+    """Rows added from `poll` once the running rows hold stored slots (the stores merged, widened to the wider one;
+    rotated, a joining row's cache turns as it joins, before its first stored slot): each row gives what it gives
+    alone."""
+    model, fold = folding_model("llama"), FOLDS[name]
     merged_into_a_store = []
     merge = QuantizedHistoryCache.merge
 
     def recording_merge(self, other):
         merged_into_a_store.append(self.stores is not None)
+        assert other.turned is False and self.turned is fold.rotate
         merge(self, other)
+        assert other.turned is fold.rotate
 
     monkeypatch.setattr(QuantizedHistoryCache, "merge", recording_merge)
     cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, ignore_eos=True)
@@ -272,3 +277,46 @@ def test_rows_joining_mid_run_equal_single_runs(char_tokenizer, monkeypatch):
         alone = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=fold).run()[0]
         assert (res.token_ids, res.kv_slots) == (alone.token_ids, alone.kv_slots)
         assert res.kv_slots < res.kv_slots_ordinary
+
+
+def test_until_its_first_stored_slot_a_rotated_cache_reads_as_lossless_verify(char_tokenizer):
+    """The turn waits for the first stored slot: a decode that stores nothing (the window longer than the answer)
+    gives lossless verify's logits bit for bit, its cache never turned; with a short window the cache turns and the
+    logits move (so the equality can fail)."""
+    model = folding_model("llama")
+    cfg = DecodingConfig(max_new_tokens=24, confidence=0.2, ignore_eos=True)
+    (plain,), (want,) = decode(VerifyGeneration, model, char_tokenizer, [PROMPTS[0]], cfg, None)
+    for window, equal in ((30, True), (3, False)):
+        fold = Folding(window=window, keep="none", bits=8, value_bits=4, rotate=True, prompt=2,
+                       segments=SegmentSettings(strategy="decreasing", ratio=1.03))
+        run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=fold, trace_logits=True)
+        caches = []
+        original = run._new_cache
+        run._new_cache = lambda *a, **k: caches.append(original(*a, **k)) or caches[-1]
+        (res,) = run.run()
+        assert caches[0].turned is not equal and (caches[0].stores is None) is equal
+        n = min(len(want), len(run.logits[0]))
+        assert torch.equal(torch.stack(run.logits[0])[:n], want[:n]) is equal
+        if equal:
+            assert res.token_ids == plain.token_ids
+
+
+def test_a_row_that_leaves_takes_the_store_width_only_it_needed():
+    """`select_rows` narrows the store to the most slots a remaining row holds; the rows kept read back what they
+    stored, and their held marks stay."""
+    config = folding_model("llama").base.config
+    cache = QuantizedHistoryCache(config, 3, bits=8, value_bits=4, rotate=True)
+    k = torch.randn(3, config.num_key_value_heads, 12, config.head_dim)
+    for i in range(config.num_hidden_layers):
+        cache.kv.update(k, k, i)
+    cache.valid = torch.ones(3, 12, dtype=torch.bool)
+    for row, n in enumerate((4, 10, 2)):
+        cache.hold(row, torch.arange(n))
+    before = [dequantize(store.k, store.ks)[[0, 2]][:, :, :4] for store in cache.stores]
+    cache.select_rows(torch.tensor([0, 2]))
+    assert cache.stored.shape == (2, 4) and cache.stored.sum(1).tolist() == [4, 2]
+    assert all(store.width == 4 for store in cache.stores)
+    for store, want in zip(cache.stores, before):
+        assert torch.equal(dequantize(store.k, store.ks), want)
+    cache.select_rows(torch.tensor([1]))
+    assert cache.stored.shape == (1, 2) and cache.stores[0].k.shape[2] == 2
