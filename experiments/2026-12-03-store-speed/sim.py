@@ -27,6 +27,8 @@ def main() -> None:
     p.add_argument("--batch-sizes", default="1,8")
     args = p.parse_args()
     sys.path[:0] = [args.code, str(ROOT)]
+    # (an editable install finds its own tree before sys.path: that finder goes, so ``--code`` is what is imported)
+    sys.meta_path = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
     import torch
 
     from benchmarks.load_test import prompts
