@@ -31,7 +31,6 @@ def main() -> None:
     sys.meta_path = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
     import torch
 
-    from benchmarks.load_test import prompts
     from hamburger.core.loading import fold_model, load_model
     from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
     from hamburger.engine.lookup import PromptLookup
@@ -41,6 +40,7 @@ def main() -> None:
     from hamburger.engine.verify import VerifyGeneration, on_base
     from hamburger.serve.server import CPU_DRAFT_ROWS
     import hamburger
+    from benchmarks.load_test import prompts  # (after hamburger: it puts this tree first on sys.path)
 
     assert Path(hamburger.__file__).resolve().is_relative_to(Path(args.code).resolve()), hamburger.__file__
     torch.set_num_threads(2)
