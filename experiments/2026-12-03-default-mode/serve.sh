@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export MKL_CBWR=AVX2
 # REP=2: a second repetition after the rule was read (reported only), verify_fold first at each batch size, in serve-2/
-D=experiments/2026-12-03-default-mode/serve${REP:+-$REP}
+D=${OUT:-experiments/2026-12-03-default-mode/serve${REP:+-$REP}}  # (OUT: another folder, as ../2026-12-03-store-speed/ runs it)
 MODES="verify verify_fold"
 [ -n "${REP:-}" ] && MODES="verify_fold verify"
 mkdir -p $D
