@@ -245,8 +245,9 @@ class QuantizedHistoryCache(SlotCache):
             (other if self.turned else self)._turn()
         super().merge(other)
         width = max(self.stored.shape[1], other.stored.shape[1])
+        stores = self.stores is not None or other.stores is not None  # (one may be empty: its rows hold nothing now)
         for cache in (self, other):
-            if cache.stored.shape[1] < width or (cache.stores is None and width):
+            if cache.stored.shape[1] < width or (cache.stores is None and stores):
                 cache._widen(width)
         if self.stores is not None:
             for mine, theirs in zip(self.stores, other.stores):

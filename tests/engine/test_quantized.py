@@ -320,3 +320,23 @@ def test_a_row_that_leaves_takes_the_store_width_only_it_needed():
         assert torch.equal(dequantize(store.k, store.ks), want)
     cache.select_rows(torch.tensor([1]))
     assert cache.stored.shape == (1, 2) and cache.stores[0].k.shape[2] == 2
+
+
+def test_a_row_joins_a_batch_whose_store_emptied():
+    """Once the rows that held slots leave, the store is empty but there; a row that joins then (no store of its own)
+    gets one too, and storing goes on (the server's continuous batching met this)."""
+    config = folding_model("llama").base.config
+    caches = [QuantizedHistoryCache(config, n, bits=8, value_bits=4, rotate=True) for n in (2, 1)]
+    for cache in caches:
+        k = torch.randn(cache.batch_size, config.num_key_value_heads, 6, config.head_dim)
+        for i in range(config.num_hidden_layers):
+            cache.kv.update(k, k, i)
+        cache.extend(torch.ones(cache.batch_size, 6, dtype=torch.bool))
+    running, joining = caches
+    running.hold(0, torch.arange(3))
+    running.select_rows(torch.tensor([1]))
+    assert running.stored.shape == (1, 0) and running.stores is not None
+    running.merge(joining)
+    assert running.stored.shape == (2, 0) and running.batch_size == 2
+    running.hold(1, torch.arange(2))
+    assert running.stored.sum(1).tolist() == [0, 2] and running.stores[0].k.shape[:3] == (2, config.num_key_value_heads, 2)
