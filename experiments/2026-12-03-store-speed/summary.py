@@ -2,12 +2,14 @@
 and mode; verify_fold's speed against verify's; and how many greedy answers the new code writes as the old one did.
 
     python experiments/2026-12-03-store-speed/summary.py > experiments/2026-12-03-store-speed/summary.txt
+    python experiments/2026-12-03-store-speed/summary.py sim-2 > experiments/2026-12-03-store-speed/summary-2.txt
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -15,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     records = {}
-    for line in (HERE / "sim.jsonl").read_text().splitlines():
+    for line in (HERE / f"{sys.argv[1] if len(sys.argv) > 1 else 'sim'}.jsonl").read_text().splitlines():
         r = json.loads(line)
         records[r["label"], r["rep"], r["batch"], r["mode"]] = r  # (a resumed run's last record counts)
     labels = sorted({k[0] for k in records}, reverse=True)  # new, old
