@@ -101,31 +101,31 @@ def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
 
 
 class _Store:
-    """Every layer's stored slots, in one tensor each: keys and values [layers, B, kv heads, slots, d (int8) or d / 2
-    (4 bits, uint8)] and their scales [layers, B, kv heads, slots, scales per head] (an empty one:
-    `QuantizedHistoryCache._widen`). One tensor for all layers lets a row's slots be rounded and written for every
-    layer at once (`QuantizedHistoryCache.hold`). Like the cache's layers (`cache.SpareSlotsLayer`) its buffers hold up
-    to `SPARE_SLOTS` spare slots beyond the ``width`` in use, so storing a few slots writes them in place rather than
-    copying the whole store; `tensors` are views of the slots in use (what attention reads and the bytes count)."""
+    """One layer's stored slots: keys and values [B, kv heads, slots, d (int8) or d / 2 (4 bits, uint8)] and their
+    scales [B, kv heads, slots, scales per head] (an empty one: `QuantizedHistoryCache._widen`). Like the cache's
+    layers (`cache.SpareSlotsLayer`) its buffers hold up to `SPARE_SLOTS` spare slots beyond the ``width`` in use, so
+    storing a few slots writes them in place rather than copying the whole store; ``k``, ``ks``, ``v``, ``vs`` and
+    `tensors` are views of the slots in use (what attention reads and the bytes count)."""
 
     def __init__(self, empty: torch.Tensor, key_bits: int, value_bits: int):
         self.buffers = [*quantize(empty, key_bits), *quantize(empty, value_bits)]
         self.width = 0
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
-        """(keys, key scales, values, value scales), the slots in use."""
-        return tuple(t[..., :self.width, :] for t in self.buffers)
+        return tuple(t[:, :, :self.width] for t in self.buffers)
+
+    k, ks, v, vs = (property(lambda self, i=i: self.buffers[i][:, :, :self.width]) for i in range(4))
 
     def set(self, tensors) -> None:
         """The store's slots become ``tensors`` (k, ks, v, vs), all of them in use."""
-        self.buffers, self.width = list(tensors), tensors[0].shape[-2]
+        self.buffers, self.width = list(tensors), tensors[0].shape[2]
 
     def widen(self, width: int) -> None:
         """``width`` slots in use, the new ones empty: spare slots are zeros until used (new buffers with spare slots
         when these are full)."""
-        if width > self.buffers[0].shape[-2]:
+        if width > self.buffers[0].shape[2]:
             spare = width - self.width + SPARE_SLOTS
-            self.buffers = [torch.cat([t[..., :self.width, :], t.new_zeros(*t.shape[:-2], spare, t.shape[-1])], -2)
+            self.buffers = [torch.cat([t[:, :, :self.width], t.new_zeros(*t.shape[:2], spare, t.shape[3])], 2)
                             for t in self.buffers]
         self.width = width
 
@@ -145,7 +145,7 @@ class QuantizedHistoryCache(SlotCache):
         self.bits, self.value_bits = bits, value_bits
         self.turn = rotation(head).to(device) if rotate else None  # (cast to the cache's dtype when first used)
         self.turned = False  # the cache holds turned keys and values (from the first stored slot on, `_turn`)
-        self.store: _Store | None = None  # once a slot was stored
+        self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
         self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
@@ -163,10 +163,11 @@ class QuantizedHistoryCache(SlotCache):
             self._widen(start + n)
         if self.turn is not None and not self.turned:
             self._turn()
-        keys, values = (torch.stack([getattr(layer, name)[row, :, index] for layer in self.kv.layers])
-                        for name in ("keys", "values"))  # [layers, kv heads, n, d] (turned already, with ``rotate``)
-        for buffer, new in zip(self.store.buffers, (*quantize(keys, self.bits), *quantize(values, self.value_bits))):
-            buffer[:, row, :, start:start + n] = new
+        for layer, store in zip(self.kv.layers, self.stores):
+            stored = (*quantize(layer.keys[row, :, index], self.bits),  # (turned already, with ``rotate``)
+                      *quantize(layer.values[row, :, index], self.value_bits))
+            for buffer, new in zip(store.buffers, stored):
+                buffer[row, :, start:start + n] = new
         self.stored[row, start:start + n] = True
 
     def _turn(self) -> None:
@@ -182,11 +183,13 @@ class QuantizedHistoryCache(SlotCache):
     def _widen(self, width: int) -> None:
         """Give every row of the store ``width`` slots (the new ones empty)."""
         extra = width - self.stored.shape[1]
-        if self.store is None:
-            keys = self.kv.layers[0].keys  # (the lean stack's layers all have one shape)
-            shape = (len(self.kv.layers), self.batch_size, keys.shape[1], 0, keys.shape[3])
-            self.store = _Store(keys.new_zeros(shape), self.bits, self.value_bits)
-        self.store.widen(width)
+        if self.stores is None:
+            self.stores = []
+            for layer in self.kv.layers:
+                shape = (self.batch_size, layer.keys.shape[1], 0, layer.keys.shape[3])
+                self.stores.append(_Store(layer.keys.new_zeros(shape), self.bits, self.value_bits))
+        for store in self.stores:
+            store.widen(width)
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
 
     # ------------------------------------------------------------------ attention
@@ -198,7 +201,7 @@ class QuantizedHistoryCache(SlotCache):
         return mask
 
     def attends(self, layer_idx: int) -> bool:
-        return self.store is not None or self.turned
+        return self.stores is not None or self.turned
 
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
@@ -214,10 +217,10 @@ class QuantizedHistoryCache(SlotCache):
         if self.turned:
             q, k, v = q @ self.turn, k @ self.turn, v @ self.turn
         k, v = self.kv.update(k, v, module.layer_idx)
-        if self.store is not None:
-            stored_k, stored_ks, stored_v, stored_vs = (t[module.layer_idx] for t in self.store.tensors())
-            k = torch.cat([dequantize(stored_k, stored_ks), k], 2)
-            v = torch.cat([dequantize(stored_v, stored_vs), v], 2)
+        if self.stores is not None:
+            store = self.stores[module.layer_idx]
+            k = torch.cat([dequantize(store.k, store.ks), k], 2)
+            v = torch.cat([dequantize(store.v, store.vs), v], 2)
             mask = self.mask
         out = attend(module, q, k, v, mask, dropout=0.0, scaling=scaling)[0]
         return out @ self.turn.T if self.turned else out
@@ -231,8 +234,8 @@ class QuantizedHistoryCache(SlotCache):
         self.stored = self.stored[rows]
         width = int(self.stored.sum(1).max()) if self.stored.numel() else 0
         self.stored = self.stored[:, :width]
-        if self.store is not None:
-            self.store.set([t[:, rows, :, :width] for t in self.store.tensors()])
+        for store in self.stores or []:
+            store.set([t[rows, :, :width] for t in store.tensors()])
 
     def merge(self, other: "SlotCache") -> None:
         if not isinstance(other, QuantizedHistoryCache) or (other.bits, other.value_bits, other.turn is None) != (
@@ -242,17 +245,18 @@ class QuantizedHistoryCache(SlotCache):
             (other if self.turned else self)._turn()
         super().merge(other)
         width = max(self.stored.shape[1], other.stored.shape[1])
-        stores = self.store is not None or other.store is not None  # (one may be empty: its rows hold nothing now)
+        stores = self.stores is not None or other.stores is not None  # (one may be empty: its rows hold nothing now)
         for cache in (self, other):
-            if cache.stored.shape[1] < width or (cache.store is None and stores):
+            if cache.stored.shape[1] < width or (cache.stores is None and stores):
                 cache._widen(width)
-        if self.store is not None:
-            self.store.set([torch.cat([a, b], 1) for a, b in zip(self.store.tensors(), other.store.tensors())])
+        if self.stores is not None:
+            for mine, theirs in zip(self.stores, other.stores):
+                mine.set([torch.cat([a, b]) for a, b in zip(mine.tensors(), theirs.tensors())])
         self.stored = torch.cat([self.stored, other.stored])
 
     # ------------------------------------------------------------------ measuring
     def store_bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.store.tensors()) if self.store is not None else 0
+        return sum(t.numel() * t.element_size() for store in self.stores or [] for t in store.tensors())
 
     def kv_bytes(self) -> int:
         return super().kv_bytes() + self.store_bytes()
@@ -260,15 +264,13 @@ class QuantizedHistoryCache(SlotCache):
     def stored_share(self) -> float:
         """A stored slot's bytes over a cache slot's (both across all layers)."""
         slot = sum(layer.keys[0, :, 0].numel() * layer.keys.element_size() * 2 for layer in self.kv.layers)
-        if self.store is None:
-            return 0.0
-        stored = sum(t[:, 0, :, 0].numel() * t.element_size() for t in self.store.tensors())  # (all layers)
+        stored = sum(t[0, :, 0].numel() * t.element_size() for store in self.stores or [] for t in store.tensors())
         return stored / slot if slot else 0.0
 
     def kv_slots(self) -> list[int]:
         """Whole-slot equivalents each row holds: its slots in the cache, plus its stored ones weighed by their share
         of a slot's bytes (rounded)."""
-        share = self.stored_share()
+        share = self.stored_share() if self.stores is not None else 0.0
         return [round(main + held * share) for main, held in zip(super().kv_slots(), self.stored.sum(1).tolist())]
 
     def bytes_per_slot(self, kv_bytes: int | None = None) -> int:

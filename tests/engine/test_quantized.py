@@ -101,19 +101,16 @@ def test_the_store_writes_in_place_until_its_spare_slots_are_used():
     for i in range(layers):
         cache.kv.update(k, k, i)
     cache.hold(0, torch.tensor([0, 1]))
-    store = cache.store
+    store = cache.stores[0]
     first = store.buffers[0].data_ptr()
-    assert store.width == 2 == store.tensors()[0].shape[3] and store.buffers[0].shape[3] > 2
+    assert store.width == 2 == store.k.shape[2] and store.buffers[0].shape[2] > 2
     cache.hold(0, torch.tensor([2, 3, 4]))
     assert store.buffers[0].data_ptr() == first and store.width == 5 == int(cache.stored.sum())
     assert cache.store_bytes() == layers * heads * 5 * ((d + 4) + (d // 2 + 4))  # (heads of d <= 32: one scale)
-    for layer in range(layers):  # (every layer's slots, stored at once)
-        sk, sks = store.tensors()[:2]
-        assert torch.equal(dequantize(sk[layer], sks[layer])[0, :, 2:5], dequantize(*quantize(k[0, :, 2:5], 8)))
+    assert torch.equal(dequantize(store.k, store.ks)[0, :, 2:5], dequantize(*quantize(k[0, :, 2:5], 8)))
     cache.hold(0, torch.arange(5, 10).repeat(8))  # (more than the spare slots: new buffers, the old slots kept)
-    sk, sks, sv, _ = store.tensors()
-    assert store.buffers[0].data_ptr() != first and store.width == 45 == sv.shape[3]
-    assert torch.equal(dequantize(sk[-1], sks[-1])[0, :, :5], dequantize(*quantize(k[0, :, :5], 8)))
+    assert store.buffers[0].data_ptr() != first and store.width == 45 == store.v.shape[2]
+    assert torch.equal(dequantize(store.k, store.ks)[0, :, :5], dequantize(*quantize(k[0, :, :5], 8)))
 
 
 @pytest.mark.parametrize("d", [64, 48])
@@ -260,7 +257,7 @@ def test_rows_joining_mid_run_equal_single_runs(name, char_tokenizer, monkeypatc
     merge = QuantizedHistoryCache.merge
 
     def recording_merge(self, other):
-        merged_into_a_store.append(self.store is not None)
+        merged_into_a_store.append(self.stores is not None)
         assert other.turned is False and self.turned is fold.rotate
         merge(self, other)
         assert other.turned is fold.rotate
@@ -297,7 +294,7 @@ def test_until_its_first_stored_slot_a_rotated_cache_reads_as_lossless_verify(ch
         original = run._new_cache
         run._new_cache = lambda *a, **k: caches.append(original(*a, **k)) or caches[-1]
         (res,) = run.run()
-        assert caches[0].turned is not equal and (caches[0].store is None) is equal
+        assert caches[0].turned is not equal and (caches[0].stores is None) is equal
         n = min(len(want), len(run.logits[0]))
         assert torch.equal(torch.stack(run.logits[0])[:n], want[:n]) is equal
         if equal:
@@ -315,13 +312,14 @@ def test_a_row_that_leaves_takes_the_store_width_only_it_needed():
     cache.valid = torch.ones(3, 12, dtype=torch.bool)
     for row, n in enumerate((4, 10, 2)):
         cache.hold(row, torch.arange(n))
-    sk, sks = cache.store.tensors()[:2]
-    before = dequantize(sk, sks)[:, [0, 2], :, :4]
+    before = [dequantize(store.k, store.ks)[[0, 2]][:, :, :4] for store in cache.stores]
     cache.select_rows(torch.tensor([0, 2]))
-    assert cache.stored.shape == (2, 4) and cache.stored.sum(1).tolist() == [4, 2] and cache.store.width == 4
-    assert torch.equal(dequantize(*cache.store.tensors()[:2]), before)
+    assert cache.stored.shape == (2, 4) and cache.stored.sum(1).tolist() == [4, 2]
+    assert all(store.width == 4 for store in cache.stores)
+    for store, want in zip(cache.stores, before):
+        assert torch.equal(dequantize(store.k, store.ks), want)
     cache.select_rows(torch.tensor([1]))
-    assert cache.stored.shape == (1, 2) and cache.store.tensors()[0].shape[3] == 2
+    assert cache.stored.shape == (1, 2) and cache.stores[0].k.shape[2] == 2
 
 
 def test_a_row_joins_a_batch_whose_store_emptied():
@@ -337,9 +335,8 @@ def test_a_row_joins_a_batch_whose_store_emptied():
     running, joining = caches
     running.hold(0, torch.arange(3))
     running.select_rows(torch.tensor([1]))
-    assert running.stored.shape == (1, 0) and running.store is not None
+    assert running.stored.shape == (1, 0) and running.stores is not None
     running.merge(joining)
     assert running.stored.shape == (2, 0) and running.batch_size == 2
     running.hold(1, torch.arange(2))
-    assert running.stored.sum(1).tolist() == [0, 2]
-    assert running.store.tensors()[0].shape[1:4] == (2, config.num_key_value_heads, 2)
+    assert running.stored.sum(1).tolist() == [0, 2] and running.stores[0].k.shape[:3] == (2, config.num_key_value_heads, 2)
