@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The store's speed (README.md): `sim.py` on the code of session 56 (OLD, commit 7812c35, unpacked from git; BASE=...
-# another commit) and on this tree (NEW), three repetitions taking turns (old first in odd repetitions, new first in even ones), each a fresh
-# process timing lossless verify and verify_fold at batch 1 and 8. Run it alone on the machine (rerun to resume: a
-# (label, rep) already in sim.jsonl is skipped):
+# another commit) and on this tree (NEW), three repetitions taking turns (old first in odd repetitions, new first in
+# even ones), each a fresh process timing lossless verify and verify_fold at batch 1 and 8. Run it alone on the
+# machine (rerun to resume: a (label, rep) already in sim.jsonl is skipped):
 #   bash experiments/2026-12-03-store-speed/run.sh
 # Stage 2 (the store of all layers in one tensor against stage 1's code with its fix):
 #   BASE=365cc83 OUT=sim-2 bash experiments/2026-12-03-store-speed/run.sh
@@ -20,7 +20,8 @@ for rep in 1 2 3; do
         code=$PWD
         [ $label = old ] && code=$OLD
         [ "$(grep -c "\"label\": \"$label\", \"rep\": $rep," $D/${OUT:-sim}.jsonl)" -ge 4 ] ||
-            .venv/bin/python $D/sim.py --code "$code" --label $label --rep $rep >> $D/${OUT:-sim}.jsonl 2>> $D/${OUT:-sim}.log
+            .venv/bin/python $D/sim.py --code "$code" --label $label --rep $rep \
+                >> $D/${OUT:-sim}.jsonl 2>> $D/${OUT:-sim}.log
     done
 done
 rm -rf "$OLD"

@@ -264,7 +264,7 @@ class QuantizedHistoryCache(SlotCache):
     def stored_share(self) -> float:
         """A stored slot's bytes over a cache slot's (both across all layers)."""
         slot = sum(layer.keys[0, :, 0].numel() * layer.keys.element_size() * 2 for layer in self.kv.layers)
-        stored = sum(t[0, :, 0].numel() * t.element_size() for store in self.stores or [] for t in store.tensors())
+        stored = sum(t.shape[1] * t.shape[3] * t.element_size() for store in self.stores or [] for t in store.buffers)
         return stored / slot if slot else 0.0
 
     def kv_slots(self) -> list[int]:

@@ -323,8 +323,8 @@ def test_a_row_that_leaves_takes_the_store_width_only_it_needed():
 
 
 def test_a_row_joins_a_batch_whose_store_emptied():
-    """Once the rows that held slots leave, the store is empty but there; a row that joins then (no store of its own)
-    gets one too, and storing goes on (the server's continuous batching met this)."""
+    """Once the rows that held slots leave, the store is empty but there, and is measured and read as empty; a row that
+    joins then (no store of its own) gets one too, and storing goes on (the server's continuous batching met both)."""
     config = folding_model("llama").base.config
     caches = [QuantizedHistoryCache(config, n, bits=8, value_bits=4, rotate=True) for n in (2, 1)]
     for cache in caches:
@@ -336,7 +336,13 @@ def test_a_row_joins_a_batch_whose_store_emptied():
     running.hold(0, torch.arange(3))
     running.select_rows(torch.tensor([1]))
     assert running.stored.shape == (1, 0) and running.stores is not None
+    share = (config.head_dim + 4 + config.head_dim // 2 + 4) / (8 * config.head_dim)  # (8/4 bits, heads <= 32)
+    assert running.store_bytes() == 0 and running.stored_share() == pytest.approx(share)
+    assert running.kv_slots() == [6] and running.kv_bytes() == caches[1].kv_bytes()
+    stored = running.stores[0]
+    assert dequantize(stored.v, stored.vs).shape == (1, config.num_key_value_heads, 0, config.head_dim)
     running.merge(joining)
     assert running.stored.shape == (2, 0) and running.batch_size == 2
     running.hold(1, torch.arange(2))
-    assert running.stored.sum(1).tolist() == [0, 2] and running.stores[0].k.shape[:3] == (2, config.num_key_value_heads, 2)
+    assert running.stored.sum(1).tolist() == [0, 2]
+    assert running.stores[0].k.shape[:3] == (2, config.num_key_value_heads, 2)
