@@ -346,3 +346,30 @@ def test_a_row_joins_a_batch_whose_store_emptied():
     running.hold(1, torch.arange(2))
     assert running.stored.sum(1).tolist() == [0, 2]
     assert running.stores[0].k.shape[:3] == (2, config.num_key_value_heads, 2)
+
+
+@pytest.mark.parametrize("name", ["keep none", "keep none, 8/4 bits rotated",
+                                  "keep first, 8/4 bits rotated, prompt stored"])
+def test_server_traffic_equals_single_runs(name, char_tokenizer):
+    """Continuous batching as the server runs it (`serve.scheduler`): at most 2 rows at a time, a finished row read and
+    released, the next prompt joining from `poll`. Rows of different lengths store slots, leave, and join batches whose
+    store is wide, narrow or empty; each row gives what it gives alone."""
+    model, fold = folding_model("llama"), FOLDS[name]
+    requests = [(PROMPTS[i % 3], n) for i, n in enumerate((30, 4, 12, 2, 25, 3, 9, 16))]
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2, ignore_eos=True) for _, n in requests]
+    waiting, which, results, run = list(range(2, len(requests))), {0: 0, 1: 1}, {}, None
+
+    def poll():
+        while waiting and run.active_rows < 2:
+            i = waiting.pop(0)
+            which[run.add(requests[i][0], cfgs[i])] = i
+
+    run = VerifyGeneration(model, char_tokenizer, [p for p, _ in requests[:2]], cfgs[:2], fold=fold, poll=poll)
+    for event in run:
+        if event.finish_reason is not None:
+            results[which[event.row]] = run.result(event.row)
+            run.release(event.row)
+    assert sorted(results) == list(range(len(requests)))
+    for i, ((prompt, _), cfg) in enumerate(zip(requests, cfgs)):
+        alone = VerifyGeneration(model, char_tokenizer, [prompt], cfg, fold=fold).run()[0]
+        assert (results[i].token_ids, results[i].kv_slots) == (alone.token_ids, alone.kv_slots)
