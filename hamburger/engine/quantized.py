@@ -174,8 +174,8 @@ class QuantizedHistoryCache(SlotCache):
         """Turn every row's keys and values in the cache (in place), once: from now on the new ones turn as they come
         in (`attend`). Until the first stored slot the turn would cost four products a layer and change nothing but
         the rounding, so the cache waits for it."""
+        self.turn = self.turn.to(self.kv.layers[0].keys.dtype)
         for layer in self.kv.layers:
-            self.turn = self.turn.to(layer.keys.dtype)
             layer.keys.copy_(layer.keys @ self.turn)
             layer.values.copy_(layer.values @ self.turn)
         self.turned = True
