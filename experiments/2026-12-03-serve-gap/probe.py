@@ -50,7 +50,7 @@ def steal_s() -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
-def in_process(how: str, batch: int, texts: list[str]) -> dict:
+def in_process(how: str, batch: int, texts: list[str], release: bool = False) -> dict:
     import torch
 
     from hamburger.core.loading import load_model
@@ -125,6 +125,10 @@ def in_process(how: str, batch: int, texts: list[str]) -> dict:
 
     run = {"engine": engine, "thread": threaded, "scheduler": scheduled}[how]
     run(ids[:1], 1)  # warm-up (untimed), as load_test.py's one short request
+    if release:  # the main thread hands back its OpenMP workers, as `hamburger serve` does before it serves
+        from hamburger.serve.openmp import release_pool
+
+        assert release_pool(), "no OpenMP runtime to release"
     cpu0, start = cpu_s(), time.perf_counter()
     answers = run(ids, batch)
     wall, cpu = time.perf_counter() - start, cpu_s() - cpu0
@@ -156,14 +160,20 @@ def main() -> None:
     p.add_argument("--batch", type=int, required=True, help="the most rows one batch runs (serve's --max-batch-size)")
     p.add_argument("--rep", type=int, default=0)
     p.add_argument("--label", default="", help="a name for the code or settings under test")
+    p.add_argument("--release", action="store_true",
+                   help="in-process ways: the main thread hands back its OpenMP workers before the timed run "
+                        "(`serve.openmp.release_pool`; the server does it itself since session 58)")
     args = p.parse_args()
     from benchmarks.load_test import prompts
     from hamburger.bench.machine import machine_info
 
     texts = prompts(CLIENTS, "dev")
     steal0 = steal_s()
-    record = over_http(args.batch, texts) if args.how == "server" else in_process(args.how, args.batch, texts)
-    head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep}
+    if args.how == "server":
+        record = over_http(args.batch, texts)
+    else:
+        record = in_process(args.how, args.batch, texts, args.release)
+    head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep, "release": args.release}
     print(json.dumps({**head, **record, "steal_s": round(steal_s() - steal0, 2),
                       "machine": machine_info(THREADS, "float32")}), flush=True)
 

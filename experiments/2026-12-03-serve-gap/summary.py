@@ -1,0 +1,47 @@
+"""Stage 1's table (README.md): median wall seconds of each way at each batch size over the repetitions, each way
+against the one before it, CPU use, steal, and whether the answers agree.
+
+    python summary.py [probe] > summary.txt   # reads probe.jsonl (or NAME.jsonl)
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ("engine", "thread", "scheduler", "server")
+
+
+def main() -> None:
+    name = sys.argv[1] if len(sys.argv) > 1 else "probe"
+    runs = [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text().splitlines()]
+    labels = sorted({r["label"] for r in runs})
+    print("Median wall seconds over repetitions (all in brackets); 16 dev prompts, 128 tokens, greedy lossless verify\n")
+    print("| label | batch | way | wall s | vs the way before | cores busy (CPU s / wall s) | steal s |")
+    print("|---|---|---|---|---|---|---|")
+    for label in labels:
+        for batch in sorted({r["batch"] for r in runs}):
+            before = None
+            for how in ORDER:
+                mine = [r for r in runs if (r["label"], r["batch"], r["how"]) == (label, batch, how)]
+                if not mine:
+                    continue
+                walls = [r["wall_s"] for r in sorted(mine, key=lambda r: r["rep"])]
+                wall = statistics.median(walls)
+                busy = statistics.median((r["cpu_s"] + r.get("server_cpu_s", 0.0)) / r["wall_s"] for r in mine)
+                ratio = f"{wall / before:.3f}x" if before else ""
+                steal = max(r["steal_s"] for r in mine)
+                print(f"| {label or '-'} | {batch} | {how} | {wall:.1f} {walls} | {ratio} | {busy:.2f} | "
+                      f"max {steal} |")
+                before = wall
+    print("\nTokens per run:", sorted({r["tokens"] for r in runs}))
+    ids = {json.dumps(r["answers"]) for r in runs if r["how"] != "server"}
+    texts = {json.dumps(r["answers"]) for r in runs if r["how"] == "server"}
+    print("Distinct answer sets: in-process token ids", len(ids), "| server texts", len(texts))
+
+
+if __name__ == "__main__":
+    main()
