@@ -1,7 +1,8 @@
 """Stage 1's table (README.md): median wall seconds of each way at each batch size over the repetitions, each way
 against the one before it, CPU use, steal, and whether the answers agree.
 
-    python summary.py [probe] > summary.txt   # reads probe.jsonl (or NAME.jsonl)
+    python summary.py > summary.txt                   # stage 1: probe.jsonl
+    python summary.py release > summary-release.txt   # stage 1b: release.jsonl (answers checked against stage 1's)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def main() -> None:
                       f"max {steal} |")
                 before = wall
     print("\nTokens per run:", sorted({r["tokens"] for r in runs}))
+    if name != "probe":  # stage 1's runs are the reference
+        runs += [json.loads(line) for line in (HERE / "probe.jsonl").read_text().splitlines()]
     ids = {json.dumps(r["answers"]) for r in runs if r["how"] != "server"}
     texts = {json.dumps(r["answers"]) for r in runs if r["how"] == "server"}
-    print("Distinct answer sets: in-process token ids", len(ids), "| server texts", len(texts))
+    print("Distinct answer sets (with probe.jsonl's): in-process token ids", len(ids), "| server texts", len(texts))
 
 
 if __name__ == "__main__":
