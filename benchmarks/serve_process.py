@@ -40,12 +40,14 @@ def tiny_checkpoint(out: Path) -> Path:
 
 
 @contextmanager
-def serving(model: Path | None, log: Path, *args: str, start_timeout: float = 300.0):
+def serving(model: Path | None, log: Path, *args: str, start_timeout: float = 300.0, launcher: str | None = None):
     """Start `hamburger serve` (the bundled model when `model` is None), wait for /health, yield
-    (base URL, process); terminate it on exit."""
+    (base URL, process); terminate it on exit. ``launcher``: a Python script that runs the CLI in its place
+    (`python -m hamburger.cli`), e.g. with a piece of the server changed for an experiment."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "hamburger.cli", "serve", "--port", str(port), "--log-level", "warning", *args]
+    entry = ["-m", "hamburger.cli"] if launcher is None else [launcher]
+    cmd = [sys.executable, *entry, "serve", "--port", str(port), "--log-level", "warning", *args]
     if model is not None:
         cmd += ["--model", str(model)]
     with open(log, "w") as out:

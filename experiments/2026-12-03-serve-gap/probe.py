@@ -137,7 +137,7 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False) ->
             "answers": [answers[i] for i in range(len(ids))]}
 
 
-def over_http(batch: int, texts: list[str]) -> dict:
+def over_http(batch: int, texts: list[str], keep_pool: bool = False) -> dict:
     import tempfile
 
     from benchmarks.load_test import drive
@@ -145,7 +145,8 @@ def over_http(batch: int, texts: list[str]) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp, serving(
             None, Path(tmp) / "server.log", "--threads", str(THREADS), "--dtype", "float32", "--max-batch-size",
-            str(batch), "--max-queue", str(CLIENTS), "--mode", "verify") as (url, proc):
+            str(batch), "--max-queue", str(CLIENTS), "--mode", "verify",
+            launcher=str(Path(__file__).with_name("keep_pool.py")) if keep_pool else None) as (url, proc):
         asyncio.run(drive(url, texts[:1], 4, None, 600.0))  # warm-up, as load_test.py
         server0, cpu0, start = cpu_s(proc.pid), cpu_s(), time.perf_counter()
         outs = asyncio.run(drive(url, texts, TOKENS, None, 600.0))
@@ -163,6 +164,9 @@ def main() -> None:
     p.add_argument("--release", action="store_true",
                    help="in-process ways: the main thread hands back its OpenMP workers before the timed run "
                         "(`serve.openmp.release_pool`; the server does it itself since session 58)")
+    p.add_argument("--keep-pool", action="store_true",
+                   help="server way: the server keeps its main thread's OpenMP workers, as before session 58 "
+                        "(`keep_pool.py`)")
     args = p.parse_args()
     from benchmarks.load_test import prompts
     from hamburger.bench.machine import machine_info
@@ -170,10 +174,11 @@ def main() -> None:
     texts = prompts(CLIENTS, "dev")
     steal0 = steal_s()
     if args.how == "server":
-        record = over_http(args.batch, texts)
+        record = over_http(args.batch, texts, args.keep_pool)
     else:
         record = in_process(args.how, args.batch, texts, args.release)
-    head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep, "release": args.release}
+    head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep, "release": args.release,
+            "keep_pool": args.keep_pool}
     print(json.dumps({**head, **record, "steal_s": round(steal_s() - steal0, 2),
                       "machine": machine_info(THREADS, "float32")}), flush=True)
 

@@ -31,8 +31,8 @@ def main() -> None:
             rs = records[(name, batch)]
             tps = statistics.median(r["tokens_per_s"] for r in rs)
             print(f"| {batch} | {name} | {tps:.1f} {[r['tokens_per_s'] for r in rs]} | {tps / ref:.3f}x | "
-                  f"{statistics.median(r['mean_tau'] for r in rs)} | "
-                  f"{statistics.median(r['latency_s_p50'] for r in rs)} |")
+                  f"{statistics.median(r['mean_tau'] for r in rs):.3f} | "
+                  f"{statistics.median(r['latency_s_p50'] for r in rs):.1f} |")
     tokens = {r["completion_tokens"] for rs in records.values() for r in rs}
     print("\nCompletion tokens per run:", sorted(tokens))
 

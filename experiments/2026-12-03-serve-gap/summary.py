@@ -3,6 +3,7 @@ against the one before it, CPU use, steal, and whether the answers agree.
 
     python summary.py > summary.txt                   # stage 1: probe.jsonl
     python summary.py release > summary-release.txt   # stage 1b: release.jsonl (answers checked against stage 1's)
+    python summary.py ab > summary-ab.txt             # stage 1c: ab.jsonl (labels keep and release)
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def main() -> None:
     name = sys.argv[1] if len(sys.argv) > 1 else "probe"
     runs = [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text().splitlines()]
     labels = sorted({r["label"] for r in runs})
-    print("Median wall seconds over repetitions (all in brackets); 16 dev prompts, 128 tokens, greedy lossless verify\n")
+    print("Median wall seconds over repetitions (all in brackets); 16 dev prompts, 128 tokens, greedy lossless "
+          "verify\n")
     print("| label | batch | way | wall s | vs the way before | cores busy (CPU s / wall s) | steal s |")
     print("|---|---|---|---|---|---|---|")
     for label in labels:
@@ -38,6 +40,15 @@ def main() -> None:
                 print(f"| {label or '-'} | {batch} | {how} | {wall:.1f} {walls} | {ratio} | {busy:.2f} | "
                       f"max {steal} |")
                 before = wall
+    if len(labels) == 2:  # stage 1c: the second label's median wall against the first's, way by way
+        print()
+        for batch in sorted({r["batch"] for r in runs}):
+            for how in ORDER:
+                walls = [[r["wall_s"] for r in runs if (r["label"], r["batch"], r["how"]) == (label, batch, how)]
+                         for label in labels]
+                if all(walls):
+                    print(f"batch {batch}, {how}: {labels[1]} / {labels[0]} median wall "
+                          f"{statistics.median(walls[1]) / statistics.median(walls[0]):.3f}x")
     print("\nTokens per run:", sorted({r["tokens"] for r in runs}))
     if name != "probe":  # stage 1's runs are the reference
         runs += [json.loads(line) for line in (HERE / "probe.jsonl").read_text().splitlines()]
