@@ -47,11 +47,12 @@ def register(sub) -> None:
     p.add_argument("--mode", default="verify", choices=MODES,
                    help="decoding mode of requests without a 'mode' field: verify (lossless: the micro-step decoder "
                         "and prompt lookup draft, the unchanged base verifies; the base's own output; the fastest "
-                        "at 1-4 concurrent requests on a CPU, benchmarks/serve_modes.sh), hamburger (merged groups, "
+                        "at 1-2 concurrent requests on a CPU, about even with hamburger at 1.0 at 4-8, "
+                        "benchmarks/serve_modes.sh, experiments/2026-12-03-serve-gap), hamburger (merged groups, "
                         "the confidence knob, one KV slot per group; at the checkpoint's knob 1.0 the base's own "
-                        "decoding, the most throughput at 8 concurrent requests on a CPU) or verify_fold (verify "
-                        "mode on the checkpoint itself, older answer tokens folded into one KV slot per group by "
-                        "--fold; every token the base's choice on that cache) (default verify). In the verify modes "
+                        "decoding) or verify_fold (verify "
+                        "mode on a smaller KV cache: older tokens kept at low precision, or folded, by --fold; every "
+                        "token the base's choice on that cache) (default verify). In the verify modes "
                         "a request's confidence is the stop head's drafting threshold")
     p.add_argument("--fold", default=DEFAULT_FOLD, metavar="GROUPS:WINDOW[:FIELD...]",
                    help="the folding of verify_fold requests: a group folds into one KV slot once WINDOW answer "

@@ -47,3 +47,13 @@ def test_release_pool_without_a_runtime_is_a_no(monkeypatch):
 
     monkeypatch.setattr(openmp, "openmp_runtime", lambda: None)
     assert openmp.release_pool() is False
+
+
+def test_serve_hands_back_the_main_threads_pool_once_loaded_before_it_serves(checkpoint, monkeypatch):
+    from hamburger.serve import drain, openmp, server
+
+    calls = []
+    monkeypatch.setattr(openmp, "release_pool", lambda: calls.append("release") or True)
+    monkeypatch.setattr(drain.DrainingServer, "run", lambda self: calls.append("serve"))
+    server.serve(str(checkpoint[0]), port=0)
+    assert calls == ["release", "serve"]
