@@ -13,6 +13,7 @@ loop then ran 1.3-1.5x slower in a second thread than in the main thread, using 
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 RUNTIMES = ("libgomp", "libiomp5", "libomp")  # GNU, Intel, LLVM
 OMP_PAUSE_SOFT = 1  # (omp_pause_resource_t: soft 1, hard 2; libgomp treats both alike on the host)
@@ -23,12 +24,11 @@ def openmp_runtime() -> ctypes.CDLL | None:
     runtime is loaded or the maps cannot be read (not Linux)."""
     try:
         with open("/proc/self/maps", encoding="utf-8") as f:
-            files = [line.split()[-1] for line in f if "/" in line]
+            files = {line.split()[-1] for line in f if "/" in line}
     except OSError:
         return None
-    for name in RUNTIMES:
-        path = next((p for p in files if p.rsplit("/", 1)[-1].startswith(name + ".so")
-                     or p.rsplit("/", 1)[-1].startswith(name + "-")), None)
+    for name in RUNTIMES:  # (libgomp.so.1, or a wheel's renamed copy such as libgomp-a34b3233.so.1)
+        path = next((p for p in files if Path(p).name.startswith((name + ".so", name + "-"))), None)
         if path is not None:
             try:
                 return ctypes.CDLL(path)  # (already loaded: the same library, not a second copy)

@@ -42,7 +42,7 @@ def test_release_pool_hands_back_the_main_threads_worker_and_torch_computes_the_
     assert same == ["True"] * 4  # after the release, in the main thread and in another, the same numbers
 
 
-def test_release_pool_without_a_runtime_is_a_no(monkeypatch):
+def test_release_pool_without_a_runtime_does_nothing(monkeypatch):
     from hamburger.serve import openmp
 
     monkeypatch.setattr(openmp, "openmp_runtime", lambda: None)
