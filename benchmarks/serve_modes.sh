@@ -1,37 +1,53 @@
 #!/usr/bin/env bash
-# Which decoding mode should `hamburger serve` run by default? Throughput and latency of the bundled model's two
-# lossless modes (hamburger at its knob 1.0: the base's own decoding; verify: drafts checked by the base) under load:
-# 16 chat/GSM8K dev prompts sent at once (benchmarks/load_test.py --prompts dev), 128 new tokens, greedy, at server
-# batch sizes 1, 2, 4 and 8 (continuous batching: the queue refills each batch), 2 threads, fp32, MKL_CBWR=AVX2.
-# Run on a quiet machine (pause CPU training first). Records: results/serve-modes/MODE-bBATCH.json; verify with
-# `--draft-rows 3` (drafting only in forwards of up to 3 rows) at batch 4 and 8: verify-d3-bBATCH.json.
+# Which decoding mode should `hamburger serve` run by default? Throughput and latency of the bundled model's three
+# modes under load, each with the server's defaults: hamburger at its knob 1.0 (the base's own decoding), lossless
+# verify (drafts checked by the base, drafting only in forwards of up to 3 rows on a CPU) and verify_fold (verify on
+# a cache that stores older tokens at 8/4 bits). 16 chat/GSM8K dev prompts sent at once (benchmarks/load_test.py
+# --prompts dev), 128 new tokens, greedy, at server batch sizes 1, 2, 4 and 8 (continuous batching: the queue refills
+# each batch), 2 threads, fp32, MKL_CBWR=AVX2. Three repetitions, the modes' order turning by one each repetition;
+# the summary takes medians (one run here moves by 10-50%). Run it alone on a quiet machine; rerun to resume (a
+# record that exists is skipped). Records: $OUT/rREP/MODE-bBATCH.json (default OUT
+# benchmarks/results/serve-modes-medians); summary: $OUT/summary.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MKL_CBWR=AVX2
-D=benchmarks/results/serve-modes
-mkdir -p $D
-run() {  # NAME BATCH ARGS...: one load test unless its record exists
-    local name=$1 b=$2
-    shift 2
-    [ -s $D/$name-b$b.json ] || .venv/bin/python benchmarks/load_test.py --model default --prompts dev --clients 16 \
-        --max-batch-size $b --max-tokens 128 "$@" --out $D/$name-b$b.json > $D/$name-b$b.log 2>&1
-}
-for b in ${BATCHES:-1 2 4 8}; do
-    run hamburger $b --mode hamburger
-    run verify $b --mode verify
+D=${OUT:-benchmarks/results/serve-modes-medians}
+MODES=(hamburger verify verify_fold)
+for rep in 1 2 3; do
+    mkdir -p $D/r$rep
+    for b in ${BATCHES:-1 2 4 8}; do
+        for k in 0 1 2; do
+            mode=${MODES[$(( (k + rep - 1) % 3 ))]}
+            out=$D/r$rep/$mode-b$b
+            [ -s $out.json ] || .venv/bin/python benchmarks/load_test.py --model default --prompts dev --clients 16 \
+                --max-batch-size $b --max-tokens 128 --mode $mode --out $out.json > $out.log 2>&1
+        done
+    done
 done
-for b in 4 8; do run verify-d3 $b --mode verify --draft-rows 3; done
-.venv/bin/python - > $D/summary.md <<'PY'
+.venv/bin/python - "$D" > $D/summary.md <<'PY'
 import json
+import statistics
+import sys
 from pathlib import Path
-D = Path("benchmarks/results/serve-modes")
-print("| server batch | mode | completion tok/s | vs hamburger | mean tau | latency p50 s "
+
+D = Path(sys.argv[1])
+runs = {}  # (mode, batch) -> results of each repetition
+for path in sorted(D.glob("r*/*.json")):
+    r = json.loads(path.read_text())["results"]
+    runs.setdefault((r["mode"], r["max_batch_size"]), []).append(r)
+print("Medians over repetitions (each repetition's completion tok/s in brackets)\n")
+print("| server batch | mode | completion tok/s | vs hamburger | vs verify | mean tau | latency p50 s "
       "| time to first chunk p50 s |")
-print("|---|---|---|---|---|---|---|")
-for b in (1, 2, 4, 8):
-    runs = {m: json.loads((D / f"{m}-b{b}.json").read_text())["results"] for m in ("hamburger", "verify", "verify-d3")
-            if (D / f"{m}-b{b}.json").exists()}
-    for m, r in runs.items():
-        print(f"| {b} | {m} | {r['tokens_per_s']} | {r['tokens_per_s'] / runs['hamburger']['tokens_per_s']:.2f}x | "
-              f"{r['mean_tau']} | {r['latency_s_p50']} | {r['ttft_s_p50']} |")
+print("|---|---|---|---|---|---|---|---|")
+median = lambda rs, key: statistics.median(r[key] for r in rs)
+for b in sorted({b for _, b in runs}):
+    ref = {m: median(runs[m, b], "tokens_per_s") for m in ("hamburger", "verify") if (m, b) in runs}
+    for m in ("hamburger", "verify", "verify_fold"):
+        if (m, b) not in runs:
+            continue
+        rs, tps = runs[m, b], median(runs[m, b], "tokens_per_s")
+        vs = [f"{tps / ref[n]:.3f}x" if n in ref else "" for n in ("hamburger", "verify")]
+        print(f"| {b} | {m} | {tps:.1f} {[r['tokens_per_s'] for r in rs]} | {vs[0]} | {vs[1]} | "
+              f"{median(rs, 'mean_tau'):.3f} | {median(rs, 'latency_s_p50'):.1f} | {median(rs, 'ttft_s_p50'):.1f} |")
+print("\nCompletion tokens per run:", sorted({r["completion_tokens"] for rs in runs.values() for r in rs}))
 PY
