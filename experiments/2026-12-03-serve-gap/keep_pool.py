@@ -5,7 +5,7 @@ import sys
 
 from hamburger.serve import openmp
 
-openmp.release_pool = lambda: False  # (`serve` imports it when called, so it gets this one)
+openmp.release_pool = lambda: False  # (looked up when the app starts, so it gets this one)
 
 from hamburger.cli.main import main  # noqa: E402
 

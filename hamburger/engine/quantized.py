@@ -89,32 +89,15 @@ def _unpack(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return pairs.view(dtype).view(*values.shape[:-1], 2 * values.shape[-1])
 
 
-def dequantize(values: torch.Tensor, scales: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def dequantize(values: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """What `quantize` stored, read back in the scales' dtype (its bits told by the values' dtype): each value times
-    its group's scale, written to ``out`` when given (a view of the right shape, e.g. the head of the buffer attention
-    reads: `joined`). Every layer reads its whole store at every step, so this is a few ops: 8-bit values are
-    multiplied as they are (int8 times the scale's dtype is that dtype: one pass), 4-bit ones unpacked (`_unpack`)."""
-    if values.dtype == torch.uint8:
-        values = _unpack(values, scales.dtype)
+    its group's scale. Every layer reads its whole store at every step, so this is a few ops (`_unpack`)."""
+    values = _unpack(values, scales.dtype) if values.dtype == torch.uint8 else values.to(scales.dtype)
     groups = scales.shape[-1]
     if groups == 1:
-        return torch.mul(values, scales, out=out)
+        return values * scales
     grouped = values.unflatten(-1, (groups, values.shape[-1] // groups))
-    if out is None:
-        return (grouped * scales[..., None]).flatten(-2)
-    torch.mul(grouped, scales[..., None], out=out.unflatten(-1, (groups, -1)))
-    return out
-
-
-def joined(values: torch.Tensor, scales: torch.Tensor, recent: torch.Tensor) -> torch.Tensor:
-    """[B, heads, stored + recent slots, d]: the store's slots read back (`dequantize`) followed by ``recent`` [B,
-    heads, slots, d], as ``torch.cat([dequantize(values, scales), recent], 2)`` gives, without a copy of the store's
-    part: it is read back straight into the buffer."""
-    width = values.shape[2]
-    out = recent.new_empty(*recent.shape[:2], width + recent.shape[2], recent.shape[3])
-    dequantize(values, scales, out=out[:, :, :width])
-    out[:, :, width:] = recent
-    return out
+    return (grouped * scales[..., None]).flatten(-2)
 
 
 class _Store:
@@ -180,12 +163,11 @@ class QuantizedHistoryCache(SlotCache):
             self._widen(start + n)
         if self.turn is not None and not self.turned:
             self._turn()
-        # every layer's slots rounded at once, [layers, kv heads, n, d] (turned already, with ``rotate``)
-        stored = (*quantize(torch.stack([layer.keys[row, :, index] for layer in self.kv.layers]), self.bits),
-                  *quantize(torch.stack([layer.values[row, :, index] for layer in self.kv.layers]), self.value_bits))
-        for i, store in enumerate(self.stores):
+        for layer, store in zip(self.kv.layers, self.stores):
+            stored = (*quantize(layer.keys[row, :, index], self.bits),  # (turned already, with ``rotate``)
+                      *quantize(layer.values[row, :, index], self.value_bits))
             for buffer, new in zip(store.buffers, stored):
-                buffer[row, :, start:start + n] = new[i]
+                buffer[row, :, start:start + n] = new
         self.stored[row, start:start + n] = True
 
     def _turn(self) -> None:
@@ -237,7 +219,8 @@ class QuantizedHistoryCache(SlotCache):
         k, v = self.kv.update(k, v, module.layer_idx)
         if self.stores is not None:
             store = self.stores[module.layer_idx]
-            k, v = joined(store.k, store.ks, k), joined(store.v, store.vs, v)
+            k = torch.cat([dequantize(store.k, store.ks), k], 2)
+            v = torch.cat([dequantize(store.v, store.vs), v], 2)
             mask = self.mask
         out = attend(module, q, k, v, mask, dropout=0.0, scaling=scaling)[0]
         return out @ self.turn.T if self.turned else out

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from hamburger.errors import HamburgerError
-from hamburger.serve import lifecycle
+from hamburger.serve import lifecycle, openmp
 from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
@@ -57,6 +57,9 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
 
     @asynccontextmanager
     async def lifespan(app):
+        # The event loop's thread (as a rule the one that loaded the model: `serve`'s main thread, or a script's that
+        # runs uvicorn) has done its torch work: its OpenMP workers go, so the scheduler's thread decodes at full speed.
+        openmp.release_pool()
         scheduler.start()
         yield
         scheduler.stop()

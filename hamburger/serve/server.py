@@ -36,7 +36,6 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     from hamburger.engine.ngrams import model_ngrams
     from hamburger.engine.verify import on_base
     from hamburger.serve.drain import GRACE_S, DrainingServer
-    from hamburger.serve.openmp import release_pool
 
     if confidence is not None and not 0.0 < confidence <= 1.0:
         raise HamburgerError(f"--confidence must be in (0, 1], got {confidence}")
@@ -69,5 +68,4 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "
           f"queue {max_queue})", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=int(GRACE_S))
-    release_pool()  # the main thread's torch work is done: only the scheduler's thread decodes (see `openmp`)
     DrainingServer(config, app, drain_timeout).run()

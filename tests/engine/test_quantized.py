@@ -8,8 +8,7 @@ import torch
 from hamburger.data.segment import SegmentSettings
 from hamburger.engine import cache as cache_module
 from hamburger.engine.folding import Folding, parse_folding
-from hamburger.engine.quantized import (QuantizedHistoryCache, dequantize, joined, quantize, rotation,
-                                       round_trip)
+from hamburger.engine.quantized import QuantizedHistoryCache, dequantize, quantize, rotation, round_trip
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -90,19 +89,6 @@ def test_dequantize_is_each_value_times_its_scale(dtype):
         per_channel = scales.repeat_interleave(64 // scales.shape[-1], -1)
         got = dequantize(values, scales)
         assert got.dtype == dtype and torch.equal(got, ints.to(dtype) * per_channel)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("bits", [8, 4])
-def test_joined_reads_the_store_back_into_the_head_of_one_buffer(bits, dtype):
-    """What attention reads: the store's slots read back, then the cache's, exactly as a concatenation of the two
-    (read straight into the buffer's head); with no stored slot, the cache's alone."""
-    stored, recent = torch.randn(3, 2, 5, 64).to(dtype), torch.randn(3, 2, 4, 64).to(dtype)
-    values, scales = quantize(stored, bits)
-    got = joined(values, scales, recent)
-    assert got.dtype == dtype and torch.equal(got, torch.cat([dequantize(values, scales), recent], 2))
-    none = quantize(stored[:, :, :0], bits)
-    assert torch.equal(joined(*none, recent), recent)
 
 
 def test_the_store_writes_in_place_until_its_spare_slots_are_used():
