@@ -1,6 +1,7 @@
 """Load test of `hamburger serve`: N concurrent streaming chat clients (openai's AsyncOpenAI) against a real
-server process on this machine; reports requests/s, completion tokens/s, time to first chunk and latency,
-and (--verify) checks every greedy output against the engine's batch-1 result.
+server process on this machine; reports requests/s, completion tokens/s, time to first chunk and latency, the
+server's cores busy and the hypervisor's steal over the timed run (a disturbed run shows), and (--verify) checks
+every greedy output against the engine's batch-1 result.
 
     python benchmarks/load_test.py --tiny --clients 32 --max-tokens 32 --verify          # tiny random model
     python benchmarks/load_test.py --model runs/untrained --clients 16 --max-tokens 64 --confidence 1.0
@@ -23,7 +24,8 @@ import httpx
 import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.serve_process import serving, tiny_checkpoint, write_record  # noqa: E402
+from benchmarks.serve_process import (process_cpu_s, serving, steal_s, tiny_checkpoint,  # noqa: E402
+                                      write_record)
 TOPICS = ["bread", "rivers", "the moon", "bicycles", "tea", "owls", "snow", "clocks", "maps", "bees", "glass",
           "salt", "trains", "ink", "wind", "honey"]
 
@@ -96,12 +98,13 @@ def main() -> None:
     args_ = ["--threads", str(args.threads), "--dtype", args.dtype, "--max-batch-size", str(args.max_batch_size),
              "--max-queue", str(max(args.clients, 1))] + (["--mode", args.mode] if args.mode else []) + (
         ["--draft-rows", str(args.draft_rows)] if args.draft_rows is not None else [])
-    with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, _):
+    with serving(ckpt, Path(tmp.name) / "server.log", *args_) as (url, server):
         texts = prompts(args.clients, args.prompts, args.offset)
         asyncio.run(drive(url, texts[:1], 4, args.confidence, args.timeout))  # warm-up
-        start = time.perf_counter()
+        cpu0, steal0, start = process_cpu_s(server.pid), steal_s(), time.perf_counter()
         outs = asyncio.run(drive(url, texts, args.max_tokens, args.confidence, args.timeout))
         wall = time.perf_counter() - start
+        cpu, steal = process_cpu_s(server.pid), steal_s()
         batches = httpx.get(url + "/health").json()["batches"] - 1
     tokens = sum(o["tokens"] for o in outs)
     ttft = sorted(o["ttft_s"] for o in outs)
@@ -112,7 +115,10 @@ def main() -> None:
                "requests_per_s": round(args.clients / wall, 2), "completion_tokens": tokens,
                "tokens_per_s": round(tokens / wall, 1), "mean_tau": round(statistics.mean(o["tau"] for o in outs), 3),
                "ttft_s_p50": round(ttft[len(ttft) // 2], 3), "ttft_s_max": round(ttft[-1], 3),
-               "latency_s_p50": round(lat[len(lat) // 2], 3), "latency_s_max": round(lat[-1], 3)}
+               "latency_s_p50": round(lat[len(lat) // 2], 3), "latency_s_max": round(lat[-1], 3),
+               # the server's cores busy over the timed run (its CPU seconds / wall), and the hypervisor's steal then
+               "server_cores_busy": None if cpu is None else round((cpu - cpu0) / wall, 2),
+               "steal_s": None if steal is None else round(steal - steal0, 2)}
     if args.verify:  # (the lossless verify mode's reference is the unchanged base's greedy decoding)
         import torch
 

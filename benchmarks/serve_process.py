@@ -25,6 +25,25 @@ def write_record(out: str | None, record: dict) -> None:
     print(json.dumps(record["results"], indent=2))
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds a process (its threads included) has used so far (/proc); None off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def steal_s() -> float | None:
+    """CPU seconds the hypervisor gave other guests so far, summed over this machine's cores (/proc/stat's steal);
+    None off Linux. A timed run's share of it tells a disturbed run from a slow one."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
