@@ -13,7 +13,8 @@ queued at once, continuous batching of up to B rows) run four ways, each adding 
 One JSON line per run: wall seconds, completion tokens, the CPU seconds of this process (and of the server process),
 the CPU time the hypervisor gave other guests meanwhile (steal, from the
 run's start to its end, warm-up and loading included), and each answer (token ids, or the text where only text comes
-back).
+back). ``--mode verify_fold`` (stage 5) runs the same with the default fold, on the checkpoint's fold model, in
+every way.
 
     python probe.py --how engine --batch 1 --rep 1 >> probe.jsonl
 """
@@ -50,10 +51,11 @@ def steal_s() -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
-def in_process(how: str, batch: int, texts: list[str], release: bool = False) -> dict:
+def in_process(how: str, batch: int, texts: list[str], release: bool = False, mode: str = "verify") -> dict:
     import torch
 
-    from hamburger.core.loading import load_model
+    from hamburger.core.loading import fold_model, load_model
+    from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
     from hamburger.engine.lookup import PromptLookup
     from hamburger.engine.ngrams import model_ngrams
     from hamburger.engine.prompt import encode_prompt
@@ -64,6 +66,9 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False) ->
     torch.set_num_threads(THREADS)
     model, tokenizer, _, reference = load_model(None, reference=True)
     verify_model, ngrams = on_base(model, reference), model_ngrams(model, None)
+    folding = parse_folding(DEFAULT_FOLD) if mode == "verify_fold" else None
+    folded = fold_model(None, folding, model) if folding else None  # (serve's fold model)
+    decoder = folded or verify_model
     ids = [encode_prompt(tokenizer, [{"role": "user", "content": t}]) for t in texts]
     cfg = DecodingConfig(max_new_tokens=TOKENS)
 
@@ -77,8 +82,8 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False) ->
                 i = waiting.pop(0)
                 row_prompt[run.add(prompt_ids[i], cfg)] = i
 
-        run = VerifyGeneration(verify_model, tokenizer, [prompt_ids[i] for i in first], [cfg] * len(first),
-                               draft_vocab=verify_model.draft_vocab, lookup=PromptLookup(), ngrams=ngrams,
+        run = VerifyGeneration(decoder, tokenizer, [prompt_ids[i] for i in first], [cfg] * len(first),
+                               draft_vocab=decoder.draft_vocab, fold=folding, lookup=PromptLookup(), ngrams=ngrams,
                                draft_rows=CPU_DRAFT_ROWS, poll=poll)
         for event in run:
             if event.finish_reason is not None:
@@ -97,11 +102,11 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False) ->
         from hamburger.serve.protocol import Chunks, sse
         from hamburger.serve.scheduler import Request, Scheduler
 
-        scheduler = Scheduler(model, tokenizer, rows, CLIENTS, 256, verify_model, None, PromptLookup(),
-                              CPU_DRAFT_ROWS, ngrams).start()
+        scheduler = Scheduler(model, tokenizer, rows, CLIENTS, 256, verify_model, folding, PromptLookup(),
+                              CPU_DRAFT_ROWS, ngrams, folded).start()
 
         async def one(i: int, loop) -> list[int]:
-            req = Request(prompt_ids[i], cfg, loop, mode="verify")
+            req = Request(prompt_ids[i], cfg, loop, mode=mode)
             scheduler.submit(req)
             chunks, sent = Chunks("chat", f"r{i}", "m", True), []
             while True:
@@ -137,7 +142,7 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False) ->
             "answers": [answers[i] for i in range(len(ids))]}
 
 
-def over_http(batch: int, texts: list[str], keep_pool: bool = False) -> dict:
+def over_http(batch: int, texts: list[str], keep_pool: bool = False, mode: str = "verify") -> dict:
     import tempfile
 
     from benchmarks.load_test import drive
@@ -145,7 +150,7 @@ def over_http(batch: int, texts: list[str], keep_pool: bool = False) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp, serving(
             None, Path(tmp) / "server.log", "--threads", str(THREADS), "--dtype", "float32", "--max-batch-size",
-            str(batch), "--max-queue", str(CLIENTS), "--mode", "verify",
+            str(batch), "--max-queue", str(CLIENTS), "--mode", mode,
             launcher=str(Path(__file__).with_name("keep_pool.py")) if keep_pool else None) as (url, proc):
         asyncio.run(drive(url, texts[:1], 4, None, 600.0))  # warm-up, as load_test.py
         server0, cpu0, start = cpu_s(proc.pid), cpu_s(), time.perf_counter()
@@ -167,6 +172,8 @@ def main() -> None:
     p.add_argument("--keep-pool", action="store_true",
                    help="server way: the server keeps its main thread's OpenMP workers, as before session 58 "
                         "(`keep_pool.py`)")
+    p.add_argument("--mode", default="verify", choices=("verify", "verify_fold"),
+                   help="lossless verify (stages 1-1c) or verify_fold with the default fold (stage 5)")
     args = p.parse_args()
     from benchmarks.load_test import prompts
     from hamburger.bench.machine import machine_info
@@ -174,11 +181,11 @@ def main() -> None:
     texts = prompts(CLIENTS, "dev")
     steal0 = steal_s()
     if args.how == "server":
-        record = over_http(args.batch, texts, args.keep_pool)
+        record = over_http(args.batch, texts, args.keep_pool, args.mode)
     else:
-        record = in_process(args.how, args.batch, texts, args.release)
+        record = in_process(args.how, args.batch, texts, args.release, args.mode)
     head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep, "release": args.release,
-            "keep_pool": args.keep_pool}
+            "keep_pool": args.keep_pool, "mode": args.mode}
     print(json.dumps({**head, **record, "steal_s": round(steal_s() - steal0, 2),
                       "machine": machine_info(THREADS, "float32")}), flush=True)
 

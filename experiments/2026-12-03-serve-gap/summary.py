@@ -4,6 +4,7 @@ against the one before it, CPU use, steal, and whether the answers agree.
     python summary.py > summary.txt                   # stage 1: probe.jsonl
     python summary.py release > summary-release.txt   # stage 1b: release.jsonl (answers checked against stage 1's)
     python summary.py ab > summary-ab.txt             # stage 1c: ab.jsonl (labels keep and release)
+    python summary.py stage5 > summary-stage5.txt     # stage 5: stage5.jsonl (labels: the modes)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def main() -> None:
     runs = [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text().splitlines()]
     labels = sorted({r["label"] for r in runs})
     print("Median wall seconds over repetitions (all in brackets); 16 dev prompts, 128 tokens, greedy lossless "
-          "verify\n")
+          "verify" + (" (label) and verify_fold" if name == "stage5" else "") + "\n")
     print("| label | batch | way | wall s | vs the way before | cores busy (CPU s / wall s) | steal s |")
     print("|---|---|---|---|---|---|---|")
     for label in labels:
