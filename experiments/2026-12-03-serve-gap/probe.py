@@ -14,7 +14,8 @@ One JSON line per run: wall seconds, completion tokens, the CPU seconds of this 
 the CPU time the hypervisor gave other guests meanwhile (steal, from the
 run's start to its end, warm-up and loading included), and each answer (token ids, or the text where only text comes
 back). ``--mode verify_fold`` (stage 5) runs the same with the default fold, on the checkpoint's fold model, in
-every way.
+every way. ``--profile FILE`` (stage 6, in-process ways) runs the timed work under `torch.profiler` and writes its
+table of ops by self CPU time to FILE.
 
     python probe.py --how engine --batch 1 --rep 1 >> probe.jsonl
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -51,7 +53,8 @@ def steal_s() -> float:
     return int(fields[8]) / os.sysconf("SC_CLK_TCK")
 
 
-def in_process(how: str, batch: int, texts: list[str], release: bool = False, mode: str = "verify") -> dict:
+def in_process(how: str, batch: int, texts: list[str], release: bool = False, mode: str = "verify",
+               profile: str | None = None) -> dict:
     import torch
 
     from hamburger.core.loading import fold_model, load_model
@@ -134,9 +137,14 @@ def in_process(how: str, batch: int, texts: list[str], release: bool = False, mo
         from hamburger.serve.openmp import release_pool
 
         assert release_pool(), "no OpenMP runtime to release"
+    recorder = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if profile else None
     cpu0, start = cpu_s(), time.perf_counter()
-    answers = run(ids, batch)
+    with recorder or contextlib.nullcontext():
+        answers = run(ids, batch)
     wall, cpu = time.perf_counter() - start, cpu_s() - cpu0
+    if recorder is not None:
+        table = recorder.key_averages().table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=48)
+        Path(profile).write_text(table + "\n")
     tokens = sum(len(a) for a in answers.values())
     return {"wall_s": round(wall, 3), "tokens": tokens, "cpu_s": round(cpu, 2),
             "answers": [answers[i] for i in range(len(ids))]}
@@ -172,9 +180,12 @@ def main() -> None:
     p.add_argument("--keep-pool", action="store_true",
                    help="server way: the server keeps its main thread's OpenMP workers, as before session 58 "
                         "(`keep_pool.py`)")
+    p.add_argument("--profile", metavar="FILE", help="in-process ways: profile the timed work, its op table to FILE")
     p.add_argument("--mode", default="verify", choices=("verify", "verify_fold"),
                    help="lossless verify (stages 1-1c) or verify_fold with the default fold (stage 5)")
     args = p.parse_args()
+    if args.profile and args.how == "server":
+        p.error("--profile profiles the in-process ways (the server runs in its own process)")
     from benchmarks.load_test import prompts
     from hamburger.bench.machine import machine_info
 
@@ -183,9 +194,9 @@ def main() -> None:
     if args.how == "server":
         record = over_http(args.batch, texts, args.keep_pool, args.mode)
     else:
-        record = in_process(args.how, args.batch, texts, args.release, args.mode)
+        record = in_process(args.how, args.batch, texts, args.release, args.mode, args.profile)
     head = {"label": args.label, "how": args.how, "batch": args.batch, "rep": args.rep, "release": args.release,
-            "keep_pool": args.keep_pool, "mode": args.mode}
+            "keep_pool": args.keep_pool, "mode": args.mode, "profiled": bool(args.profile)}
     print(json.dumps({**head, **record, "steal_s": round(steal_s() - steal0, 2),
                       "machine": machine_info(THREADS, "float32")}), flush=True)
 
