@@ -2,12 +2,12 @@
 
     python benchmarks/train_throughput.py --data DATASET.jsonl [--modes frozen,lora,full,lora+kl,full+kl,msd]
         [--steps 4] [--warmup 1] [--batch-size 8 | --max-tokens N] [--threads 1] [--device auto|cpu|cuda]
-        [--dtype fp32|bf16] [--loss-chunk N] [--compile [--compile-backend inductor]]
+        [--dtype fp32|bf16] [--loss-chunk N] [--compile [--compile-backend inductor] [--compile-region stack|layer]]
         [--reuse-prompt yes|no] [--config FILE.yaml] [--set key=value ...] [--out RESULT.jsonl]
 
 Each mode runs `--steps` optimizer steps (after `--warmup` untimed steps: use 2-3 with --compile, whose
-first steps compile) on the same batches. Settings: `--config` (a `hamburger train` config, e.g.
-configs/smollm2-gpu-full-fast.yaml), then the mode's, then the options, then `--set`. Reports wall-clock
+first steps compile; their wall time is `warmup_s`, and compiled lines count the graphs made) on the same
+batches. Settings: `--config` (a `hamburger train` config, e.g. configs/smollm2-gpu-full-fast.yaml), then the mode's, then the options, then `--set`. Reports wall-clock
 tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-second of this process: on a shared
 CPU machine the second one is the figure that does not depend on what else runs (with --threads 1 it equals
 the uncontended single-thread speed). On CUDA also the peak GPU memory. `--reuse-prompt no` times the training
@@ -30,6 +30,7 @@ import time
 import torch
 
 from hamburger.bench.machine import machine_info
+from hamburger.core.modules import COMPILE_REGIONS
 from hamburger.train.config import TrainConfig, parse_overrides, read_config_file
 from hamburger.train.trainer import Trainer
 
@@ -54,13 +55,23 @@ def settings_for(mode: str, args: argparse.Namespace, out: str) -> dict:
         settings["loss_chunk"] = args.loss_chunk
     # only --compile compiles: a config's `compile: true` (configs/smollm2-gpu-full-fast.yaml) would spend the
     # window compiling (~11 min on an H100, 2026-11-25) before the first timed step
-    settings.update(compile=args.compile, compile_backend=args.compile_backend)
+    settings.update(compile=args.compile, compile_backend=args.compile_backend, compile_region=args.compile_region)
     if args.max_tokens is not None:
         settings["max_tokens"] = args.max_tokens
         settings["batch_size"] = args.batch_size or 0  # only the token budget unless rows are capped too
     elif args.batch_size is not None or "batch_size" not in base:
         settings["batch_size"] = args.batch_size or 8
     return {**settings, **parse_overrides(args.set)}
+
+
+def compiled_graphs(compiled: bool) -> dict:
+    """What torch.compile made so far in this process: graphs, frames compiled, graph breaks."""
+    if not compiled:
+        return {}
+    from torch._dynamo.utils import counters
+
+    return {"graphs": counters["stats"]["unique_graphs"], "frames_ok": counters["frames"]["ok"],
+            "graph_breaks": sum(counters["graph_break"].values())}
 
 
 def sync(device: torch.device) -> None:
@@ -85,6 +96,8 @@ def main() -> None:
     ap.add_argument("--loss-chunk", type=int, default=None, help="response tokens per LM-head/loss chunk (0: off)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the base decoder stack")
     ap.add_argument("--compile-backend", default="inductor")
+    ap.add_argument("--compile-region", default="stack", choices=COMPILE_REGIONS,
+                    help="compile the whole decoder stack as one graph, or each decoder layer (its code once)")
     ap.add_argument("--reuse-prompt", default="yes", choices=("yes", "no"),
                     help="run frozen prompts once without gradients (yes) or with the rest (no)")
     ap.add_argument("--out", default=None, help="also append each result line to this file")
@@ -98,8 +111,12 @@ def main() -> None:
             trainer.model.reuse_prompt = reuse_prompt
             device = trainer.dist.device
             plan = trainer.plan.steps
+            sync(device)
+            warmup = time.perf_counter()
             for _, _, rows in plan[:args.warmup]:
                 trainer.train_step(rows)
+            sync(device)
+            warmup = time.perf_counter() - warmup
             timed = plan[args.warmup:]
             tokens = sum(len(trainer.rows[i].response_ids) for _, _, rows in timed for i in rows)
             slots = sum(trainer.rows[i].slots(cfg.single_tail) for _, _, rows in timed for i in rows)
@@ -115,11 +132,14 @@ def main() -> None:
             result = {"mode": mode, "steps": len(timed), "warmup": args.warmup, "batch_size": cfg.batch_size,
                       "max_tokens": cfg.max_tokens, "rows_per_step": round(rows_per_step, 1), "threads": args.threads,
                       "device": str(device), "dtype": cfg.dtype, "loss_chunk": cfg.loss_chunk,
-                      "compile": cfg.compile and cfg.compile_backend, "base_mode": cfg.base_mode, "stage": cfg.stage,
+                      "compile": cfg.compile and cfg.compile_backend,
+                      "compile_region": cfg.compile_region if cfg.compile else None, **compiled_graphs(cfg.compile),
+                      "base_mode": cfg.base_mode, "stage": cfg.stage,
                       "kl_weight": cfg.kl_weight, "lora_scope": cfg.lora_scope,
                       "prompt_once": reuse_prompt and trainer.objective.prompts_frozen,
                       "adamw": next(iter(trainer.adamw), "default"),
-                      "response_tokens": tokens, "base_positions": slots, "wall_s": round(wall, 3),
+                      "response_tokens": tokens, "base_positions": slots, "warmup_s": round(warmup, 3),
+                      "wall_s": round(wall, 3),
                       "tok_s_wall": round(tokens / wall, 1), "tok_s_cpu": round(tokens / cpu, 1),
                       "trainable_params": sum(p.numel() for p in trainer.trainable)}
             if device.type == "cuda":

@@ -21,7 +21,8 @@ from hamburger.core.config import HamburgerConfig
 from hamburger.core.lean import LeanStack
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
 from hamburger.core.masks import FOREVER, slot_mask
-from hamburger.core.modules import CompositionalEmbedder, Drafter, MicroStepDecoder, StopHead, base_decoder_stack
+from hamburger.core.modules import (COMPILE_REGIONS, CompositionalEmbedder, Drafter, MicroStepDecoder, StopHead,
+                                    base_decoder_stack, layerwise_compiled)
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
 from hamburger.errors import HamburgerError
 
@@ -136,6 +137,7 @@ class HamburgerModel(nn.Module):
         self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
+        self._train_compile_region = "stack"  # `compile_training`'s region
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
         self.hidden_weight = 0.0  # training: weight of the hidden-state term (`match_hidden`)
@@ -324,11 +326,16 @@ class HamburgerModel(nn.Module):
         stack = base_decoder_stack(self.base)
         self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
 
-    def compile_training(self, backend: str = "inductor") -> None:
+    def compile_training(self, backend: str = "inductor", region: str = "stack") -> None:
         """Compile the base's decoder stack for every cache-free forward (training, the KL teacher, stage msd's
         no-grad features): ``torch.compile(dynamic=True)``, since batches vary in rows and length; a batch of one
-        row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own."""
+        row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own.
+        ``region`` "stack" compiles the whole stack as one graph; "layer" compiles each decoder layer, whose code
+        is made once and reused by the others (`layerwise_compiled`)."""
+        if region not in COMPILE_REGIONS:
+            raise HamburgerError(f"compile region must be one of {COMPILE_REGIONS}, got {region!r}")
         self._train_compile = {"backend": backend, "dynamic": True}
+        self._train_compile_region = region
 
     def _training_stack(self) -> nn.Module:
         """The decoder stack of the current ``self.base`` for a cache-free forward, compiled if asked."""
@@ -338,7 +345,10 @@ class HamburgerModel(nn.Module):
         for plain, compiled in self._compiled_train:
             if plain is stack:
                 return compiled
-        compiled = torch.compile(stack, **self._train_compile)
+        if self._train_compile_region == "layer":
+            compiled = layerwise_compiled(stack, **self._train_compile)
+        else:
+            compiled = torch.compile(stack, **self._train_compile)
         self._compiled_train.append((stack, compiled))
         return compiled
 
@@ -544,8 +554,8 @@ class HamburgerModel(nn.Module):
                 at = prompt.joined(packed.response_at)
             else:
                 self._taps = None
-                final = self._training_stack()(input_ids=ids, position_ids=positions,
-                                               attention_mask=mask).last_hidden_state
+                final = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask,
+                                               use_cache=False).last_hidden_state
                 at = packed.response_at
         layers = rec["states"]
         if layers is not None:

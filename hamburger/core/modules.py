@@ -21,6 +21,21 @@ def base_decoder_stack(base: nn.Module) -> nn.Module:
     return stack
 
 
+COMPILE_REGIONS = ("stack", "layer")  # what `HamburgerModel.compile_training` compiles as one graph
+
+
+def layerwise_compiled(stack: nn.Module, **options) -> nn.Module:
+    """``stack`` (`base_decoder_stack`) with each decoder layer under ``torch.compile(layer, **options)`` and the
+    rest (embedding lookup, rotary tables, masks, final norm) eager: a shallow copy that shares every parameter, buffer
+    and submodule with ``stack``, which stays as it was. The layers run one code, so the compiler makes it once and
+    reuses it for the others (parameters are graph inputs, not constants): a graph per layer kind and grad mode rather
+    than the whole stack's, at the cost of fusions across layer boundaries."""
+    layered = copy.copy(stack)
+    layered._modules = dict(stack._modules)
+    layered._modules["layers"] = nn.ModuleList(torch.compile(layer, **options) for layer in stack.layers)
+    return layered
+
+
 class CompositionalEmbedder(nn.Module):
     """Smashes the embeddings of one token group (1..max_steps tokens) into one input vector.
 

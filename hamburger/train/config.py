@@ -18,6 +18,7 @@ import yaml
 from hamburger.errors import HamburgerError
 from hamburger.core.config import LORA_SCOPES, STOP_TARGETS
 from hamburger.core.lora import DEFAULT_TARGETS
+from hamburger.core.modules import COMPILE_REGIONS
 from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.engine.folding import Folding, parse_folding
 from hamburger.train.objective import MSD_CHAINS
@@ -91,6 +92,8 @@ class TrainConfig:
     #                      [tokens, vocab] logits: each chunk is recomputed in backward. Same losses up to rounding
     compile: bool = False  # torch.compile the base's decoder stack (dynamic shapes) for training and the KL teacher
     compile_backend: str = "inductor"  # torch.compile backend when compile is on ("aot_eager", "eager": checks)
+    compile_region: str = "stack"  # with compile: "stack" (the whole decoder stack, one graph) or "layer" (each
+    # decoder layer, its code made once for all: far less compiling, no fusion across layers)
     # --- batches
     batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
     max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
@@ -127,7 +130,7 @@ class TrainConfig:
     # results by rounding only (dtype: bf16 autocast keeps fp32 master weights and optimizer state).
     RESUMABLE = ("data", "eval_data", "eval_max_rows", "out", "threads", "log_every", "eval_every", "eval_on_start",
                  "save_every", "progress", "device", "epochs", "max_train_steps", "loss_chunk", "compile",
-                 "compile_backend", "dtype")
+                 "compile_backend", "compile_region", "dtype")
 
     def validate(self) -> "TrainConfig":
         def need(ok: bool, msg: str) -> None:
@@ -198,6 +201,8 @@ class TrainConfig:
             need(self.compile_backend in backends,
                  f"compile_backend must be a torch.compile backend ({', '.join(backends)}), "
                  f"got {self.compile_backend!r}")
+        need(self.compile_region in COMPILE_REGIONS,
+             f"compile_region must be one of {COMPILE_REGIONS}, got {self.compile_region!r}")
         need(self.lora_scope in LORA_SCOPES, f"lora_scope must be one of {LORA_SCOPES}, got {self.lora_scope!r}")
         need(self.lora_scope == "all" or self.base_mode == "lora" or (self.base_mode == "frozen" and bool(self.init)),
              f"lora_scope {self.lora_scope!r} needs adapters: base_mode lora, or frozen from an init that has them")

@@ -72,7 +72,7 @@ class Trainer:
         self.model.match_hidden(cfg.hidden_weight, cfg.hidden_layers)
         self.model.to(self.dist.device)
         if cfg.compile:
-            self.model.compile_training(cfg.compile_backend)
+            self.model.compile_training(cfg.compile_backend, cfg.compile_region)
         self._set_trainable()
         teacher_base = self._teacher_base()
         if cfg.dtype == "bf16" and not (cfg.parallel == "fsdp" and self.dist.active):  # (FSDP: one dtype per unit)

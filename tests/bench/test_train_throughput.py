@@ -13,8 +13,8 @@ def args(tmp_path, **kw) -> argparse.Namespace:
     config = tmp_path / "cfg.yaml"
     config.write_text("compile: true\ncompile_backend: eager\ndtype: bf16\n")
     base = dict(config=str(config), data="d.jsonl", steps=2, warmup=1, threads=1, device="cpu", base=None,
-                dtype=None, loss_chunk=None, compile=False, compile_backend="inductor", max_tokens=None,
-                batch_size=None, set=[])
+                dtype=None, loss_chunk=None, compile=False, compile_backend="inductor", compile_region="stack",
+                max_tokens=None, batch_size=None, set=[])
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -26,6 +26,8 @@ def test_only_the_flag_compiles(tmp_path):
     assert s["compile"] is True and s["compile_backend"] == "inductor"
     s = settings_for("full+kl", args(tmp_path, set=["compile=true"]), str(tmp_path / "out"))
     assert s["compile"] is True
+    s = settings_for("full+kl", args(tmp_path, compile=True, compile_region="layer"), str(tmp_path / "out"))
+    assert s["compile_region"] == "layer"
 
 
 def test_timed_steps_end_to_end(tmp_path, char_tokenizer, monkeypatch):
@@ -42,5 +44,6 @@ def test_timed_steps_end_to_end(tmp_path, char_tokenizer, monkeypatch):
         train_throughput.main()
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["mode"] for r in lines] == ["frozen", "frozen"]
-    assert all(r["response_tokens"] > 0 and r["base_positions"] > 0 for r in lines)
+    assert all(r["response_tokens"] > 0 and r["base_positions"] > 0 and r["warmup_s"] > 0 for r in lines)
+    assert all(r["compile_region"] is None and "graphs" not in r for r in lines)  # uncompiled
     assert lines[1]["base_positions"] > lines[0]["base_positions"]  # a single tail takes more slots

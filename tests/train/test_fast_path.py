@@ -196,12 +196,15 @@ def test_tok_s_counts_response_tokens_not_msd_chain_predictions(env, tmp_path):
     assert m["response_tokens"] == response and m["tokens"] > 2 * response  # each token is in up to 4 chains
 
 
-def test_compiled_step_equals_eager_step(env, tmp_path):
-    """compile: the decoder stack under torch.compile (backend aot_eager: traced forward and backward, no codegen)
-    gives the eager losses and weights after one step, the KL teacher compiled too (a second stack)."""
+@pytest.mark.parametrize("region", ["stack", "layer"])
+def test_compiled_step_equals_eager_step(env, tmp_path, region):
+    """compile: the decoder stack under torch.compile (backend eager: traced forward and backward, no codegen),
+    whole or layer by layer, gives the eager losses and weights after one step, the KL teacher compiled too (a second
+    stack)."""
     kw = dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, max_train_steps=1, loss_chunk=CHUNK)
     eager = Trainer(config(env, tmp_path / "eager", **kw))
-    compiled = Trainer(config(env, tmp_path / "compiled", compile=True, compile_backend="eager", **kw))
+    compiled = Trainer(config(env, tmp_path / "compiled", compile=True, compile_backend="eager",
+                              compile_region=region, **kw))
     for t in (eager, compiled):
         perturb_lora(t)
     rows = eager.plan.steps[0][2]
@@ -214,6 +217,28 @@ def test_compiled_step_equals_eager_step(env, tmp_path):
                                        msg=name)
 
 
+def test_layer_region_compiles_one_layer_code_for_all(env, tmp_path):
+    """compile_region layer: the stack's layers become compiled wrappers of the same layer objects (the plain stack,
+    which decoding runs, is untouched), and dynamo makes one graph per grad mode, not one per layer: a full
+    fine-tune with KL, whose teacher copy's layers reuse the code too. (Before the teacher's forward said
+    use_cache=False, each layer's cache entry made it recompile.)"""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    trainer = Trainer(config(env, tmp_path, base_mode="full", kl_weight=0.5, max_train_steps=1, compile=True,
+                             compile_backend="eager", compile_region="layer"))
+    plain = trainer.model.base.model
+    trainer.train_step(trainer.plan.steps[0][2])
+    compiled = dict(trainer.model._compiled_train)
+    assert len(compiled) == 2  # the trained base's stack and the teacher copy's
+    layered = compiled[plain]
+    assert not any(isinstance(layer, torch._dynamo.eval_frame.OptimizedModule) for layer in plain.layers)
+    assert [layer._orig_mod for layer in layered.layers] == list(plain.layers)
+    assert [id(p) for p in layered.parameters()] == [id(p) for p in plain.parameters()]
+    assert counters["stats"]["unique_graphs"] == 2  # the student's layers (grad) and the teacher's (no grad)
+
+
 def test_settings_are_checked_and_cpu_adamw_is_the_default(env, tmp_path):
     with pytest.raises(HamburgerError, match="loss_chunk must be >= 0"):
         config(env, tmp_path, loss_chunk=-1)
@@ -221,6 +246,8 @@ def test_settings_are_checked_and_cpu_adamw_is_the_default(env, tmp_path):
         config(env, tmp_path, compile=True, compile_backend="nonsense")
     with pytest.raises(HamburgerError, match="compile must be bool"):
         config(env, tmp_path, compile="yes")
+    with pytest.raises(HamburgerError, match="compile_region must be one of"):
+        config(env, tmp_path, compile=True, compile_region="block")
     assert adamw_options(torch.device("cpu")) == {}
     assert adamw_options(torch.device("cuda", 0)) == {"fused": True}
     assert adamw_options(torch.device("cuda", 0), fsdp=True) == {"foreach": True}
