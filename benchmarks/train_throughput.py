@@ -7,8 +7,8 @@
 
 Each mode runs `--steps` optimizer steps (after `--warmup` untimed steps: use 2-3 with --compile, whose
 first steps compile; their wall time is `warmup_s`, and compiled lines count the graphs made) on the same
-batches. Settings: `--config` (a `hamburger train` config, e.g. configs/smollm2-gpu-full-fast.yaml), then the mode's, then the options, then `--set`. Reports wall-clock
-tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-second of this process: on a shared
+batches. Settings: `--config` (a `hamburger train` config, e.g. configs/smollm2-gpu-full-fast.yaml), then the
+mode's, then the options, then `--set`. Reports wall-clock tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-second of this process: on a shared
 CPU machine the second one is the figure that does not depend on what else runs (with --threads 1 it equals
 the uncontended single-thread speed). On CUDA also the peak GPU memory. `--reuse-prompt no` times the training
 forward that runs frozen prompts with the rest (the default runs them once, without gradients:
