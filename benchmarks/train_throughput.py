@@ -5,14 +5,15 @@
         [--dtype fp32|bf16] [--loss-chunk N] [--compile [--compile-backend inductor] [--compile-region stack|layer]]
         [--reuse-prompt yes|no] [--config FILE.yaml] [--set key=value ...] [--out RESULT.jsonl]
 
-Each mode runs `--steps` optimizer steps (after `--warmup` untimed steps: use 2-3 with --compile, whose
-first steps compile; their wall time is `warmup_s`, and compiled lines count the graphs made) on the same
-batches. Settings: `--config` (a `hamburger train` config, e.g. configs/smollm2-gpu-full-fast.yaml), then the
-mode's, then the options, then `--set`. Reports wall-clock tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-second of this process: on a shared
-CPU machine the second one is the figure that does not depend on what else runs (with --threads 1 it equals
-the uncontended single-thread speed). On CUDA also the peak GPU memory. `--reuse-prompt no` times the training
-forward that runs frozen prompts with the rest (the default runs them once, without gradients:
-`HamburgerModel.prompt_states`, only where nothing that trains acts on a prompt slot: frozen base, scoped LoRA).
+Each mode runs `--steps` optimizer steps (after `--warmup` untimed steps: use 2-3 with --compile, whose first steps
+compile; their wall time is `warmup_s`, and compiled lines count the graphs made) on the same batches. Settings:
+`--config` (a `hamburger train` config, e.g. configs/smollm2-gpu-full-fast.yaml), then the mode's, then the
+options, then `--set`. Reports wall-clock tok/s (response tokens; on CUDA after a synchronize) and tok/s per CPU-
+second of this process: on a shared CPU machine the second one is the figure that does not depend on what else runs
+(with --threads 1 it equals the uncontended single-thread speed). On CUDA also the peak GPU memory. `--reuse-prompt
+no` times the training forward that runs frozen prompts with the rest (the default runs them once, without
+gradients: `HamburgerModel.prompt_states`, only where nothing that trains acts on a prompt slot: frozen base,
+scoped LoRA).
 Compare settings in separate processes: the CPU's kernels for a shape are made once per process, so a second
 trainer on the same batches in one process runs faster than the first (a 1.72x "speed-up" of prompt reuse
 measured that way was mostly this). Every line records the machine
@@ -96,7 +97,7 @@ def main() -> None:
     ap.add_argument("--loss-chunk", type=int, default=None, help="response tokens per LM-head/loss chunk (0: off)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the base decoder stack")
     ap.add_argument("--compile-backend", default="inductor")
-    ap.add_argument("--compile-region", default="stack", choices=COMPILE_REGIONS,
+    ap.add_argument("--compile-region", default="layer", choices=COMPILE_REGIONS,
                     help="compile the whole decoder stack as one graph, or each decoder layer (its code once)")
     ap.add_argument("--reuse-prompt", default="yes", choices=("yes", "no"),
                     help="run frozen prompts once without gradients (yes) or with the rest (no)")

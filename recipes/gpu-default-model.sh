@@ -44,8 +44,9 @@
 #        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
-#   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) it cost 11 min before the
-#        first step and ~4 min of recompiles later for 29k response tok/s in steps: worth it only for runs of hours
+#   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) the whole stack cost 11 min
+#        before the first step and ~4 min of recompiles later for 29k response tok/s in steps; since session 60 it
+#        compiles layer by layer (`compile_region: layer`, 0.24x the warm-up on a CPU), not yet timed on a GPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HB=${HB:-hamburger}

@@ -137,7 +137,7 @@ class HamburgerModel(nn.Module):
         self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
         self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
-        self._train_compile_region = "stack"  # `compile_training`'s region
+        self._train_compile_region = "layer"  # `compile_training`'s region
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
         self.hidden_weight = 0.0  # training: weight of the hidden-state term (`match_hidden`)
@@ -326,7 +326,7 @@ class HamburgerModel(nn.Module):
         stack = base_decoder_stack(self.base)
         self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
 
-    def compile_training(self, backend: str = "inductor", region: str = "stack") -> None:
+    def compile_training(self, backend: str = "inductor", region: str = "layer") -> None:
         """Compile the base's decoder stack for every cache-free forward (training, the KL teacher, stage msd's
         no-grad features): ``torch.compile(dynamic=True)``, since batches vary in rows and length; a batch of one
         row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own.

@@ -92,8 +92,8 @@ class TrainConfig:
     #                      [tokens, vocab] logits: each chunk is recomputed in backward. Same losses up to rounding
     compile: bool = False  # torch.compile the base's decoder stack (dynamic shapes) for training and the KL teacher
     compile_backend: str = "inductor"  # torch.compile backend when compile is on ("aot_eager", "eager": checks)
-    compile_region: str = "stack"  # with compile: "stack" (the whole decoder stack, one graph) or "layer" (each
-    # decoder layer, its code made once for all: far less compiling, no fusion across layers)
+    compile_region: str = "layer"  # with compile: "layer" (each decoder layer, its code made once for all) or
+    # "stack" (the whole decoder stack as one graph: ~4x the warm-up on a CPU, experiments/2026-12-03-regional-compile)
     # --- batches
     batch_size: int = 16  # rows per optimizer step (global: the same for any number of processes)
     max_tokens: int = 0  # if > 0, batches hold up to this many padded base positions instead of batch_size rows
