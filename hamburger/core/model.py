@@ -136,7 +136,7 @@ class HamburgerModel(nn.Module):
         self.fold_reader_sampled_only = False
         self._lean: tuple[nn.Module, LeanStack | None] | None = None  # (the stack it was built for, it)
         self._train_compile: dict | None = None  # torch.compile options of `compile_training`
-        self._compiled_train: list[tuple[nn.Module, nn.Module]] = []  # (decoder stack, its compiled form)
+        self._compiled_train: list[tuple[nn.Module, bool, nn.Module]] = []  # (decoder stack, whole?, compiled form)
         self._train_compile_region = "layer"  # `compile_training`'s region
         self.loss_chunk = 0  # training: response tokens per LM-head/loss chunk (0 = all at once; `token_losses`)
         self.reuse_prompt = True  # training: run frozen prompts once, without gradients (`prompt_trains`)
@@ -278,7 +278,7 @@ class HamburgerModel(nn.Module):
         if getattr(cache, "attention_hook", None) is not None:
             raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
                                  "parts, `core/lean.py`)")
-        stack = self._training_stack() if cache is None or training else base_decoder_stack(self.base)
+        stack = self._training_stack(cache is not None) if cache is None or training else base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         self._taps = []  # (the tap layers' hooks fill it; built after `_lean_stack`, whose check runs the stack)
@@ -337,19 +337,19 @@ class HamburgerModel(nn.Module):
         self._train_compile = {"backend": backend, "dynamic": True}
         self._train_compile_region = region
 
-    def _training_stack(self) -> nn.Module:
-        """The decoder stack of the current ``self.base`` for a cache-free forward, compiled if asked."""
+    def _training_stack(self, cached: bool = False) -> nn.Module:
+        """The decoder stack of the current ``self.base`` for a training forward, compiled if asked. ``cached``: the
+        forward reads or fills a KV cache (prompts computed once), which compiles the whole stack in either region:
+        layer by layer, each layer's own cache entry would make the shared layer code recompile for every layer."""
         stack = base_decoder_stack(self.base)
         if self._train_compile is None:
             return stack
-        for plain, compiled in self._compiled_train:
-            if plain is stack:
+        whole = cached or self._train_compile_region == "stack"
+        for plain, is_whole, compiled in self._compiled_train:
+            if plain is stack and is_whole == whole:
                 return compiled
-        if self._train_compile_region == "layer":
-            compiled = layerwise_compiled(stack, **self._train_compile)
-        else:
-            compiled = torch.compile(stack, **self._train_compile)
-        self._compiled_train.append((stack, compiled))
+        compiled = (torch.compile if whole else layerwise_compiled)(stack, **self._train_compile)
+        self._compiled_train.append((stack, whole, compiled))
         return compiled
 
     def msd_features(self, final: torch.Tensor, features: torch.Tensor, at: tuple[torch.Tensor, torch.Tensor],

@@ -196,20 +196,25 @@ def test_tok_s_counts_response_tokens_not_msd_chain_predictions(env, tmp_path):
     assert m["response_tokens"] == response and m["tokens"] > 2 * response  # each token is in up to 4 chains
 
 
-@pytest.mark.parametrize("region", ["stack", "layer"])
-def test_compiled_step_equals_eager_step(env, tmp_path, region):
+@pytest.mark.parametrize("region,base_mode", [("stack", "lora"), ("layer", "lora"), ("layer", "full")])
+def test_compiled_step_equals_eager_step(env, tmp_path, region, base_mode):
     """compile: the decoder stack under torch.compile (backend eager: traced forward and backward, no codegen),
-    whole or layer by layer, gives the eager losses and weights after one step, the KL teacher compiled too (a second
-    stack)."""
-    kw = dict(base_mode="lora", lora_scope="merged", kl_weight=0.5, max_train_steps=1, loss_chunk=CHUNK)
+    whole or layer by layer, gives the eager losses and weights after one step, the KL teacher compiled too. Scoped
+    LoRA computes the prompts once, through a KV cache, which compiles the whole stack in either region (one entry);
+    a full fine-tune has no cached forward, so its stack and the teacher copy's are compiled layer by layer."""
+    kw = dict(base_mode=base_mode, kl_weight=0.5, max_train_steps=1, loss_chunk=CHUNK)
+    if base_mode == "lora":
+        kw["lora_scope"] = "merged"
     eager = Trainer(config(env, tmp_path / "eager", **kw))
     compiled = Trainer(config(env, tmp_path / "compiled", compile=True, compile_backend="eager",
                               compile_region=region, **kw))
-    for t in (eager, compiled):
-        perturb_lora(t)
+    if base_mode == "lora":
+        for t in (eager, compiled):
+            perturb_lora(t)
     rows = eager.plan.steps[0][2]
     sa, sb = eager.train_step(rows), compiled.train_step(rows)
-    assert len(compiled.model._compiled_train) == 1 and not eager.model._compiled_train
+    wholes = [whole for _, whole, _ in compiled.model._compiled_train]
+    assert wholes == ([True] if base_mode == "lora" else [False, False]) and not eager.model._compiled_train
     torch.testing.assert_close(sb, sa, rtol=1e-5, atol=1e-6)
     for name, p in eager.model.named_parameters():
         if p.requires_grad:
@@ -230,7 +235,7 @@ def test_layer_region_compiles_one_layer_code_for_all(env, tmp_path):
                              compile_backend="eager", compile_region="layer"))
     plain = trainer.model.base.model
     trainer.train_step(trainer.plan.steps[0][2])
-    compiled = dict(trainer.model._compiled_train)
+    compiled = {stack: form for stack, _, form in trainer.model._compiled_train}
     assert len(compiled) == 2  # the trained base's stack and the teacher copy's
     layered = compiled[plain]
     assert not any(isinstance(layer, torch._dynamo.eval_frame.OptimizedModule) for layer in plain.layers)
