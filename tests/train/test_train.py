@@ -413,6 +413,16 @@ def test_two_ddp_processes_match_single_process(env, tmp_path, single_process_ru
     assert_same_weights(tmp_path / "ddp", single_process_run, atol=2e-5)
 
 
+def test_two_ddp_processes_compiled_layer_by_layer_match_single_process(env, tmp_path, single_process_run):
+    """compile under DDP: each process compiles its base's layers (`compile_region: layer`, backend eager: traced,
+    no codegen) outside the DDP wrapper, on the same parameters, so gradients still reach DDP's reducer."""
+    torchrun(["--out", str(tmp_path / "ddp"), *dist_args(env, 4, compile="true", compile_backend="eager",
+                                                          compile_region="layer")])
+    lines = [json.loads(x) for x in (tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()]
+    assert lines[0]["world"] == 2 and lines[-1]["kind"] == "end" and lines[-1]["replica_max_diff"] == 0.0
+    assert_same_weights(tmp_path / "ddp", single_process_run, atol=2e-5)
+
+
 def test_two_fsdp_processes_save_resume_and_match_single_process(env, tmp_path, single_process_run):
     """FSDP (fully_shard on CPU/gloo): 2 steps, stop, resume to 4: equals 4 steps in one process."""
     torchrun(["--out", str(tmp_path / "fsdp"), *dist_args(env, 2, parallel="fsdp")])
