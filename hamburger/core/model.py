@@ -327,11 +327,12 @@ class HamburgerModel(nn.Module):
         self._compiled_stack = torch.compile(stack, mode=mode, backend=backend, dynamic=False)
 
     def compile_training(self, backend: str = "inductor", region: str = "layer") -> None:
-        """Compile the base's decoder stack for every cache-free forward (training, the KL teacher, stage msd's
+        """Compile the base's decoder stack for every training forward (training, the KL teacher, stage msd's
         no-grad features): ``torch.compile(dynamic=True)``, since batches vary in rows and length; a batch of one
         row or a new grad mode adds a graph, not one per shape. A full fine-tune's teacher copy gets its own.
         ``region`` "stack" compiles the whole stack as one graph; "layer" compiles each decoder layer, whose code
-        is made once and reused by the others (`layerwise_compiled`)."""
+        is made once and reused by the others (`layerwise_compiled`), except in forwards through a KV cache
+        (`_training_stack`)."""
         if region not in COMPILE_REGIONS:
             raise HamburgerError(f"compile region must be one of {COMPILE_REGIONS}, got {region!r}")
         self._train_compile = {"backend": backend, "dynamic": True}

@@ -262,7 +262,8 @@ def test_settings_are_checked_and_cpu_adamw_is_the_default(env, tmp_path):
 
 
 def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
-    """A trainer state whose config lacks loss_chunk/compile/compile_backend resumes, with or without them."""
+    """A trainer state whose config lacks loss_chunk/compile/compile_backend/compile_region resumes, with or without
+    them."""
     kw = dict(base_mode="lora", kl_weight=0.5, max_train_steps=4, save_every=2)
     straight = Trainer(config(env, tmp_path / "a", **kw))
     assert straight.train() == 0
@@ -276,7 +277,7 @@ def test_resume_a_run_saved_before_the_fast_settings(env, tmp_path):
     state_file = tmp_path / "b" / "last" / "trainer_state.pt"
     state = torch.load(state_file, weights_only=True)
     old = json.loads(state["config"])
-    for key in ("loss_chunk", "compile", "compile_backend"):
+    for key in ("loss_chunk", "compile", "compile_backend", "compile_region"):
         del old[key]
     state["config"] = json.dumps(old)
     torch.save(state, state_file)
