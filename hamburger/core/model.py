@@ -8,7 +8,6 @@ training forward with its loss (docs/method.md, "Training objective").
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import dataclass
 
 import torch
@@ -211,8 +210,8 @@ class HamburgerModel(nn.Module):
         if self._taps is not None:
             self._taps.append(output[0] if isinstance(output, tuple) else output)
 
-    def _record_state(self, index: int, module, inputs, output):
-        if self._states is not None and index in self.hidden_layers:
+    def _record_state(self, module, inputs, output):
+        if self._states is not None:
             self._states.append(output[0] if isinstance(output, tuple) else output)
 
     def match_hidden(self, weight: float, layers: list[int] | tuple[int, ...] = ()) -> None:
@@ -228,19 +227,21 @@ class HamburgerModel(nn.Module):
     def _recording(self, on: bool):
         """Collect the outputs of `hidden_layers` in the one base forward inside: ``box["states"]`` [..., L, d]
         (None when ``on`` is False or no layer is matched). Hooks the current base's layers on first use (a full
-        fine-tune's teacher copy is swapped in as ``self.base`` for its forward)."""
+        fine-tune's teacher copy is swapped in as ``self.base`` for its forward). Every layer runs the same hook, which
+        keeps every layer's output, and the matched ones are picked afterwards: a hook that differed per layer would
+        make layer-by-layer compiling (`compile_region`) recompile the layer code for every layer."""
         box: dict[str, torch.Tensor | None] = {"states": None}
         if not (on and self.hidden_layers):
             yield box
             return
-        for i, layer in enumerate(base_decoder_stack(self.base).layers):
+        for layer in base_decoder_stack(self.base).layers:
             if id(layer) not in self._state_hooks:
-                layer.register_forward_hook(functools.partial(self._record_state, i))
+                layer.register_forward_hook(self._record_state)
                 self._state_hooks.add(id(layer))
         self._states = []
         try:
             yield box
-            box["states"] = torch.stack(self._states, dim=-2)
+            box["states"] = torch.stack([self._states[i] for i in self.hidden_layers], dim=-2)
         finally:
             self._states = None
 

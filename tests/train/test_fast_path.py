@@ -222,17 +222,19 @@ def test_compiled_step_equals_eager_step(env, tmp_path, region, base_mode):
                                        msg=name)
 
 
-def test_layer_region_compiles_one_layer_code_for_all(env, tmp_path):
+@pytest.mark.parametrize("hidden_weight", [0.0, 0.5])
+def test_layer_region_compiles_one_layer_code_for_all(env, tmp_path, hidden_weight):
     """compile_region layer: the stack's layers become compiled wrappers of the same layer objects (the plain stack,
     which decoding runs, is untouched), and dynamo makes one graph per grad mode, not one per layer: a full
-    fine-tune with KL, whose teacher copy's layers reuse the code too. (Before the teacher's forward said
-    use_cache=False, each layer's cache entry made it recompile.)"""
+    fine-tune with KL, whose teacher copy's layers reuse the code too, with or without the hidden-state term's hooks.
+    (Before the teacher's forward said use_cache=False, each layer's cache entry made it recompile; before every layer
+    ran the same state hook, each layer's own hook did.)"""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    trainer = Trainer(config(env, tmp_path, base_mode="full", kl_weight=0.5, max_train_steps=1, compile=True,
-                             compile_backend="eager", compile_region="layer"))
+    trainer = Trainer(config(env, tmp_path, base_mode="full", kl_weight=0.5, hidden_weight=hidden_weight,
+                             max_train_steps=1, compile=True, compile_backend="eager", compile_region="layer"))
     plain = trainer.model.base.model
     trainer.train_step(trainer.plan.steps[0][2])
     compiled = {stack: form for stack, _, form in trainer.model._compiled_train}
