@@ -13,4 +13,5 @@ for arm in ${ARMS:-eager layer}; do
     timeout "${ARM_SECONDS:-300}" python3 benchmarks/train_throughput.py --data /tmp/speed-rows.jsonl \
         --config configs/smollm2-gpu-full-fast.yaml --modes full+kl --device cuda --warmup 3 --steps 10 \
         "${extra[@]}" --out "$OUT/train_speed.jsonl" 2>&1 | grep -v '^DEBUG' | tail -3
+    echo "== $arm rc ${PIPESTATUS[0]} $(date -u +%H:%M:%S)"  # (124: cut at ARM_SECONDS, warm-up included)
 done
