@@ -279,7 +279,10 @@ class HamburgerModel(nn.Module):
         if getattr(cache, "attention_hook", None) is not None:
             raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
                                  "parts, `core/lean.py`)")
-        stack = self._training_stack(cache is not None) if cache is None or training else base_decoder_stack(self.base)
+        if cache is None or training:
+            stack = self._training_stack(cached=cache is not None)
+        else:
+            stack = base_decoder_stack(self.base)
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         self._taps = []  # (the tap layers' hooks fill it; built after `_lean_stack`, whose check runs the stack)

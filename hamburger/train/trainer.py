@@ -255,7 +255,7 @@ class Trainer:
             from tqdm import tqdm
             bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True, file=sys.stderr)
             if cfg.compile:  # (the first steps of each shape class and grad mode compile: minutes on a big stack)
-                bar.set_postfix_str(f"compiling the base's {'layers' if cfg.compile_region == 'layer' else 'stack'}")
+                bar.set_postfix_str("compiling the base")
         window, t0 = None, time.perf_counter()
         try:
             while self.step < total:

@@ -10,7 +10,7 @@ G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_ggu
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
 for d in .gpu .gpu1 .gpu2 .gpu3; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
 cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh,bench.sh,judge.sh,train_speed.sh} .gpu/
-# train_speed.sh's rows (data/segmented is over the >300 kB rule): 600 rows (~600 kB; its steps repeat epochs)
+# train_speed.sh's rows (data/segmented is over the >300 kB rule): 600 rows (its steps repeat epochs)
 head -n 600 data/segmented/smollm2-135m-instruct.train.jsonl | gzip -9 > .gpu/speed-rows.jsonl.gz
 cp data/segmented/smollm2-135m-instruct.train.jsonl.meta.json .gpu/speed-rows.jsonl.meta.json
 # judge.sh's reading (experiments/ stays out of the tree): the script and the 80 answers it reads, in its layout

@@ -453,4 +453,3 @@ def test_accepted_stop_target_also_stops_before_wrong_micro_tokens():
     assert accepted.token_loss == plain.token_loss  # only the stop label changes
     with pytest.raises(HamburgerError, match="stop_target"):
         TrainConfig(stop_target="maybe").validate()
-
