@@ -44,6 +44,10 @@
 #        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
+#   SAMPLED []  1: every run but `lora` also trains on one sampled answer per training prompt (temperature 0.7,
+#        top-p 0.9, bf16; ids ID#s1; issue 19 item 3), beside the greedy one; validation stays the greedy rows.
+#        The committed rows (DISTILLED with -s1 before .jsonl, gzipped; made on a CPU between GPU windows) are
+#        continued here
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) the whole stack cost 11 min
 #        before the first step and ~4 min of recompiles later for 29k response tok/s in steps; since session 60 it
 #        compiles layer by layer (`compile_region: layer`, 0.24x the warm-up on a CPU), not yet timed on a GPU
@@ -76,6 +80,28 @@ $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --ma
 [ -s "$W/all.jsonl" ] || $HB segment --from-dataset "$W/segmented.jsonl" --out "$W/all.jsonl" --strategy sliding \
     --sliding-p 0.9 --max-steps 4
 [ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
+# 4b. SAMPLED: the sampled answers, continued where the committed ones stopped, cut as the main ones, join the
+#     train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train).
+TRAIN=$W/train.jsonl
+if [ -n "${SAMPLED:-}" ]; then
+    S=${D%.jsonl}-s1.jsonl
+    SP=data/prompts/train-sampled-s1.jsonl
+    [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
+    [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP"
+    stamp distill-sampled
+    ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
+        --temperature 0.7 --top-p 0.9 --seed 1 --dtype bfloat16 --max-new-tokens 256 \
+        --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
+        [ -n "${DISTILL_SECONDS:-}" ]
+    python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" "$S"
+    stamp segment-sampled
+    $HB segment --data "$S" --out "$W/segmented-s1.jsonl" --strategy decreasing_v2 --max-steps 4 \
+        --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
+    $HB segment --from-dataset "$W/segmented-s1.jsonl" --out "$W/all-s1.jsonl" --strategy sliding --sliding-p 0.9 \
+        --max-steps 4
+    python3 recipes/split_dataset.py "$W/all.jsonl" "$W/sampled" --add "$W/all-s1.jsonl"
+    TRAIN=$W/sampled/train.jsonl
+fi
 # 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
 #    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.
 if [ ! -s "$W/train-mixed.jsonl" ]; then
@@ -108,43 +134,43 @@ keep_init() { [ -f "$W/keep-init/hamburger_config.json" ] || $HB export --model 
     --out "$W/keep-init" --dtype float32; }
 for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
     case $run in
-        lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" > "$W/lora-merged.log" 2>&1 ;;
-        lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-merged) train lora-merged configs/smollm2-gpu-lora-merged.yaml "$TRAIN" > "$W/lora-merged.log" 2>&1 ;;
+        lora-after-merge) train lora-after-merge configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set lora_scope=after_merge > "$W/lora-after-merge.log" 2>&1 ;;
-        lora-two-sets) train lora-two-sets configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-two-sets) train lora-two-sets configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set lora_scope=merged_and_after > "$W/lora-two-sets.log" 2>&1 ;;
-        lora-single-tail) train lora-single-tail configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-single-tail) train lora-single-tail configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
-        lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set single_tail=1 --set fold_tail=2 > "$W/lora-fold.log" 2>&1 ;;
-        lora-verify-fold) train lora-verify-fold configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-verify-fold) train lora-verify-fold configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set verify_window=16 --set stop_loss_weight=0 > "$W/lora-verify-fold.log" 2>&1 ;;
-        lora-both) train lora-both configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-both) train lora-both configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set verify_window=16 --set verify_window_every=2 > "$W/lora-both.log" 2>&1 ;;
-        lora-fold-kl) train lora-fold-kl configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+        lora-fold-kl) train lora-fold-kl configs/smollm2-gpu-lora-merged.yaml "$TRAIN" "${FOLD_READ[@]}" \
             > "$W/lora-fold-kl.log" 2>&1 ;;
-        lora-fold-pure) train lora-fold-pure configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+        lora-fold-pure) train lora-fold-pure configs/smollm2-gpu-lora-merged.yaml "$TRAIN" "${FOLD_READ[@]}" \
             --set token_loss_weight=0 > "$W/lora-fold-pure.log" 2>&1 ;;
-        lora-fold-mix) train lora-fold-mix configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+        lora-fold-mix) train lora-fold-mix configs/smollm2-gpu-lora-merged.yaml "$TRAIN" "${FOLD_READ[@]}" \
             --set token_loss_weight=0 --set kl_mix=0.5 > "$W/lora-fold-mix.log" 2>&1 ;;
-        lora-fold-reverse) train lora-fold-reverse configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-fold-reverse) train lora-fold-reverse configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             "${FOLD_READ[@]}" --set token_loss_weight=0 --set kl_mix=1 > "$W/lora-fold-reverse.log" 2>&1 ;;
-        lora-fold-after) train lora-fold-after configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" "${FOLD_READ[@]}" \
+        lora-fold-after) train lora-fold-after configs/smollm2-gpu-lora-merged.yaml "$TRAIN" "${FOLD_READ[@]}" \
             --set token_loss_weight=0 --set kl_mix=1 --set lora_scope=merged_and_after \
             > "$W/lora-fold-after.log" 2>&1 ;;
-        lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-msd-context) train lora-msd-context configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set msd_context=8 > "$W/lora-msd-context.log" 2>&1 ;;
-        lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        lora-grow4) train lora-grow4 configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set grow_decoder=4 > "$W/lora-grow4.log" 2>&1 ;;
         lora) train lora configs/smollm2-gpu-lora.yaml "$W/train-mixed.jsonl" > "$W/lora.log" 2>&1 ;;
-        frozen) train frozen configs/smollm2-gpu-frozen.yaml "$W/train.jsonl" > "$W/frozen.log" 2>&1 ;;
-        keep-fold-lora) keep_init; train keep-fold-lora configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        frozen) train frozen configs/smollm2-gpu-frozen.yaml "$TRAIN" > "$W/frozen.log" 2>&1 ;;
+        keep-fold-lora) keep_init; train keep-fold-lora configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             "${KEEP_READ[@]}" --set lora_scope=all --set 'recut=[]' > "$W/keep-fold-lora.log" 2>&1 ;;
-        keep-fold-after) keep_init; train keep-fold-after configs/smollm2-gpu-lora-merged.yaml "$W/train.jsonl" \
+        keep-fold-after) keep_init; train keep-fold-after configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             "${KEEP_READ[@]}" --set lora_scope=after_fold --set 'recut=[]' > "$W/keep-fold-after.log" 2>&1 ;;
-        keep-fold-full) keep_init; train keep-fold-full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" \
+        keep-fold-full) keep_init; train keep-fold-full configs/smollm2-gpu-full-fast.yaml "$TRAIN" \
             "${KEEP_READ[@]}" --set compile=false > "$W/keep-fold-full.log" 2>&1 ;;
-        full) train full configs/smollm2-gpu-full-fast.yaml "$W/train.jsonl" --set compile="${COMPILE:-false}" \
+        full) train full configs/smollm2-gpu-full-fast.yaml "$TRAIN" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
         *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-after | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;

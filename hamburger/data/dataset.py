@@ -9,12 +9,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from hamburger.data.io import line_of, meta_path, read_jsonl, read_sidecar
 from hamburger.errors import HamburgerError
 
 ROW_LISTS = ("prompt_ids", "response_ids", "groups")
+VAL_ONE_IN = 20  # the fixed validation split of a dataset: 1 in 20 prompts (by a hash of the prompt's id)
+SAMPLE_SUFFIX = re.compile(r"#s([0-9]+)$")  # a sampled answer's row id: PROMPT_ID#s<n> (`hamburger distill`)
+
+
+def sample_id(prompt_id: str, n: int) -> str:
+    """The row id of answer ``n`` to a prompt: the prompt's own id for the main answer (0), else ``ID#s<n>``."""
+    return prompt_id if n == 0 else f"{prompt_id}#s{n}"
+
+
+def prompt_id(row_id: str) -> str:
+    """The prompt's id of a row id (``sample_id``'s inverse): ``t0:7#s2`` -> ``t0:7``; a main answer's id as it is."""
+    return SAMPLE_SUFFIX.sub("", row_id)
+
+
+def is_val_row(row_id: str) -> bool:
+    """Whether a row belongs to the fixed validation split: 1 in VAL_ONE_IN prompts, by the first 8 hex digits of
+    sha256 of the prompt's id, so every answer to one prompt (main and sampled) falls on the same side."""
+    return int(hashlib.sha256(prompt_id(row_id).encode()).hexdigest()[:8], 16) % VAL_ONE_IN == 0
 
 
 def vocab_hash(tokenizer) -> str:

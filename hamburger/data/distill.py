@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from hamburger.data.dataset import sample_id
 from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.engine.sampling import draw_tokens
@@ -177,7 +178,7 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     if records and field not in records[0]:
         raise HamburgerError(f"{prompts}: no field {field!r} (fields: {sorted(records[0])})")
     ids = row_ids(records, id_field, Path(prompts).stem)
-    names = [[rid] + [f"{rid}#s{i}" for i in range(1, settings.samples)] for rid in ids]
+    names = [[sample_id(rid, i) for i in range(settings.samples)] for rid in ids]
     if settings.samples > 1 and len({n for ns in names for n in ns}) < len(ids) * settings.samples:
         raise HamburgerError(f"{prompts}: a prompt id ends in '#s<number>' like the sample ids; rename it")
     rank, world = shard_info()

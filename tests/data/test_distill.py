@@ -246,6 +246,21 @@ def test_sampled_rows_do_not_depend_on_their_batch(tiny_dir):
     assert other_seed != together[1]
 
 
+def test_sampled_answers_from_sample_ids_equal_the_samples_option(tiny_dir, prompts_file, tmp_path):
+    """recipes/sampled_prompts.py's route (ids ID#s<n>, answers drawn as the main ones at --temperature) writes the
+    very answers that --samples writes under those ids: each row's draws are seeded by (seed, row id) alone."""
+    both, alone = tmp_path / "both.jsonl", tmp_path / "alone.jsonl"
+    assert run(distill_args(tiny_dir, prompts_file, both, "--samples", "2", "--sample-temperature", "1.5",
+                            "--sample-top-p", "0.9", "--seed", "3", "--limit", "4")) == 0
+    ids = tmp_path / "s1.jsonl"
+    ids.write_text("".join(json.dumps({**r, "id": DS.sample_id(r["id"], 1)}) + "\n"
+                           for r in read_jsonl(prompts_file)[:4]))
+    assert run(distill_args(tiny_dir, ids, alone, "--temperature", "1.5", "--top-p", "0.9", "--seed", "3",
+                            "--batch-size", "3")) == 0
+    sampled = {r["id"]: r["response_token_ids"] for r in read_jsonl(both) if r["sample"] == 1}
+    assert {r["id"]: r["response_token_ids"] for r in read_jsonl(alone)} == sampled and len(sampled) == 4
+
+
 def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_path, capsys):
     greedy, out = tmp_path / "g.jsonl", tmp_path / "s.jsonl"
     samples = ["--samples", "3", "--sample-temperature", "1.5", "--limit", "3"]
