@@ -17,7 +17,9 @@ Accuracy counts a near-tie flipped to the base's second choice like a wrong toke
 where the base is unsure, most skip-path tokens are such points, so each key also says how plausible the model's
 choices are to the unmerged, unadapted base at the same place: `base_nll`, the mean NLL of the chosen token under it
 (its greedy token's is the floor), and `implausible`, the share of choices it gives less than 1% (NLL > 4.6), the
-kind of token that makes the decode curves' worst-token spikes.
+kind of token that makes the decode curves' worst-token spikes. `base_top1` is the share of choices that are the
+unmerged base's own top token there: on the base's greedy answers it is the accuracy; on sampled answers (whose
+tokens are draws, not the base's choices) it is what decoding greedily from such a history would keep.
 
     python benchmarks/skip_path_split.py --model CKPT --data VAL.jsonl --out RESULT.json
 """
@@ -70,8 +72,9 @@ IMPLAUSIBLE_NLL = -math.log(0.01)
 
 
 def split_accuracy(model, rows, batch_size: int = 8) -> dict:
-    """Per key: tokens, accuracy, and the unmerged base's view of the model's choices (`base_nll`, `implausible`)."""
-    correct, count, nll, implausible = Counter(), Counter(), Counter(), Counter()
+    """Per key: tokens, accuracy, and the unmerged base's view of the model's choices (`base_nll`, `implausible`,
+    `base_top1`)."""
+    correct, count, nll, implausible, top1 = Counter(), Counter(), Counter(), Counter(), Counter()
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
         packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail,
@@ -82,16 +85,18 @@ def split_accuracy(model, rows, batch_size: int = 8) -> dict:
                 base_logp = model.teacher_states(packed).logits().log_softmax(-1)
         choice_nll = (-base_logp.gather(1, out.predictions[:, None])[:, 0]).tolist()
         right = (out.predictions == out.targets).tolist()
+        base_top = (out.predictions == base_logp.argmax(-1)).tolist()
         index = out.micro_index.tolist()
         sources = iter(keys for r in part for keys in skip_keys(r.groups, model.config.single_tail))
-        for ok, j, c in zip(right, index, choice_nll):
+        for ok, j, c, top in zip(right, index, choice_nll, base_top):
             for key in next(sources) if j == 0 else [f"micro_{j + 1}"]:
                 correct[key] += ok
+                top1[key] += top
                 count[key] += 1
                 nll[key] += c
                 implausible[key] += c > IMPLAUSIBLE_NLL
     return {k: {"tokens": count[k], "accuracy": correct[k] / count[k], "base_nll": nll[k] / count[k],
-                "implausible": implausible[k] / count[k]} for k in sorted(count)}
+                "implausible": implausible[k] / count[k], "base_top1": top1[k] / count[k]} for k in sorted(count)}
 
 
 def main() -> None:

@@ -1,11 +1,12 @@
 """A prompt file for sampled answers (issue 19 item 3): the training prompts again, each under a sample's id.
 
-    python recipes/sampled_prompts.py PROMPTS.jsonl OUT.jsonl [--draw N] [--seed S]
+    python recipes/sampled_prompts.py PROMPTS.jsonl OUT.jsonl [--draw N] [--seed S] [--split val]
 
 Keeps the prompts of PROMPTS.jsonl (the file distill read for the main answers) whose rows train
 (`hamburger.data.dataset.is_val_row` is false: validation prompts get no sampled answers) and gives each the id
 ``ID#s<N>`` (`sample_id`), every other field as it was, in an order shuffled with ``random.Random(S)``, so that any
-prefix a distillation reached is a fair sample of the prompts. `hamburger distill --temperature T --top-p P` on OUT
+prefix a distillation reached is a fair sample of the prompts. ``--split val`` keeps the validation prompts instead:
+sampled answers to measure with (`recipes/split_dataset.py` never trains on them). `hamburger distill --temperature T --top-p P` on OUT
 then writes answer N of each prompt, drawn from a generator seeded by (its seed, the row id): a rerun continues
 where it stopped, and the answers do not depend on batching.
 """
@@ -23,13 +24,15 @@ parser.add_argument("prompts", help="the main answers' prompt file (rows with 'i
 parser.add_argument("out", help="the prompt file to write")
 parser.add_argument("--draw", type=int, default=1, help="which sampled answer (>= 1; default 1)")
 parser.add_argument("--seed", type=int, default=0, help="seed of the order (default 0)")
+parser.add_argument("--split", choices=("train", "val"), default="train",
+                    help="the training prompts (default) or the validation ones (to measure with, never trained on)")
 args = parser.parse_args()
 if args.draw < 1:
     parser.error("--draw must be >= 1 (0 is the main answer)")
-rows = [r for r in read_jsonl(args.prompts) if not is_val_row(r["id"])]
+rows = [r for r in read_jsonl(args.prompts) if is_val_row(r["id"]) == (args.split == "val")]
 if any(prompt_id(r["id"]) != r["id"] for r in rows):
     parser.error(f"{args.prompts} already holds sample ids (ID#s<n>); give it the main answers' prompt file")
 random.Random(args.seed).shuffle(rows)
 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 Path(args.out).write_text("".join(json.dumps({**r, "id": sample_id(r["id"], args.draw)}) + "\n" for r in rows))
-print(f"{len(rows)} training prompts as draw {args.draw} -> {args.out}")
+print(f"{len(rows)} {args.split} prompts as draw {args.draw} -> {args.out}")

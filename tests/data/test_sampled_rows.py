@@ -56,6 +56,10 @@ def test_sampled_prompts_are_the_training_prompts_under_sample_ids(prompts, tmp_
     assert script("sampled_prompts.py", prompts, again, "--draw", "2", "--seed", "5").returncode == 0
     assert again.read_text() == out.read_text()  # ... the same way for one seed
     assert "--draw must be >= 1" in script("sampled_prompts.py", prompts, tmp_path / "x.jsonl", "--draw", "0").stderr
+    val = tmp_path / "val.jsonl"
+    assert script("sampled_prompts.py", prompts, val, "--split", "val").returncode == 0
+    assert sorted(json.loads(line)["id"] for line in val.open()) == sorted(
+        f"{rid}#s1" for rid in IDS if is_val_row(rid))
     refused = script("sampled_prompts.py", out, tmp_path / "x.jsonl")
     assert refused.returncode != 0 and "already holds sample ids" in refused.stderr
 

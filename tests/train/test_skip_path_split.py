@@ -32,6 +32,17 @@ def test_split_adds_up_to_the_trainers_skip_path_accuracy():
     torch.testing.assert_close(split["prompt"]["base_nll"], float(sum(least) / 3), rtol=1e-5, atol=1e-6)
     for v in split.values():
         assert v["base_nll"] > 0 and 0 <= v["implausible"] <= 1
+    assert split["prompt"]["base_top1"] == 1  # there the model reads what the base reads and picks its argmax
+    # rows whose tokens are the unmerged base's greedy choices: agreeing with the base is being right
+    greedy = []
+    for r in rows:
+        ids = list(r.prompt_ids)
+        with torch.no_grad():
+            for _ in r.response_ids:
+                ids.append(int(model.base(input_ids=torch.tensor([ids])).logits[0, -1].argmax()))
+        greedy.append(Row(r.prompt_ids, ids[len(r.prompt_ids):], r.groups))
+    for v in split_accuracy(model, greedy, batch_size=2).values():
+        assert v["base_top1"] == v["accuracy"]
     skip = sum(split[k]["accuracy"] * split[k]["tokens"] for k in ("prompt", "merged", "single"))
     assert skip == s[HEAD].item()
     assert split["micro_2"]["accuracy"] * 4 == s[HEAD + 1].item()
