@@ -44,10 +44,11 @@
 #        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
-#   SAMPLED []  1: every run but `lora` also trains on one sampled answer per training prompt (temperature 0.7,
+#   SAMPLED [1]  every run but `lora` also trains on one sampled answer per training prompt (temperature 0.7,
 #        top-p 0.9, bf16; ids ID#s1; issue 19 item 3), beside the greedy one; validation stays the greedy rows.
 #        The committed rows (DISTILLED with -s1 before .jsonl, gzipped; made on a CPU between GPU windows) are
-#        continued here
+#        continued here. On by default since experiments/2026-12-03-sampled-rows (the shipped model keeps the base's
+#        top token at merged slots 7.9 points less often after sampled history); SAMPLED= (empty) turns it off
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) the whole stack cost 11 min
 #        before the first step and ~4 min of recompiles later for 29k response tok/s in steps; since session 60 it
 #        compiles layer by layer (`compile_region: layer`, 0.24x the warm-up on a CPU), not yet timed on a GPU
@@ -83,7 +84,7 @@ $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --ma
 # 4b. SAMPLED: the sampled answers, continued where the committed ones stopped, cut as the main ones, join the
 #     train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train).
 TRAIN=$W/train.jsonl
-if [ -n "${SAMPLED:-}" ]; then
+if [ -n "${SAMPLED-1}" ]; then
     S=${D%.jsonl}-s1.jsonl
     SP=data/prompts/train-sampled-s1.jsonl
     [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"

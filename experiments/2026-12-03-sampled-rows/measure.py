@@ -81,7 +81,8 @@ def main() -> None:
     if args.out:
         Path(args.out).write_text(json.dumps({"model": args.model, "greedy": args.greedy, "sampled": args.sampled,
                                               "prompts": len(prompts), "table": table, "rows": sets,
-                                              "machine": machine_info(args.threads, "fp32")}, indent=1) + "\n")
+                                              "machine": machine_info(args.threads, "fp32")},
+                                             separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":

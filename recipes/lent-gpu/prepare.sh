@@ -2,14 +2,16 @@
 # Build the payloads for a lent GPU machine (the workplace's `device` tool): two calls of < 64 MiB each,
 # because the bundled GGUF (98 MB) and the transformers wheel do not fit in one. Run from anywhere; writes the
 # git-ignored folders .gpu (these scripts), .gpu1 (GGUF half 1 + wheels) and .gpu2 (GGUF half 2 + data); with
-# WARM=FOLDER (a HAMburger checkpoint to continue) also .gpu3/warm_start, which call 3 carries (start3.sh).
+# WARM=FOLDER (a HAMburger checkpoint to continue) also .gpu3/warm_start, which call 3 carries (start3.sh); with
+# committed sampled answers (the recipe's SAMPLED) also .gpu4, which a call between calls 1 and 2 carries (stage4.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 G=$($PY -c "from hamburger.core.base import bundled_gguf_path; print(bundled_gguf_path('smollm2-135m-instruct'))")
 mkdir -p .gpu .gpu1 .gpu2 .git/info data/prompts
-for d in .gpu .gpu1 .gpu2 .gpu3; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
-cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,start2.sh,join2.sh,start3.sh,poll.sh,bench.sh,judge.sh,train_speed.sh} .gpu/
+for d in .gpu .gpu1 .gpu2 .gpu3 .gpu4; do grep -qx "/$d/" .git/info/exclude 2>/dev/null || echo "/$d/" >> .git/info/exclude; done
+cp recipes/lent-gpu/{env.sh,hb.py,setup1.sh,stage4.sh,start2.sh,join2.sh,start3.sh} .gpu/
+cp recipes/lent-gpu/{poll.sh,bench.sh,judge.sh,train_speed.sh} .gpu/
 # train_speed.sh's rows (data/segmented is over the >300 kB rule): 600 rows (its steps repeat epochs)
 head -n 600 data/segmented/smollm2-135m-instruct.train.jsonl | gzip -9 > .gpu/speed-rows.jsonl.gz
 cp data/segmented/smollm2-135m-instruct.train.jsonl.meta.json .gpu/speed-rows.jsonl.meta.json
@@ -28,7 +30,13 @@ tail -c +49000001 "$G" > .gpu2/gguf.part2
     --split train --seed 0 --out data/prompts/train-all.jsonl
 gzip -9 -c data/prompts/train-all.jsonl > .gpu2/prompts.jsonl.gz
 cp data/distilled/smollm2-135m-instruct.train.jsonl.gz .gpu2/distilled.jsonl.gz
+# the sampled answers made on a CPU (no room beside the GGUF halves: a call of their own)
+S=data/distilled/smollm2-135m-instruct.train-s1.jsonl
+rm -rf .gpu4
+if [ -s $S.gz ]; then
+    mkdir -p .gpu4 && cp $S.gz .gpu4/distilled-s1.jsonl.gz && cp $S.meta.json .gpu4/distilled-s1.jsonl.meta.json
+fi
 if [ -n "${WARM:-}" ]; then
     rm -rf .gpu3 && mkdir -p .gpu3 && cp -r "$WARM" .gpu3/warm_start
 fi
-du -sh .gpu1 .gpu2 ${WARM:+.gpu3}
+du -sh .gpu1 .gpu2 ${WARM:+.gpu3} $(ls -d .gpu4 2>/dev/null)
