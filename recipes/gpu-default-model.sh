@@ -82,9 +82,11 @@ $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --ma
     --sliding-p 0.9 --max-steps 4
 [ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
 # 4b. SAMPLED: the sampled answers, continued where the committed ones stopped, cut as the main ones, join the
-#     train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train).
+#     train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train). Made
+#     once per work folder: a rerun after a kill must give a run it resumes the same rows (`--resume` checks them).
 TRAIN=$W/train.jsonl
-if [ -n "${SAMPLED-1}" ]; then
+[ -z "${SAMPLED-1}" ] || TRAIN=$W/sampled/train.jsonl
+if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
     S=${D%.jsonl}-s1.jsonl
     SP=data/prompts/train-sampled-s1.jsonl
     [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
@@ -101,7 +103,6 @@ if [ -n "${SAMPLED-1}" ]; then
     $HB segment --from-dataset "$W/segmented-s1.jsonl" --out "$W/all-s1.jsonl" --strategy sliding --sliding-p 0.9 \
         --max-steps 4
     python3 recipes/split_dataset.py "$W/all.jsonl" "$W/sampled" --add "$W/all-s1.jsonl"
-    TRAIN=$W/sampled/train.jsonl
 fi
 # 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
 #    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.

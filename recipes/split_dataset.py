@@ -14,6 +14,7 @@ settings such as the default confidence without touching the evaluation prompts.
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from hamburger.data.dataset import is_val_row, prompt_id
@@ -45,10 +46,12 @@ for row in rows:
         parts["val"].append(row)
     else:
         dropped += 1
-for name, part in parts.items():
-    path = args.out / f"{name}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in part))
+for name in ("val", "train"):  # train.jsonl last: recipes take it as the sign that the split is done
+    path, part = args.out / f"{name}.jsonl", parts[name]
     path.with_name(path.name + ".meta.json").write_text(json.dumps(meta, indent=1))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in part))
+    os.replace(tmp, path)  # whole or absent, even when killed
     print(name, len(part), "rows", sum(len(r["response_ids"]) for r in part), "response tokens")
 if dropped:
     print("sampled answers of validation prompts dropped:", dropped)

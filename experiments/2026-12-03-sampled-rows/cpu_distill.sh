@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
+# temperature 0.7, top-p 0.9, seed 1, bf16, ids ID#s1, into data/distilled/smollm2-135m-instruct.train-s1.jsonl.
+#   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
+#   bash cpu_distill.sh pack   append the rows the .gz lacks to it, as a new gzip member (git stores the growth only)
+# Env: HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32].
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+main() {
+    local HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
+    local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl SP=data/prompts/train-sampled-s1.jsonl
+    if [ "${1:-}" = pack ]; then
+        local have whole; have=$( { [ -s $S.gz ] && zcat $S.gz; } | wc -l); whole=$(wc -l < $S)
+        # whole: the newline-ended lines (a running distillation's half-written last line is left for later)
+        [ "$whole" -le "$have" ] || sed -n "$((have + 1)),${whole}p" $S | gzip -9 >> $S.gz
+        echo "$S.gz: $have -> $(zcat $S.gz | wc -l) rows"
+        return
+    fi
+    [ -s $S ] || [ ! -s $S.gz ] || zcat $S.gz > $S
+    [ -s data/prompts/train-all.jsonl ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train \
+        --seed 0 --out data/prompts/train-all.jsonl
+    [ -s $SP ] || $PY recipes/sampled_prompts.py data/prompts/train-all.jsonl $SP
+    nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-32} \
+        --dtype bfloat16 --threads ${THREADS:-2} --max-new-tokens 256
+}
+main "$@"
