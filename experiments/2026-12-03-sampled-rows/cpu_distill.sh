@@ -10,7 +10,8 @@ main() {
     local HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
     local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl SP=data/prompts/train-sampled-s1.jsonl
     if [ "${1:-}" = pack ]; then
-        local have whole; have=$( { [ -s $S.gz ] && zcat $S.gz; } | wc -l); whole=$(wc -l < $S)
+        local have=0 whole; whole=$(wc -l < $S)
+        [ ! -s $S.gz ] || have=$(zcat $S.gz | wc -l)
         # whole: the newline-ended lines (a running distillation's half-written last line is left for later)
         [ "$whole" -le "$have" ] || sed -n "$((have + 1)),${whole}p" $S | gzip -9 >> $S.gz
         echo "$S.gz: $have -> $(zcat $S.gz | wc -l) rows"
