@@ -2,7 +2,7 @@
 # The training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
 # temperature 0.7, top-p 0.9, seed 1, bf16, ids ID#s1, into data/distilled/smollm2-135m-instruct.train-s1.jsonl.
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
-#   bash cpu_distill.sh pack   append the rows the .gz lacks to it, as a new gzip member (the earlier bytes stay as they are)
+#   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
 # Env: HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
