@@ -13,7 +13,7 @@ import random
 import sys
 from pathlib import Path
 
-from measure import KEYS, pooled
+from measure import KEYS, paired_difference
 
 RATES = ("base_top1", "base_nll", "implausible")
 
@@ -34,11 +34,7 @@ def main() -> None:
         for s in ("greedy", "sampled"):
             for key in KEYS[1:]:
                 for rate in RATES:
-                    vy, vx = pooled([ry[s][p] for p in prompts], key, rate), pooled([rx[s][p] for p in prompts],
-                                                                                   key, rate)
-                    diffs = sorted(pooled([rx[s][p] for p in d], key, rate) - pooled([ry[s][p] for p in d], key, rate)
-                                   for d in draws)
-                    lo, hi = diffs[int(0.025 * len(diffs))], diffs[int(0.975 * len(diffs)) - 1]
+                    vx, vy, lo, hi = paired_difference(rx[s], ry[s], prompts, draws, key, rate)
                     print(f"{s:8} {key:9} {rate:12} {vy:15.4f} {vx:15.4f} {vx - vy:+8.4f}  [{lo:+.4f}, {hi:+.4f}]")
 
 

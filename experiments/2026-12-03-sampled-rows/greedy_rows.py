@@ -15,9 +15,10 @@ from hamburger.data.dataset import prompt_id
 
 sampled, distilled, out = (Path(a) for a in sys.argv[1:4])
 wanted = [prompt_id(json.loads(line)["id"]) for line in sampled.open()]
+keep = set(wanted)
 opener = gzip.open if distilled.suffix == ".gz" else open
 with opener(distilled, "rt") as f:
-    rows = {r["id"]: r for r in map(json.loads, f) if r["id"] in set(wanted)}
+    rows = {r["id"]: r for r in map(json.loads, f) if r["id"] in keep}
 missing = [w for w in wanted if w not in rows]
 if missing:
     sys.exit(f"{distilled}: no greedy answer for {len(missing)} prompts, e.g. {missing[:3]}")

@@ -44,6 +44,16 @@ def pooled(rows: list[dict], key: str, rate: str) -> float | None:
     return sum(r.get(key, {}).get(rate, 0.0) for r in rows) / tokens if tokens else None
 
 
+def paired_difference(a: dict, b: dict, prompts: list[str], draws: list[list[str]], key: str, rate: str):
+    """Pooled rate of rows ``a`` minus that of rows ``b`` (each: prompt id -> counts) over ``prompts``, and its 95%
+    interval over the bootstrap ``draws`` of prompts (both sides resampled together). None when a side has none."""
+    va, vb = pooled([a[p] for p in prompts], key, rate), pooled([b[p] for p in prompts], key, rate)
+    if va is None or vb is None:
+        return None
+    diffs = sorted(pooled([a[p] for p in d], key, rate) - pooled([b[p] for p in d], key, rate) for d in draws)
+    return va, vb, diffs[int(0.025 * len(diffs))], diffs[int(0.975 * len(diffs)) - 1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--greedy", required=True)
@@ -66,13 +76,10 @@ def main() -> None:
     for key in KEYS:
         table[key] = {}
         for rate in RATES:
-            g = pooled([sets["greedy"][p] for p in prompts], key, rate)
-            s = pooled([sets["sampled"][p] for p in prompts], key, rate)
-            if g is None or s is None:
+            found = paired_difference(sets["greedy"], sets["sampled"], prompts, draws, key, rate)
+            if found is None:
                 continue
-            diffs = sorted(pooled([sets["greedy"][p] for p in d], key, rate)
-                           - pooled([sets["sampled"][p] for p in d], key, rate) for d in draws)
-            lo, hi = diffs[int(0.025 * len(diffs))], diffs[int(0.975 * len(diffs)) - 1]
+            g, s, lo, hi = found
             n_g = sum(sets["greedy"][p].get(key, {}).get("tokens", 0) for p in prompts)
             n_s = sum(sets["sampled"][p].get(key, {}).get("tokens", 0) for p in prompts)
             table[key][rate] = {"greedy": g, "sampled": s, "diff": g - s, "interval": [lo, hi],
