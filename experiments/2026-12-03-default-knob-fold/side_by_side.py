@@ -1,0 +1,65 @@
+"""The two layouts' differences from the base, band by band, and the folding layout minus the paper's on each prompt.
+
+Reads calibration/ (`run.sh`: the folding single tail) and paper-layout/ (`run_paper_layout.sh`: the shipped config),
+which decoded the same dev prompts against the same base answers, and prints a Markdown table (README.md):
+    ../../.venv/bin/python side_by_side.py > side_by_side.md
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LAYOUTS = {"fold": HERE / "calibration", "paper": HERE / "paper-layout"}
+METRICS = ("nll_per_token", "worst_token_nll", "rep4")
+RESAMPLES, SEED = 2000, 0
+
+
+def read(folder: Path) -> tuple[dict, dict]:
+    summary = json.loads((folder / "summary.json").read_text())
+    bands = {(c["task"], c["confidence"], c["band"]["metric"]): c for c in summary["comparisons"]}
+    taus = {(s["task"], s["confidence"]): s["tau"] for s in summary["summary"] if s["method"].startswith("hamburger@")}
+    return bands, taus
+
+
+def per_prompt(folder: Path) -> dict:
+    """(task, knob, metric) -> prompt id -> value, for the HAMburger methods."""
+    values: dict = {}
+    for line in (folder / "examples.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r["method"].startswith("hamburger@"):
+            for m in METRICS:
+                values.setdefault((r["task"], r["confidence"], m), {})[r["id"]] = r[m]
+    return values
+
+
+def mean_difference(a: dict, b: dict) -> tuple[float, float, float, int]:
+    """Mean over the prompts both hold of a - b, and its bootstrap 95% interval over prompts."""
+    ids = sorted(set(a) & set(b))
+    diffs = [a[i] - b[i] for i in ids]
+    rng = random.Random(SEED)
+    means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(RESAMPLES))
+    return sum(diffs) / len(diffs), means[int(0.025 * RESAMPLES)], means[int(0.975 * RESAMPLES) - 1], len(ids)
+
+
+def cell(c: dict) -> str:
+    return f"{c['diff']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]{'' if c['point_inside'] else ' **out**'}"
+
+
+def main() -> None:
+    (fold, fold_tau), (paper, paper_tau) = (read(f) for f in LAYOUTS.values())
+    fold_values, paper_values = per_prompt(LAYOUTS["fold"]), per_prompt(LAYOUTS["paper"])
+    print("| task | knob | band | tau fold / paper | fold: diff [95% CI] | paper: diff [95% CI] "
+          "| fold - paper, paired [95% CI] | n |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in sorted(set(fold) & set(paper)):
+        task, knob, metric = key
+        d, lo, hi, n = mean_difference(fold_values[key], paper_values[key])
+        print(f"| {task} | {knob:g} | {fold[key]['band_text']} | {fold_tau[task, knob]:.2f} / "
+              f"{paper_tau[task, knob]:.2f} | {cell(fold[key])} | {cell(paper[key])} | "
+              f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {n} |")
+
+
+if __name__ == "__main__":
+    main()
