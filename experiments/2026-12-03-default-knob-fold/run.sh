@@ -7,5 +7,4 @@ HB=${HB:-../../.venv/bin/hamburger}
 C=../../runs/knob-fold2
 [ -f $C/hamburger_config.json ] || $HB export --model ../../hamburger/default_model --out $C --single-tail 1 --fold-tail 2
 [ -s calibrate.txt ] || $HB calibrate --model $C --confidence 0.9,0.95,1.0 --limit 120 --max-new-tokens 96 \
-    --threads ${THREADS:-1} --out calibration --dry-run 2>&1 | tee calibrate.log | \
-    grep -v "it/s\]$" > calibrate.txt
+    --threads ${THREADS:-1} --out calibration --dry-run > calibrate.txt 2> calibrate.log
