@@ -1,7 +1,9 @@
-"""The two layouts' differences from the base, band by band, and the folding layout minus the paper's on each prompt.
+"""The two layouts' differences from the base, band by band, the folding layout minus the paper's on each prompt,
+and the folding layout's curve over every knob decoded.
 
-Reads calibration/ (`run.sh`: the folding single tail) and paper-layout/ (`run_paper_layout.sh`: the shipped config),
-which decoded the same dev prompts against the same base answers, and prints a Markdown table (README.md):
+Reads calibration/ (`run.sh`: the folding single tail), paper-layout/ (`run_paper_layout.sh`: the shipped config) and
+low-knobs/ (`run_low_knobs.sh`: the folding layout below 0.9), which decoded the same dev prompts (the base's answers
+seeded), and prints two Markdown tables (README.md):
     ../../.venv/bin/python side_by_side.py > side_by_side.md
 """
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LAYOUTS = {"fold": HERE / "calibration", "paper": HERE / "paper-layout"}
+CURVE = (HERE / "low-knobs", HERE / "calibration")
 METRICS = ("nll_per_token", "worst_token_nll", "rep4")
 RESAMPLES, SEED = 2000, 0
 
@@ -19,8 +22,8 @@ RESAMPLES, SEED = 2000, 0
 def read(folder: Path) -> tuple[dict, dict]:
     summary = json.loads((folder / "summary.json").read_text())
     bands = {(c["task"], c["confidence"], c["band"]["metric"]): c for c in summary["comparisons"]}
-    taus = {(s["task"], s["confidence"]): s["tau"] for s in summary["summary"] if s["method"].startswith("hamburger@")}
-    return bands, taus
+    rows = {(s["task"], s["confidence"]): s for s in summary["summary"] if s["method"].startswith("hamburger@")}
+    return bands, rows
 
 
 def per_prompt(folder: Path) -> dict:
@@ -48,7 +51,7 @@ def cell(c: dict) -> str:
 
 
 def main() -> None:
-    (fold, fold_tau), (paper, paper_tau) = (read(f) for f in LAYOUTS.values())
+    (fold, fold_rows), (paper, paper_rows) = (read(f) for f in LAYOUTS.values())
     fold_values, paper_values = per_prompt(LAYOUTS["fold"]), per_prompt(LAYOUTS["paper"])
     print("| task | knob | band | tau fold / paper | fold: diff [95% CI] | paper: diff [95% CI] "
           "| fold - paper, paired [95% CI] | n |")
@@ -56,9 +59,21 @@ def main() -> None:
     for key in sorted(set(fold) & set(paper)):
         task, knob, metric = key
         d, lo, hi, n = mean_difference(fold_values[key], paper_values[key])
-        print(f"| {task} | {knob:g} | {fold[key]['band_text']} | {fold_tau[task, knob]:.2f} / "
-              f"{paper_tau[task, knob]:.2f} | {cell(fold[key])} | {cell(paper[key])} | "
+        print(f"| {task} | {knob:g} | {fold[key]['band_text']} | {fold_rows[task, knob]['tau']:.2f} / "
+              f"{paper_rows[task, knob]['tau']:.2f} | {cell(fold[key])} | {cell(paper[key])} | "
               f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {n} |")
+    print("\n| task | knob (folding layout) | tau | KV (whole cache) | " + " | ".join(METRICS) + " |")
+    print("|---|---|---|---|" + "---|" * len(METRICS))
+    bands, rows = {}, {}
+    for folder in CURVE:
+        b, r = read(folder)
+        bands.update(b)
+        rows.update(r)
+    for task, knob in sorted(rows):
+        row = rows[task, knob]
+        cells = [cell(bands[task, knob, m]) if (task, knob, m) in bands else "" for m in METRICS]
+        print(f"| {task} | {knob:g} | {row['tau']:.2f} | {row.get('kv_share', float('nan')):.3f} | "
+              + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
