@@ -3,7 +3,8 @@ and the folding layout's curve over every knob decoded.
 
 Reads calibration/ (`run.sh`: the folding single tail), paper-layout/ (`run_paper_layout.sh`: the shipped config) and
 low-knobs/ (`run_low_knobs.sh`: the folding layout below 0.9), which decoded the same dev prompts (the base's answers
-seeded), and prints two Markdown tables (README.md):
+seeded), and prints two Markdown tables and, per knob of the folding layout, how many answers repeat more (rep4) than
+the base's greedy answer to the same prompt (README.md):
     ../../.venv/bin/python side_by_side.py > side_by_side.md
 """
 from __future__ import annotations
@@ -74,6 +75,16 @@ def main() -> None:
         cells = [cell(bands[task, knob, m]) if (task, knob, m) in bands else "" for m in METRICS]
         print(f"| {task} | {knob:g} | {row['tau']:.2f} | {row.get('kv_share', float('nan')):.3f} | "
               + " | ".join(cells) + " |")
+    print()
+    for folder in CURVE:
+        rows = map(json.loads, (folder / "examples.jsonl").read_text().splitlines())
+        rep = {(r["task"], r["method"], r["id"]): r["rep4"] for r in rows}
+        for task, method in sorted({(t, m) for t, m, _ in rep if m.startswith("hamburger@")}):
+            ids = [i for t, m, i in rep if (t, m) == (task, method)]
+            more = sum(rep[task, method, i] > rep[task, "base", i] for i in ids)
+            less = sum(rep[task, method, i] < rep[task, "base", i] for i in ids)
+            print(f"- {task} {method} (folding layout): rep4 above the base's greedy answer in {more} of {len(ids)}, "
+                  f"below in {less}")
 
 
 if __name__ == "__main__":
