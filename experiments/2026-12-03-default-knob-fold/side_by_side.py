@@ -51,7 +51,7 @@ def cell(c: dict) -> str:
     return f"{c['diff']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]{'' if c['point_inside'] else ' **out**'}"
 
 
-def main() -> None:
+def layout_table() -> None:
     (fold, fold_rows), (paper, paper_rows) = (read(f) for f in LAYOUTS.values())
     fold_values, paper_values = per_prompt(LAYOUTS["fold"]), per_prompt(LAYOUTS["paper"])
     print("| task | knob | band | tau fold / paper | fold: diff [95% CI] | paper: diff [95% CI] "
@@ -63,7 +63,10 @@ def main() -> None:
         print(f"| {task} | {knob:g} | {fold[key]['band_text']} | {fold_rows[task, knob]['tau']:.2f} / "
               f"{paper_rows[task, knob]['tau']:.2f} | {cell(fold[key])} | {cell(paper[key])} | "
               f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] | {n} |")
-    print("\n| task | knob (folding layout) | tau | KV (whole cache) | " + " | ".join(METRICS) + " |")
+
+
+def curve_table() -> None:
+    print("| task | knob (folding layout) | tau | KV (whole cache) | " + " | ".join(METRICS) + " |")
     print("|---|---|---|---|" + "---|" * len(METRICS))
     bands, rows = {}, {}
     for folder in CURVE:
@@ -71,14 +74,15 @@ def main() -> None:
         bands.update(b)
         rows.update(r)
     for task, knob in sorted(rows):
-        row = rows[task, knob]
         cells = [cell(bands[task, knob, m]) if (task, knob, m) in bands else "" for m in METRICS]
-        print(f"| {task} | {knob:g} | {row['tau']:.2f} | {row.get('kv_share', float('nan')):.3f} | "
-              + " | ".join(cells) + " |")
-    print()
+        print(f"| {task} | {knob:g} | {rows[task, knob]['tau']:.2f} | "
+              f"{rows[task, knob].get('kv_share', float('nan')):.3f} | " + " | ".join(cells) + " |")
+
+
+def repetition_counts() -> None:
     for folder in CURVE:
-        rows = map(json.loads, (folder / "examples.jsonl").read_text().splitlines())
-        rep = {(r["task"], r["method"], r["id"]): r["rep4"] for r in rows}
+        records = map(json.loads, (folder / "examples.jsonl").read_text().splitlines())
+        rep = {(r["task"], r["method"], r["id"]): r["rep4"] for r in records}
         for task, method in sorted({(t, m) for t, m, _ in rep if m.startswith("hamburger@")}):
             ids = [i for t, m, i in rep if (t, m) == (task, method)]
             more = sum(rep[task, method, i] > rep[task, "base", i] for i in ids)
@@ -86,6 +90,13 @@ def main() -> None:
             print(f"- {task} {method} (folding layout): rep4 above the base's greedy answer in {more} of {len(ids)}, "
                   f"below in {less}")
 
+
+def main() -> None:
+    layout_table()
+    print()
+    curve_table()
+    print()
+    repetition_counts()
 
 if __name__ == "__main__":
     main()

@@ -98,7 +98,8 @@ def test_calibrate_end_to_end_on_a_tiny_model(tmp_path, char_tokenizer):
     assert sweep["fingerprint"] == meta["base"]["fingerprint"] and sweep["machine"]["dtype"] == "float32"
     # a later eval takes the sweep's base answers as they are instead of decoding them again
     assert main(["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "1", "--max-new-tokens", "4",
-                 "--confidence", "", "--verify", "--reuse-base", str(tmp_path / "sweep"), "--out", str(tmp_path / "more")]) == 0
+                 "--confidence", "", "--verify", "--reuse-base", str(tmp_path / "sweep"),
+                 "--out", str(tmp_path / "more")]) == 0
     more = [json.loads(line) for line in (tmp_path / "more" / "examples.jsonl").read_text().splitlines()]
     first = [json.loads(line) for line in (tmp_path / "sweep" / "examples.jsonl").read_text().splitlines()]
     assert [r for r in more if r["method"] in ("base", "base-sampled")] == \
