@@ -110,15 +110,14 @@ def calibrate(model_dir: str | Path, tasks: tuple[str, ...] | list[str] = DEV_TA
 
         from hamburger.bench.machine import machine_info
         from hamburger.core.loading import load_model
-        from hamburger.eval.run import run_eval, write_outputs
+        from hamburger.eval.run import run_eval, run_meta, write_outputs
 
         model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
         records, summary = run_eval(model, tokenizer, tasks, knobs, limit, max_new_tokens,
                                     batch_size=batch_size, reference=reference)
-        # (the fields `eval --reuse-base` checks, so a later eval can take this sweep's base answers as they are)
-        meta = {"model": Path(model_dir).name, "base": Path(info.spec).name, "fingerprint": info.fingerprint,
-                "limit": limit, "max_new_tokens": max_new_tokens, "gsm8k_file": None, "chat_file": None,
-                "split": "dev", "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
+        # (with the fields `eval --reuse-base` checks, so a later eval can take this sweep's base answers as they are)
+        meta = {**run_meta(model_dir, info, limit, max_new_tokens), "split": "dev",
+                "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
         write_outputs(Path(out), records, summary, meta, bands)
     knob, record = calibrate_from(records, meta, knobs, bands, rule)
     if not dry_run:

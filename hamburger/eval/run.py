@@ -257,11 +257,13 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                         raise HamburgerError(f"the reused {name} answers of task {task} are for other prompts (ids "
                                              f"{[r['id'] for r in earlier][:3]}..., here "
                                              f"{[e.id for e in examples][:3]}...)")
-                    if task == "chat" and name == "base" and confidences:
-                        raise HamburgerError("the chat task's held-out loss needs the base's own token ids: evaluate "
-                                             "hamburger knobs on chat without reusing the base's answers")
+                    if name == "base":
+                        base_texts, base_ids = [r["text"] for r in earlier], [r.get("token_ids") for r in earlier]
+                        if task == "chat" and confidences and None in base_ids:
+                            raise HamburgerError("the chat task's held-out loss needs the base's own token ids, which "
+                                                 "evals before 2026-12-05 did not store: evaluate hamburger knobs on "
+                                                 "chat without reusing these base answers")
                     rows += [dict(r) for r in earlier]
-                    base_texts = [r["text"] for r in earlier] if name == "base" else base_texts
                     continue
                 if name == "endpoint":
                     answers = endpoint.answer([e.prompt for e in examples], max_new_tokens)
@@ -290,6 +292,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                                  **({"draw": draw} if is_sampled(name) else {}), "text": a.text,
                                  "tokens": a.tokens, "forwards": a.forwards, "decode_s": a.decode_s,
                                  "first_group": a.first_group, **score(e, a.text, base_text, timeout),
+                                 # (the base's own ids: a later run reusing these answers scores knobs against them)
+                                 **({"token_ids": a.token_ids} if name == "base" and a.token_ids is not None else {}),
                                  **({} if a.kv_slots is None else {"kv_slots": a.kv_slots,
                                                                    "kv_slots_ordinary": a.kv_slots_ordinary}),
                                  **plausibility(judge.base, p, answer_ids, eos)})
@@ -385,6 +389,18 @@ def _plot(out: Path, summary: list[dict]) -> None:
     plt.close(fig)
 
 
+REUSE_KEYS = ("fingerprint", "max_new_tokens", "gsm8k_file", "chat_file")  # (what base answers depend on)
+
+
+def run_meta(model_dir: str | Path | None, info, limit: int, max_new_tokens: int, gsm8k_file: str | None = None,
+             chat_file: str | None = None) -> dict:
+    """The meta every eval folder starts with: the checkpoint, its base (``info``, `loading.load_model`'s) and the
+    settings `reused_base` checks before a later run takes this run's base answers."""
+    return {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
+            "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
+            "gsm8k_file": gsm8k_file, "chat_file": chat_file}
+
+
 def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[dict]]:
     """The base's and base-sampled records of the earlier eval in ``folder``, by (task, method), if that run decoded
     the same base (weights fingerprint) with the same settings as ``meta`` (max_new_tokens, the task files);
@@ -397,7 +413,7 @@ def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[di
         rows = read_jsonl(folder / "examples.jsonl")
     except (OSError, ValueError, KeyError) as e:
         raise HamburgerError(f"no earlier eval to reuse in {folder} (summary.json and examples.jsonl): {e}") from None
-    for key in ("fingerprint", "max_new_tokens", "gsm8k_file", "chat_file"):
+    for key in REUSE_KEYS:
         if earlier.get(key) != meta[key]:
             raise HamburgerError(f"cannot reuse the base's answers of {folder}: its {key} is {earlier.get(key)!r}, "
                                  f"here {meta[key]!r}")
@@ -440,9 +456,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     fold_runner = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
                                                            device)
     machine = machine_info(torch.get_num_threads(), dtype, model.device.type)  # (the commit whose code runs)
-    meta = {"model": Path(model_dir).name if model_dir else "default", "base": Path(info.spec).name,
-            "fingerprint": info.fingerprint, "limit": limit, "max_new_tokens": max_new_tokens,
-            "gsm8k_file": gsm8k_file, "chat_file": chat_file, "verify_fold": verify_fold,
+    meta = {**run_meta(model_dir, info, limit, max_new_tokens, gsm8k_file, chat_file), "verify_fold": verify_fold,
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,
             "verify_ngrams": ((t.tokens if (t := model_ngrams(model, verify_ngrams)) else 0)
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)

@@ -144,12 +144,39 @@ def test_eval_reuses_the_base_answers_of_an_earlier_run(tmp_path, char_tokenizer
     assert meta["reused_base"] == str(tmp_path / "first")
     capsys.readouterr()
     for change, match in ((["--limit", "2"], "other prompts"), (["--limit", "3", "--max-new-tokens", "9"],
-                                                                 "max_new_tokens"),
-                          (["--limit", "3", "--confidence", "0.5"], "held-out loss")):
+                                                                 "max_new_tokens")):
         assert main(common + change + ["--reuse-base", str(tmp_path / "first"), "--out", str(tmp_path / "x")]) == 1
         assert match in capsys.readouterr().err
     assert main(common + ["--reuse-base", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]) == 1
     assert "no earlier eval" in capsys.readouterr().err
+
+
+def test_eval_reused_base_answers_keep_the_chat_held_out_loss(tmp_path, char_tokenizer, capsys):
+    """Chat's held-out loss of a knob is teacher-forced on the base's own token ids: the base records store them, so a
+    run that reuses them gives the loss a run decoding the base again gives; records without them are refused."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    common = ["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--max-new-tokens", "8",
+              "--no-base-sampled"]
+    assert main(common + ["--confidence", "", "--out", str(tmp_path / "base")]) == 0
+    assert main(common + ["--confidence", "0.5", "--out", str(tmp_path / "fresh")]) == 0
+    assert main(common + ["--confidence", "0.5", "--reuse-base", str(tmp_path / "base"), "--out",
+                          str(tmp_path / "reused")]) == 0
+    by = {name: {s["method"]: {k: v for k, v in s.items() if k != "decode_tok_s"}  # (a timing)
+                 for s in json.loads((tmp_path / name / "summary.json").read_text())["summary"]}
+          for name in ("fresh", "reused")}
+    assert by["reused"]["hamburger@0.5"] == by["fresh"]["hamburger@0.5"]  # (heldout_loss included)
+    assert "heldout_loss" in by["reused"]["hamburger@0.5"]
+    base_rows = [json.loads(line) for line in (tmp_path / "base" / "examples.jsonl").read_text().splitlines()]
+    assert all(r["token_ids"] and isinstance(r["token_ids"][0], int) for r in base_rows)
+    older = tmp_path / "older"  # (an eval from before the ids were stored)
+    older.mkdir()
+    (older / "summary.json").write_text((tmp_path / "base" / "summary.json").read_text())
+    (older / "examples.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "token_ids"}) + "\n"
+                                                  for r in base_rows))
+    capsys.readouterr()
+    assert main(common + ["--confidence", "0.5", "--reuse-base", str(older), "--out", str(tmp_path / "x")]) == 1
+    assert "held-out loss" in capsys.readouterr().err
+    assert main(common + ["--confidence", "", "--reuse-base", str(older), "--out", str(tmp_path / "y")]) == 0
 
 
 def test_eval_draws_answer_each_prompt_several_times_and_reuse_the_draws_it_has(tmp_path, char_tokenizer, capsys):
