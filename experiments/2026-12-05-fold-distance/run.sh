@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 HB=${HB:-../../.venv/bin/hamburger}
-REF=../2026-12-03-default-knob-fold/calibration
+REF=../2026-12-03-default-knob-fold/paper-layout
 for d in 8 4 0; do
     C=../../runs/fold-distance-$d
     [ -f $C/hamburger_config.json ] || $HB export --model ../../hamburger/default_model --out $C --single-tail 1 \
