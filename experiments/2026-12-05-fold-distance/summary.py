@@ -1,9 +1,11 @@
 """The fold-distance curve of README.md: each arm's GSM8K bands at knob 0.9 and its rep4 minus fold-tail 2's, paired
-per prompt, with the two endpoints session 63 measured on the same prompts:
+per prompt, with the two endpoints session 63 measured on the same prompts; then, per arm, how many answers are the
+base's greedy text and how many KV slots an answer's cache saved on average:
     ../../.venv/bin/python summary.py > summary.md
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -36,6 +38,21 @@ def main() -> None:
         print(f"| {name} | {row['tau']:.2f} | {row.get('kv_share', float('nan')):.3f} | "
               + " | ".join(cell(bands["gsm8k", KNOB, m]) for m in METRICS)
               + f" | {d:+.3f} [{lo:+.3f}, {hi:+.3f}] (n {n}) |")
+    identical_answers()
+
+
+def identical_answers() -> None:
+    print()
+    for name, folder in ARMS.items():
+        if not (folder / "examples.jsonl").is_file():
+            continue
+        rows = [json.loads(line) for line in (folder / "examples.jsonl").read_text().splitlines()]
+        rows = [r for r in rows if r["task"] == "gsm8k"]
+        base = {r["id"]: r["text"] for r in rows if r["method"] == "base"}
+        arm = [r for r in rows if r["method"] == f"hamburger@{KNOB:g}"]
+        same = sum(r["text"] == base[r["id"]] for r in arm)
+        saved = sum(r["kv_slots_ordinary"] - r["kv_slots"] for r in arm) / len(arm)
+        print(f"- {name}: {same} of {len(arm)} answers are the base's greedy text; {saved:.2f} KV slots saved per answer")
 
 
 if __name__ == "__main__":
