@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# README.md's run: data once, then train (resuming runs/cpu-lora-fold, else continuing warm_start/, else starting from
+# the shipped model). Kill it any time; rerun to go on.
+#   bash run.sh          data + training (niced, 2 threads)
+#   bash run.sh judge    export the last checkpoint in the folding layout and decode the judge (judge-STEP/)
+#   bash run.sh warm     write warm_start/lora.safetensors (the adapters, bf16, no optimizer state) from the last
+#                        checkpoint
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold
+HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
+export PYTHONPATH=$PWD
+data() {
+    [ -s $R/data/train.jsonl ] && return
+    mkdir -p $R
+    local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz
+    zcat $S | head -n 512 > $R/sampled.jsonl && cp ${S%.gz}.meta.json $R/sampled.jsonl.meta.json
+    nice -n 19 $HB segment --data $R/sampled.jsonl --out $R/sampled-entropies.jsonl --strategy decreasing_v2 \
+        --max-steps 4 --batch-size 16 --threads 2
+    $HB segment --from-dataset $R/sampled-entropies.jsonl --out $R/sampled-cut.jsonl --strategy sliding \
+        --sliding-p 0.9 --max-steps 4
+    $HB segment --from-dataset data/segmented/smollm2-135m-instruct.train.jsonl --out $R/greedy-cut.jsonl \
+        --strategy sliding --sliding-p 0.9 --max-steps 4
+    $PY recipes/split_dataset.py $R/greedy-cut.jsonl $R/data --add $R/sampled-cut.jsonl
+}
+train() {
+    local out=$R/run init=hamburger/default_model
+    if [ -f $X/warm_start/lora.safetensors ]; then  # the shipped model with the committed adapters
+        [ -f $R/init/hamburger_config.json ] || { cp -r hamburger/default_model $R/init &&
+            cp $X/warm_start/lora.safetensors $R/init/; }
+        init=$R/init
+    fi
+    if [ -f $out/last/trainer_state.pt ]; then
+        grep -q '"kind": "end"' $out/metrics.jsonl 2>/dev/null || nice -n 19 $HB train --out $out --resume
+    else
+        nice -n 19 $HB train --config configs/smollm2-lora-merged-more-cpu.yaml --model $init \
+            --data $R/data/train.jsonl --out $out --set eval_data=$R/data/val.jsonl --set eval_max_rows=60 \
+            --set single_tail=1 --set fold_tail=2 --set lr_grafted=0 --set epochs=1 --set threads=2 \
+            --set save_every=10 --set eval_every=60
+    fi
+}
+case "${1:-}" in
+    judge)
+        step=$(python3 -c "import json; print(json.load(open('$R/run/last/hamburger_config.json'))['training']['step'])")
+        [ -f $R/export-$step/hamburger_config.json ] || $HB export --model $R/run/last --out $R/export-$step \
+            --single-tail 1 --fold-tail 2
+        [ -s $X/judge-$step/summary.json ] || $HB eval --model $R/export-$step --tasks gsm8k --confidence 0.9 \
+            --limit 120 --max-new-tokens 96 --threads 2 --reuse-base $X/../2026-12-03-default-knob-fold/paper-layout \
+            --out $X/judge-$step 2> $X/judge-$step.log
+        $PY $X/../2026-12-05-fold-distance/summary.py "cpu-lora-fold step $step=$X/judge-$step" ;;
+    warm)
+        rm -rf $R/warm && $HB export --model $R/run/last --out $R/warm --dtype bfloat16
+        mkdir -p $X/warm_start && cp $R/warm/lora.safetensors $X/warm_start/ ;;
+    *) data; train ;;
+esac
