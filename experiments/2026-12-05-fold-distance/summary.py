@@ -2,6 +2,7 @@
 per prompt, with the two endpoints session 63 measured on the same prompts; then, per arm, how many answers are the
 base's greedy text and how many KV slots an answer's cache saved on average:
     ../../.venv/bin/python summary.py > summary.md
+Later runs judged the same way (`../2026-12-05-cpu-lora-fold/run.sh judge`) add arms: summary.py NAME=FOLDER ...
 """
 from __future__ import annotations
 
@@ -56,4 +57,6 @@ def identical_answers() -> None:
 
 
 if __name__ == "__main__":
+    ARMS.update(arg.split("=", 1) for arg in sys.argv[1:])
+    ARMS.update({name: Path(folder) for name, folder in ARMS.items()})
     main()
