@@ -57,6 +57,5 @@ def identical_answers() -> None:
 
 
 if __name__ == "__main__":
-    ARMS.update(arg.split("=", 1) for arg in sys.argv[1:])
-    ARMS.update({name: Path(folder) for name, folder in ARMS.items()})
+    ARMS.update((name, Path(folder)) for name, folder in (arg.split("=", 1) for arg in sys.argv[1:]))
     main()
