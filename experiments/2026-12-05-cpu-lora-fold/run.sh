@@ -5,9 +5,19 @@
 #   bash run.sh judge    export the last checkpoint in the folding layout and decode the judge (judge-STEP/)
 #   bash run.sh warm     write warm_start/lora.safetensors (the adapters, bf16, no optimizer state) from the last
 #                        checkpoint
+# ARM=gentle bash run.sh [judge|warm]: session 65's arm (README.md): from the shipped model, lr_base 2.5e-5,
+# kl_weight 2, a step-0 eval; its run is runs/cpu-lora-fold/gentle, its judge judge-gentle-STEP/, its warm start
+# warm_start/gentle/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold
+X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
+RUN=$R/run TAG= WARM=$X/warm_start ARM_SET=()
+if [ "$ARM" = gentle ]; then
+    RUN=$R/gentle TAG=gentle- WARM=$X/warm_start/gentle
+    ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
+elif [ -n "$ARM" ]; then
+    echo "unknown ARM '$ARM' (known: gentle)" >&2; exit 2
+fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
 data() {
@@ -24,11 +34,11 @@ data() {
     $PY recipes/split_dataset.py $R/greedy-cut.jsonl $R/data --add $R/sampled-cut.jsonl
 }
 train() {
-    local out=$R/run init=hamburger/default_model
-    if [ -f $X/warm_start/lora.safetensors ]; then  # the shipped model with the committed adapters
-        [ -f $R/init/hamburger_config.json ] || { cp -r hamburger/default_model $R/init &&
-            cp $X/warm_start/lora.safetensors $R/init/; }
-        init=$R/init
+    local out=$RUN init=hamburger/default_model
+    if [ -f $WARM/lora.safetensors ]; then  # the shipped model with the committed adapters
+        [ -f $out-init/hamburger_config.json ] || { cp -r hamburger/default_model $out-init &&
+            cp $WARM/lora.safetensors $out-init/; }
+        init=$out-init
     fi
     if [ -f $out/last/trainer_state.pt ]; then
         grep -q '"kind": "end"' $out/metrics.jsonl 2>/dev/null || nice -n 19 $HB train --out $out --resume
@@ -36,20 +46,20 @@ train() {
         nice -n 19 $HB train --config configs/smollm2-lora-merged-more-cpu.yaml --model $init \
             --data $R/data/train.jsonl --out $out --set eval_data=$R/data/val.jsonl --set eval_max_rows=60 \
             --set single_tail=1 --set fold_tail=2 --set lr_grafted=0 --set epochs=1 --set threads=2 \
-            --set save_every=10 --set eval_every=60
+            --set save_every=10 --set eval_every=60 "${ARM_SET[@]}"
     fi
 }
 case "${1:-}" in
     judge)
-        step=$(python3 -c "import json; print(json.load(open('$R/run/last/hamburger_config.json'))['training']['step'])")
-        [ -f $R/export-$step/hamburger_config.json ] || $HB export --model $R/run/last --out $R/export-$step \
-            --single-tail 1 --fold-tail 2
-        [ -s $X/judge-$step/summary.json ] || $HB eval --model $R/export-$step --tasks gsm8k --confidence 0.9 \
+        step=$(python3 -c "import json; print(json.load(open('$RUN/last/hamburger_config.json'))['training']['step'])")
+        J=$X/judge-$TAG$step E=$RUN-export-$step
+        [ -f $E/hamburger_config.json ] || $HB export --model $RUN/last --out $E --single-tail 1 --fold-tail 2
+        [ -s $J/summary.json ] || $HB eval --model $E --tasks gsm8k --confidence 0.9 \
             --limit 120 --max-new-tokens 96 --threads 2 --reuse-base $X/../2026-12-03-default-knob-fold/paper-layout \
-            --out $X/judge-$step 2> $X/judge-$step.log
-        $PY $X/../2026-12-05-fold-distance/summary.py "cpu-lora-fold step $step=$X/judge-$step" ;;
+            --out $J 2> $J.log
+        $PY $X/../2026-12-05-fold-distance/summary.py "cpu-lora-fold ${TAG}step $step=$J" ;;
     warm)
-        rm -rf $R/warm && $HB export --model $R/run/last --out $R/warm --dtype bfloat16
-        mkdir -p $X/warm_start && cp $R/warm/lora.safetensors $X/warm_start/ ;;
+        rm -rf $RUN-warm && $HB export --model $RUN/last --out $RUN-warm --dtype bfloat16
+        mkdir -p $WARM && cp $RUN-warm/lora.safetensors $WARM/ ;;
     *) data; train ;;
 esac
