@@ -343,13 +343,23 @@ def add_fold_reader(checkpoint: str | Path, reader: str | Path, fold: str, dtype
         raise HamburgerError(f"{reader} was trained on another base than {checkpoint}'s")
     state = load_file(str(inside(reader, lora.get("file", LORA_FILE), "lora.file")))
     store = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    _write_fold_reader(checkpoint, meta, {k: v.to(store) for k, v in state.items()},
-                       {**lora, "fold": fold, "sampled_only": sampled_only})
+    write_fold_reader(checkpoint, {k: v.to(store) for k, v in state.items()},
+                      {**lora, "fold": fold, "sampled_only": sampled_only})
     return checkpoint
 
 
-def _write_fold_reader(checkpoint: Path, meta: dict, state: dict[str, torch.Tensor], reader: dict) -> None:
-    """Write a fold reader's adapters ``state`` and settings ``reader`` into ``checkpoint`` (its JSON ``meta``)."""
+def read_fold_reader(checkpoint: str | Path) -> tuple[dict[str, torch.Tensor], dict] | None:
+    """``checkpoint``'s fold reader (`add_fold_reader`) as (adapter state, settings), None when it has none."""
+    reader = read_meta(checkpoint).get("fold_reader")
+    if not reader:
+        return None
+    return load_file(str(inside(Path(checkpoint), reader.get("file", FOLD_READER_FILE), "fold_reader.file"))), reader
+
+
+def write_fold_reader(checkpoint: str | Path, state: dict[str, torch.Tensor], reader: dict) -> None:
+    """Write a fold reader's adapters ``state`` and settings ``reader`` into ``checkpoint`` (replacing any)."""
+    checkpoint = Path(checkpoint)
+    meta = read_meta(checkpoint)
     save_file({k: v.contiguous() for k, v in state.items()}, str(checkpoint / FOLD_READER_FILE),
               metadata={"format": FORMAT})
     meta["fold_reader"] = {**reader, "file": FOLD_READER_FILE}
@@ -395,8 +405,8 @@ def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop
     model.config.validate()
     out = save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
                           extra=extra, weights_dtype=weights_dtype)
-    reader = meta.get("fold_reader")
-    if reader:  # (carried as it is, in the export's dtype)
-        state = load_file(str(inside(Path(model_dir), reader.get("file", FOLD_READER_FILE), "fold_reader.file")))
-        _write_fold_reader(out, read_meta(out), {k: v.to(weights_dtype) for k, v in state.items()}, reader)
+    carried = read_fold_reader(model_dir)
+    if carried:  # (carried as it is, in the export's dtype)
+        state, reader = carried
+        write_fold_reader(out, {k: v.to(weights_dtype) for k, v in state.items()}, reader)
     return out

@@ -26,7 +26,8 @@ from pathlib import Path
 import torch
 
 from hamburger.core.base import BaseInfo, load_base, weights_fingerprint
-from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, read_meta, save_checkpoint
+from hamburger.core.checkpoint import (is_checkpoint, load_checkpoint, read_fold_reader, read_meta, save_checkpoint,
+                                       write_fold_reader)
 from hamburger.core.config import LORA_SETS, HamburgerConfig
 from hamburger.errors import HamburgerError
 from hamburger.core.lora import add_adapter_sets, add_lora, adapter_sets, has_lora, is_adapter_weight, merge_lora
@@ -58,6 +59,7 @@ class Trainer:
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.info = self._load_model(last if self.state else None)
+        self.fold_reader = self._fold_reader(last if self.state else cfg.init)
         self.model.config.kl_weight, self.model.config.stop_loss_weight = cfg.kl_weight, cfg.stop_loss_weight
         self.model.config.token_loss_weight, self.model.config.kl_mix = cfg.token_loss_weight, cfg.kl_mix
         self.model.config.stop_target, self.model.config.lora_scope = cfg.stop_target, cfg.lora_scope
@@ -133,6 +135,17 @@ class Trainer:
                                      f"{cfg.lora_scope!r} uses {sets}")
             add_adapter_sets(model.base, sets)  # e.g. a "merged" model continued as "merged_and_after": new set at 0
         return model, tokenizer, info
+
+    def _fold_reader(self, source: str | Path | None) -> tuple[dict, dict] | None:
+        """The fold reader of the checkpoint the run starts from, which every checkpoint of the run carries: it
+        reads folds with the unchanged base, so it stays valid while the base's own weights do not train."""
+        carried = read_fold_reader(source) if source else None
+        if carried and self.cfg.base_mode == "full":
+            if self.dist.main:
+                print(f"hamburger train: {source}'s fold reader is left out: base_mode full trains the base it reads "
+                      "with", file=sys.stderr)
+            return None
+        return carried
 
     @staticmethod
     def _load_checkpoint(path, base):
@@ -366,6 +379,8 @@ class Trainer:
                 shutil.rmtree(staging)
             save_checkpoint(self.model, staging, self.info, self.tokenizer, save_base=self.cfg.base_mode == "full",
                             extra={"training": {"step": self.step, "run": str(self.run)}})
+            if self.fold_reader:
+                write_fold_reader(staging, *self.fold_reader)
             epoch, index = self.plan.steps[self.step][:2] if self.step < len(self.plan.steps) else (None, None)
             state = {"step": self.step, "epoch": epoch, "index": index, "optimizer": opt_state,
                      "rng_python": list(random.getstate()[1]), "rng_torch": torch.get_rng_state(),

@@ -8,8 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from hamburger.core.base import BaseInfo, weights_fingerprint
-from hamburger.core.checkpoint import (CONFIG_FILE, FOLD_READER_FILE, add_fold_reader, load_checkpoint, read_meta,
-                                       save_checkpoint)
+from hamburger.core.checkpoint import (CONFIG_FILE, FOLD_READER_FILE, add_fold_reader, export, load_checkpoint,
+                                       read_meta, save_checkpoint)
 from hamburger.core.loading import fold_model, reads_with_fold_reader
 from hamburger.core.lora import add_lora, is_adapter_weight, lora_modules, lora_state_dict
 from hamburger.engine.folding import DEFAULT_FOLD, READER_FOLD, parse_folding
@@ -147,3 +147,32 @@ def test_the_server_runs_verify_fold_requests_on_the_fold_model():
     model, reader = tiny_hamburger("llama"), tiny_hamburger("llama", seed=1)
     assert Scheduler(model, None, fold_model=reader)._engine("verify_fold").args[0] is reader
     assert Scheduler(model, None)._engine("verify_fold").args[0] is model
+
+
+@pytest.mark.parametrize("base_mode", ["lora", "full"])
+def test_a_training_run_carries_its_init_checkpoints_fold_reader_while_the_base_stays(tmp_path, char_tokenizer,
+                                                                                       base_mode, capsys):
+    from hamburger.train.config import TrainConfig
+    from hamburger.train.trainer import Trainer
+    from tests.helpers import write_dataset
+
+    _, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
+    _, reader_dir = save_reader(tmp_path)
+    add_fold_reader(ckpt, reader_dir, READER_FOLD, "float32")
+    data = write_dataset(tmp_path / "data.jsonl", char_tokenizer)
+    settings = dict(init=str(ckpt), data=str(data), out=str(tmp_path / "run"), base_mode=base_mode, batch_size=4,
+                    max_train_steps=2, lr_base=1e-3, lr_grafted=1e-3, threads=1, progress=False, save_every=1)
+    Trainer(TrainConfig.from_dict(settings)).train()
+    last = tmp_path / "run" / "last"
+    if base_mode == "full":  # (the base trains: a reader of the old base would read it wrongly)
+        assert "fold_reader" not in read_meta(last) and not (last / FOLD_READER_FILE).exists()
+        assert "fold reader is left out" in capsys.readouterr().err
+        return
+    assert read_meta(last)["fold_reader"] == read_meta(ckpt)["fold_reader"]
+    shipped = load_file(str(ckpt / FOLD_READER_FILE))
+    assert load_file(str(last / FOLD_READER_FILE)).keys() == shipped.keys()
+    assert all(torch.equal(v, shipped[k]) for k, v in load_file(str(last / FOLD_READER_FILE)).items())
+    # A resumed run (which loads `last`, not the init) keeps carrying it, and so does the export.
+    Trainer(TrainConfig.from_dict({**settings, "max_train_steps": 3}), resume=True).train()
+    assert read_meta(last)["fold_reader"] == read_meta(ckpt)["fold_reader"]
+    assert read_meta(export(last, tmp_path / "shipped"))["fold_reader"]["fold"] == READER_FOLD
