@@ -8,15 +8,21 @@
 # ARM=gentle bash run.sh [judge|warm]: session 65's arm (README.md): from the shipped model, lr_base 2.5e-5,
 # kl_weight 2, a step-0 eval; its run is runs/cpu-lora-fold/gentle, its judge judge-gentle-STEP/, its warm start
 # warm_start/gentle/.
+# ARM=gentle2 bash run.sh [judge|warm]: gentle's second epoch (README.md): from the shipped model with
+# warm_start/gentle/'s adapters, on sampled answers 513-2560 (data2/, never trained on), into
+# runs/cpu-lora-fold/gentle2; its judge judge-gentle2-STEP/, its warm start warm_start/gentle2/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
-RUN=$R/run TAG= WARM=$X/warm_start ARM_SET=()
-if [ "$ARM" = gentle ]; then
-    RUN=$R/gentle TAG=gentle- WARM=$X/warm_start/gentle
+# INIT: the adapters a run starts from, on the shipped model (none there: the shipped model itself); WARM: where
+# `warm` writes the run's own
+RUN=$R/run TAG= INIT=$X/warm_start WARM=$X/warm_start ARM_SET=() DATA=$R/data
+if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ]; then
+    RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
+    [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
 elif [ -n "$ARM" ]; then
-    echo "unknown ARM '$ARM' (known: gentle)" >&2; exit 2
+    echo "unknown ARM '$ARM' (known: gentle, gentle2)" >&2; exit 2
 fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
@@ -33,18 +39,28 @@ data() {
         --strategy sliding --sliding-p 0.9 --max-steps 4
     $PY recipes/split_dataset.py $R/greedy-cut.jsonl $R/data --add $R/sampled-cut.jsonl
 }
+data2() {  # sampled answers 513-2560 alone (those of validation prompts dropped); validation stays data/val.jsonl
+    [ -s $R/data2/train.jsonl ] && return
+    local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz
+    zcat $S | sed -n 513,2560p > $R/sampled2.jsonl && cp ${S%.gz}.meta.json $R/sampled2.jsonl.meta.json
+    nice -n 19 $HB segment --data $R/sampled2.jsonl --out $R/sampled2-entropies.jsonl --strategy decreasing_v2 \
+        --max-steps 4 --batch-size 16 --threads 2
+    $HB segment --from-dataset $R/sampled2-entropies.jsonl --out $R/sampled2-cut.jsonl --strategy sliding \
+        --sliding-p 0.9 --max-steps 4
+    $PY recipes/split_dataset.py $R/sampled2-cut.jsonl $R/data2
+}
 train() {
     local out=$RUN init=hamburger/default_model
-    if [ -f $WARM/lora.safetensors ]; then  # the shipped model with the committed adapters
+    if [ -n "$INIT" ] && [ -f $INIT/lora.safetensors ]; then  # the shipped model with the committed adapters
         [ -f $out-init/hamburger_config.json ] || { cp -r hamburger/default_model $out-init &&
-            cp $WARM/lora.safetensors $out-init/; }
+            cp $INIT/lora.safetensors $out-init/; }
         init=$out-init
     fi
     if [ -f $out/last/trainer_state.pt ]; then
         grep -q '"kind": "end"' $out/metrics.jsonl 2>/dev/null || nice -n 19 $HB train --out $out --resume
     else
         nice -n 19 $HB train --config configs/smollm2-lora-merged-more-cpu.yaml --model $init \
-            --data $R/data/train.jsonl --out $out --set eval_data=$R/data/val.jsonl --set eval_max_rows=60 \
+            --data $DATA/train.jsonl --out $out --set eval_data=$R/data/val.jsonl --set eval_max_rows=60 \
             --set single_tail=1 --set fold_tail=2 --set lr_grafted=0 --set epochs=1 --set threads=2 \
             --set save_every=10 --set eval_every=60 "${ARM_SET[@]}"
     fi
@@ -61,5 +77,5 @@ case "${1:-}" in
     warm)
         rm -rf $RUN-warm && $HB export --model $RUN/last --out $RUN-warm --dtype bfloat16
         mkdir -p $WARM && cp $RUN-warm/lora.safetensors $WARM/ ;;
-    *) data; train ;;
+    *) data; [ "$DATA" = $R/data ] || data2; train ;;
 esac
