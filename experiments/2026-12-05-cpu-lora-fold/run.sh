@@ -11,18 +11,21 @@
 # ARM=gentle2 bash run.sh [judge|warm]: gentle's second epoch (README.md): from the shipped model with
 # warm_start/gentle/'s adapters, on sampled answers 513-2560 (data2/, never trained on), into
 # runs/cpu-lora-fold/gentle2; its judge judge-gentle2-STEP/, its warm start warm_start/gentle2/.
+# ARM=purekl bash run.sh: gentle without the cross-entropy on the data's tokens (`token_loss_weight: 0`), from the
+# shipped model on gentle's rows (README.md); into runs/cpu-lora-fold/purekl.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
 # INIT: the adapters a run starts from, on the shipped model (none there: the shipped model itself); WARM: where
 # `warm` writes the run's own
 RUN=$R/run TAG= INIT=$X/warm_start WARM=$X/warm_start ARM_SET=() DATA=$R/data
-if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ]; then
+if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = purekl ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
     [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
+    [ "$ARM" = purekl ] && ARM_SET+=(--set token_loss_weight=0)
 elif [ -n "$ARM" ]; then
-    echo "unknown ARM '$ARM' (known: gentle, gentle2)" >&2; exit 2
+    echo "unknown ARM '$ARM' (known: gentle, gentle2, purekl)" >&2; exit 2
 fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
