@@ -1,0 +1,40 @@
+"""Each run's validation lines, response tokens and wall time from its committed metrics (`metrics*/metrics.jsonl`),
+and how many of the committed sampled answers belong to validation prompts (session 65):
+    ../../.venv/bin/python curves.py > curves.md
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+from hamburger.data.dataset import is_val_row  # noqa: E402
+
+SAMPLED = ROOT / "data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz"
+
+
+def main() -> None:
+    print("| run | step | token accuracy | micro 1 (skip path) / 2 / 3 / 4 | KL to the base |")
+    print("|---|---|---|---|---|")
+    totals = []
+    for folder in sorted(HERE.glob("metrics*")):
+        records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        for r in (r for r in records if r["kind"] == "eval"):
+            micro = " / ".join(f"{100 * a:.1f}" for a in r["token_acc_micro"])
+            print(f"| {folder.name} | {r['step']} | {100 * r['token_acc']:.1f}% | {micro}% | {r['kl']:.3f} |")
+        train = [r for r in records if r["kind"] == "train"]
+        minutes = (records[-1]["time"] - records[0]["time"]) / 60
+        totals.append(f"- {folder.name}: {train[-1]['step']} steps logged, {sum(r['response_tokens'] for r in train):,} "
+                      f"response tokens, {minutes:.1f} min from its first to its last line")
+    print("\n" + "\n".join(totals))
+    with gzip.open(SAMPLED, "rt") as f:
+        ids = [json.loads(line)["id"] for line in f]
+    print(f"- {SAMPLED.name}: {sum(map(is_val_row, ids))} of {len(ids):,} rows belong to validation prompts")
+
+
+if __name__ == "__main__":
+    main()
