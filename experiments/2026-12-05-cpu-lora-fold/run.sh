@@ -11,6 +11,9 @@
 # ARM=gentle2 bash run.sh [judge|warm]: gentle's second epoch (README.md): from the shipped model with
 # warm_start/gentle/'s adapters, on sampled answers 513-2560 (data2/, never trained on), into
 # runs/cpu-lora-fold/gentle2; its judge judge-gentle2-STEP/, its warm start warm_start/gentle2/.
+# ARM=gentle3 bash run.sh [judge|warm]: gentle2's next epoch (README.md, session 66): from warm_start/gentle2/ on
+# sampled answers 2561-4608 (data3/), into runs/cpu-lora-fold/gentle3; judge judge-gentle3-STEP/, warm start
+# warm_start/gentle3/.
 # ARM=purekl bash run.sh: gentle without the cross-entropy on the data's tokens (`token_loss_weight: 0`), from the
 # shipped model on gentle's rows (README.md); into runs/cpu-lora-fold/purekl.
 set -euo pipefail
@@ -19,13 +22,14 @@ X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
 # INIT: the adapters a run starts from, on the shipped model (none there: the shipped model itself); WARM: where
 # `warm` writes the run's own
 RUN=$R/run TAG= INIT=$X/warm_start WARM=$X/warm_start ARM_SET=() DATA=$R/data
-if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = purekl ]; then
+if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = gentle3 ] || [ "$ARM" = purekl ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
     [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
+    [ "$ARM" = gentle3 ] && DATA=$R/data3 INIT=$X/warm_start/gentle2
     [ "$ARM" = purekl ] && ARM_SET+=(--set token_loss_weight=0)
 elif [ -n "$ARM" ]; then
-    echo "unknown ARM '$ARM' (known: gentle, gentle2, purekl)" >&2; exit 2
+    echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl)" >&2; exit 2
 fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
@@ -42,15 +46,16 @@ data() {
         --strategy sliding --sliding-p 0.9 --max-steps 4
     $PY recipes/split_dataset.py $R/greedy-cut.jsonl $R/data --add $R/sampled-cut.jsonl
 }
-data2() {  # sampled answers 513-2560 alone (those of validation prompts dropped); validation stays data/val.jsonl
-    [ -s $R/data2/train.jsonl ] && return
-    local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz
-    zcat $S | sed -n 513,2560p > $R/sampled2.jsonl && cp ${S%.gz}.meta.json $R/sampled2.jsonl.meta.json
-    nice -n 19 $HB segment --data $R/sampled2.jsonl --out $R/sampled2-entropies.jsonl --strategy decreasing_v2 \
+sampled_rows() {  # sampled_rows NAME FIRST LAST: the committed sampled answers FIRST-LAST alone, cut as the others
+    # (those of validation prompts dropped) into $R/NAME; validation stays data/val.jsonl
+    local name=$1 S=data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz
+    [ -s $R/$name/train.jsonl ] && return
+    zcat $S | sed -n $2,$3p > $R/s-$name.jsonl && cp ${S%.gz}.meta.json $R/s-$name.jsonl.meta.json
+    nice -n 19 $HB segment --data $R/s-$name.jsonl --out $R/s-$name-entropies.jsonl --strategy decreasing_v2 \
         --max-steps 4 --batch-size 16 --threads 2
-    $HB segment --from-dataset $R/sampled2-entropies.jsonl --out $R/sampled2-cut.jsonl --strategy sliding \
+    $HB segment --from-dataset $R/s-$name-entropies.jsonl --out $R/s-$name-cut.jsonl --strategy sliding \
         --sliding-p 0.9 --max-steps 4
-    $PY recipes/split_dataset.py $R/sampled2-cut.jsonl $R/data2
+    $PY recipes/split_dataset.py $R/s-$name-cut.jsonl $R/$name
 }
 train() {
     local out=$RUN init=hamburger/default_model
@@ -80,5 +85,8 @@ case "${1:-}" in
     warm)
         rm -rf $RUN-warm && $HB export --model $RUN/last --out $RUN-warm --dtype bfloat16
         mkdir -p $WARM && cp $RUN-warm/lora.safetensors $WARM/ ;;
-    *) data; [ "$DATA" = $R/data ] || data2; train ;;
+    *) data
+       [ "$DATA" != $R/data2 ] || sampled_rows data2 513 2560
+       [ "$DATA" != $R/data3 ] || sampled_rows data3 2561 4608
+       train ;;
 esac
