@@ -18,6 +18,7 @@ import yaml
 from hamburger.errors import HamburgerError
 from hamburger.core.config import LORA_SCOPES, STOP_TARGETS
 from hamburger.core.lora import DEFAULT_TARGETS
+from hamburger.core.model import GRAFTED
 from hamburger.core.modules import COMPILE_REGIONS
 from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.engine.folding import Folding, parse_folding
@@ -41,6 +42,8 @@ class TrainConfig:
     num_taps: int = 3  # graft: intermediate base layers tapped as features
     stop_sees_token: bool = True  # graft: the stop head also reads the chosen token's embedding
     base_mode: str = "lora"  # which base weights train: "frozen" (none), "lora" (adapters), "full" (all)
+    freeze: list[str] = field(default_factory=list)  # grafted modules that stay exactly as they are (of "embedder",
+    #                                                  "decoder", "stop_head"): no gradients, no optimizer state
     lora_r: int = 16  # LoRA rank (base_mode lora)
     lora_alpha: float = 32.0  # LoRA scale numerator: the update is (alpha / r) * B A
     lora_targets: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))  # linear layer names
@@ -194,6 +197,10 @@ class TrainConfig:
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
+        need(set(self.freeze) <= set(GRAFTED), f"freeze names grafted modules ({', '.join(GRAFTED)}), got {self.freeze}")
+        trained = {"decoder", "stop_head"} | ({"embedder"} if self.stage == "full" else set())
+        need(self.base_mode != "frozen" or bool(trained - set(self.freeze)),
+             "nothing would train: freeze leaves no grafted module and base_mode is frozen")
         if self.compile:  # (torch._dynamo is imported only when compiling)
             from torch._dynamo import list_backends
 

@@ -31,7 +31,7 @@ from hamburger.core.checkpoint import (is_checkpoint, load_checkpoint, read_fold
 from hamburger.core.config import LORA_SETS, HamburgerConfig
 from hamburger.errors import HamburgerError
 from hamburger.core.lora import add_adapter_sets, add_lora, adapter_sets, has_lora, is_adapter_weight, merge_lora
-from hamburger.core.model import HamburgerModel
+from hamburger.core.model import GRAFTED, HamburgerModel
 from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
 from hamburger.train.config import TrainConfig
@@ -166,14 +166,14 @@ class Trainer:
         return base.to(self.dist.device).requires_grad_(False)
 
     def _set_trainable(self) -> None:
-        """requires_grad: the grafted modules (decoder + stop head only in stage msd) and, by base_mode,
-        nothing, the LoRA adapters or the whole base."""
+        """requires_grad: the grafted modules (decoder + stop head only in stage msd) less those in `freeze`, and,
+        by base_mode, nothing, the LoRA adapters or the whole base."""
         cfg, model = self.cfg, self.model
         if cfg.stage == "msd" and cfg.base_mode != "frozen":
             raise HamburgerError("stage msd trains only the micro-step decoder and stop head: use base_mode frozen")
         model.requires_grad_(False)
         for name in ("decoder", "stop_head") + (("embedder",) if cfg.stage == "full" else ()):
-            getattr(model, name).requires_grad_(True)
+            getattr(model, name).requires_grad_(name not in cfg.freeze)
         if cfg.base_mode == "full":
             model.base.requires_grad_(True)
         elif cfg.base_mode == "lora":
@@ -186,7 +186,7 @@ class Trainer:
         cfg, groups = self.cfg, []
         named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         for kind, lr in (("grafted", cfg.lr_grafted), ("base", cfg.lr_base)):
-            ps = [p for n, p in named if n.startswith(("embedder.", "decoder.", "stop_head.")) == (kind == "grafted")]
+            ps = [p for n, p in named if n.startswith(tuple(f"{g}." for g in GRAFTED)) == (kind == "grafted")]
             groups += [{"params": [p for p in ps if p.ndim >= 2], "weight_decay": cfg.weight_decay, "kind": kind,
                         "peak": lr},
                        {"params": [p for p in ps if p.ndim < 2], "weight_decay": 0.0, "kind": kind, "peak": lr}]

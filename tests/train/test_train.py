@@ -77,6 +77,21 @@ def test_overfit_every_base_mode(env, tmp_path, mode, stage):
         assert torch.equal(tensor.cpu(), loaded.grafted_state_dict()[name])
 
 
+def test_freeze_trains_only_the_other_grafted_modules(env, tmp_path):
+    trainer = Trainer(config(env, tmp_path / "run", base_mode="frozen", freeze=["decoder", "stop_head"],
+                             max_train_steps=4))
+    start = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    assert trainer.train() == 0
+    changed = {k.split(".")[0] for k, v in trainer.model.state_dict().items() if not torch.equal(v, start[k])}
+    assert changed == {"embedder"}
+    assert {p for g in trainer.optimizer.param_groups for p in g["params"]} == set(
+        trainer.model.embedder.parameters())
+    with pytest.raises(HamburgerError, match="freeze names grafted modules"):
+        config(env, tmp_path / "x", freeze=["base"])
+    with pytest.raises(HamburgerError, match="nothing would train"):
+        config(env, tmp_path / "x", base_mode="frozen", stage="msd", freeze=["decoder", "stop_head"])
+
+
 def test_eval_on_start_logs_the_start_point_on_the_same_rows(env, tmp_path):
     trainer = Trainer(config(env, tmp_path / "run", eval_data=env["data"], eval_on_start=True, max_train_steps=4))
     start = trainer.evaluate()
