@@ -111,7 +111,7 @@ def main() -> None:
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
     rows = rows[:args.rows] if args.rows else rows
     per_key = measure(model, rows)
-    result = {"model": args.model, "data": Path(args.data).name, "layout": args.layout, "rows": len(rows),
+    result = {"model": Path(args.model).name, "data": Path(args.data).name, "layout": args.layout, "rows": len(rows),
               "response_tokens": sum(len(r.response_ids) for r in rows),
               "keys": {k: summarise(v) for k, v in sorted(per_key.items())},
               "machine": machine_info(args.threads, "fp32")}
