@@ -14,6 +14,8 @@
 # ARM=gentle3 bash run.sh [judge|warm]: gentle2's next epoch (README.md, session 66): from warm_start/gentle2/ on
 # sampled answers 2561-4608 (data3/), into runs/cpu-lora-fold/gentle3; judge judge-gentle3-STEP/, warm start
 # warm_start/gentle3/.
+# ARM=writer bash run.sh [judge]: gentle's rows, schedule and objective, but only the embedder trains (base_mode
+# frozen, freeze decoder and stop_head, lr_grafted 5e-5; README.md, session 66), into runs/cpu-lora-fold/writer.
 # ARM=purekl bash run.sh: gentle without the cross-entropy on the data's tokens (`token_loss_weight: 0`), from the
 # shipped model on gentle's rows (README.md); into runs/cpu-lora-fold/purekl.
 set -euo pipefail
@@ -28,8 +30,12 @@ if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = gentle3 ] || [ "$AR
     [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
     [ "$ARM" = gentle3 ] && DATA=$R/data3 INIT=$X/warm_start/gentle2
     [ "$ARM" = purekl ] && ARM_SET+=(--set token_loss_weight=0)
+elif [ "$ARM" = writer ]; then
+    RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
+    ARM_SET=(--set kl_weight=2 --set eval_on_start=true --set base_mode=frozen --set "freeze=[decoder,stop_head]"
+             --set lr_grafted=5.0e-5)
 elif [ -n "$ARM" ]; then
-    echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl)" >&2; exit 2
+    echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl, writer)" >&2; exit 2
 fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
