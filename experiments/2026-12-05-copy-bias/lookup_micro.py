@@ -5,7 +5,7 @@ every micro token (2..k of a group), the *lookup* proposal is the token that fol
 of the last three response tokens in the answer (prompt lookup restricted to the answer, as `copy_bias.py`'s copy
 set). Per micro index: the share of micro positions that have a proposal, and there how often the proposal and the
 MSD's top token are the base's token, with the MSD's own probability of its top token split by whether the
-proposal agrees with it. Intervals: bootstrap over answers (95%, 2,000 draws, seed 0).
+proposal agrees with it, and the proposal's accuracy where the MSD gives it at least q (`by_msd_p_of_proposal`). Intervals: bootstrap over answers (95%, 2,000 draws, seed 0).
 
     python lookup_micro.py --model CKPT --data VAL.jsonl --layout 1f2 --out RESULT.json
 """
@@ -52,18 +52,35 @@ def measure(model, rows, batch_size: int = 8) -> dict[str, list[list[tuple]]]:
                            model.config.fold_tail)
         with torch.no_grad():
             out = model.training_forward(packed)
-        top_p = out.token_logits.float().softmax(-1).amax(-1).tolist()
+        probs = out.token_logits.float().softmax(-1)
+        top_p = probs.amax(-1).tolist()
         predictions, targets, index = out.predictions.tolist(), out.targets.tolist(), out.micro_index.tolist()
         i = 0
         for n, row in enumerate(part):
             for proposal in proposals(row.response_ids):
                 if index[i] > 0:
+                    q = float(probs[i, proposal]) if proposal is not None else 0.0
                     per_key[f"micro_{index[i] + 1}"][start + n].append(
                         (proposal is not None, proposal == targets[i], predictions[i] == targets[i], top_p[i],
-                         proposal == predictions[i]))
+                         proposal == predictions[i], q))
                 i += 1
         assert i == len(index)
     return per_key
+
+
+BUCKETS = (0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)
+
+
+def by_bucket(flat: list[tuple]) -> list[dict]:
+    """Positions with a proposal, by the MSD's probability q of the proposal (at least each bucket's lower end):
+    how many, and how often the proposal is the base's token (a gate "take the proposal if q >= x")."""
+    out = []
+    for low in BUCKETS:
+        kept = [x for x in flat if x[5] >= low]
+        out.append({"q_at_least": low, "positions": len(kept),
+                    "lookup_right": sum(x[1] for x in kept) / max(len(kept), 1),
+                    "msd_top_p_at_least_0.9_too": sum(x[3] >= 0.9 for x in kept)})
+    return out
 
 
 def summarise(per_answer: list[list[tuple]], draws: int = 2000) -> dict:
@@ -85,7 +102,7 @@ def summarise(per_answer: list[list[tuple]], draws: int = 2000) -> dict:
     result = {"positions": sum(map(len, answers)), "with_proposal": len(flat),
               "msd_top_p_when_agree": sum(agree) / max(len(agree), 1),
               "msd_top_p_when_disagree": sum(disagree) / max(len(disagree), 1),
-              "disagree": len(disagree)}
+              "disagree": len(disagree), "by_msd_p_of_proposal": by_bucket(flat)}
     for k, name in enumerate(("coverage", "lookup_right", "msd_right", "lookup_minus_msd")):
         col = sorted(b[k] for b in boots)
         result[name] = [point[k], col[int(0.025 * draws)], col[int(0.975 * draws) - 1]]
