@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every result of README.md: the shipped model in layouts 1f2, 0 and 3 (the check: no merged slot, the base exactly
 # at the skip path), and the CPU lora-fold line's warm starts (the shipped model with their adapters) in 1f2, on the
-# 92 validation rows that ../2026-12-05-cpu-lora-fold/run.sh makes. Then summary.py -> summary.md.
+# 92 validation rows that ../2026-12-05-cpu-lora-fold/run.sh makes; lookup_micro.py's file. Then summary.py ->
+# summary.md.
 #   bash run.sh            (niced, 2 threads; ~2.5 min per file on a 2-core CPU)
 #   ARMS="writer=DIR" bash run.sh   also score the checkpoint folder DIR as arm NAME (layout 1f2)
 set -euo pipefail
@@ -23,4 +24,6 @@ score s64 "$(with_adapters s64 $W/lora.safetensors)" 1f2
 score gentle "$(with_adapters gentle $W/gentle/lora.safetensors)" 1f2
 score gentle2 "$(with_adapters gentle2 $W/gentle2/lora.safetensors)" 1f2
 for arm in ${ARMS:-}; do score ${arm%%=*} ${arm#*=} 1f2; done
+[ -s lookup-shipped-1f2.json ] || nice -n 5 $PY lookup_micro.py --model $ROOT/hamburger/default_model --data $VAL \
+    --layout 1f2 --out lookup-shipped-1f2.json
 $PY summary.py > summary.md

@@ -2,6 +2,7 @@
 `calibration/`), per prompt: worst-token NLL and NLL per token under the base, GSM8K, knob 0.9 (added in session 65
 after the judges were read; reported only):
     ../../.venv/bin/python paired.py > paired.md
+Other judge folders (decoded the same way) as arguments: paired.py FOLDER ... pairs those instead.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ if __name__ == "__main__":
           "bootstrap 95% intervals over prompts.\n")
     print("| checkpoint | " + " | ".join(METRICS) + " |")
     print("|---|" + "---|" * len(METRICS))
-    for folder in sorted(f for f in HERE.glob("judge-*") if f.is_dir()):
+    folders = [Path(f) for f in sys.argv[1:]] or sorted(f for f in HERE.glob("judge-*") if f.is_dir())
+    for folder in folders:
         arm = per_prompt(folder)
         cells = ("{:+.3f} [{:+.3f}, {:+.3f}]".format(*mean_difference(arm["gsm8k", KNOB, m],
                                                                     shipped["gsm8k", KNOB, m])[:3]) for m in METRICS)

@@ -34,7 +34,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise HamburgerError("--fold-reader-sampled-only needs --fold-reader")
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
-                 prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail)
+                 prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail,
+                 micro_lookup=args.micro_lookup)
     if args.fold_reader:
         add_fold_reader(out, args.fold_reader, args.fold_reader_fold, args.dtype, args.fold_reader_sampled_only)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
@@ -80,6 +81,11 @@ def register(sub) -> None:
                         "head's 1 - p_stop is >= this times the knob, in [0, 1] (0: always ask). Saves the micro step "
                         "where the stop head already knows the group ends; can only turn merges down. Default: keep "
                         "the checkpoint's")
+    p.add_argument("--micro-lookup", type=float, default=None,
+                   help="mode hamburger, greedy rows: a micro step takes the answer's own continuation (the token "
+                        "after the latest earlier occurrence of its last 3 tokens) instead of the micro-step decoder's "
+                        "top token where the decoder gives it at least this probability, in [0, 1]; such a token "
+                        "passes the token_prob gate (0: never). Default: keep the checkpoint's")
     p.add_argument("--single-tail", type=int, default=None,
                    help="feed the last N tokens of every group in KV slots of their own, after one merged slot of the "
                         "rest, in the same forward (0: one slot per group, the paper's layout; 1: the next group is "

@@ -132,6 +132,8 @@ class HamburgerConfig:
     default_confidence: float = 0.9  # generation knob used when a request gives none
     gate: str = "stop_head"  # what the knob thresholds, see GATES
     prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
+    micro_lookup: float = 0.0  # a greedy micro step takes the answer's own continuation (the token after the latest
+    #                            earlier occurrence of its last 3 tokens) where the MSD gives it >= this (0: never)
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
     fold_tail: int = 0  # with single_tail: fold a split group into one merged slot d groups later, see above
     msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
@@ -171,6 +173,8 @@ class HamburgerConfig:
         check_confidence(self.default_confidence, "default_confidence")
         if self.gate not in GATES:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
+        if not 0.0 <= self.micro_lookup <= 1.0:
+            raise HamburgerError(f"micro_lookup must be in [0, 1], got {self.micro_lookup!r}")
         if not 0 <= self.single_tail < self.max_steps:
             raise HamburgerError(f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail!r}")
         self.fold_tail = int(self.fold_tail)  # (saved as true before it counted groups: 1)

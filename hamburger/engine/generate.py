@@ -154,6 +154,8 @@ class Generation:
         self.eos = set(eos)
         if micro_loop not in ("host", "device"):
             raise HamburgerError(f"micro_loop must be 'host' or 'device', got {micro_loop!r}")
+        if micro_loop == "device" and model.config.micro_lookup > 0:
+            raise HamburgerError("the model's micro_lookup needs micro_loop 'host' (the answer's lookup runs there)")
         trace = (lambda row, logits: self.logits[self.rows.index(row)].append(logits.clone())) \
             if trace_logits else None
         self._micro = (DeviceMicroLoop if micro_loop == "device" else HostMicroLoop)(

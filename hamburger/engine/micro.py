@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Callable
 import torch
 from transformers import DynamicCache
 
+from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.sampling import choose_tokens, draw_tokens
 
 if TYPE_CHECKING:
     from hamburger.core.model import HamburgerModel
     from hamburger.engine.generate import _Row
 
+ANSWER_LOOKUP = PromptLookup(tokens=1, ngram=3, min_ngram=3)  # `micro_lookup`: the answer's own continuation
 Trace = Callable[["_Row", torch.Tensor], None]  # gets every emitted token's logits (trace_logits)
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> compiled `micro_steps`
 
@@ -120,6 +122,7 @@ class HostMicroLoop:
         while True:
             logits = model.decode_logits(hidden).float()
             tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
+            copied = self._copy(logits, tokens, live) if step and model.config.micro_lookup > 0 else ()
             token_embeddings = model.embed(tokens)
             stop_logits = model.stop_head(hidden, token_embeddings).float()
             probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
@@ -128,8 +131,8 @@ class HostMicroLoop:
                          probs.tolist())
             keep = []
             for b, (row, t, s, c, p) in enumerate(values):
-                if step > 1 and p < row.floor:  # the MSD doubts this micro token: the group ends before it
-                    continue
+                if step > 1 and p < row.floor and b not in copied:  # the MSD doubts this micro token: the group
+                    continue  # ends before it
                 if self.trace:
                     self.trace(row, logits[b])
                 row.take(t, p, c, self.eos, model.context_length)
@@ -146,6 +149,23 @@ class HostMicroLoop:
             if step == 1:
                 x = torch.cat([features, x], 1)
             hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
+
+
+    def _copy(self, logits: torch.Tensor, tokens: torch.Tensor, live: list[_Row]) -> set[int]:
+        """The model's `micro_lookup` q: each greedy row whose answer's last three tokens occurred earlier in it takes
+        the token that followed their latest occurrence instead of the MSD's top token if the MSD gives it
+        probability >= q (in place in ``tokens``); returns the batch positions that took one, which pass the token
+        gate (the stop head still judges them)."""
+        q, copied = self.model.config.micro_lookup, set()
+        probs = None
+        for b, row in enumerate(live):
+            proposal = ANSWER_LOOKUP.propose(row.tokens, 1) if row.cfg.greedy else []
+            if proposal:
+                probs = logits.softmax(-1) if probs is None else probs
+                if float(probs[b, proposal[0]]) >= q:
+                    tokens[b] = proposal[0]
+                    copied.add(b)
+        return copied
 
 
 class DeviceMicroLoop:
