@@ -35,7 +35,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = export(args.model, args.out, dtype=args.dtype, drop_lora=args.drop_lora,
                  default_confidence=args.default_confidence, base=args.base, gate=args.gate,
                  prefilter=args.prefilter, single_tail=args.single_tail, fold_tail=args.fold_tail,
-                 micro_lookup=args.micro_lookup)
+                 micro_lookup=args.micro_lookup, micro_lookup_continues=args.micro_lookup_continues)
     if args.fold_reader:
         add_fold_reader(out, args.fold_reader, args.fold_reader_fold, args.dtype, args.fold_reader_sampled_only)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
@@ -86,6 +86,9 @@ def register(sub) -> None:
                         "after the latest earlier occurrence of its last 3 tokens) instead of the micro-step decoder's "
                         "top token where the decoder gives it at least this probability, in [0, 1]; such a token "
                         "passes the token_prob gate (0: never). Default: keep the checkpoint's")
+    p.add_argument("--micro-lookup-continues", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --micro-lookup: a group the stop head would end goes on where the answer has such a "
+                        "continuation, and only that copy may join it. Default: keep the checkpoint's")
     p.add_argument("--single-tail", type=int, default=None,
                    help="feed the last N tokens of every group in KV slots of their own, after one merged slot of the "
                         "rest, in the same forward (0: one slot per group, the paper's layout; 1: the next group is "

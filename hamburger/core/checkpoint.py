@@ -378,11 +378,11 @@ def graft(out: str | Path, base: str | None = None, config: HamburgerConfig | No
 def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop_lora: bool = False,
            default_confidence: float | None = None, base: str | None = None, gate: str | None = None,
            prefilter: float | None = None, single_tail: int | None = None, fold_tail: int | None = None,
-           micro_lookup: float | None = None) -> Path:
+           micro_lookup: float | None = None, micro_lookup_continues: bool | None = None) -> Path:
     """Re-save a checkpoint with only what inference needs, weights stored in ``dtype`` (float32 | bfloat16);
     ``drop_lora`` leaves out its LoRA adapters (the grafted modules on the unchanged base); ``default_confidence``,
     ``gate`` (what the knob thresholds, `config.GATES`), ``prefilter``, ``single_tail`` and ``fold_tail`` (the slot
-    layout of fed groups) and ``micro_lookup`` replace the saved ones when given."""
+    layout of fed groups), ``micro_lookup`` and ``micro_lookup_continues`` replace the saved ones when given."""
     meta = read_meta(model_dir)
     model, tokenizer, info = load_checkpoint(model_dir, "float32", base=base)
     if drop_lora:
@@ -405,6 +405,8 @@ def export(model_dir: str | Path, out: str | Path, dtype: str = "bfloat16", drop
         model.config.fold_tail = fold_tail
     if micro_lookup is not None:
         model.config.micro_lookup = micro_lookup
+    if micro_lookup_continues is not None:
+        model.config.micro_lookup_continues = micro_lookup_continues
     model.config.validate()
     out = save_checkpoint(model, out, info, tokenizer=tokenizer, save_base=bool(meta.get("base_weights")),
                           extra=extra, weights_dtype=weights_dtype)

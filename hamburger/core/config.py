@@ -134,6 +134,8 @@ class HamburgerConfig:
     prefilter: float = 0.0  # gate token_prob: ask the MSD only while the stop head's 1 - p_stop >= this x the knob
     micro_lookup: float = 0.0  # a greedy micro step takes the answer's own continuation (the token after the latest
     #                            earlier occurrence of its last 3 tokens) where the MSD gives it >= this (0: never)
+    micro_lookup_continues: bool = False  # with micro_lookup: a group the stop head would end goes on where the answer
+    #                                       has such a continuation, and only that copy may join it
     single_tail: int = 0  # tokens at the end of each fed group that take their own slot, see above
     fold_tail: int = 0  # with single_tail: fold a split group into one merged slot d groups later, see above
     msd_context: int = 0  # earlier slots whose final base states the MSD reads before its features, see above
@@ -175,6 +177,8 @@ class HamburgerConfig:
             raise HamburgerError(f"gate must be one of {GATES}, got {self.gate!r}")
         if not 0.0 <= self.micro_lookup <= 1.0:
             raise HamburgerError(f"micro_lookup must be in [0, 1], got {self.micro_lookup!r}")
+        if self.micro_lookup_continues and not self.micro_lookup > 0:
+            raise HamburgerError("micro_lookup_continues needs micro_lookup > 0")
         if not 0 <= self.single_tail < self.max_steps:
             raise HamburgerError(f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail!r}")
         self.fold_tail = int(self.fold_tail)  # (saved as true before it counted groups: 1)

@@ -119,10 +119,12 @@ class HostMicroLoop:
         live = list(rows)  # rows whose group is still going, in micro-batch order
         msd_cache = DynamicCache()
         step = 0
+        lookup = model.config.micro_lookup > 0
+        copy_only: set[int] = set()  # rows that go on only for a copy (`micro_lookup_continues`), by id
         while True:
             logits = model.decode_logits(hidden).float()
             tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
-            copied = self._copy(logits, tokens, live) if step and model.config.micro_lookup > 0 else ()
+            copied = self._copy(logits, tokens, live) if step and lookup else ()
             token_embeddings = model.embed(tokens)
             stop_logits = model.stop_head(hidden, token_embeddings).float()
             probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
@@ -131,13 +133,21 @@ class HostMicroLoop:
                          probs.tolist())
             keep = []
             for b, (row, t, s, c, p) in enumerate(values):
-                if step > 1 and p < row.floor and b not in copied:  # the MSD doubts this micro token: the group
-                    continue  # ends before it
+                # the MSD doubts this micro token (or the row went on for a copy it did not get): the group ends
+                if step > 1 and (p < row.floor or id(row) in copy_only) and b not in copied:
+                    continue
                 if self.trace:
                     self.trace(row, logits[b])
                 row.take(t, p, c, self.eos, model.context_length)
-                if not row.done and len(row.group) < max_steps and -s >= row.threshold:
+                copy_only.discard(id(row))
+                if row.done or len(row.group) >= max_steps:
+                    continue
+                if -s >= row.threshold:
                     keep.append(b)
+                elif lookup and model.config.micro_lookup_continues and row.cfg.greedy and \
+                        ANSWER_LOOKUP.propose(row.tokens, 1):  # the stop head would end it: only a copy may join
+                    keep.append(b)
+                    copy_only.add(id(row))
             if not keep:
                 return None
             if len(keep) < len(live):

@@ -65,9 +65,25 @@ def test_the_msd_probability_decides_which_proposals_are_taken():
     assert one_group(model, history)[1:2] != [7]
 
 
+def test_with_continues_a_copy_goes_on_past_the_stop_head_and_nothing_else_does():
+    model = tiny_hamburger("llama", seed=3, gate="token_prob", prefilter=1.0)  # the stop head ends every group
+    t1 = skip_token(model)
+    history = [3, 4, t1, 7, 8, 9, 5, 3, 4]
+    model.config.micro_lookup = 1e-12
+    assert one_group(model, history) == [t1]  # the prefilter ends the group before any micro step
+    model.config.micro_lookup_continues = True
+    assert one_group(model, history) == [t1, 7, 8, 9]  # each copy goes on to the next
+    assert one_group(model, [3, 4, t1, 7, 8, 2, 5, 3, 4, t1, 9, 6, 3, 4]) == [t1, 9, 6, 3]  # the latest occurrence
+    assert one_group(model, [3, 4, 11, 7, 8, 9, 5, 3, 4]) == [t1]  # nothing to copy: the stop head's end stands
+    model.config.micro_lookup = 1.0  # the row goes on for a copy the MSD does not give: the group ends at once
+    assert one_group(model, history) == [t1]
+
+
 def test_micro_lookup_is_checked_and_needs_the_host_micro_loop():
     with pytest.raises(HamburgerError, match="micro_lookup"):
         HamburgerConfig(micro_lookup=1.5).validate()
+    with pytest.raises(HamburgerError, match="micro_lookup_continues needs"):
+        HamburgerConfig(micro_lookup_continues=True).validate()
     model = tiny_hamburger("llama", seed=3, gate="token_prob", micro_lookup=0.5)
     with pytest.raises(HamburgerError, match="micro_loop 'host'"):
         Generation(model, None, [PROMPTS[0]], DecodingConfig(max_new_tokens=4), micro_loop="device")
