@@ -145,7 +145,8 @@ class HostMicroLoop:
                 if -s >= row.threshold:
                     keep.append(b)
                 elif lookup and model.config.micro_lookup_continues and row.cfg.greedy and \
-                        ANSWER_LOOKUP.propose(row.tokens, 1):  # the stop head would end it: only a copy may join
+                        row.threshold < math.inf and ANSWER_LOOKUP.propose(row.tokens, 1):
+                    # the stop head would end it: only a copy may join (never at knob 1.0: the base itself)
                     keep.append(b)
                     copy_only.add(id(row))
             if not keep:

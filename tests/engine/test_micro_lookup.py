@@ -11,13 +11,14 @@ from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS, tiny_hamburger
 
 
-def one_group(model, history: list[int], temperature: float = 0.0, seed: int = 0) -> list[int]:
-    """The group the host micro loop emits after an answer ``history`` (random base state, token_prob gate, knob
-    0.5, no prefilter)."""
+def one_group(model, history: list[int], temperature: float = 0.0, seed: int = 0, confidence: float = 0.5
+              ) -> list[int]:
+    """The group the host micro loop emits after an answer ``history`` (random base state, the model's gate, the
+    knob ``confidence``)."""
     g = torch.Generator().manual_seed(seed)
     d = model.config.hidden_size
     hidden, features = torch.randn(1, d, generator=g), torch.randn(1, model.config.num_features, d, generator=g)
-    cfg = DecodingConfig(max_new_tokens=50, confidence=0.5, temperature=temperature, seed=1)
+    cfg = DecodingConfig(max_new_tokens=50, confidence=confidence, temperature=temperature, seed=1)
     row = _Row([1, 2], cfg, 0.9, None, model.config.gate, model.config.prefilter)
     row.tokens = list(history)
     with torch.no_grad():
@@ -75,6 +76,7 @@ def test_with_continues_a_copy_goes_on_past_the_stop_head_and_nothing_else_does(
     assert one_group(model, history) == [t1, 7, 8, 9]  # each copy goes on to the next
     assert one_group(model, [3, 4, t1, 7, 8, 2, 5, 3, 4, t1, 9, 6, 3, 4]) == [t1, 9, 6, 3]  # the latest occurrence
     assert one_group(model, [3, 4, 11, 7, 8, 9, 5, 3, 4]) == [t1]  # nothing to copy: the stop head's end stands
+    assert one_group(model, history, confidence=1.0) == [t1]  # knob 1.0 stays the base itself
     model.config.micro_lookup = 1.0  # the row goes on for a copy the MSD does not give: the group ends at once
     assert one_group(model, history) == [t1]
 
