@@ -71,18 +71,30 @@ def load_in_layout(path: str, layout: str | None = None):
 IMPLAUSIBLE_NLL = -math.log(0.01)
 
 
-def split_accuracy(model, rows, batch_size: int = 8) -> dict:
-    """Per key: tokens, accuracy, and the unmerged base's view of the model's choices (`base_nll`, `implausible`,
-    `base_top1`)."""
-    correct, count, nll, implausible, top1 = Counter(), Counter(), Counter(), Counter(), Counter()
+def teacher_forced(model, rows, batch_size: int = 8):
+    """``rows`` read teacher-forced in the model's layout, a batch at a time, without gradients: (the batch's first
+    row index, its rows, the packed batch, the model's `TrainOutput`)."""
     for start in range(0, len(rows), batch_size):
         part = rows[start:start + batch_size]
         packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail,
                            model.config.fold_tail)
         with torch.no_grad():
             out = model.training_forward(packed)
-            with adapters_disabled(model.base):
-                base_logp = model.teacher_states(packed).logits().log_softmax(-1)
+        yield start, part, packed, out
+
+
+def base_teacher(model, packed) -> torch.Tensor:
+    """The unmerged, unadapted base's logits at every response token of ``packed``."""
+    with torch.no_grad(), adapters_disabled(model.base):
+        return model.teacher_states(packed).logits()
+
+
+def split_accuracy(model, rows, batch_size: int = 8) -> dict:
+    """Per key: tokens, accuracy, and the unmerged base's view of the model's choices (`base_nll`, `implausible`,
+    `base_top1`)."""
+    correct, count, nll, implausible, top1 = Counter(), Counter(), Counter(), Counter(), Counter()
+    for _, part, packed, out in teacher_forced(model, rows, batch_size):
+        base_logp = base_teacher(model, packed).log_softmax(-1)
         choice_nll = (-base_logp.gather(1, out.predictions[:, None])[:, 0]).tolist()
         right = (out.predictions == out.targets).tolist()
         base_top = (out.predictions == base_logp.argmax(-1)).tolist()

@@ -26,11 +26,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.skip_path_split import load_in_layout, skip_keys  # noqa: E402
+from benchmarks.skip_path_split import base_teacher, load_in_layout, skip_keys, teacher_forced  # noqa: E402
 from hamburger.bench.machine import machine_info  # noqa: E402
-from hamburger.core.lora import adapters_disabled  # noqa: E402
-from hamburger.core.packing import as_packed  # noqa: E402
-from hamburger.train.batching import load_rows, to_batch  # noqa: E402
+from hamburger.train.batching import load_rows  # noqa: E402
 
 CONTEXT = 3  # tokens before the one that would complete a repeated 4-gram
 
@@ -50,14 +48,8 @@ def copy_sets(response: list[int]) -> list[set[int]]:
 def measure(model, rows, batch_size: int = 8) -> dict[str, list[list[float]]]:
     """Per key, per answer: [(copy-mass difference, to-copy flip, from-copy flip), ...] at positions with a copy set."""
     per_key: dict[str, list[list[tuple[float, int, int]]]] = defaultdict(lambda: [[] for _ in rows])
-    for start in range(0, len(rows), batch_size):
-        part = rows[start:start + batch_size]
-        packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail,
-                           model.config.fold_tail)
-        with torch.no_grad():
-            out = model.training_forward(packed)
-            with adapters_disabled(model.base):
-                base_p = model.teacher_states(packed).logits().float().softmax(-1)
+    for start, part, packed, out in teacher_forced(model, rows, batch_size):
+        base_p = base_teacher(model, packed).float().softmax(-1)
         model_p = out.token_logits.float().softmax(-1)
         index = out.micro_index.tolist()
         i = 0
@@ -78,44 +70,64 @@ def measure(model, rows, batch_size: int = 8) -> dict[str, list[list[float]]]:
     return per_key
 
 
-def summarise(per_answer: list[list[tuple[float, int, int]]], draws: int = 2000) -> dict:
-    """Means over positions, with bootstrap intervals over answers."""
+def bootstrap(per_answer: list[list[tuple]], stats, names: tuple[str, ...], draws: int = 2000) -> dict:
+    """``stats`` (a list of answers' position tuples -> one value per name) on the answers that have positions, with
+    bootstrap intervals over answers (95%, seed 0): {name: [point, low, high]}."""
     answers = [a for a in per_answer if a]
-
-    def means(sample):
-        flat = [x for a in sample for x in a]
-        return [sum(x[k] for x in flat) / len(flat) for k in range(3)]
-
-    point = means(answers)
+    point = stats(answers)
     rng = random.Random(0)
-    boots = sorted(means([rng.choice(answers) for _ in answers]) for _ in range(draws))
-    result = {"positions": sum(map(len, answers)), "answers": len(answers)}
-    for k, name in enumerate(("copy_mass_diff", "to_copy", "from_copy")):
+    boots = [stats([rng.choice(answers) for _ in answers]) for _ in range(draws)]
+    result = {}
+    for k, name in enumerate(names):
         col = sorted(b[k] for b in boots)
         result[name] = [point[k], col[int(0.025 * draws)], col[int(0.975 * draws) - 1]]
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def summarise(per_answer: list[list[tuple[float, int, int]]]) -> dict:
+    """Means over positions, with bootstrap intervals over answers."""
+    def means(sample):
+        flat = [x for a in sample for x in a]
+        return [sum(x[k] for x in flat) / len(flat) for k in range(3)]
+
+    answers = [a for a in per_answer if a]
+    return {"positions": sum(map(len, answers)), "answers": len(answers),
+            **bootstrap(per_answer, means, ("copy_mass_diff", "to_copy", "from_copy"))}
+
+
+def arguments(doc: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="HAMburger checkpoint folder")
-    parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows)")
+    parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows of the base's answers)")
     parser.add_argument("--layout", default=None, help="read in this layout (0, 1, 1f, 1f2) instead of the model's")
     parser.add_argument("--rows", type=int, default=0, help="the first N rows only (0: all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", required=True, help="result JSON")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def model_and_rows(args: argparse.Namespace):
+    """The checkpoint in the layout asked for (whole [T, V] logits) and the first ``--rows`` rows."""
     torch.set_num_threads(args.threads)
     model, tokenizer, _ = load_in_layout(args.model, args.layout)
-    model.loss_chunk = 0  # the whole [T, V] logits
+    model.loss_chunk = 0
     rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
-    rows = rows[:args.rows] if args.rows else rows
-    per_key = measure(model, rows)
+    return model, rows[:args.rows] if args.rows else rows
+
+
+def write_result(args: argparse.Namespace, rows, keys: dict) -> dict:
+    """The result file: what was read, each key's summary, the machine."""
     result = {"model": Path(args.model).name, "data": Path(args.data).name, "layout": args.layout, "rows": len(rows),
-              "response_tokens": sum(len(r.response_ids) for r in rows),
-              "keys": {k: summarise(v) for k, v in sorted(per_key.items())},
+              "response_tokens": sum(len(r.response_ids) for r in rows), "keys": keys,
               "machine": machine_info(args.threads, "fp32")}
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def main() -> None:
+    args = arguments(__doc__)
+    model, rows = model_and_rows(args)
+    result = write_result(args, rows, {k: summarise(v) for k, v in sorted(measure(model, rows).items())})
     for key, s in result["keys"].items():
         print(f"{key:10s} positions {s['positions']:5d}  copy mass {s['copy_mass_diff'][0]:+.4f} "
               f"[{s['copy_mass_diff'][1]:+.4f}, {s['copy_mass_diff'][2]:+.4f}]  to copy {s['to_copy'][0]:.4f}  "

@@ -12,21 +12,15 @@ proposal agrees with it, and the proposal's accuracy where the MSD gives it at l
 
 from __future__ import annotations
 
-import argparse
-import json
-import random
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from benchmarks.skip_path_split import load_in_layout  # noqa: E402
-from hamburger.bench.machine import machine_info  # noqa: E402
-from hamburger.core.packing import as_packed  # noqa: E402
-from hamburger.train.batching import load_rows, to_batch  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.skip_path_split import teacher_forced  # noqa: E402
+from copy_bias import arguments, bootstrap, model_and_rows, write_result  # noqa: E402
 
 CONTEXT = 3
 
@@ -44,14 +38,10 @@ def proposals(response: list[int]) -> list[int | None]:
 
 
 def measure(model, rows, batch_size: int = 8) -> dict[str, list[list[tuple]]]:
-    """Per micro key, per answer: (has proposal, proposal right, MSD right, MSD top probability, agree) per token."""
+    """Per micro key, per answer: (has proposal, proposal right, MSD right, MSD top probability, agree, MSD
+    probability of the proposal) per token."""
     per_key: dict[str, list[list[tuple]]] = defaultdict(lambda: [[] for _ in rows])
-    for start in range(0, len(rows), batch_size):
-        part = rows[start:start + batch_size]
-        packed = as_packed(to_batch(part), model.config.max_steps, model.device, model.config.single_tail,
-                           model.config.fold_tail)
-        with torch.no_grad():
-            out = model.training_forward(packed)
+    for start, part, _, out in teacher_forced(model, rows, batch_size):
         probs = out.token_logits.float().softmax(-1)
         top_p = probs.amax(-1).tolist()
         predictions, targets, index = out.predictions.tolist(), out.targets.tolist(), out.micro_index.tolist()
@@ -83,9 +73,7 @@ def by_bucket(flat: list[tuple]) -> list[dict]:
     return out
 
 
-def summarise(per_answer: list[list[tuple]], draws: int = 2000) -> dict:
-    answers = [a for a in per_answer if a]
-
+def summarise(per_answer: list[list[tuple]]) -> dict:
     def stats(sample):
         flat = [x for a in sample for x in a]
         with_p = [x for x in flat if x[0]]
@@ -93,39 +81,20 @@ def summarise(per_answer: list[list[tuple]], draws: int = 2000) -> dict:
         return [len(with_p) / len(flat), sum(x[1] for x in with_p) / n, sum(x[2] for x in with_p) / n,
                 sum(x[1] - x[2] for x in with_p) / n]
 
-    point = stats(answers)
-    rng = random.Random(0)
-    boots = [stats([rng.choice(answers) for _ in answers]) for _ in range(draws)]
-    flat = [x for a in answers for x in a if x[0]]
+    flat = [x for a in per_answer for x in a if x[0]]
     agree = [x[3] for x in flat if x[4]]
     disagree = [x[3] for x in flat if not x[4]]
-    result = {"positions": sum(map(len, answers)), "with_proposal": len(flat),
-              "msd_top_p_when_agree": sum(agree) / max(len(agree), 1),
-              "msd_top_p_when_disagree": sum(disagree) / max(len(disagree), 1),
-              "disagree": len(disagree), "by_msd_p_of_proposal": by_bucket(flat)}
-    for k, name in enumerate(("coverage", "lookup_right", "msd_right", "lookup_minus_msd")):
-        col = sorted(b[k] for b in boots)
-        result[name] = [point[k], col[int(0.025 * draws)], col[int(0.975 * draws) - 1]]
-    return result
+    return {"positions": sum(map(len, per_answer)), "with_proposal": len(flat),
+            "msd_top_p_when_agree": sum(agree) / max(len(agree), 1),
+            "msd_top_p_when_disagree": sum(disagree) / max(len(disagree), 1),
+            "disagree": len(disagree), "by_msd_p_of_proposal": by_bucket(flat),
+            **bootstrap(per_answer, stats, ("coverage", "lookup_right", "msd_right", "lookup_minus_msd"))}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="HAMburger checkpoint folder")
-    parser.add_argument("--data", required=True, help="segmented jsonl (held-out rows of the base's greedy answers)")
-    parser.add_argument("--layout", default=None, help="read in this layout (0, 1, 1f, 1f2) instead of the model's")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", required=True, help="result JSON")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    model, tokenizer, _ = load_in_layout(args.model, args.layout)
-    model.loss_chunk = 0  # the whole [T, V] logits
-    rows, _ = load_rows(args.data, tokenizer, model.config.max_steps, model.base.get_input_embeddings().num_embeddings)
-    per_key = measure(model, rows)
-    result = {"model": Path(args.model).name, "data": Path(args.data).name, "layout": args.layout, "rows": len(rows),
-              "keys": {k: summarise(v) for k, v in sorted(per_key.items())},
-              "machine": machine_info(args.threads, "fp32")}
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    args = arguments(__doc__)
+    model, rows = model_and_rows(args)
+    result = write_result(args, rows, {k: summarise(v) for k, v in sorted(measure(model, rows).items())})
     for key, s in result["keys"].items():
         print(f"{key}: coverage {s['coverage'][0]:.3f}  lookup right {s['lookup_right'][0]:.3f}  MSD right "
               f"{s['msd_right'][0]:.3f}  difference {s['lookup_minus_msd'][0]:+.3f} [{s['lookup_minus_msd'][1]:+.3f}, "
