@@ -8,7 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NAMES = {"shipped": "shipped", "s64": "session-64 arm, step 241", "gentle": "gentle, step 297",
-         "gentle2": "gentle2, step 256"}
+         "gentle2": "gentle2, step 256", "gentle3": "gentle3, step 256"}
 
 
 def cell(v: list[float]) -> str:
@@ -17,7 +17,7 @@ def cell(v: list[float]) -> str:
 
 def main() -> None:
     order = {name: i for i, name in enumerate(NAMES)}  # the shipped model first (its layouts 1f2, 0, 3), then arms
-    results = sorted(HERE.glob("*-*.json"), key=lambda p: (order.get(p.stem.rsplit("-", 1)[0], len(order)),
+    results = sorted((p for p in HERE.glob("*-*.json") if not p.name.startswith("lookup-")), key=lambda p: (order.get(p.stem.rsplit("-", 1)[0], len(order)),
                                                            p.stem.rsplit("-", 1)[1] != "1f2", p.stem))
     first = json.loads(results[0].read_text())
     print(f"{first['rows']} validation rows ({first['data']}, {first['response_tokens']:,} response tokens), teacher-"
