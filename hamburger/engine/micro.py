@@ -161,7 +161,6 @@ class HostMicroLoop:
                 x = torch.cat([features, x], 1)
             hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
 
-
     def _copy(self, logits: torch.Tensor, tokens: torch.Tensor, live: list[_Row]) -> set[int]:
         """The model's `micro_lookup` q: each greedy row whose answer's last three tokens occurred earlier in it takes
         the token that followed their latest occurrence instead of the MSD's top token if the MSD gives it

@@ -197,7 +197,8 @@ class TrainConfig:
         need(self.hidden_weight == 0 or (self.kl_weight > 0 and self.stage == "full"),
              "hidden_weight needs kl_weight > 0 and stage full (the KL teacher's pass gives the base's states)")
         need(bool(self.lora_targets), "lora_targets must name at least one layer")
-        need(set(self.freeze) <= set(GRAFTED), f"freeze names grafted modules ({', '.join(GRAFTED)}), got {self.freeze}")
+        need(set(self.freeze) <= set(GRAFTED),
+             f"freeze names grafted modules ({', '.join(GRAFTED)}), got {self.freeze}")
         trained = {"decoder", "stop_head"} | ({"embedder"} if self.stage == "full" else set())
         need(self.base_mode != "frozen" or bool(trained - set(self.freeze)),
              "nothing would train: freeze leaves no grafted module and base_mode is frozen")
