@@ -28,7 +28,7 @@ def main() -> None:
         diffs = sorted(arm[i]["rep4"] - base[i]["rep4"] for i in arm)
         n = len(diffs)
         quantile = {q: diffs[round(q * (n - 1))] for q in (0.1, 0.25, 0.5, 0.75, 0.9)}
-        print(f"## {name}\n- {n} prompts, mean difference {sum(diffs) / n:+.3f}; higher in "
+        print(f"## {name}\n- {n} prompts, mean difference {sum(diffs) / n:+.3f} (sum {sum(diffs):+.2f}); higher in "
               f"{sum(d > 0 for d in diffs)}, lower in {sum(d < 0 for d in diffs)}, equal in {sum(d == 0 for d in diffs)}")
         print("- quantiles 10/25/50/75/90%: " + ", ".join(f"{v:+.3f}" for v in quantile.values()))
         split = defaultdict(list)

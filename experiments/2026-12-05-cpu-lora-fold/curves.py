@@ -20,7 +20,7 @@ SAMPLED = ROOT / "data/distilled/smollm2-135m-instruct.train-s1.jsonl.gz"
 def main() -> None:
     print("| run | step | token accuracy | micro 1 (skip path) / 2 / 3 / 4 | KL to the base |")
     print("|---|---|---|---|---|")
-    totals = []
+    totals, gentle_line = [], 0
     for folder in sorted(HERE.glob("metrics*")):
         records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
         for r in (r for r in records if r["kind"] == "eval"):
@@ -28,9 +28,12 @@ def main() -> None:
             print(f"| {folder.name} | {r['step']} | {100 * r['token_acc']:.1f}% | {micro}% | {r['kl']:.3f} |")
         train = [r for r in records if r["kind"] == "train"]
         minutes = (records[-1]["time"] - records[0]["time"]) / 60
+        if folder.name.startswith("metrics-gentle"):  # the gentle line's epochs, one after another
+            gentle_line += sum(r["response_tokens"] for r in train)
         totals.append(f"- {folder.name}: {train[-1]['step']} steps logged, {sum(r['response_tokens'] for r in train):,} "
                       f"response tokens, {minutes:.1f} min from its first to its last line")
     print("\n" + "\n".join(totals))
+    print(f"- the gentle line (gentle, gentle2, gentle3): {gentle_line:,} response tokens")
     with gzip.open(SAMPLED, "rt") as f:
         ids = [json.loads(line)["id"] for line in f]
     print(f"- {SAMPLED.name}: {sum(map(is_val_row, ids))} of {len(ids):,} rows belong to validation prompts")
