@@ -44,11 +44,12 @@
 #        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
-#   SAMPLED [1]  every run but `lora` also trains on one sampled answer per training prompt (temperature 0.7,
-#        top-p 0.9, bf16; ids ID#s1; issue 19 item 3), beside the greedy one; validation stays the greedy rows.
-#        The committed rows (DISTILLED with -s1 before .jsonl, gzipped; made on a CPU between GPU windows) are
-#        continued here. On by default since experiments/2026-12-03-sampled-rows (the shipped model keeps the base's
-#        top token at merged slots 7.9 points less often after sampled history); SAMPLED= (empty) turns it off
+#   SAMPLED [1]  every run but `lora` also trains on sampled answers (temperature 0.7, top-p 0.9, bf16; issue 19
+#        item 3), beside the greedy ones: the draws named (ids ID#sN; e.g. SAMPLED="1 2": two answers per training
+#        prompt); validation stays the greedy rows. Each draw's committed rows (DISTILLED with -sN before .jsonl,
+#        gzipped; made on a CPU between GPU windows) are continued here (DISTILL_SECONDS caps each draw). On by
+#        default since experiments/2026-12-03-sampled-rows (the shipped model keeps the base's top token at merged
+#        slots 7.9 points less often after sampled history); SAMPLED= (empty) turns it off
 #   COMPILE [false]  torch.compile the `full` run's base stack: on an H100 (2026-11-25) the whole stack cost 11 min
 #        before the first step and ~4 min of recompiles later for 29k response tok/s in steps; since session 60 it
 #        compiles layer by layer (`compile_region: layer`, 0.24x the warm-up on a CPU), not yet timed on a GPU
@@ -81,28 +82,33 @@ $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --ma
 [ -s "$W/all.jsonl" ] || $HB segment --from-dataset "$W/segmented.jsonl" --out "$W/all.jsonl" --strategy sliding \
     --sliding-p 0.9 --max-steps 4
 [ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
-# 4b. SAMPLED: the sampled answers, continued where the committed ones stopped, cut as the main ones, join the
-#     train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train). Made
-#     once per work folder: a rerun after a kill must give a run it resumes the same rows (`--resume` checks them).
+# 4b. SAMPLED: each draw's sampled answers, continued where the committed ones stopped, cut as the main ones, join
+#     the train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train).
+#     Made once per work folder: a rerun after a kill must give a run it resumes the same rows (`--resume` checks
+#     them).
 TRAIN=$W/train.jsonl
 [ -z "${SAMPLED-1}" ] || TRAIN=$W/sampled/train.jsonl
 if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
-    S=${D%.jsonl}-s1.jsonl
-    SP=data/prompts/train-sampled-s1.jsonl
-    [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
-    [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP"
-    stamp distill-sampled
-    ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
-        --temperature 0.7 --top-p 0.9 --seed 1 --dtype bfloat16 --max-new-tokens 256 \
-        --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
-        [ -n "${DISTILL_SECONDS:-}" ]
-    python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" "$S"
-    stamp segment-sampled
-    $HB segment --data "$S" --out "$W/segmented-s1.jsonl" --strategy decreasing_v2 --max-steps 4 \
-        --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
-    $HB segment --from-dataset "$W/segmented-s1.jsonl" --out "$W/all-s1.jsonl" --strategy sliding --sliding-p 0.9 \
-        --max-steps 4
-    python3 recipes/split_dataset.py "$W/all.jsonl" "$W/sampled" --add "$W/all-s1.jsonl"
+    ADD=()
+    for N in ${SAMPLED-1}; do
+        S=${D%.jsonl}-s$N.jsonl
+        SP=data/prompts/train-sampled-s$N.jsonl
+        [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
+        [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP" --draw $N
+        stamp distill-sampled-s$N
+        ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
+            --temperature 0.7 --top-p 0.9 --seed 1 --dtype bfloat16 --max-new-tokens 256 \
+            --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
+            [ -n "${DISTILL_SECONDS:-}" ]
+        python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" "$S"
+        stamp segment-sampled-s$N
+        $HB segment --data "$S" --out "$W/segmented-s$N.jsonl" --strategy decreasing_v2 --max-steps 4 \
+            --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
+        $HB segment --from-dataset "$W/segmented-s$N.jsonl" --out "$W/all-s$N.jsonl" --strategy sliding \
+            --sliding-p 0.9 --max-steps 4
+        ADD+=(--add "$W/all-s$N.jsonl")
+    done
+    python3 recipes/split_dataset.py "$W/all.jsonl" "$W/sampled" "${ADD[@]}"
 fi
 # 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
 #    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.

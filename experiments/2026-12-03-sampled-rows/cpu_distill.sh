@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
-# temperature 0.7, top-p 0.9, seed 1, bf16, ids ID#s1, into data/distilled/smollm2-135m-instruct.train-s1.jsonl.
+# A training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
+# temperature 0.7, top-p 0.9, seed 1, bf16, ids ID#sN, into data/distilled/smollm2-135m-instruct.train-sN.jsonl
+# (N: DRAW; draw 1 is complete, draw 2 started in session 67).
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
-# Env: HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32].
+# Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
     local HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
-    local S=data/distilled/smollm2-135m-instruct.train-s1.jsonl SP=data/prompts/train-sampled-s1.jsonl
+    local N=${DRAW:-1}
+    local S=data/distilled/smollm2-135m-instruct.train-s$N.jsonl SP=data/prompts/train-sampled-s$N.jsonl
     if [ "${1:-}" = pack ]; then
         local have=0 whole; whole=$(wc -l < $S)
         [ ! -s $S.gz ] || have=$(zcat $S.gz | wc -l)
@@ -20,7 +22,7 @@ main() {
     [ -s $S ] || [ ! -s $S.gz ] || zcat $S.gz > $S
     [ -s data/prompts/train-all.jsonl ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train \
         --seed 0 --out data/prompts/train-all.jsonl
-    [ -s $SP ] || $PY recipes/sampled_prompts.py data/prompts/train-all.jsonl $SP
+    [ -s $SP ] || $PY recipes/sampled_prompts.py data/prompts/train-all.jsonl $SP --draw $N
     nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-32} \
         --dtype bfloat16 --threads ${THREADS:-2} --max-new-tokens 256
 }

@@ -30,12 +30,13 @@ tail -c +49000001 "$G" > .gpu2/gguf.part2
     --split train --seed 0 --out data/prompts/train-all.jsonl
 gzip -9 -c data/prompts/train-all.jsonl > .gpu2/prompts.jsonl.gz
 cp data/distilled/smollm2-135m-instruct.train.jsonl.gz .gpu2/distilled.jsonl.gz
-# the sampled answers made on a CPU (no room beside the GGUF halves: a call of their own)
-S=data/distilled/smollm2-135m-instruct.train-s1.jsonl
+# the sampled answers made on a CPU, every draw committed (no room beside the GGUF halves: a call of their own)
 rm -rf .gpu4
-if [ -s $S.gz ]; then
-    mkdir -p .gpu4 && cp $S.gz .gpu4/distilled-s1.jsonl.gz && cp $S.meta.json .gpu4/distilled-s1.jsonl.meta.json
-fi
+for S in data/distilled/smollm2-135m-instruct.train-s*.jsonl.gz; do
+    [ -s "$S" ] || continue
+    n=${S##*-}; n=${n%.jsonl.gz}  # sN
+    mkdir -p .gpu4 && cp "$S" .gpu4/distilled-$n.jsonl.gz && cp "${S%.gz}.meta.json" .gpu4/distilled-$n.jsonl.meta.json
+done
 if [ -n "${WARM:-}" ]; then
     rm -rf .gpu3 && mkdir -p .gpu3 && cp -r "$WARM" .gpu3/warm_start
 fi
