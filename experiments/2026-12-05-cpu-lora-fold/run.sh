@@ -16,6 +16,8 @@
 # warm_start/gentle3/.
 # ARM=writer bash run.sh [judge]: gentle's rows, schedule and objective, but only the embedder trains (base_mode
 # frozen, freeze decoder and stop_head, lr_grafted 5e-5; README.md, session 66), into runs/cpu-lora-fold/writer.
+# ARM=both bash run.sh [judge]: gentle, and the writer beside it (the embedder trains at lr_grafted 5e-5; freeze decoder
+# and stop_head; README.md, session 67), into runs/cpu-lora-fold/both.
 # ARM=purekl bash run.sh: gentle without the cross-entropy on the data's tokens (`token_loss_weight: 0`), from the
 # shipped model on gentle's rows (README.md); into runs/cpu-lora-fold/purekl.
 set -euo pipefail
@@ -24,18 +26,19 @@ X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
 # INIT: the adapters a run starts from, on the shipped model (none there: the shipped model itself); WARM: where
 # `warm` writes the run's own
 RUN=$R/run TAG= INIT=$X/warm_start WARM=$X/warm_start ARM_SET=() DATA=$R/data
-if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = gentle3 ] || [ "$ARM" = purekl ]; then
+if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = gentle3 ] || [ "$ARM" = purekl ] || [ "$ARM" = both ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
     [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
     [ "$ARM" = gentle3 ] && DATA=$R/data3 INIT=$X/warm_start/gentle2
     [ "$ARM" = purekl ] && ARM_SET+=(--set token_loss_weight=0)
+    [ "$ARM" = both ] && ARM_SET+=(--set "freeze=[decoder,stop_head]" --set lr_grafted=5.0e-5)
 elif [ "$ARM" = writer ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set kl_weight=2 --set eval_on_start=true --set base_mode=frozen --set "freeze=[decoder,stop_head]"
              --set lr_grafted=5.0e-5)
 elif [ -n "$ARM" ]; then
-    echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl, writer)" >&2; exit 2
+    echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl, writer, both)" >&2; exit 2
 fi
 HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
 export PYTHONPATH=$PWD
