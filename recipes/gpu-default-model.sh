@@ -83,11 +83,13 @@ $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --ma
     --sliding-p 0.9 --max-steps 4
 [ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
 # 4b. SAMPLED: each draw's sampled answers, continued where the committed ones stopped, cut as the main ones, join
-#     the train rows in $W/sampled/ (recipes/split_dataset.py --add: answers to a validation prompt never train).
-#     Made once per work folder: a rerun after a kill must give a run it resumes the same rows (`--resume` checks
-#     them).
+#     the train rows (recipes/split_dataset.py --add: answers to a validation prompt never train). Made once per work
+#     folder and set of draws (draw 1 alone: $W/sampled/, draws 1 and 2: $W/sampled-1-2/): a rerun after a kill must
+#     give a run it resumes the same rows (`--resume` checks them).
 TRAIN=$W/train.jsonl
-[ -z "${SAMPLED-1}" ] || TRAIN=$W/sampled/train.jsonl
+SDIR=$W/sampled
+[ "${SAMPLED-1}" = 1 ] || SDIR=$W/sampled-$(echo ${SAMPLED-1} | tr ' ' -)
+[ -z "${SAMPLED-1}" ] || TRAIN=$SDIR/train.jsonl
 if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
     ADD=()
     for N in ${SAMPLED-1}; do
@@ -108,7 +110,7 @@ if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
             --sliding-p 0.9 --max-steps 4
         ADD+=(--add "$W/all-s$N.jsonl")
     done
-    python3 recipes/split_dataset.py "$W/all.jsonl" "$W/sampled" "${ADD[@]}"
+    python3 recipes/split_dataset.py "$W/all.jsonl" "$SDIR" "${ADD[@]}"
 fi
 # 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
 #    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.
