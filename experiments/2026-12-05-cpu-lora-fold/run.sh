@@ -26,17 +26,17 @@ X=experiments/2026-12-05-cpu-lora-fold R=runs/cpu-lora-fold ARM=${ARM:-}
 # INIT: the adapters a run starts from, on the shipped model (none there: the shipped model itself); WARM: where
 # `warm` writes the run's own
 RUN=$R/run TAG= INIT=$X/warm_start WARM=$X/warm_start ARM_SET=() DATA=$R/data
+WRITER=(--set "freeze=[decoder,stop_head]" --set lr_grafted=5.0e-5)  # of the grafted modules only the embedder trains
 if [ "$ARM" = gentle ] || [ "$ARM" = gentle2 ] || [ "$ARM" = gentle3 ] || [ "$ARM" = purekl ] || [ "$ARM" = both ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
     ARM_SET=(--set lr_base=2.5e-5 --set kl_weight=2 --set eval_on_start=true)
     [ "$ARM" = gentle2 ] && DATA=$R/data2 INIT=$X/warm_start/gentle
     [ "$ARM" = gentle3 ] && DATA=$R/data3 INIT=$X/warm_start/gentle2
     [ "$ARM" = purekl ] && ARM_SET+=(--set token_loss_weight=0)
-    [ "$ARM" = both ] && ARM_SET+=(--set "freeze=[decoder,stop_head]" --set lr_grafted=5.0e-5)
+    [ "$ARM" = both ] && ARM_SET+=("${WRITER[@]}")
 elif [ "$ARM" = writer ]; then
     RUN=$R/$ARM TAG=$ARM- INIT= WARM=$X/warm_start/$ARM
-    ARM_SET=(--set kl_weight=2 --set eval_on_start=true --set base_mode=frozen --set "freeze=[decoder,stop_head]"
-             --set lr_grafted=5.0e-5)
+    ARM_SET=(--set kl_weight=2 --set eval_on_start=true --set base_mode=frozen "${WRITER[@]}")
 elif [ -n "$ARM" ]; then
     echo "unknown ARM '$ARM' (known: gentle, gentle2, gentle3, purekl, writer, both)" >&2; exit 2
 fi
