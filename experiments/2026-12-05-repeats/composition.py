@@ -3,7 +3,7 @@
 
 The committed greedy rows with their entropies (`data/segmented/`), cut as the GPU recipe cuts them (sliding 0.9,
 4 tokens at most). A token is a *repeat* when its 4-gram (itself and the three tokens before it in the answer)
-occurred earlier in the same answer: the tokens `hamburger.eval.plausibility.repeated_ngram_rate` counts.
+occurred earlier in the same answer (`hamburger.eval.plausibility.repeated_ngram_mask`; the tokens rep4 counts).
 """
 from __future__ import annotations
 
@@ -11,23 +11,12 @@ import json
 from pathlib import Path
 
 from hamburger.data.segment import SegmentSettings, segment_entropies
-from hamburger.eval.plausibility import repeated_ngram_rate
+from hamburger.eval.plausibility import repeated_ngram_mask, repeated_ngram_rate
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data/segmented/smollm2-135m-instruct.train.jsonl"
 CUT = SegmentSettings(strategy="sliding", sliding_p=0.9, max_steps=4)
 LOOP_REP4 = 0.5
-
-
-def repeat_mask(ids: list[int], n: int = 4) -> list[bool]:
-    """For each token: does the n-gram ending at it occur earlier in ``ids``?"""
-    seen, mask = set(), []
-    for end in range(len(ids)):
-        gram = tuple(ids[end - n + 1:end + 1]) if end >= n - 1 else None
-        mask.append(gram in seen)
-        if gram is not None:
-            seen.add(gram)
-    return mask
 
 
 def positions(groups: list[int]) -> list[str]:
@@ -50,7 +39,7 @@ if __name__ == "__main__":
         ids = row["response_ids"]
         where = positions(segment_entropies(row["entropies"], CUT, vocab))
         looped = repeated_ngram_rate(ids) > LOOP_REP4
-        for kind, rep in zip(where, repeat_mask(ids)):
+        for kind, rep in zip(where, repeated_ngram_mask(ids)):
             for key in ("all", kind):
                 tokens[key] = tokens.get(key, 0) + 1
                 repeats[key] = repeats.get(key, 0) + rep

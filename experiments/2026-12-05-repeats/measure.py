@@ -1,7 +1,7 @@
 """The shipped model's teacher-forced reading of repeats and fresh tokens (README.md, question 2):
     python measure.py --data VAL.jsonl --layout 0 --out RESULT.json     (run.sh runs it from the repository root)
 
-`benchmarks/skip_path_split.py`'s keys, each split into `repeat` and `fresh` tokens (`composition.repeat_mask`): per
+`benchmarks/skip_path_split.py`'s keys, each split into `repeat` and `fresh` tokens (`plausibility.repeated_ngram_mask`): per
 key and kind the tokens, `base_top1` and `implausible`; fresh minus repeat with a 95% interval from bootstrap
 resamples of the rows. Prints a table; writes every row's counts.
 """
@@ -10,17 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from collections import Counter
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from composition import repeat_mask  # noqa: E402
-
 from benchmarks.skip_path_split import IMPLAUSIBLE_NLL, base_teacher, load_in_layout, skip_keys, teacher_forced
 from hamburger.bench.machine import machine_info
+from hamburger.eval.plausibility import repeated_ngram_mask
 from hamburger.train.batching import load_rows
 
 RATES = ("base_top1", "implausible")
@@ -41,7 +38,7 @@ def per_row(model, rows) -> list[dict]:
             assert res.targets[at:at + n].tolist() == row.response_ids, "tokens out of the rows' order"
             keys = iter(k[0] for k in skip_keys(row.groups, model.config.single_tail))
             counts: dict[str, Counter] = {}
-            for i, rep in enumerate(repeat_mask(row.response_ids)):
+            for i, rep in enumerate(repeated_ngram_mask(row.response_ids)):
                 j = index[at + i]
                 key = next(keys) if j == 0 else f"micro_{j + 1}"
                 c = counts.setdefault(f"{key}/{'repeat' if rep else 'fresh'}", Counter())

@@ -101,7 +101,20 @@ def after_merge_by_size(answer_ids: list[int], groups: list[int], greedy: list[i
     return out
 
 
+def repeated_ngram_mask(ids: list[int], n: int = 4) -> list[bool]:
+    """For each token: whether the n-gram ending at it already occurred earlier in ``ids`` (a *repeat*; False for
+    the first n - 1 tokens)."""
+    seen: set[tuple[int, ...]] = set()
+    mask = [False] * min(len(ids), n - 1)
+    for end in range(n - 1, len(ids)):
+        gram = tuple(ids[end - n + 1:end + 1])
+        mask.append(gram in seen)
+        seen.add(gram)
+    return mask
+
+
 def repeated_ngram_rate(ids: list[int], n: int = 4) -> float:
+    """The share of the n-grams of ``ids`` that are repeats: `repeated_ngram_mask`'s count over the n-grams."""
     grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
     return 1.0 - len(set(grams)) / len(grams) if grams else 0.0
 

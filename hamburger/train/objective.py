@@ -2,7 +2,8 @@
 
 * `lr_at`: linear warm-up then cosine decay to a floor.
 * `batch_stats` / `summarize`: sums of losses and accuracies that add up across micro-batches and
-  processes, and the metrics they give (token accuracy per micro position: 0 = the skip path).
+  processes, and the metrics they give (token accuracy per micro position: 0 = the skip path; also on *fresh*
+  tokens alone, those that repeat no earlier 4-gram of their answer, where a caller says which they are).
 * `Objective`: what the wrapped network computes: the KL teacher (if any), then the stage's forward.
 * `msd_forward`: the cheap first stage: the micro-step decoder and stop head trained on features of
   the ordinary (unmerged) base forward, which runs without gradients, on the data's groups or on a
@@ -36,17 +37,20 @@ T, TOKEN_LOSS, STOP_LOSS, KL, STOP_OK, REAL_POS, PADDED_POS, RESPONSE, HIDDEN, H
 
 
 def empty_stats(max_steps: int, device=None) -> torch.Tensor:
-    return torch.zeros(HEAD + 2 * max_steps, dtype=torch.float64, device=device)
+    return torch.zeros(HEAD + 4 * max_steps, dtype=torch.float64, device=device)
 
 
 def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int,
-                response_tokens: int | None = None) -> torch.Tensor:
+                response_tokens: int | None = None, fresh: torch.Tensor | None = None) -> torch.Tensor:
     """Sums over one micro-batch: [tokens, token loss, stop loss, kl, stop correct, positions, padded
-    positions, response tokens, hidden term, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1].
+    positions, response tokens, hidden term, correct tokens at micro index 0..k-1, tokens at micro index 0..k-1,
+    the same two on fresh tokens].
 
     "tokens" are the predictions the loss averages over; ``response_tokens`` (default: as many) the rows'
-    response tokens, which stage msd's chains (`msd_chains: all`) predict several times each. The sums stay on
-    the outputs' device: no host sync per step (the trainer reads them once per log line)."""
+    response tokens, which stage msd's chains (`msd_chains: all`) predict several times each. ``fresh``: a bool
+    per prediction, True where its target is fresh (`plausibility.repeated_ngram_mask` False); without it the
+    fresh sums stay 0. The sums stay on the outputs' device: no host sync per step (the trainer reads them once
+    per log line)."""
     n = out.targets.numel()
     s = empty_stats(max_steps, out.targets.device)
     s[T] = n
@@ -59,7 +63,13 @@ def batch_stats(out: TrainOutput, max_steps: int, real_pos: int, padded_pos: int
     s[RESPONSE] = n if response_tokens is None else response_tokens
     correct = (out.predictions == out.targets).double()
     s[HEAD:HEAD + max_steps] = s[HEAD:HEAD + max_steps].index_add(0, out.micro_index, correct)
-    s[HEAD + max_steps:] = s[HEAD + max_steps:].index_add(0, out.micro_index, torch.ones_like(correct))
+    s[HEAD + max_steps:HEAD + 2 * max_steps] = s[HEAD + max_steps:HEAD + 2 * max_steps].index_add(
+        0, out.micro_index, torch.ones_like(correct))
+    if fresh is not None:
+        keep = fresh.to(correct.dtype)
+        s[HEAD + 2 * max_steps:HEAD + 3 * max_steps] = s[HEAD + 2 * max_steps:HEAD + 3 * max_steps].index_add(
+            0, out.micro_index, correct * keep)
+        s[HEAD + 3 * max_steps:] = s[HEAD + 3 * max_steps:].index_add(0, out.micro_index, keep)
     return s
 
 
@@ -70,12 +80,16 @@ def summarize(s: torch.Tensor, max_steps: int, kl_weight: float, stop_weight: fl
     n = max(float(s[T]), 1.0)
     token_loss, stop_loss, kl = float(s[TOKEN_LOSS]) / n, float(s[STOP_LOSS]) / n, float(s[KL]) / n
     hidden = float(s[HIDDEN]) / n
-    correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:]
+    correct, count = s[HEAD:HEAD + max_steps], s[HEAD + max_steps:HEAD + 2 * max_steps]
+    fresh_correct, fresh_count = s[HEAD + 2 * max_steps:HEAD + 3 * max_steps], s[HEAD + 3 * max_steps:]
     out = {"tokens": int(s[T]), "response_tokens": int(s[RESPONSE]),
            "loss": token_weight * token_loss + stop_weight * stop_loss + kl_weight * kl + hidden_weight * hidden,
            "token_loss": token_loss, "stop_loss": stop_loss, "kl": kl,
            "token_acc": float(correct.sum()) / n, "stop_acc": float(s[STOP_OK]) / n,
            "token_acc_micro": [round(float(c / m), 4) if m else None for c, m in zip(correct, count)]}
+    if fresh_count.sum() > 0:
+        out["token_acc_micro_fresh"] = [round(float(c / m), 4) if m else None
+                                        for c, m in zip(fresh_correct, fresh_count)]
     if hidden_weight > 0:
         out["hidden"] = hidden
     if s[PADDED_POS] > 0:

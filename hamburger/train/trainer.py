@@ -37,6 +37,7 @@ from hamburger.core.modules import base_decoder_stack
 from hamburger.train.config import TrainConfig
 from hamburger.train.batching import Row, collate, load_rows, make_plan, padding_fraction, shard
 from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
+from hamburger.eval.plausibility import repeated_ngram_mask
 from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
 
 STATE_FILE = "trainer_state.pt"
@@ -320,7 +321,8 @@ class Trainer:
         self.stop_signal = signum
 
     def evaluate(self) -> dict:
-        """Loss, token accuracy per micro position and stop accuracy on the held-out rows (sharded), in the run's first
+        """Loss, token accuracy per micro position (also on fresh tokens alone, `token_acc_micro_fresh`: those that
+        repeat no earlier 4-gram of their answer) and stop accuracy on the held-out rows (sharded), in the run's first
         layout; with two, verify-fold's under "window"."""
         out = self.evaluate_layout(self.layouts[0])
         if len(self.layouts) > 1:
@@ -343,7 +345,10 @@ class Trainer:
             with self._autocast():
                 out = self.objective(collate(rows, k, self.dist.device, *layout))
             if n < len(mine):
-                stats += batch_stats(out, k, *padding_fraction([rows], *layout))
+                fresh = torch.tensor([not rep for r in rows for rep in repeated_ngram_mask(r.response_ids)],
+                                     device=out.targets.device)
+                stats += batch_stats(out, k, *padding_fraction([rows], *layout),
+                                     fresh=fresh if fresh.numel() == out.targets.numel() else None)
         stop_weight = 0.0 if layout[2] else cfg.stop_loss_weight
         return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, stop_weight, cfg.hidden_weight,
                          cfg.token_loss_weight)

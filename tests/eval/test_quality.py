@@ -2,11 +2,13 @@
 
 import math
 
+import random
+
 import pytest
 import torch
 
 from hamburger.eval.paired import Band, compare, paired_bootstrap, parse_bands, per_type, verdict
-from hamburger.eval.plausibility import plausibility, repeated_ngram_rate, token_nll
+from hamburger.eval.plausibility import plausibility, repeated_ngram_mask, repeated_ngram_rate, token_nll
 from tests.helpers import tiny_base
 
 
@@ -31,6 +33,17 @@ def test_nll_equals_direct_computation():
 def test_repeated_ngram_rate():
     assert repeated_ngram_rate([1, 2, 3, 4, 1, 2, 3, 4]) == pytest.approx(1 - 4 / 5)  # 5 grams, 4 distinct
     assert repeated_ngram_rate([1, 2, 3]) == 0.0 and repeated_ngram_rate([7] * 10) == pytest.approx(6 / 7)
+
+
+def test_repeated_ngram_mask_marks_the_repeats_the_rate_counts():
+    assert repeated_ngram_mask([1, 2, 3, 4, 1, 2, 3, 4, 5]) == [False] * 7 + [True, False]
+    assert repeated_ngram_mask([7] * 6) == [False] * 4 + [True, True] and repeated_ngram_mask([1, 2]) == [False] * 2
+    rng = random.Random(0)
+    for _ in range(50):
+        ids = [rng.randrange(3) for _ in range(rng.randrange(1, 30))]
+        grams = [tuple(ids[i:i + 4]) for i in range(len(ids) - 3)]
+        assert sum(repeated_ngram_mask(ids)) == len(grams) - len(set(grams))
+        assert repeated_ngram_rate(ids) == pytest.approx(sum(repeated_ngram_mask(ids)) / max(1, len(grams)))
 
 
 def test_bootstrap_known_answers():

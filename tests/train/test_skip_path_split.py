@@ -4,7 +4,7 @@ import torch
 
 from benchmarks.skip_path_split import skip_keys, skip_sources, split_accuracy
 from hamburger.train.batching import Row, to_batch
-from hamburger.train.objective import HEAD, batch_stats
+from hamburger.train.objective import HEAD, batch_stats, summarize
 from tests.helpers import tiny_hamburger
 
 
@@ -46,3 +46,20 @@ def test_split_adds_up_to_the_trainers_skip_path_accuracy():
     skip = sum(split[k]["accuracy"] * split[k]["tokens"] for k in ("prompt", "merged", "single"))
     assert skip == s[HEAD].item()
     assert split["micro_2"]["accuracy"] * 4 == s[HEAD + 1].item()
+
+
+def test_fresh_accuracy_counts_only_the_tokens_it_is_told_are_fresh():
+    model = tiny_hamburger("llama", seed=5)
+    rows = [Row([1, 40, 41], [50, 51, 52, 53, 54, 55, 56], [2, 1, 3, 1]), Row([1, 60], [61, 62, 63, 64], [1, 1, 2])]
+    with torch.no_grad():
+        out = model.training_forward(to_batch(rows))
+    assert "token_acc_micro_fresh" not in summarize(batch_stats(out, 4, 0, 0), 4, 0.0, 0.0)
+    every = summarize(batch_stats(out, 4, 0, 0, fresh=torch.ones_like(out.targets, dtype=torch.bool)), 4, 0.0, 0.0)
+    assert every["token_acc_micro_fresh"] == every["token_acc_micro"]
+    fresh = torch.tensor([i % 3 != 0 for i in range(out.targets.numel())])
+    s = batch_stats(out, 4, 0, 0, fresh=fresh)
+    right = (out.predictions == out.targets) & fresh
+    for j, acc in enumerate(summarize(s, 4, 0.0, 0.0)["token_acc_micro_fresh"]):
+        at = (out.micro_index == j) & fresh
+        assert acc == (round(right[at].sum().item() / at.sum().item(), 4) if at.any() else None)
+    assert torch.equal(s[:HEAD + 8], batch_stats(out, 4, 0, 0)[:HEAD + 8])  # the other sums do not change
