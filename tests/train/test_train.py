@@ -71,6 +71,8 @@ def test_overfit_every_base_mode(env, tmp_path, mode, stage):
     assert [x["kind"] for x in lines][:2] == ["start", "train"] and lines[-1]["kind"] == "end"
     evals = [x for x in lines if x["kind"] == "eval"]
     assert len(evals[-1]["token_acc_micro"]) == 4 and 0.0 <= evals[-1]["padding"] < 0.5
+    if stage == "full":  # one prediction per response token: the fresh ones (no earlier 4-gram repeated) are known
+        assert len(evals[-1]["token_acc_micro_fresh"]) == 4
     assert (tmp_path / mode / "last" / "trainer_state.pt").is_file()
     loaded, _, _ = load_checkpoint(tmp_path / mode / "last")  # `generate --model RUN/last` loads the same way
     for name, tensor in trainer.model.grafted_state_dict().items():
