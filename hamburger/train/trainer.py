@@ -34,13 +34,23 @@ from hamburger.core.lora import add_adapter_sets, add_lora, adapter_sets, has_lo
 from hamburger.core.model import GRAFTED, HamburgerModel
 from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
+from hamburger.eval.plausibility import repeated_ngram_mask
 from hamburger.train.config import TrainConfig
 from hamburger.train.batching import Row, collate, load_rows, make_plan, padding_fraction, shard
 from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
-from hamburger.eval.plausibility import repeated_ngram_mask
 from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
 
 STATE_FILE = "trainer_state.pt"
+
+
+def fresh_mask(rows: list[Row], out) -> torch.Tensor | None:
+    """True for each prediction of ``out`` whose target is fresh (`repeated_ngram_mask` False), where its targets are
+    the rows' response tokens in order (one prediction per token); None where they are not (e.g. `msd_chains: all`)."""
+    tokens = [t for r in rows for t in r.response_ids]
+    if out.targets.numel() != len(tokens) or out.targets.tolist() != tokens:
+        return None
+    return torch.tensor([not rep for r in rows for rep in repeated_ngram_mask(r.response_ids)],
+                        device=out.targets.device)
 
 
 class Trainer:
@@ -345,10 +355,7 @@ class Trainer:
             with self._autocast():
                 out = self.objective(collate(rows, k, self.dist.device, *layout))
             if n < len(mine):
-                fresh = torch.tensor([not rep for r in rows for rep in repeated_ngram_mask(r.response_ids)],
-                                     device=out.targets.device)
-                stats += batch_stats(out, k, *padding_fraction([rows], *layout),
-                                     fresh=fresh if fresh.numel() == out.targets.numel() else None)
+                stats += batch_stats(out, k, *padding_fraction([rows], *layout), fresh=fresh_mask(rows, out))
         stop_weight = 0.0 if layout[2] else cfg.stop_loss_weight
         return summarize(self.dist.all_sum(stats), k, cfg.kl_weight, stop_weight, cfg.hidden_weight,
                          cfg.token_loss_weight)

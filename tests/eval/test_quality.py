@@ -1,7 +1,6 @@
 """Plausibility under the base (against a direct computation) and the paired bootstrap (known answers)."""
 
 import math
-
 import random
 
 import pytest

@@ -4,6 +4,7 @@ import torch
 
 from benchmarks.skip_path_split import skip_keys, skip_sources, split_accuracy
 from hamburger.train.batching import Row, to_batch
+from hamburger.train.trainer import fresh_mask
 from hamburger.train.objective import HEAD, batch_stats, summarize
 from tests.helpers import tiny_hamburger
 
@@ -63,3 +64,12 @@ def test_fresh_accuracy_counts_only_the_tokens_it_is_told_are_fresh():
         at = (out.micro_index == j) & fresh
         assert acc == (round(right[at].sum().item() / at.sum().item(), 4) if at.any() else None)
     assert torch.equal(s[:HEAD + 8], batch_stats(out, 4, 0, 0)[:HEAD + 8])  # the other sums do not change
+
+
+def test_the_trainers_fresh_mask_follows_the_rows_tokens():
+    model = tiny_hamburger("llama", seed=5)
+    rows = [Row([1, 40], [50, 51, 52, 53, 50, 51, 52, 53, 54], [2, 3, 4]), Row([1, 60], [61, 62], [2])]
+    with torch.no_grad():
+        out = model.training_forward(to_batch(rows))
+    assert fresh_mask(rows, out).tolist() == [True] * 7 + [False, True] + [True] * 2
+    assert fresh_mask(rows[::-1], out) is None and fresh_mask(rows[:1], out) is None
