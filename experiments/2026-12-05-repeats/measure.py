@@ -1,9 +1,9 @@
 """The shipped model's teacher-forced reading of repeats and fresh tokens (README.md, question 2):
     python measure.py --data VAL.jsonl --layout 0 --out RESULT.json     (run.sh runs it from the repository root)
 
-`benchmarks/skip_path_split.py`'s keys, each split into `repeat` and `fresh` tokens (`plausibility.repeated_ngram_mask`): per
-key and kind the tokens, `base_top1` and `implausible`; fresh minus repeat with a 95% interval from bootstrap
-resamples of the rows. Prints a table; writes every row's counts.
+`benchmarks/skip_path_split.py`'s keys, each split into `repeat` and `fresh` tokens
+(`plausibility.repeated_ngram_mask`): per key and kind the tokens, `base_top1` and `implausible`; fresh minus repeat
+with a 95% interval from bootstrap resamples of the rows. Prints a table; writes every row's counts.
 """
 from __future__ import annotations
 
@@ -72,7 +72,8 @@ def main() -> None:
     draws = [[counts[rng.randrange(len(counts))] for _ in counts] for _ in range(args.resamples)]
     table = {}
     print(f"{len(rows)} rows, layout {args.layout or 'own'}\n")
-    print("| key | tokens fresh / repeat | base_top1 fresh | repeat | fresh - repeat [95%] | implausible fresh | repeat |")
+    print("| key | tokens fresh / repeat | base_top1 fresh | repeat | fresh - repeat [95%] "
+          "| implausible fresh | repeat |")
     print("|---|---|---|---|---|---|---|")
     for key in KEYS:
         f, r = f"{key}/fresh", f"{key}/repeat"
