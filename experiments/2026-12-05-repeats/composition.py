@@ -1,5 +1,5 @@
-"""How much of the training data repeats itself (README.md, question 1):
-    ../../.venv/bin/python composition.py > composition.md
+"""How much of the training data repeats itself (README.md, question 1; run.sh writes composition.md). By hand,
+from the repository root: PYTHONPATH=. .venv/bin/python experiments/2026-12-05-repeats/composition.py
 
 The committed greedy rows with their entropies (`data/segmented/`), cut as the GPU recipe cuts them (sliding 0.9,
 4 tokens at most). A token is a *repeat* when its 4-gram (itself and the three tokens before it in the answer)
@@ -8,8 +8,10 @@ occurred earlier in the same answer (`hamburger.eval.plausibility.repeated_ngram
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
+from benchmarks.skip_path_split import skip_sources
 from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.eval.plausibility import repeated_ngram_mask, repeated_ngram_rate
 
@@ -20,20 +22,15 @@ LOOP_REP4 = 0.5
 
 
 def positions(groups: list[int]) -> list[str]:
-    """For each token: `first` (the response's first token), `skip` (first of a group after a group of 2+),
-    `after_single` (first of a group after a one-token group) or `continue` (2nd..kth of a group)."""
-    out, before = [], 0
-    for n in groups:
-        out.append("first" if not before else "skip" if before > 1 else "after_single")
-        out += ["continue"] * (n - 1)
-        before = n
-    return out
+    """For each token: what the slot it is predicted from holds, for a group's first token (`skip_sources`:
+    `prompt`, `merged` or `single`), or `continue` for tokens 2..k of a group."""
+    return [kind for n, source in zip(groups, skip_sources(groups)) for kind in [source] + ["continue"] * (n - 1)]
 
 
 if __name__ == "__main__":
     meta = json.loads(DATA.with_name(DATA.name + ".meta.json").read_text())
     vocab = meta["entropy_vocab_size"]
-    tokens, repeats, loop_tokens = {}, {}, {}
+    tokens, repeats, loop_tokens = Counter(), Counter(), Counter()
     rows = [json.loads(line) for line in DATA.open()]
     for row in rows:
         ids = row["response_ids"]
@@ -41,11 +38,11 @@ if __name__ == "__main__":
         looped = repeated_ngram_rate(ids) > LOOP_REP4
         for kind, rep in zip(where, repeated_ngram_mask(ids)):
             for key in ("all", kind):
-                tokens[key] = tokens.get(key, 0) + 1
-                repeats[key] = repeats.get(key, 0) + rep
-                loop_tokens[key] = loop_tokens.get(key, 0) + looped
+                tokens[key] += 1
+                repeats[key] += rep
+                loop_tokens[key] += looped
     print(f"{len(rows):,} greedy answers of `{DATA.relative_to(ROOT)}`, cut sliding 0.9 (max 4 tokens)\n")
     print(f"| tokens | count | repeats | in loop answers (rep4 > {LOOP_REP4}) |")
     print("|---|---|---|---|")
-    for key in ("all", "continue", "skip", "after_single", "first"):
+    for key in ("all", "continue", "merged", "single", "prompt"):
         print(f"| {key} | {tokens[key]:,} | {repeats[key] / tokens[key]:.1%} | {loop_tokens[key] / tokens[key]:.1%} |")
