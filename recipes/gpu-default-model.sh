@@ -16,6 +16,8 @@
 #        lora-fold: lora-merged in the folding single-tail layout (`single_tail: 1`, `fold_tail: 2`: each group read
 #        off its single last token, the history older than 2 groups in one slot per group;
 #        experiments/2026-11-25-fold-tail);
+#        lora-fold-fresh: lora-fold without the training answers that loop (`max_repeat: 0.5`, rep4 above 0.5: 16% of
+#        the greedy answers, holding 52% of their repeated tokens; experiments/2026-12-05-repeats, question 3);
 #        lora-verify-fold: lora-merged in the layout verify mode's folding decodes in (`verify_window: 16`: every
 #        token its own slot, predicted by the base, each entropy segment folded into one merged slot 16 tokens after
 #        its end; the reading only, `stop_loss_weight: 0`; experiments/2026-11-26-verify-speed; it unlearned
@@ -153,6 +155,8 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
             --set single_tail=1 > "$W/lora-single-tail.log" 2>&1 ;;
         lora-fold) train lora-fold configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set single_tail=1 --set fold_tail=2 > "$W/lora-fold.log" 2>&1 ;;
+        lora-fold-fresh) train lora-fold-fresh configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
+            --set single_tail=1 --set fold_tail=2 --set max_repeat=0.5 > "$W/lora-fold-fresh.log" 2>&1 ;;
         lora-verify-fold) train lora-verify-fold configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
             --set verify_window=16 --set stop_loss_weight=0 > "$W/lora-verify-fold.log" 2>&1 ;;
         lora-both) train lora-both configs/smollm2-gpu-lora-merged.yaml "$TRAIN" \
@@ -183,7 +187,7 @@ for run in ${RUNS:-full lora-two-sets lora-merged lora frozen}; do
         full) train full configs/smollm2-gpu-full-fast.yaml "$TRAIN" --set compile="${COMPILE:-false}" \
             > "$W/full.log" 2>&1 ;;
         data) ;;  # the data steps only (a lent machine that gets the warm start in a later call)
-        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-after | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
+        *) echo "unknown run $run (data | lora-merged | lora-single-tail | lora-fold | lora-fold-fresh | lora-verify-fold | lora-both | lora-fold-kl | lora-fold-pure | lora-fold-mix | lora-fold-reverse | keep-fold-lora | keep-fold-after | keep-fold-full | lora-msd-context | lora-grow4 | lora-two-sets | lora-after-merge | full | lora | frozen)"; exit 2 ;;
     esac
 done
 stamp done

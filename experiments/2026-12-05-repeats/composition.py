@@ -31,11 +31,14 @@ if __name__ == "__main__":
     meta = json.loads(DATA.with_name(DATA.name + ".meta.json").read_text())
     vocab = meta["entropy_vocab_size"]
     tokens, repeats, loop_tokens = Counter(), Counter(), Counter()
+    loop_rows, loop_repeats = 0, 0  # (question 3: what `max_repeat: 0.5` leaves out)
     rows = [json.loads(line) for line in DATA.open()]
     for row in rows:
         ids = row["response_ids"]
         where = positions(segment_entropies(row["entropies"], CUT, vocab))
         looped = repeated_ngram_rate(ids) > LOOP_REP4
+        loop_rows += looped
+        loop_repeats += looped * sum(repeated_ngram_mask(ids))
         for kind, rep in zip(where, repeated_ngram_mask(ids)):
             for key in ("all", kind):
                 tokens[key] += 1
@@ -46,3 +49,7 @@ if __name__ == "__main__":
     print("|---|---|---|---|")
     for key in ("all", "continue", "merged", "single", "prompt"):
         print(f"| {key} | {tokens[key]:,} | {repeats[key] / tokens[key]:.1%} | {loop_tokens[key] / tokens[key]:.1%} |")
+    kept = tokens["all"] - loop_tokens["all"]
+    print(f"\nLoop answers: {loop_rows:,} of {len(rows):,} ({loop_rows / len(rows):.1%}), holding "
+          f"{loop_repeats / repeats['all']:.1%} of the repeats. Without them (`hamburger train`'s `max_repeat: 0.5`) "
+          f"{kept:,} tokens are left, {(repeats['all'] - loop_repeats) / kept:.1%} of them repeats.")

@@ -19,6 +19,7 @@ from hamburger.core.packing import PackedBatch, TrainBatch, layout_slots, pack
 from hamburger.data.dataset import load_dataset
 from hamburger.data.segment import SegmentSettings, segment_entropies
 from hamburger.errors import HamburgerError
+from hamburger.eval.plausibility import repeated_ngram_rate
 
 
 @dataclass
@@ -60,6 +61,12 @@ def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int,
     rows = [Row(r["prompt_ids"], r["response_ids"], r["groups"],
                 tuple(segment_entropies(r["entropies"], s, vocab) for s in recut)) for r in records]
     return rows, meta
+
+
+def unrepetitive(rows: list[Row], max_repeat: float) -> list[Row]:
+    """The rows whose responses repeat themselves at most ``max_repeat`` (the share of their 4-grams that occurred
+    earlier in the response, `repeated_ngram_rate`: the rep4 the quality measures report), in their order."""
+    return [r for r in rows if repeated_ngram_rate(r.response_ids) <= max_repeat]
 
 
 def collate(rows: list[Row], max_steps: int, device=None, single_tail: int = 0, fold: int = 0, window: int = 0,

@@ -82,6 +82,9 @@ class TrainConfig:
     recut: list[dict] = field(default_factory=list)  # segmentation settings ({strategy: sliding, sliding_p: 0.7},
     #   keys of segment.SegmentSettings but max_steps); epoch e re-cuts every row's stored entropies with entry
     #   e mod len(recut) instead of using its stored groups (empty = the stored groups every epoch)
+    max_repeat: float = 1.0  # leave out the training rows whose responses repeat themselves more: a share of their
+    #                          4-grams that occurred earlier in the response (rep4) above this (0.5 drops the loops;
+    #                          1.0 keeps every row). Held-out rows are all kept
     out: str = "runs/train"  # run folder: metrics.jsonl, config.json, last/ (checkpoint + trainer state)
     # --- optimisation (AdamW)
     lr_grafted: float = 3e-4  # peak learning rate of the embedder, micro-step decoder and stop head
@@ -160,6 +163,7 @@ class TrainConfig:
         need(0 <= self.kl_mix <= 1 and (self.kl_mix == 0 or self.kl_weight > 0),
              f"kl_mix must be in [0, 1] and needs kl_weight > 0, got {self.kl_mix}")
         need(self.epochs > 0, f"epochs must be > 0, got {self.epochs}")
+        need(0 <= self.max_repeat <= 1, f"max_repeat must be in [0, 1], got {self.max_repeat}")
         need(0 <= self.single_tail < self.max_steps,
              f"single_tail must be in 0..max_steps - 1 ({self.max_steps - 1}), got {self.single_tail}")
         need(self.hidden_weight >= 0, f"hidden_weight must be >= 0, got {self.hidden_weight}")

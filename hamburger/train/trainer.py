@@ -36,7 +36,8 @@ from hamburger.core.packing import PackedBatch, TrainBatch
 from hamburger.core.modules import base_decoder_stack
 from hamburger.eval.plausibility import repeated_ngram_mask
 from hamburger.train.config import TrainConfig
-from hamburger.train.batching import Row, collate, load_rows, make_plan, padding_fraction, shard
+from hamburger.train.batching import (Row, collate, load_rows, make_plan, padding_fraction, shard,
+                                     unrepetitive)
 from hamburger.train.dist import gathered, grad_sync, init_dist, is_fsdp, load_optimizer_state, optimizer_state, wrap
 from hamburger.train.objective import Objective, batch_stats, empty_stats, lr_at, summarize
 
@@ -101,6 +102,15 @@ class Trainer:
         vocab = self.model.base.get_input_embeddings().num_embeddings
         k = self.model.config.max_steps
         self.rows, _ = load_rows(cfg.data, self.tokenizer, k, vocab, cfg.recut_settings(k))
+        if cfg.max_repeat < 1:
+            kept = unrepetitive(self.rows, cfg.max_repeat)
+            if not kept:
+                raise HamburgerError(f"max_repeat {cfg.max_repeat} leaves none of the {len(self.rows)} rows of "
+                                     f"{cfg.data}")
+            if self.dist.main:
+                print(f"hamburger train: max_repeat {cfg.max_repeat}: training on {len(kept)} of {len(self.rows)} "
+                      "rows", file=sys.stderr)
+            self.rows = kept
         fold_cut = cfg.recut_settings(k) if cfg.verify_fold else ()  # (held-out rows cut as the training rows are)
         self.eval_rows = [r.at_epoch(0) for r in load_rows(cfg.eval_data, self.tokenizer, k, vocab, fold_cut)[0]
                           ] if cfg.eval_data else []

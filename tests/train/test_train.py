@@ -290,6 +290,31 @@ def test_msd_soft_targets_are_the_base_distribution_of_each_micro_token(env, tmp
         config(env, tmp_path / "x", msd_chains="all", stop_target="accepted")
 
 
+def test_max_repeat_leaves_out_the_training_rows_that_repeat_themselves(env, tmp_path, char_tokenizer, capsys):
+    data = write_dataset(tmp_path / "loops.jsonl", char_tokenizer)
+    rows = [json.loads(x) for x in data.read_text().splitlines()]
+    loop, echo = [11, 12, 13, 14] * 3, [11, 12, 13, 14, 11, 12, 13, 14, 20, 21]  # rep4 5/9 and 1/7
+    for row, response in zip(rows, [loop, loop, echo]):
+        row["response_ids"], row["groups"] = response, [2] * (len(response) // 2)
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    fresh = [r["response_ids"] for r in rows[3:]]  # (random 4-12 tokens from 50: no 4-gram twice)
+    assert [r.response_ids for r in Trainer(config(env, tmp_path / "a", data=str(data))).rows] == [
+        r["response_ids"] for r in rows]
+    assert [r.response_ids for r in Trainer(config(env, tmp_path / "b", data=str(data), max_repeat=0.5)).rows] == [
+        echo] + fresh
+    assert "max_repeat 0.5: training on 22 of 24 rows" in capsys.readouterr().err
+    strict = Trainer(config(env, tmp_path / "c", data=str(data), max_repeat=0.0, eval_data=str(data)))
+    assert [r.response_ids for r in strict.rows] == fresh and len(strict.eval_rows) == 24  # (held-out rows all kept)
+    assert max(i for _, _, batch in strict.plan.steps for i in batch) < len(fresh)
+    loops = tmp_path / "only-loops.jsonl"
+    loops.write_text("".join(json.dumps(row) + "\n" for row in rows[:2]))
+    loops.with_name(loops.name + ".meta.json").write_text(Path(f"{data}.meta.json").read_text())
+    with pytest.raises(HamburgerError, match="max_repeat 0.5 leaves none of the 2 rows"):
+        Trainer(config(env, tmp_path / "d", data=str(loops), max_repeat=0.5))
+    with pytest.raises(HamburgerError, match="max_repeat must be in"):
+        config(env, tmp_path / "e", max_repeat=1.5)
+
+
 def test_config_and_data_errors(env, tmp_path, char_tokenizer, capsys):
     with pytest.raises(HamburgerError, match="unknown key.*bogus.*valid keys: base, init"):
         TrainConfig.from_dict({"bogus": 1})
