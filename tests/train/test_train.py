@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -347,6 +348,13 @@ def test_config_and_data_errors(env, tmp_path, char_tokenizer, capsys):
     wide = write_dataset(tmp_path / "wide.jsonl", char_tokenizer, max_steps=6)
     with pytest.raises(HamburgerError, match="max_steps"):
         Trainer(config(env, tmp_path / "w", data=str(wide)))
+
+
+def test_training_doc_names_every_setting():  # (`hamburger train --help` sends users there for every setting)
+    text = (ROOT / "docs" / "training.md").read_text()
+    missing = [f for f in TrainConfig.field_names()
+               if not re.search(rf"`{f}\b|--{f.replace('_', '-')}\b", text)]
+    assert missing == []
 
 
 def test_batches_are_bucketed_deterministic_and_sharded():
