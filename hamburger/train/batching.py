@@ -64,8 +64,9 @@ def load_rows(path: str, tokenizer, max_steps: int, vocab_size: int,
 
 
 def unrepetitive(rows: list[Row], max_repeat: float) -> list[Row]:
-    """The rows whose responses repeat themselves at most ``max_repeat`` (the share of their 4-grams that occurred
-    earlier in the response, `repeated_ngram_rate`: the rep4 the quality measures report), in their order."""
+    """The rows whose responses repeat themselves at most ``max_repeat``, in their order: the share of their 4-grams
+    that occurred earlier in the response (`repeated_ngram_rate`, the quality measures' rep4, here over the stored
+    response tokens, its end token included)."""
     return [r for r in rows if repeated_ngram_rate(r.response_ids) <= max_repeat]
 
 
