@@ -14,11 +14,16 @@ from hamburger.errors import HamburgerError
 
 
 def read_prompt(args: argparse.Namespace) -> str:
+    """The prompt from the command line or stdin; an empty one is refused before any model loads."""
     if args.prompt == "-" or (args.prompt is None and not sys.stdin.isatty()):
-        return sys.stdin.read()
-    if args.prompt is None:
+        prompt = sys.stdin.read()
+    elif args.prompt is None:
         raise HamburgerError("give a PROMPT (or '-' to read it from stdin)")
-    return args.prompt
+    else:
+        prompt = args.prompt
+    if not prompt.strip():
+        raise HamburgerError("the prompt is empty")
+    return prompt
 
 
 def generate_file(args: argparse.Namespace, config, device: str) -> int:

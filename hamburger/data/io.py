@@ -96,11 +96,14 @@ def write_jsonl(rows: list[dict], path: str | os.PathLike) -> None:
 
 
 def read_prompt_file(path: str | os.PathLike) -> list[dict]:
-    """The rows of a prompt file: jsonl, each row an object with a string field ``prompt`` (other fields kept)."""
+    """The rows of a prompt file: jsonl, each row an object with a non-empty string field ``prompt`` (other fields
+    kept)."""
     rows = read_jsonl(path)
     for n, row in enumerate(rows, 1):
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise HamburgerError(f"{path}:{line_of(path, n)}: each line needs a string field 'prompt'")
+        if not row["prompt"].strip():
+            raise HamburgerError(f"{path}:{line_of(path, n)}: the prompt is empty")
     if not rows:
         raise HamburgerError(f"{path}: no prompts")
     return rows

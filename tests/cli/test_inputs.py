@@ -60,6 +60,8 @@ def test_cli_reports_errors_in_one_line(tmp_path, capsys):
     assert "top_p" in capsys.readouterr().err
     assert main(["generate", "--model", str(tmp_path), "--max-new-tokens", "-4", "hello"]) == 1
     assert "max_new_tokens" in capsys.readouterr().err
+    assert main(["generate", "--model", str(tmp_path), "  \n"]) == 1  # (refused before the model would fail to load)
+    assert capsys.readouterr().err.strip() == "hamburger generate: error: the prompt is empty"
 
 
 def test_help_lists_verbs(capsys):

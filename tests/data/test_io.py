@@ -50,6 +50,9 @@ def test_read_prompt_file(tmp_path):
     path.write_text('{"prompt": "a"}\n\n{"text": "b"}\n')
     with pytest.raises(HamburgerError, match=r"p\.jsonl:3: each line needs a string field 'prompt'"):
         read_prompt_file(path)
+    path.write_text('{"prompt": "a"}\n{"prompt": " \\n"}\n')
+    with pytest.raises(HamburgerError, match=r"p\.jsonl:2: the prompt is empty"):
+        read_prompt_file(path)
     path.write_text("\n")
     with pytest.raises(HamburgerError, match="no prompts"):
         read_prompt_file(path)
