@@ -36,10 +36,10 @@ if __name__ == "__main__":
     for row in rows:
         ids = row["response_ids"]
         where = positions(segment_entropies(row["entropies"], CUT, vocab))
-        looped = repeated_ngram_rate(ids) > LOOP_REP4
+        looped, mask = repeated_ngram_rate(ids) > LOOP_REP4, repeated_ngram_mask(ids)
         loop_rows += looped
-        loop_repeats += looped * sum(repeated_ngram_mask(ids))
-        for kind, rep in zip(where, repeated_ngram_mask(ids)):
+        loop_repeats += looped * sum(mask)
+        for kind, rep in zip(where, mask):
             for key in ("all", kind):
                 tokens[key] += 1
                 repeats[key] += rep

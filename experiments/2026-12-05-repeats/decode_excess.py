@@ -15,11 +15,13 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parents[1] / "2026-12-03-default-knob-fold" / "calibration" / "examples.jsonl"
 LOOP_REP4 = 0.5
 LARGE = 0.2
+EXAMPLE = ("gsm8k", "gsm8k:7462", "hamburger@0.95", "number of gold bars that can be distributed to the 4 friends")
 
 
 def main() -> None:
     rows = [json.loads(line) for line in EXAMPLES.open()]
     by = {(r["task"], r["method"], r["id"]): r["rep4"] for r in rows}
+    texts = {(r["task"], r["method"], r["id"]): r["text"] for r in rows}
     methods = sorted({r["method"] for r in rows if r["method"].startswith("hamburger@")
                       and r["confidence"] < 1})
     print(f"`{EXAMPLES.relative_to(EXAMPLES.parents[3])}`: HAMburger's rep4 minus the base's greedy answer's, per "
@@ -38,6 +40,9 @@ def main() -> None:
             large = [d for d in diffs if abs(d) > LARGE]
             print(f"| {task} | {method} | {n} | {sum(diffs) / n:+.3f} | {looped / n:+.3f} ({loops[0]} / {loops[1]}) | "
                   f"{sum(large) / n:+.3f} ({len(large)}) | {(sum(diffs) - sum(large)) / n:+.3f} |")
+    task, row, method, phrase = EXAMPLE
+    print(f"\nAn example of restating: \"{phrase}\" occurs {texts[(task, method, row)].count(phrase)} times in "
+          f"{method}'s answer to {row} and {texts[(task, 'base', row)].count(phrase)} times in the base's.")
 
 
 if __name__ == "__main__":
