@@ -41,30 +41,49 @@ def make_char_tokenizer():
     return fast
 
 
-def tiny_base(family: str = "llama", seed: int = 0, vocab: int = 100):
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+# family -> (transformers config class, causal LM class, settings beside the common ones): the base families the
+# engine's equalities are checked on (tests/core/test_families.py); llama and qwen2 serve most other tests
+FAMILIES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "llama-eager": ("LlamaConfig", "LlamaForCausalLM", {"attn_implementation": "eager"}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {}),  # (its last layer has no rotary embedding)
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16, "layer_types": ["full_attention"] * 4,
+                                                     "final_logit_softcapping": None}),  # (eager attention)
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+}
 
+
+def tiny_base(family: str = "llama", seed: int = 0, vocab: int = 100, **settings):
+    """A tiny random causal LM of ``family`` (a key of `FAMILIES`); ``settings`` override its config's."""
+    import transformers
+
+    config_class, model_class, extra = FAMILIES[family]
     torch.manual_seed(seed)
     common = dict(vocab_size=vocab, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
                   num_key_value_heads=2, intermediate_size=128, max_position_embeddings=1024,
                   bos_token_id=1, eos_token_id=[2, 3], pad_token_id=0, tie_word_embeddings=True)
-    if family == "llama":
-        model = LlamaForCausalLM(LlamaConfig(**common))
-    elif family == "qwen2":
-        model = Qwen2ForCausalLM(Qwen2Config(**common))
-    else:
-        raise ValueError(family)
+    config = getattr(transformers, config_class)(**{**common, **extra, **settings})
+    model = getattr(transformers, model_class)(config)
     model.generation_config.eos_token_id = [2, 3]
     model.generation_config.pad_token_id = 0
     return model.eval()
 
 
-def tiny_hamburger(family: str = "llama", seed: int = 0, max_steps: int = 4, randomize: bool = True, **cfg):
-    """A HAMburger on a tiny random base; `randomize` gives the grafted modules non-trivial weights."""
+def tiny_hamburger(family: str = "llama", seed: int = 0, max_steps: int = 4, randomize: bool = True,
+                   base_settings: dict | None = None, **cfg):
+    """A HAMburger on a tiny random base (``base_settings``: `tiny_base`'s); `randomize` gives the grafted modules
+    non-trivial weights."""
     from hamburger.core.config import HamburgerConfig
     from hamburger.core.model import HamburgerModel
 
-    base = tiny_base(family, seed)
+    base = tiny_base(family, seed, **(base_settings or {}))
     model = HamburgerModel(base, HamburgerConfig(max_steps=max_steps, **cfg)).eval()
     if randomize:
         g = torch.Generator().manual_seed(seed + 1)

@@ -32,6 +32,7 @@ from transformers import DynamicCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hamburger.core.lora import adapters_disabled
+from hamburger.core.masks import as_read_by
 
 LAYER_PARTS = {"self_attn", "mlp", "input_layernorm", "post_attention_layernorm"}
 ATTENTION_PARTS = {"q_proj", "k_proj", "v_proj", "o_proj"}
@@ -90,6 +91,8 @@ class LeanStack:
         self.rotary = family.apply_rotary_pos_emb
         self.eager = getattr(family, "eager_attention_forward", None)
         self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(stack.config._attn_implementation, self.eager)
+        if stack.config._attn_implementation == "eager":  # (it adds its mask: the boolean masks become additive)
+            self.attend = _additive_masks(self.attend)
         param = next(stack.parameters())
         with torch.inference_mode():
             self.norms = [(_rms_norm(layer.input_layernorm), _rms_norm(layer.post_attention_layernorm))
@@ -113,13 +116,17 @@ class LeanStack:
         return lean if lean.agrees() else None
 
     def agrees(self) -> bool:
-        """One 5-position forward, then one more position on the cache, both ways: the same outputs?"""
+        """One 5-position forward, then one more position on the cache, both ways, at positions spread over up to 512:
+        the same outputs?"""
         stack = self.stack
         param = next(stack.parameters())
         d = stack.config.hidden_size
         generator = torch.Generator().manual_seed(0)
         x = torch.randn(1, 6, d, generator=generator).to(param.device, param.dtype)
-        positions = torch.arange(6, device=param.device)[None]
+        # positions far apart (as after merges), so a rotation applied where the family applies none, or applied
+        # differently, changes the outputs well beyond the tolerance
+        span = max(6, min(getattr(stack.config, "max_position_embeddings", None) or 512, 512))
+        positions = torch.linspace(0, span - 1, 6).round().long().to(param.device)[None]
         causal = torch.ones(6, 6, dtype=torch.bool, device=param.device).tril()[None, None]
         outputs = []
         with torch.inference_mode(), adapters_disabled(stack):  # (it serves forwards where no adapter acts)
@@ -127,8 +134,9 @@ class LeanStack:
                 cache, last = DynamicCache(config=stack.config), None
                 for at in (slice(0, 5), slice(5, 6)):
                     args = (x[:, at], positions[:, at], causal[:, :, at, :at.stop], cache)
+                    mask = as_read_by(args[2], stack.config._attn_implementation, x.dtype)  # (as `base_forward`)
                     last = self(*args, taps=())[0] if lean else stack(
-                        inputs_embeds=args[0], position_ids=args[1], attention_mask=args[2], past_key_values=cache,
+                        inputs_embeds=args[0], position_ids=args[1], attention_mask=mask, past_key_values=cache,
                         use_cache=True).last_hidden_state
                 outputs.append(last.float())
         scale = outputs[0].abs().max().clamp(min=1.0)
@@ -152,7 +160,8 @@ class LeanStack:
             x = before_attention(h)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (_linear(p, x, fuse).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
-            q, k = rotate(q, k)
+            if getattr(attn, "use_rope", True):  # (SmolLM3's layers without a positional embedding: `use_rope` False)
+                q, k = rotate(q, k)
             if hook is not None and hook.attends(attn.layer_idx):
                 out = hook.attend(self.attend, attn, q, k, v, attention_mask, attn.scaling)
             else:
@@ -210,6 +219,15 @@ def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor) -> bool:
     if cos.shape[-1] != attn.head_dim:  # (a partial rotary embedding)
         return False
     return all(torch.equal(a, b) for a, b in zip(_rotation(cos, sin)(q, k), rotary(q, k, cos, sin)))
+
+
+def _additive_masks(attend):
+    """``attend`` (an eager attention function, which adds its mask to the scores) given each boolean mask in the
+    additive form it reads (`masks.as_read_by`)."""
+
+    def run(module: nn.Module, q, k, v, mask, *args, **kwargs):
+        return attend(module, q, k, v, as_read_by(mask, "eager", q.dtype), *args, **kwargs)
+    return run
 
 
 def _sdpa_in_place(attend):

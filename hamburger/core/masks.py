@@ -32,3 +32,15 @@ def slot_mask(valid: torch.Tensor, first_query: int = 0, queries: int | None = N
         mask = mask & ((query_slot[:, None] - key_slot[None, :])[None] < lifetime[:, None, :])
     mask = mask | (key_slot[None, :] == query_slot[:, None])[None]
     return mask[:, None]
+
+
+MASK_READERS = ("sdpa", "eager")  # the attention implementations that read an explicit [B, 1, q, K] mask
+
+
+def as_read_by(mask: torch.Tensor | None, implementation: str | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """``mask`` as the attention implementation ``implementation`` reads it: SDPA takes the boolean mask as it is;
+    eager attention *adds* its mask to the scores, so there True becomes 0 and False the most negative ``dtype``
+    value (what transformers' own eager masks hold). A mask that is not boolean is returned as it is."""
+    if mask is None or implementation != "eager" or mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)

@@ -19,7 +19,7 @@ from transformers import DynamicCache, StaticCache
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.lean import LeanStack
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
-from hamburger.core.masks import FOREVER, slot_mask
+from hamburger.core.masks import FOREVER, MASK_READERS, as_read_by, slot_mask
 from hamburger.core.modules import (COMPILE_REGIONS, CompositionalEmbedder, Drafter, MicroStepDecoder, StopHead,
                                     base_decoder_stack, layerwise_compiled)
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
@@ -116,6 +116,11 @@ def as_teacher(teacher: "TeacherStates | torch.Tensor | None") -> "TeacherStates
 class HamburgerModel(nn.Module):
     def __init__(self, base: nn.Module, config: HamburgerConfig):
         super().__init__()
+        attention = base.config._attn_implementation
+        if attention not in MASK_READERS:
+            raise HamburgerError(f"{type(base).__name__} attends with {attention!r}, which cannot read HAMburger's "
+                                 f"explicit slot masks (positions jump after merges): load it with attn_implementation "
+                                 f"{' or '.join(map(repr, MASK_READERS))}")
         self.base = base
         self.config = config.for_base(base.config)
         # the grafted modules live where the base does (a base already on a GPU gets them on that GPU too)
@@ -286,6 +291,7 @@ class HamburgerModel(nn.Module):
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         self._taps = []  # (the tap layers' hooks fill it; built after `_lean_stack`, whose check runs the stack)
+        attention_mask = as_read_by(attention_mask, self.base.config._attn_implementation, inputs_embeds.dtype)
         try:
             with gated:
                 out = stack(inputs_embeds=inputs_embeds, position_ids=position_ids, attention_mask=attention_mask,

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hamburger.core.config import HamburgerConfig
-from hamburger.core.masks import slot_mask
+from hamburger.core.masks import as_read_by, slot_mask
 from hamburger.errors import HamburgerError
 
 
@@ -116,6 +116,7 @@ class MicroStepDecoder(nn.Module):
         positions = torch.arange(start, start + s, device=x.device)[None].expand(n, -1)
         position_embeddings = self.rotary(x, positions)
         mask = slot_mask(torch.ones(1, start + s, dtype=torch.bool, device=x.device), start) if s > 1 else None
+        mask = as_read_by(mask, self.config._attn_implementation, x.dtype)
         for layer in self.layers:
             out = layer(x, attention_mask=mask, position_ids=positions, past_key_values=cache,
                         use_cache=cache is not None, position_embeddings=position_embeddings)
