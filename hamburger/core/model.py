@@ -565,6 +565,7 @@ class HamburgerModel(nn.Module):
                 at = prompt.joined(packed.response_at)
             else:
                 self._taps = None
+                mask = as_read_by(mask, self.base.config._attn_implementation, self.dtype)
                 final = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask,
                                                use_cache=False).last_hidden_state
                 at = packed.response_at

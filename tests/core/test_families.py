@@ -56,3 +56,17 @@ def test_attention_that_reads_no_mask_is_refused():
     base.config._attn_implementation = "flash_attention_2"
     with pytest.raises(HamburgerError, match="flash_attention_2"):
         HamburgerModel(base, HamburgerConfig(max_steps=4))
+
+
+@pytest.mark.parametrize("family", ["llama", "llama-eager", "gemma2"])
+def test_kl_teacher_is_the_base_own_forward(family):
+    """The KL teacher (the unmerged base over [prompt, response], right-padded rows) gives at each response token the
+    logits of the base's own forward over that row alone."""
+    from hamburger.core.packing import TrainBatch
+
+    model = tiny_hamburger(family)
+    prompts, responses = [[1, 5, 6], [1, 7]], [[8, 9, 10, 11], [12, 13, 14]]
+    teacher = model.teacher_states(TrainBatch(prompts, responses, [[1] * len(r) for r in responses]))
+    with torch.no_grad():
+        expected = [model.base(torch.tensor([p + r])).logits[0, len(p) - 1:-1] for p, r in zip(prompts, responses)]
+    torch.testing.assert_close(teacher.logits(), torch.cat(expected).float(), rtol=1e-4, atol=1e-4)
