@@ -44,3 +44,33 @@ def as_read_by(mask: torch.Tensor | None, implementation: str | None, dtype: tor
     if mask is None or implementation != "eager" or mask.dtype != torch.bool:
         return mask
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)
+
+
+def sliding_window(base_config) -> tuple[int | None, bool]:
+    """(window W, every layer slides?) of a transformers text config whose attention slides over the last W positions
+    in some layers (Gemma 2 and 3, Qwen2 with ``use_sliding_window``) or all (Mistral, Phi-3): (None, False) where none
+    does."""
+    window = getattr(base_config, "sliding_window", None)
+    if not window or getattr(base_config, "use_sliding_window", True) is False:
+        return None, False
+    types = getattr(base_config, "layer_types", None)
+    if types is None:
+        return window, True
+    if "sliding_attention" not in types:
+        return None, False
+    return window, all(t == "sliding_attention" for t in types)
+
+
+def by_layer_type(mask: torch.Tensor, base_config, query_positions: torch.Tensor,
+                  key_positions: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
+    """The [B, 1, q, K] slot mask as the base's layers read it. A base with a sliding window W (`sliding_window`) sees,
+    in its sliding layers, only keys less than W positions before the query (transformers' rule; a merged slot sits at
+    its last token's position), so those layers get ``mask`` with the older keys hidden: in place of ``mask`` where
+    every layer slides, else as ``{"full_attention": mask, "sliding_attention": ...}``, the mapping transformers'
+    stacks take. ``query_positions`` [B, q], ``key_positions`` [B, K]: rotary positions."""
+    window, every = sliding_window(base_config)
+    if window is None:
+        return mask
+    # (a query's own slot has its position, so each query still sees itself)
+    slid = mask & ((query_positions[:, :, None] - key_positions[:, None, :]) < window)[:, None]
+    return slid if every else {"full_attention": mask, "sliding_attention": slid}

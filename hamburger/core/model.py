@@ -19,7 +19,7 @@ from transformers import DynamicCache, StaticCache
 from hamburger.core.config import HamburgerConfig
 from hamburger.core.lean import LeanStack
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
-from hamburger.core.masks import FOREVER, MASK_READERS, as_read_by, slot_mask
+from hamburger.core.masks import FOREVER, MASK_READERS, as_read_by, by_layer_type, slot_mask
 from hamburger.core.modules import (COMPILE_REGIONS, CompositionalEmbedder, Drafter, MicroStepDecoder, StopHead,
                                     base_decoder_stack, layerwise_compiled)
 from hamburger.core.packing import PackedBatch, TrainBatch, as_packed, group_windows, input_sizes
@@ -116,11 +116,16 @@ def as_teacher(teacher: "TeacherStates | torch.Tensor | None") -> "TeacherStates
 class HamburgerModel(nn.Module):
     def __init__(self, base: nn.Module, config: HamburgerConfig):
         super().__init__()
+        base_decoder_stack(base)  # (refuses a base whose stack it cannot graft onto, before reading its config)
         attention = base.config._attn_implementation
         if attention not in MASK_READERS:
             raise HamburgerError(f"{type(base).__name__} attends with {attention!r}, which cannot read HAMburger's "
                                  f"explicit slot masks (positions jump after merges): load it with attn_implementation "
                                  f"{' or '.join(map(repr, MASK_READERS))}")
+        cap = getattr(base.config.get_text_config(), "final_logit_softcapping", None)
+        if cap:  # (Gemma 2: its causal LM caps the head's logits, and HAMburger's paths read the head itself)
+            raise HamburgerError(f"{type(base).__name__} soft-caps its logits (final_logit_softcapping {cap}), which "
+                                 f"HAMburger does not apply yet: its probabilities would not be the base's")
         self.base = base
         self.config = config.for_base(base.config)
         # the grafted modules live where the base does (a base already on a GPU gets them on that GPU too)
@@ -255,9 +260,10 @@ class HamburgerModel(nn.Module):
         """One base forward -> (final normed hidden [B, S, d], features [B, S, m, d]).
 
         ``attention_mask`` is an explicit [B, 1, S, slots] boolean mask: positions jump after merges,
-        so nothing may be inferred from them. ``merged_slots`` [B, S] marks inputs that merge 2+ tokens
-        (None: none do; ``lora_scope: after_fold`` also marks a row's first input after a fold); ``merged_before`` [B]
-        marks rows whose cached slots hold a merged one (after_fold: or that folded; None: none).
+        so nothing may be inferred from them (for a base with a sliding window, a mask per layer type as
+        `masks.by_layer_type` makes them, or the windowed one). ``merged_slots`` [B, S] marks inputs that merge 2+
+        tokens (None: none do; ``lora_scope: after_fold`` also marks a row's first input after a fold);
+        ``merged_before`` [B] marks rows whose cached slots hold a merged one (after_fold: or that folded; None: none).
         They gate the base's adapters by ``lora_scope`` (`adapter_gate`). ``training``: a training forward (one
         with no ``cache`` always is), which runs the stack of `compile_training`.
         """
@@ -275,7 +281,7 @@ class HamburgerModel(nn.Module):
             elif not (every and gate.ndim == 2):
                 gated = adapters_gated(self.base, gate)
         lean = self._lean_stack() if (cache is not None and not training and not torch.is_grad_enabled()
-                                      and self._states is None) else None
+                                      and self._states is None and not isinstance(attention_mask, dict)) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
             with gated:
                 final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers,
@@ -291,7 +297,7 @@ class HamburgerModel(nn.Module):
         if self._compiled_stack is not None and inputs_embeds.shape[1] == 1 and isinstance(cache, StaticCache):
             stack = self._compiled_stack
         self._taps = []  # (the tap layers' hooks fill it; built after `_lean_stack`, whose check runs the stack)
-        attention_mask = as_read_by(attention_mask, self.base.config._attn_implementation, inputs_embeds.dtype)
+        attention_mask = self.readable(attention_mask)
         try:
             with gated:
                 out = stack(inputs_embeds=inputs_embeds, position_ids=position_ids, attention_mask=attention_mask,
@@ -304,6 +310,20 @@ class HamburgerModel(nn.Module):
         if stack is self._compiled_stack:  # CUDA-graph outputs are overwritten by the next replay: own them
             final, features = final.clone(), features.clone()
         return final, features
+
+    def by_layer_type(self, mask: torch.Tensor, query_positions: torch.Tensor,
+                      key_positions: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The slot mask ``mask`` as the base's layers read it (`masks.by_layer_type`; ``key_positions``: the
+        queries' where they are the keys too)."""
+        key_positions = query_positions if key_positions is None else key_positions
+        return by_layer_type(mask, self.base.config.get_text_config(), query_positions, key_positions)
+
+    def readable(self, mask: torch.Tensor | dict[str, torch.Tensor] | None):
+        """A boolean mask (or one per layer type) as the base's attention reads it (`masks.as_read_by`)."""
+        attention = self.base.config._attn_implementation
+        if isinstance(mask, dict):
+            return {kind: as_read_by(m, attention, self.dtype) for kind, m in mask.items()}
+        return as_read_by(mask, attention, self.dtype)
 
     def _lean_stack(self) -> LeanStack | None:
         """The base's `LeanStack` (built and checked once per base; None where its layers are not Llama's), unless
@@ -451,7 +471,7 @@ class HamburgerModel(nn.Module):
         teacher = as_teacher(teacher)
         with self._recording(self.hidden_weight > 0 and teacher is not None and teacher.layers is not None) as rec:
             if prompt is None:
-                mask = slot_mask(packed.valid, lifetime=packed.lifetime)
+                mask = self.by_layer_type(slot_mask(packed.valid, lifetime=packed.lifetime), packed.positions)
                 final, features = self.base_forward(embeds, packed.positions, mask, merged_slots=merged_slots)
             else:  # the prompts' states are given: the base runs the merged slots after them only
                 final, features = self.after_prompt(prompt, embeds, packed.positions, packed.merged_tail,
@@ -550,7 +570,7 @@ class HamburgerModel(nn.Module):
         packed = as_packed(batch, self.config.max_steps, self.device)
         ids = packed.ids
         positions = torch.arange(ids.shape[1], device=ids.device)[None].expand(ids.shape[0], -1)
-        return ids, positions, slot_mask(packed.ids_valid)
+        return ids, positions, self.by_layer_type(slot_mask(packed.ids_valid), positions)
 
     @torch.no_grad()
     def teacher_states(self, batch: TrainBatch | PackedBatch, prompt: PromptStates | None = None) -> TeacherStates:
@@ -565,9 +585,8 @@ class HamburgerModel(nn.Module):
                 at = prompt.joined(packed.response_at)
             else:
                 self._taps = None
-                mask = as_read_by(mask, self.base.config._attn_implementation, self.dtype)
-                final = self._training_stack()(input_ids=ids, position_ids=positions, attention_mask=mask,
-                                               use_cache=False).last_hidden_state
+                final = self._training_stack()(input_ids=ids, position_ids=positions,
+                                               attention_mask=self.readable(mask), use_cache=False).last_hidden_state
                 at = packed.response_at
         layers = rec["states"]
         if layers is not None:
@@ -594,8 +613,8 @@ class HamburgerModel(nn.Module):
         positions = torch.arange(width, device=ids.device)[None].expand(ids.shape[0], -1)
         cache = DynamicCache()
         with adapters_disabled(self.base):
-            final, features = self.base_forward(self.embed(ids), positions, slot_mask(valid), cache=cache,
-                                                training=True)
+            mask = self.by_layer_type(slot_mask(valid), positions)
+            final, features = self.base_forward(self.embed(ids), positions, mask, cache=cache, training=True)
         return PromptStates(final, features, [(layer.keys, layer.values) for layer in cache.layers], lengths)
 
     def after_prompt(self, prompt: PromptStates, inputs_embeds: torch.Tensor, positions: torch.Tensor,
@@ -611,8 +630,11 @@ class HamburgerModel(nn.Module):
         if lifetime is not None:  # (prompt slots stay; a row's slots keep their distances, so their lifetimes hold)
             lifetime = torch.cat([torch.full_like(prompt.valid, FOREVER, dtype=torch.long), lifetime[rows, cols]], 1)
         mask = slot_mask(torch.cat([prompt.valid, valid], 1), prompt.final.shape[1], lifetime=lifetime)
+        queries = positions[rows, cols]
+        prompt_positions = torch.arange(prompt.final.shape[1], device=queries.device)[None].expand(len(queries), -1)
+        mask = self.by_layer_type(mask, queries, torch.cat([prompt_positions, queries], 1))
         merged = None if merged_slots is None else merged_slots[rows, cols] & valid
-        final, features = self.base_forward(inputs_embeds[rows, cols], positions[rows, cols], mask,
+        final, features = self.base_forward(inputs_embeds[rows, cols], queries, mask,
                                             cache=prompt.cache(), merged_slots=merged, training=True)
         return torch.cat([prompt.final, final], 1), torch.cat([prompt.features, features], 1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +18,8 @@ def base_decoder_stack(base: nn.Module) -> nn.Module:
     """The decoder stack of a HF causal LM (``model`` for Llama, Qwen2, Mistral, Gemma...)."""
     stack = getattr(base, "base_model", base)
     if not hasattr(stack, "layers") or not hasattr(stack, "norm"):
-        raise TypeError(f"{type(base).__name__}: expected a decoder stack with `.layers` and `.norm`")
+        raise HamburgerError(f"{type(base).__name__}: HAMburger needs a decoder stack with Llama-style `.layers` and "
+                             f"`.norm` (its taps, micro-step decoder and caches are built from them)")
     return stack
 
 
@@ -94,6 +96,9 @@ class MicroStepDecoder(nn.Module):
         self.layers = nn.ModuleList(layer_cls(config, layer_idx=i) for i in range(n))
         self.norm = copy.deepcopy(stack.norm)
         self.rotary = type(stack.rotary_emb)(config=config)
+        # a family whose rotary tables differ by layer type (Gemma 3) is asked for the full-attention layers' ones
+        by_type = "layer_type" in inspect.signature(self.rotary.forward).parameters
+        self.rotary_args = ("full_attention",) if by_type else ()
         reference = next(base.parameters())
         self.layers.to(reference.device, reference.dtype)
         if cfg.decoder_init == "copy_last" and n <= len(stack.layers):
@@ -114,7 +119,7 @@ class MicroStepDecoder(nn.Module):
         """x [N, S, d] at local positions start..start+S-1 (after ``start`` cached ones) -> normed [N, S, d]."""
         n, s, _ = x.shape
         positions = torch.arange(start, start + s, device=x.device)[None].expand(n, -1)
-        position_embeddings = self.rotary(x, positions)
+        position_embeddings = self.rotary(x, positions, *self.rotary_args)
         mask = slot_mask(torch.ones(1, start + s, dtype=torch.bool, device=x.device), start) if s > 1 else None
         mask = as_read_by(mask, self.config._attn_implementation, x.dtype)
         for layer in self.layers:

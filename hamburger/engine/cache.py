@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache, StaticCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer, StaticLayer, StaticSlidingWindowLayer
 
-from hamburger.core.masks import slot_mask
+from hamburger.core.masks import by_layer_type, sliding_window, slot_mask
 from hamburger.errors import HamburgerError
 
 COMPACT_AT = 0.25  # compact a dynamic cache once this fraction of its slots are holes
@@ -93,10 +93,21 @@ class SpareSlotsLayer(DynamicLayer):
 
 
 def spare_slots_cache(base_config) -> DynamicCache:
-    """A `DynamicCache` for ``base_config`` whose full-attention layers are `SpareSlotsLayer`s (sliding-window layers
-    stay as transformers makes them)."""
+    """A `DynamicCache` for ``base_config`` whose attention layers are `SpareSlotsLayer`s: sliding-window layers too,
+    which keep every slot (a slot's distance is in positions, not slots; the masks hide what is out of the window,
+    `masks.by_layer_type`)."""
     cache = DynamicCache(config=base_config)
-    cache.layers = [SpareSlotsLayer() if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    cache.layers = [SpareSlotsLayer() if type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) else layer
+                    for layer in cache.layers]
+    return cache
+
+
+def whole_static_cache(base_config, capacity: int) -> StaticCache:
+    """A `StaticCache` of ``capacity`` slots in every attention layer, sliding-window ones too (as
+    `spare_slots_cache`)."""
+    cache = StaticCache(config=base_config, max_cache_len=capacity)
+    cache.layers = [StaticLayer(max_cache_len=capacity) if type(layer) is StaticSlidingWindowLayer else layer
+                    for layer in cache.layers]
     return cache
 
 
@@ -104,12 +115,17 @@ class SlotCache:
     def __init__(self, base_config, batch_size: int, device=None, capacity: int | None = None):
         self.capacity = capacity
         if capacity:
-            self.kv = StaticCache(config=base_config, max_cache_len=capacity)
+            self.kv = whole_static_cache(base_config, capacity)
             self.valid = torch.zeros(batch_size, capacity, dtype=torch.bool, device=device)
         else:
             self.kv = spare_slots_cache(base_config)
             self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
         self.filled = 0  # slots written per row, padding included
+        # a base with a sliding window: the text config its masks follow, and each slot's rotary position (None: none)
+        self.text_config = base_config.get_text_config() if hasattr(base_config, "get_text_config") else base_config
+        self.positions = None
+        if sliding_window(self.text_config)[0] is not None:
+            self.positions = torch.zeros(self.valid.shape, dtype=torch.long, device=device)
 
     @property
     def static(self) -> bool:
@@ -137,11 +153,14 @@ class SlotCache:
         slots = self.batch_size * (self.capacity or self.num_slots)
         return (self.kv_bytes() if kv_bytes is None else kv_bytes) // slots if slots else 0
 
-    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
-        """Reserve ``q`` new slots per row (``new_valid`` [B, q]); return the [B, 1, q, slots] attention mask.
+    def extend(self, new_valid: torch.Tensor, positions: torch.Tensor | None = None):
+        """Reserve ``q`` new slots per row (``new_valid`` [B, q], at rotary ``positions`` [B, q]); return the
+        [B, 1, q, slots] attention mask.
 
         Query i of row b attends to every earlier valid slot of row b and to itself (a padding query
-        attends only to itself, so it stays finite and is never read).
+        attends only to itself, so it stays finite and is never read). For a base with a sliding window the mask
+        is what its layers read (`masks.by_layer_type`: a mask per layer type, or the windowed one), which needs
+        ``positions``.
         """
         q = new_valid.shape[1]
         if self.static:
@@ -151,7 +170,17 @@ class SlotCache:
         else:
             self.valid = torch.cat([self.valid, new_valid.to(self.valid.device)], 1)
         self.filled += q
-        return slot_mask(self.valid, self.filled - q, q)
+        mask = slot_mask(self.valid, self.filled - q, q)
+        if self.positions is None:
+            return mask
+        if positions is None:
+            raise HamburgerError("a base with a sliding window needs the new slots' positions")
+        positions = positions.to(self.positions.device)
+        if self.static:
+            self.positions[:, self.filled - q:self.filled] = positions
+        else:
+            self.positions = torch.cat([self.positions, positions], 1)
+        return by_layer_type(mask, self.text_config, positions, self.positions)
 
     def merge(self, other: "SlotCache") -> None:
         """Append the rows of `other` (continuous batching). Both caches are left-padded with
@@ -167,11 +196,15 @@ class SlotCache:
                         t = getattr(layer, name)
                         setattr(layer, name, torch.cat([t.new_zeros(*t.shape[:2], pad, t.shape[3]), t], 2))
                 cache.valid = torch.cat([cache.valid.new_zeros(cache.batch_size, pad), cache.valid], 1)
+                if cache.positions is not None:
+                    cache.positions = torch.cat([cache.positions.new_zeros(cache.batch_size, pad), cache.positions], 1)
                 cache.filled = width
         for mine, theirs in zip(self.kv.layers, other.kv.layers, strict=True):
             mine.keys = torch.cat([mine.keys, theirs.keys])
             mine.values = torch.cat([mine.values, theirs.values])
         self.valid = torch.cat([self.valid, other.valid])
+        if self.positions is not None:
+            self.positions = torch.cat([self.positions, other.positions])
 
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` (finished rows stop costing memory and compute)."""
@@ -183,6 +216,8 @@ class SlotCache:
         else:
             self.kv.batch_select_indices(rows)
         self.valid = self.valid[rows]
+        if self.positions is not None:
+            self.positions = self.positions[rows]
 
     def reject_last(self, row: int, count: int) -> None:
         """Mark the last ``count`` slots of row ``row`` invalid (its rejected drafts; they stay until cropped or
@@ -198,6 +233,8 @@ class SlotCache:
             raise HamburgerError(f"cannot drop {n} of {self.filled} slots from this cache")
         self.kv.crop(-n)
         self.valid = self.valid[:, :-n]
+        if self.positions is not None:
+            self.positions = self.positions[:, :-n]
         self.filled -= n
 
     def compact_if_holey(self) -> None:
@@ -220,4 +257,6 @@ class SlotCache:
                 t = getattr(layer, name)
                 setattr(layer, name, t.gather(2, index[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
         self.valid = self.valid.gather(1, index)
+        if self.positions is not None:
+            self.positions = self.positions.gather(1, index)
         self.filled = width

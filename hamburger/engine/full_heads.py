@@ -127,9 +127,9 @@ class FullHeadCache(SlotCache):
         return out if split.order is None else out.index_select(2, split.order)
 
     # ------------------------------------------------------------------ slots
-    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
-        self.store_mask = self.store.extend(new_valid)
-        return super().extend(new_valid)
+    def extend(self, new_valid: torch.Tensor, positions: torch.Tensor | None = None):
+        self.store_mask = self.store.extend(new_valid, positions)
+        return super().extend(new_valid, positions)
 
     def reject_last(self, row: int, count: int) -> None:
         super().reject_last(row, count)

@@ -334,7 +334,7 @@ class Generation:
         ids = torch.tensor([prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
         cache = cache or self._new_cache(1)
-        mask = cache.extend(torch.ones_like(ids, dtype=torch.bool))
+        mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
         return cache, *model.decode_features(final, features, previous=earlier)
 
@@ -355,7 +355,7 @@ class Generation:
             capacity = width + per_step * longest if model.config.single_tail else \
                 min(model.context_length, width + longest)
         cache = self._new_cache(len(rows), capacity)
-        mask = cache.extend(valid.to(model.device))
+        mask = cache.extend(valid.to(model.device), positions)
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
         return cache, *model.decode_features(final, features, valid.to(model.device))
@@ -398,7 +398,7 @@ class Generation:
             valid = torch.zeros(len(rows), q, dtype=torch.bool, device=device).index_put(
                 where, torch.ones_like(sizes, dtype=torch.bool))
             merged_slots = torch.zeros_like(valid).index_put(where, sizes > 1)
-        mask = cache.extend(valid)
+        mask = cache.extend(valid, positions)
         merged_before = None
         if model.config.reads_merge_history:  # (a host list, so no sync: the rows know their groups)
             merged_before = torch.tensor([r.merged for r in rows], device=device)
@@ -475,7 +475,7 @@ class Generation:
             if r.recent:  # a folding tail: this step's group now holds k slots
                 r.recent[-1].slots, r.recent[-1].added = k, k + r.folded
             cache.valid[pos, cache.filled - r.last_inputs:] = False
-        mask = cache.extend(valid.to(device))
+        mask = cache.extend(valid.to(device), positions)
         merged_before = None
         if model.config.reads_merge_history:
             merged_before = torch.tensor([r.merged for r in rows], device=device)

@@ -193,9 +193,9 @@ class QuantizedHistoryCache(SlotCache):
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
 
     # ------------------------------------------------------------------ attention
-    def extend(self, new_valid: torch.Tensor) -> torch.Tensor:
+    def extend(self, new_valid: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """`SlotCache.extend`; also the mask every layer attends with over [store, cache] (``self.mask``)."""
-        mask = super().extend(new_valid)
+        mask = super().extend(new_valid, positions)
         held = self.stored[:, None, None, :].expand(-1, 1, mask.shape[2], -1)
         self.mask = torch.cat([held, mask], -1)
         return mask

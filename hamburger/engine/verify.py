@@ -200,6 +200,9 @@ class VerifyGeneration(Generation):
         return index
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
+        if ((self.fold is not None and self.fold.bits) or self.full_heads) and self.model._lean_stack() is None:
+            raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
+                                 "parts and no sliding window, `core/lean.py`)")
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")
@@ -437,7 +440,7 @@ class VerifyGeneration(Generation):
             merged_before = torch.tensor([r.merged or (by_fold and r.folding is not None and r.folding.folds > 0
                                                        and not (r.cfg.greedy and model.fold_reader_sampled_only))
                                           for r in rows], device=device)
-        mask = cache.extend(valid.to(device))
+        mask = cache.extend(valid.to(device), positions)
         final, features = model.base_forward(embeds, positions.to(device), mask, cache.kv, merged_slots=merged_slots,
                                              merged_before=merged_before)
         final, features, valid = final[:, lead:], features[:, lead:], valid[:, lead:]

@@ -70,3 +70,72 @@ def test_kl_teacher_is_the_base_own_forward(family):
     with torch.no_grad():
         expected = [model.base(torch.tensor([p + r])).logits[0, len(p) - 1:-1] for p, r in zip(prompts, responses)]
     torch.testing.assert_close(teacher.logits(), torch.cat(expected).float(), rtol=1e-4, atol=1e-4)
+
+
+SLIDING = ["mistral-sliding", "qwen2-sliding", "gemma3"]  # (every layer, some layers, with their own rotary)
+
+
+def test_sliding_layers_hide_keys_a_window_of_positions_back():
+    """Transformers' rule (a key is seen while query - key < W) on positions, not slots: after a merged slot (at its
+    last token's position) a query sees fewer slots, never a key W or more positions back; full layers see all."""
+    from hamburger.core.masks import by_layer_type, slot_mask
+
+    config = tiny_base("qwen2-sliding").config  # W = 8, layers 2 and 3 slide
+    positions = torch.tensor([[0, 1, 4, 7, 8, 9, 12]])  # slots 2, 3 and 6 merge 3, 3 and 3 tokens
+    mask = slot_mask(torch.ones(1, 7, dtype=torch.bool))
+    masks = by_layer_type(mask, config, positions, positions)
+    assert masks["full_attention"] is mask
+    seen = masks["sliding_attention"][0, 0].int().tolist()
+    assert seen == [[1, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0],
+                    [0, 1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 1, 1, 0], [0, 0, 0, 1, 1, 1, 1]]
+    every = by_layer_type(mask, tiny_base("mistral-sliding").config, positions, positions)
+    assert torch.equal(every, masks["sliding_attention"])
+    assert by_layer_type(mask, tiny_base("llama").config, positions, positions) is mask
+
+
+@pytest.mark.parametrize("family", SLIDING)
+def test_sliding_window_bases_batch_and_cache_statically_as_alone(family, char_tokenizer):
+    """Rows join a running batch, finish at different times, and decode on a static cache: the same tokens and
+    groups as each row alone (the slots' positions follow every move of the cache)."""
+    from hamburger.engine.generate import Generation
+
+    model = tiny_hamburger(family, seed=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-2.0)  # make long groups likely
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.5) for n in (24, 7, 15)]
+    alone = [generate(model, char_tokenizer, p, c) for p, c in zip(PROMPTS, cfgs)]
+    assert max(g for r in alone for g in r.groups) > 1
+    run = Generation(model, char_tokenizer, PROMPTS[:1], cfgs[0])
+    for n, _ in enumerate(run):
+        if n == 2:
+            run.add(PROMPTS[1], cfgs[1]), run.add(PROMPTS[2], cfgs[2])
+    static = Generation(model, char_tokenizer, PROMPTS, cfgs, static_cache=True).run()
+    for one, joined, held in zip(alone, run.results, static):
+        assert (joined.token_ids, joined.groups) == (held.token_ids, held.groups) == (one.token_ids, one.groups)
+
+
+@pytest.mark.parametrize("family", SLIDING)
+def test_sliding_window_bases_verify_losslessly(family, char_tokenizer):
+    """Verify mode, drafts mostly wrong (rolled back), a ragged batch: each row is the base's greedy decode."""
+    from hamburger.engine.verify import VerifyGeneration
+
+    model = tiny_hamburger(family, seed=3, decoder_init="random")
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-3.0)
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.2) for n in (30, 9, 21)]
+    for prompt, cfg, res in zip(PROMPTS, cfgs, VerifyGeneration(model, char_tokenizer, PROMPTS, cfgs).run()):
+        assert res.token_ids == hf_greedy(model.base, prompt, cfg.max_new_tokens)
+
+
+def test_soft_capped_logits_are_refused():
+    with pytest.raises(HamburgerError, match="final_logit_softcapping 30.0"):
+        HamburgerModel(tiny_base("gemma2", final_logit_softcapping=30.0), HamburgerConfig(max_steps=4))
+
+
+def test_stack_without_llama_parts_is_refused():
+    import transformers
+
+    config = transformers.GPTNeoXConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                        intermediate_size=128)
+    with pytest.raises(HamburgerError, match="GPTNeoXForCausalLM: HAMburger needs a decoder stack"):
+        HamburgerModel(transformers.GPTNeoXForCausalLM(config), HamburgerConfig(max_steps=4))
