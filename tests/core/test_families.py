@@ -139,3 +139,46 @@ def test_stack_without_llama_parts_is_refused():
                                         intermediate_size=128)
     with pytest.raises(HamburgerError, match="GPTNeoXForCausalLM: HAMburger needs a decoder stack"):
         HamburgerModel(transformers.GPTNeoXForCausalLM(config), HamburgerConfig(max_steps=4))
+
+
+@pytest.mark.parametrize("family", SLIDING)
+def test_sliding_window_training_forwards_after_given_prompt_states_are_the_same(family):
+    """Training runs the prompts once and the merged slots after their cached states: with windows that reach back
+    into the prompts, the same logits as the whole forward, for the merged model and the KL teacher alike."""
+    from hamburger.core.packing import TrainBatch
+
+    model = tiny_hamburger(family, seed=3)
+    batch = TrainBatch([[1, *range(40, 49)], [1, 50, 51]], [list(range(10, 21)), list(range(20, 27))],
+                       [[3, 1, 2, 1, 4], [2, 2, 1, 2]])
+    with torch.no_grad():
+        prompt = model.prompt_states(batch)
+        whole, reused = model.training_forward(batch), model.training_forward(batch, prompt=prompt)
+        teacher, teacher_reused = model.teacher_states(batch), model.teacher_states(batch, prompt)
+    torch.testing.assert_close(reused.token_logits, whole.token_logits, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(teacher_reused.logits(), teacher.logits(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_gemma3_base_trains_saves_and_decodes(tmp_path, char_tokenizer):
+    """Conversion end to end on a sliding-window family: LoRA at merged slots plus KL (prompts run once), a
+    checkpoint, and its decodes (the base's greedy one at confidence 1.0)."""
+    from hamburger.core.checkpoint import load_checkpoint
+    from hamburger.train.config import TrainConfig
+    from hamburger.train.trainer import Trainer
+    from tests.helpers import write_dataset
+
+    tiny_base("gemma3").save_pretrained(tmp_path / "base")
+    char_tokenizer.save_pretrained(tmp_path / "base")
+    data = write_dataset(tmp_path / "data.jsonl", char_tokenizer)
+    run = tmp_path / "run"
+    trainer = Trainer(TrainConfig.from_dict(dict(
+        base=str(tmp_path / "base"), data=str(data), out=str(run), batch_size=8, max_train_steps=4, warmup_steps=1,
+        threads=1, progress=False, save_every=0, decoder_layers=1, lora_r=4, base_mode="lora", lora_scope="merged",
+        kl_weight=0.5)))
+    assert trainer.model.reuse_prompt and not trainer.model.prompt_trains()
+    assert trainer.train() == 0
+    model, _, _ = load_checkpoint(run / "last")
+    prompt = [1, *range(40, 50)]
+    merged = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=16, confidence=0.1))
+    assert merged.tokens == 16 and merged.kv_slots < merged.kv_slots_ordinary
+    plain = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=16, confidence=1.0))
+    assert plain.token_ids == hf_greedy(model.base, prompt, 16)
