@@ -201,8 +201,10 @@ class VerifyGeneration(Generation):
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
         if ((self.fold is not None and self.fold.bits) or self.full_heads) and self.model._lean_stack() is None:
-            raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
-                                 "parts and no sliding window, `core/lean.py`)")
+            raise HamburgerError(f"a fold's bits (verify_fold's default) and full heads need the lean pass, which "
+                                 f"takes bases with Llama's layer parts and no sliding window (`core/lean.py`); "
+                                 f"{type(self.model.base).__name__} has other parts: decode with --mode verify "
+                                 f"(lossless) or --mode hamburger, or a --fold without bits=")
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")

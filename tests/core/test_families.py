@@ -182,3 +182,17 @@ def test_a_gemma3_base_trains_saves_and_decodes(tmp_path, char_tokenizer):
     assert merged.tokens == 16 and merged.kv_slots < merged.kv_slots_ordinary
     plain = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=16, confidence=1.0))
     assert plain.token_ids == hf_greedy(model.base, prompt, 16)
+
+
+def test_a_history_store_without_the_lean_pass_is_refused_with_the_modes_that_run(char_tokenizer):
+    """verify_fold's default stores the older history at 8/4 bits through the lean pass; Qwen3's layers (query and
+    key norms) have none, so it says which modes decode such a base (and lossless verify does)."""
+    from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+    from hamburger.engine.verify import VerifyGeneration
+
+    model = tiny_hamburger("qwen3", seed=3)
+    cfg = DecodingConfig(max_new_tokens=12, confidence=0.3)
+    with pytest.raises(HamburgerError, match="Qwen3ForCausalLM has other parts: decode with --mode verify"):
+        VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg, fold=parse_folding(DEFAULT_FOLD)).run()
+    assert VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg).run()[0].token_ids == \
+        hf_greedy(model.base, PROMPTS[0], 12)
