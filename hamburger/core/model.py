@@ -287,9 +287,9 @@ class HamburgerModel(nn.Module):
                 final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers,
                                    fuse=self.fuse_adapters)
             return final, torch.stack(taps + [final], dim=2)
-        if getattr(cache, "attention_hook", None) is not None:
-            raise HamburgerError("full heads and a quantized history need the lean stack (a base with Llama's layer "
-                                 "parts, `core/lean.py`)")
+        hook = getattr(cache, "attention_hook", None)
+        if hook is not None:  # (a cache that attends its own way, read through transformers' layers)
+            cache, attention_mask = hook.read_through(attention_mask)
         if cache is None or training:
             stack = self._training_stack(cached=cache is not None)
         else:

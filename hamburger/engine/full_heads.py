@@ -112,6 +112,10 @@ class FullHeadCache(SlotCache):
     def attends(self, layer_idx: int) -> bool:
         return layer_idx in self.splits
 
+    def read_through(self, mask: torch.Tensor):
+        """Full heads split a layer's heads between two caches, which only the lean pass does."""
+        raise HamburgerError("full heads need the lean pass (a base with Llama's layer parts, `core/lean.py`)")
+
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
         """A split layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,

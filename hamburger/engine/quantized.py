@@ -203,6 +203,11 @@ class QuantizedHistoryCache(SlotCache):
     def attends(self, layer_idx: int) -> bool:
         return self.stores is not None or self.turned
 
+    def read_through(self, mask: torch.Tensor) -> tuple["_ReadThrough", torch.Tensor]:
+        """(the cache as transformers' own layers take it, the mask they attend with over [store, cache]): for a base
+        without the lean pass (`HamburgerModel.base_forward`)."""
+        return _ReadThrough(self), self.mask
+
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
         """A layer's attention output [B, S, H, d] for queries ``q`` [B, H, S, d] and new keys and values ``k``,
@@ -276,3 +281,30 @@ class QuantizedHistoryCache(SlotCache):
     def bytes_per_slot(self, kv_bytes: int | None = None) -> int:
         """Bytes one whole slot of one row takes across all layers (the cache's)."""
         return super().bytes_per_slot(super().kv_bytes())
+
+
+class _ReadThrough:
+    """A `QuantizedHistoryCache` as transformers' attention layers use their cache (``past_key_values``), for bases
+    without the lean pass: a layer's ``update`` writes its new keys and values into the cache (turned, once the cache
+    is) and returns what `QuantizedHistoryCache.attend` reads, the store's slots read back and then the cache's, turned
+    back, so the layer's own queries and attention read them. The same attention as `attend`'s, whose products turn
+    the queries and the output instead: equal up to rounding. Everything else is the cache's own."""
+
+    def __init__(self, owner: QuantizedHistoryCache):
+        self.owner = owner
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args, **kwargs):
+        owner = self.owner
+        if owner.turned:
+            key_states, value_states = key_states @ owner.turn, value_states @ owner.turn
+        keys, values = owner.kv.update(key_states, value_states, layer_idx)
+        if owner.stores is not None:
+            store = owner.stores[layer_idx]
+            keys = torch.cat([dequantize(store.k, store.ks), keys], 2)
+            values = torch.cat([dequantize(store.v, store.vs), values], 2)
+        if owner.turned:
+            keys, values = keys @ owner.turn.T, values @ owner.turn.T
+        return keys, values
+
+    def __getattr__(self, name: str):
+        return getattr(self.owner.kv, name)

@@ -184,15 +184,38 @@ def test_a_gemma3_base_trains_saves_and_decodes(tmp_path, char_tokenizer):
     assert plain.token_ids == hf_greedy(model.base, prompt, 16)
 
 
-def test_a_history_store_without_the_lean_pass_is_refused_with_the_modes_that_run(char_tokenizer):
-    """verify_fold's default stores the older history at 8/4 bits through the lean pass; Qwen3's layers (query and
-    key norms) have none, so it says which modes decode such a base (and lossless verify does)."""
+def verify_fold_run(model, tokenizer, spec: str | None = None, **kw):
     from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
     from hamburger.engine.verify import VerifyGeneration
 
+    cfgs = [DecodingConfig(max_new_tokens=n, confidence=0.3) for n in (90, 70, 80)]
+    return VerifyGeneration(model, tokenizer, PROMPTS, cfgs, fold=parse_folding(spec or DEFAULT_FOLD), **kw)
+
+
+def test_the_history_store_read_through_transformers_layers_is_the_lean_pass_own(char_tokenizer):
+    """verify_fold's default (older history at 8/4 bits, channels turned) on transformers' own layers, where a base
+    has no lean pass: on a Llama base that has one, the same tokens, and logits equal up to rounding, either way."""
+    runs = []
+    for lean in (True, False):
+        model = tiny_hamburger("llama", seed=3)
+        model.lean = lean
+        run = verify_fold_run(model, char_tokenizer, trace_logits=True)
+        runs.append((run.run(), run.logits))
+    (lean, lean_logits), (through, through_logits) = runs
+    assert all(r.kv_slots < r.kv_slots_ordinary for r in lean)  # (the store holds history)
+    for a, b, la, lb in zip(lean, through, lean_logits, through_logits):
+        assert (a.token_ids, a.kv_slots) == (b.token_ids, b.kv_slots)
+        torch.testing.assert_close(torch.stack(lb), torch.stack(la), rtol=1e-4, atol=1e-5)
+
+
+def test_the_history_store_runs_on_a_base_without_the_lean_pass_but_not_with_a_window(char_tokenizer):
+    """Qwen3's layers (query and key norms) have no lean pass: verify_fold's default runs through transformers' and
+    stores history. A sliding-window base cannot (the store keeps no positions), nor full heads without the pass:
+    the errors say what decodes instead."""
     model = tiny_hamburger("qwen3", seed=3)
-    cfg = DecodingConfig(max_new_tokens=12, confidence=0.3)
-    with pytest.raises(HamburgerError, match="Qwen3ForCausalLM has other parts: decode with --mode verify"):
-        VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg, fold=parse_folding(DEFAULT_FOLD)).run()
-    assert VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg).run()[0].token_ids == \
-        hf_greedy(model.base, PROMPTS[0], 12)
+    assert model._lean_stack() is None
+    assert all(r.kv_slots < r.kv_slots_ordinary for r in verify_fold_run(model, char_tokenizer).run())
+    with pytest.raises(HamburgerError, match="full heads need the lean pass"):
+        verify_fold_run(model, char_tokenizer, "segments:60:0.45:first", full_heads=((1, 0),)).run()
+    with pytest.raises(HamburgerError, match="Gemma3ForCausalLM: decode with --mode verify"):
+        verify_fold_run(tiny_hamburger("gemma3", seed=3), char_tokenizer).run()
