@@ -15,8 +15,9 @@ their fp32 bytes (half of bf16's), at 4 bits in about a sixth (0.28 of bf16's). 
 the fold's, not a merge of tokens.
 
 `QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
-count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. It needs the lean stack
-(`core/lean.py`), which hands every layer's attention to it (`attention_hook`).
+count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. The lean pass
+(`core/lean.py`) hands every layer's attention to it (`attention_hook`); transformers' own layers, for bases without
+that pass, read it through their cache's ``update`` (`_ReadThrough`).
 """
 
 from __future__ import annotations

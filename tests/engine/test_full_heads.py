@@ -157,7 +157,7 @@ def test_bad_full_heads_are_refused(char_tokenizer):
         with pytest.raises(HamburgerError, match=match):
             VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=FOLDINGS["segments 6"], full_heads=heads)
     model.lean = False  # (transformers' modules cannot split a layer by head)
-    with pytest.raises(HamburgerError, match="lean stack"):
+    with pytest.raises(HamburgerError, match="full heads need the lean pass"):
         VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, fold=FOLDINGS["segments 6"],
                          full_heads=[(1, 0)]).run()
     with pytest.raises(HamburgerError, match="LAYER:HEAD"):
