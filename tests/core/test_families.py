@@ -219,3 +219,18 @@ def test_the_history_store_runs_on_a_base_without_the_lean_pass_but_not_with_a_w
         verify_fold_run(model, char_tokenizer, "segments:60:0.45:first", full_heads=((1, 0),)).run()
     with pytest.raises(HamburgerError, match="Gemma3ForCausalLM: decode with --mode verify"):
         verify_fold_run(tiny_hamburger("gemma3", seed=3), char_tokenizer).run()
+
+
+@pytest.mark.parametrize("family,mode", [("qwen3", []), ("gemma3", ["--mode", "hamburger", "--confidence", "0.1"])])
+def test_the_cli_decodes_a_checkpoint_of_another_family(family, mode, tmp_path, char_tokenizer, capsys):
+    """A checkpoint on a Qwen3 base (transformers' own layers) in the default mode, whose history store then holds
+    the answer's older tokens, and one on a Gemma 3 base in the paper's decoding, which merges."""
+    import json
+
+    from hamburger.cli.main import main
+    from tests.helpers import save_tiny_checkpoint
+
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, tiny_hamburger(family, seed=3))
+    assert main(["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "80", *mode, "hello"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens"] == 80 and out["kv_slots"] < out["kv_slots_ordinary"]
