@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from hamburger.core.masks import sliding_window
 from hamburger.engine.cache import SPARE_SLOTS, SlotCache
 from hamburger.errors import HamburgerError
 
@@ -148,6 +149,9 @@ class QuantizedHistoryCache(SlotCache):
         self.turned = False  # the cache holds turned keys and values (from the first stored slot on, `_turn`)
         self.stores: list[_Store] | None = None  # one per layer, once a slot was stored
         self.stored = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)  # [B, store slots]: held
+        # a base with a sliding window: each stored slot's rotary position (`SlotCache.positions`; None: none)
+        self.stored_positions = None if self.positions is None else torch.zeros(self.stored.shape, dtype=torch.long,
+                                                                                device=device)
         self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
 
@@ -170,6 +174,8 @@ class QuantizedHistoryCache(SlotCache):
             for buffer, new in zip(store.buffers, stored):
                 buffer[row, :, start:start + n] = new
         self.stored[row, start:start + n] = True
+        if self.stored_positions is not None:
+            self.stored_positions[row, start:start + n] = self.positions[row, index]
 
     def _turn(self) -> None:
         """Turn every row's keys and values in the cache (in place), once: from now on the new ones turn as they come
@@ -192,19 +198,34 @@ class QuantizedHistoryCache(SlotCache):
         for store in self.stores:
             store.widen(width)
         self.stored = torch.cat([self.stored, self.stored.new_zeros(self.batch_size, extra)], 1)
+        if self.stored_positions is not None:
+            self.stored_positions = torch.cat([self.stored_positions,
+                                               self.stored_positions.new_zeros(self.batch_size, extra)], 1)
 
     # ------------------------------------------------------------------ attention
-    def extend(self, new_valid: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """`SlotCache.extend`; also the mask every layer attends with over [store, cache] (``self.mask``)."""
+    def extend(self, new_valid: torch.Tensor, positions: torch.Tensor | None = None):
+        """`SlotCache.extend`; also the mask every layer attends with over [store, cache] (``self.mask``; for a base
+        with a sliding window, one per layer type as `SlotCache.extend`'s, the stored slots a window back hidden in
+        the sliding layers)."""
         mask = super().extend(new_valid, positions)
-        held = self.stored[:, None, None, :].expand(-1, 1, mask.shape[2], -1)
-        self.mask = torch.cat([held, mask], -1)
+        window, _ = sliding_window(self.text_config)
+        queries = (mask["full_attention"] if isinstance(mask, dict) else mask).shape[2]
+        held = self.stored[:, None, None, :].expand(-1, 1, queries, -1)
+        if window is None:
+            self.mask = torch.cat([held, mask], -1)
+            return mask
+        recent = (positions.to(self.stored.device)[:, :, None] - self.stored_positions[:, None, :]) < window
+        if isinstance(mask, dict):
+            self.mask = {"full_attention": torch.cat([held, mask["full_attention"]], -1),
+                         "sliding_attention": torch.cat([held & recent[:, None], mask["sliding_attention"]], -1)}
+        else:  # (every layer slides)
+            self.mask = torch.cat([held & recent[:, None], mask], -1)
         return mask
 
     def attends(self, layer_idx: int) -> bool:
         return self.stores is not None or self.turned
 
-    def read_through(self, mask: torch.Tensor) -> tuple["_ReadThrough", torch.Tensor]:
+    def read_through(self, mask):
         """(the cache as transformers' own layers take it, the mask they attend with over [store, cache]): for a base
         without the lean pass (`HamburgerModel.base_forward`)."""
         return _ReadThrough(self), self.mask
@@ -240,6 +261,8 @@ class QuantizedHistoryCache(SlotCache):
         self.stored = self.stored[rows]
         width = int(self.stored.sum(1).max()) if self.stored.numel() else 0
         self.stored = self.stored[:, :width]
+        if self.stored_positions is not None:
+            self.stored_positions = self.stored_positions[rows][:, :width]
         for store in self.stores or []:
             store.set([t[rows, :, :width] for t in store.tensors()])
 
@@ -259,6 +282,8 @@ class QuantizedHistoryCache(SlotCache):
             for mine, theirs in zip(self.stores, other.stores):
                 mine.set([torch.cat([a, b]) for a, b in zip(mine.tensors(), theirs.tensors())])
         self.stored = torch.cat([self.stored, other.stored])
+        if self.stored_positions is not None:
+            self.stored_positions = torch.cat([self.stored_positions, other.stored_positions])
 
     # ------------------------------------------------------------------ measuring
     def store_bytes(self) -> int:

@@ -35,7 +35,6 @@ import torch
 from transformers import DynamicCache
 
 from hamburger.core.config import check_full_heads
-from hamburger.core.masks import sliding_window
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import Drafter
 from hamburger.core.packing import group_tensors
@@ -205,10 +204,6 @@ class VerifyGeneration(Generation):
         if self.full_heads and self.model._lean_stack() is None:
             raise HamburgerError(f"full heads need the lean pass, which takes bases with Llama's layer parts and no "
                                  f"sliding window (`core/lean.py`); {name} has other parts")
-        if self.fold is not None and self.fold.bits and sliding_window(self.model.base.config.get_text_config())[0]:
-            raise HamburgerError(f"a fold's bits (verify_fold's default) keep no positions for the sliding window "
-                                 f"of {name}: decode with --mode verify (lossless) or --mode hamburger, or a --fold "
-                                 f"without bits=")
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")

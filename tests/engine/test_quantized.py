@@ -130,11 +130,14 @@ def test_rotation_is_orthogonal_and_spreads_a_large_channel(d):
         assert turned < 0.6 * plain
 
 
-@pytest.mark.parametrize("name", list(FOLDS))
-def test_logits_are_the_rounded_histories(name, char_tokenizer):
+@pytest.mark.parametrize("name,family", [(name, "llama") for name in FOLDS] + [
+    ("keep none, 8/4 bits rotated", "gemma3"), ("keep first, 8/4 bits rotated, prompt stored", "mistral-sliding"),
+    ("keep none", "qwen3")])
+def test_logits_are_the_rounded_histories(name, family, char_tokenizer):
     """The store's reading is the ordinary cache's with the leaving slots rounded in place (up to the order attention
-    sums the slots in), token for token; and it is not lossless verify's (so this can fail)."""
-    model, fold = folding_model("llama"), FOLDS[name]
+    sums the slots in), token for token; and it is not lossless verify's (so this can fail). On transformers' own
+    layers too (Qwen3), and with sliding windows of 8 positions, which the stored slots keep (Gemma 3, Mistral)."""
+    model, fold = folding_model(family), FOLDS[name]
     cfg = DecodingConfig(max_new_tokens=40, confidence=0.2, ignore_eos=True)
     stored, differs = 0, False
     for prompt in PROMPTS:
@@ -247,12 +250,13 @@ def test_bad_bits_are_refused(char_tokenizer):
         QuantizedHistoryCache(config_48, 1, bits=4)
 
 
-@pytest.mark.parametrize("name", ["keep none", "keep none, 8/4 bits rotated"])
-def test_rows_joining_mid_run_equal_single_runs(name, char_tokenizer, monkeypatch):
+@pytest.mark.parametrize("name,family", [("keep none", "llama"), ("keep none, 8/4 bits rotated", "llama"),
+                                         ("keep none, 8/4 bits rotated", "gemma3")])
+def test_rows_joining_mid_run_equal_single_runs(name, family, char_tokenizer, monkeypatch):
     """Rows added from `poll` once the running rows hold stored slots (the stores merged, widened to the wider one;
     rotated, a joining row's cache turns as it joins, before its first stored slot): each row gives what it gives
-    alone."""
-    model, fold = folding_model("llama"), FOLDS[name]
+    alone. With a sliding window (Gemma 3) the stored slots' positions join and leave with their rows."""
+    model, fold = folding_model(family), FOLDS[name]
     merged_into_a_store = []
     merge = QuantizedHistoryCache.merge
 
