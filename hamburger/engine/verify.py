@@ -200,10 +200,9 @@ class VerifyGeneration(Generation):
         return index
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
-        name = type(self.model.base).__name__
         if self.full_heads and self.model._lean_stack() is None:
             raise HamburgerError(f"full heads need the lean pass, which takes bases with Llama's layer parts and no "
-                                 f"sliding window (`core/lean.py`); {name} has other parts")
+                                 f"sliding window (`core/lean.py`); {type(self.model.base).__name__} has other parts")
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")
