@@ -54,6 +54,12 @@ def test_default_model_sits_on_the_unchanged_bundled_base(default):
     assert ours.token_ids == ref
 
 
+def test_default_model_decodes_on_the_lean_pass(default):
+    """The shipped base passes the lean pass's build-time check (at positions far apart since session 70), so its
+    decodes keep that pass's speed."""
+    assert default[0]._lean_stack() is not None
+
+
 def test_cli_generate_uses_the_default_model():
     """The README's first command: the default model in the default mode (verify_fold) answers right, drafting;
     with --mode hamburger it decodes at the checkpoint's default knob."""
