@@ -153,6 +153,8 @@ class LeanStack:
         the layers it ``attends``."""
         stack = self.stack
         rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
+        # (eager attention: the forward's mask made additive once, not at every layer; a cache's own masks still are)
+        attention_mask = as_read_by(attention_mask, stack.config._attn_implementation, inputs_embeds.dtype)
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
         hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
         for i, (layer, (before_attention, before_mlp)) in enumerate(zip(stack.layers, self.norms)):
