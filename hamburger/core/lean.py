@@ -1,4 +1,4 @@
-"""A lean inference pass through a Llama-family decoder stack: transformers' own math, without its module calls.
+"""A lean inference pass through a decoder stack: transformers' own math, without its module calls.
 
 At batch 1 on a CPU, a forward of a small model over a few positions spends a good part of its time outside the
 matrix products: nn.Module dispatch, keyword plumbing and hooks, repeated for every submodule of every layer.
@@ -16,13 +16,18 @@ concatenation); and SDPA attention with grouped key/value heads read in place (`
 copies them to every query head on forwards of more than one position. On a 2-core CPU a 3-position forward of
 SmolLM2-135M on a 300-slot cache went from 31.8 to 27.5 ms (experiments/2026-11-27-step-profile/).
 
-It takes only stacks whose layers have exactly Llama's parts (two norms, q/k/v/o projections, a gated MLP, no sliding
-window), and `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ (a family that
-scales its embeddings inside the stack, say) keeps transformers' path.
+It takes stacks whose layers have separate q/k/v/o projections and a gated MLP, with norms before each block (Llama,
+Qwen2, Mistral, Gemma 1, SmolLM3, Granite), on both sides of each (Gemma 2 and 3) or after each (OLMo 2); query and
+key norms, head by head (Qwen3, Gemma 3) or over the whole projection (OLMo 2); capped attention scores (Gemma 2); a
+rotary table per layer type (Gemma 3); and sliding layers, whose windows are in the masks it is given (one per layer
+type, `masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ
+(a family that scales its embeddings inside the stack, say) keeps transformers' path.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 
 import torch
@@ -32,10 +37,22 @@ from transformers import DynamicCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.masks import as_read_by
+from hamburger.core.masks import as_read_by, for_layer
 
-LAYER_PARTS = {"self_attn", "mlp", "input_layernorm", "post_attention_layernorm"}
+# a decoder layer's norms (its parts beside self_attn and mlp) -> where each acts: (before attention, on attention's
+# output, before the MLP, on the MLP's output)
+NORM_LAYOUTS = {
+    frozenset({"input_layernorm", "post_attention_layernorm"}):  # Llama, Qwen, Mistral, Gemma 1, ...
+        ("input_layernorm", None, "post_attention_layernorm", None),
+    frozenset({"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+               "post_feedforward_layernorm"}):  # Gemma 2 and 3: a norm on each side of each block
+        ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"),
+    frozenset({"post_attention_layernorm", "post_feedforward_layernorm"}):  # OLMo 2: norms on the blocks' outputs
+        (None, "post_attention_layernorm", None, "post_feedforward_layernorm"),
+}
 ATTENTION_PARTS = {"q_proj", "k_proj", "v_proj", "o_proj"}
+KEY_NORMS = {"q_norm", "k_norm"}  # norms on the queries and keys before their rotation (Qwen3, Gemma 3, OLMo 2)
+LAYER_TYPES = {"full_attention", "sliding_attention"}  # the layer types whose masks `masks.by_layer_type` makes
 MLP_PARTS = {"gate_proj", "up_proj", "down_proj", "act_fn"}
 CHECK_TOLERANCE = 1e-4  # largest difference from transformers' own forward (relative to the outputs' scale) on build
 
@@ -65,13 +82,15 @@ def supported(stack: nn.Module) -> bool:
     """Whether ``stack`` (a decoder stack: `.layers`, `.norm`, `.rotary_emb`) has exactly the parts `LeanStack` runs."""
     if not all(hasattr(stack, a) for a in ("layers", "norm", "rotary_emb")):
         return False
+    if not set(getattr(stack.config, "layer_types", None) or ()) <= LAYER_TYPES:
+        return False
     for layer in stack.layers:
         attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
-        if attn is None or mlp is None or _children(layer) != LAYER_PARTS:
+        if attn is None or mlp is None or frozenset(_children(layer) - {"self_attn", "mlp"}) not in NORM_LAYOUTS:
             return False
-        if _children(attn) != ATTENTION_PARTS or _children(mlp) != MLP_PARTS:
+        if _children(attn) not in (ATTENTION_PARTS, ATTENTION_PARTS | KEY_NORMS) or _children(mlp) != MLP_PARTS:
             return False
-        if getattr(attn, "sliding_window", None) or not hasattr(attn, "layer_idx"):
+        if not hasattr(attn, "layer_idx"):
             return False
         family = sys.modules[type(attn).__module__]
         if not hasattr(family, "apply_rotary_pos_emb"):
@@ -87,21 +106,31 @@ class LeanStack:
 
     def __init__(self, stack: nn.Module):
         self.stack = stack
+        config = stack.config
         family = sys.modules[type(stack.layers[0].self_attn).__module__]  # e.g. transformers' modeling_llama
         self.rotary = family.apply_rotary_pos_emb
         self.eager = getattr(family, "eager_attention_forward", None)
-        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(stack.config._attn_implementation, self.eager)
-        if stack.config._attn_implementation == "eager":  # (it adds its mask: the boolean masks become additive)
+        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, self.eager)
+        if config._attn_implementation == "eager":  # (it adds its mask: the boolean masks become additive)
             self.attend = _additive_masks(self.attend)
+        # a rotary module with one table per layer type (Gemma 3's: its sliding layers rotate by another base)
+        by_type = "layer_type" in inspect.signature(stack.rotary_emb.forward).parameters
+        self.rotary_types = sorted(set(config.layer_types)) if by_type else [None]
+        self.layer_rotary = [config.layer_types[i] if by_type else None for i in range(len(stack.layers))]
         param = next(stack.parameters())
         with torch.inference_mode():
-            self.norms = [(_rms_norm(layer.input_layernorm), _rms_norm(layer.post_attention_layernorm))
+            self.norms = [tuple(None if name is None else _rms_norm(getattr(layer, name))
+                                for name in NORM_LAYOUTS[frozenset(_children(layer) - {"self_attn", "mlp"})])
                           for layer in stack.layers]
+            self.key_norms = [_key_norms(layer.self_attn) for layer in stack.layers]
             self.final_norm = _rms_norm(stack.norm)
-            self.rotation = _rotation if _probe_rotation(self.rotary, stack, param) else self._family_rotation
-            attn, heads = stack.layers[0].self_attn, stack.config.num_attention_heads
-            if stack.config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
+            self.rotation = (_rotation if _probe_rotation(self.rotary, stack, param, self.rotary_types)
+                             else self._family_rotation)
+            attn, heads = stack.layers[0].self_attn, config.num_attention_heads
+            if config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
                 self.attend = _sdpa_in_place(self.attend)
+        # each layer's cap on its attention scores where it has one (Gemma 2), which the attention function applies
+        self.score_caps = [getattr(layer.self_attn, "attn_logit_softcapping", None) for layer in stack.layers]
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
         """The family's own `apply_rotary_pos_emb`, as a function of (q, k)."""
@@ -109,7 +138,7 @@ class LeanStack:
 
     @classmethod
     def for_stack(cls, stack: nn.Module) -> "LeanStack | None":
-        """A `LeanStack` for ``stack`` if it has Llama's parts and computes what transformers computes, else None."""
+        """A `LeanStack` for ``stack`` if it has parts it runs and computes what transformers computes, else None."""
         if not supported(stack):
             return None
         lean = cls(stack)
@@ -128,51 +157,67 @@ class LeanStack:
         span = max(6, min(getattr(stack.config, "max_position_embeddings", None) or 512, 512))
         positions = torch.linspace(0, span - 1, 6).round().long().to(param.device)[None]
         causal = torch.ones(6, 6, dtype=torch.bool, device=param.device).tril()[None, None]
-        outputs = []
+        kinds, outputs = set(getattr(stack.config, "layer_types", None) or ()), []
         with torch.inference_mode(), adapters_disabled(stack):  # (it serves forwards where no adapter acts)
             for lean in (False, True):
                 cache, last = DynamicCache(config=stack.config), None
                 for at in (slice(0, 5), slice(5, 6)):
-                    args = (x[:, at], positions[:, at], causal[:, :, at, :at.stop], cache)
-                    mask = as_read_by(args[2], stack.config._attn_implementation, x.dtype)  # (as `base_forward`)
+                    # (one per layer type, as `HamburgerModel.base_forward` gives them where some layers slide, but
+                    # no window: every layer reads all 6 positions, its rotation included)
+                    mask = causal[:, :, at, :at.stop]
+                    mask = {kind: mask for kind in kinds} if len(kinds) > 1 else mask
+                    args = (x[:, at], positions[:, at], mask, cache)
                     last = self(*args, taps=())[0] if lean else stack(
-                        inputs_embeds=args[0], position_ids=args[1], attention_mask=mask, past_key_values=cache,
-                        use_cache=True).last_hidden_state
+                        inputs_embeds=args[0], position_ids=args[1], past_key_values=cache, use_cache=True,
+                        attention_mask=as_read_by(mask, stack.config._attn_implementation, x.dtype)).last_hidden_state
                 outputs.append(last.float())
         scale = outputs[0].abs().max().clamp(min=1.0)
         return bool(((outputs[0] - outputs[1]).abs().max() / scale) <= CHECK_TOLERANCE)
 
-    def __call__(self, inputs_embeds: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 cache, taps: tuple[int, ...], fuse: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def __call__(self, inputs_embeds: torch.Tensor, position_ids: torch.Tensor, attention_mask, cache,
+                 taps: tuple[int, ...], fuse: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """(final normed hidden [B, S, d], the outputs of the layers ``taps``, in order); the cache gets the new
-        keys and values. ``attention_mask``: the explicit mask transformers' stack would get. ``fuse``: LoRA layers
-        whose one set acts at every position (no gate) read their merged weight (`LoraLinear.merged_weight`), the
-        same function up to rounding at the cost of one plain projection. A cache that reads some layers its own way
-        (``cache.attention_hook``: a `FullHeadCache`, some heads over the whole history, `engine/full_heads.py`; a
-        `QuantizedHistoryCache`, a store of 8- or 4-bit slots beside the cache, `engine/quantized.py`) attends for
-        the layers it ``attends``."""
+        keys and values. ``attention_mask``: the explicit mask transformers' stack would get (a boolean one, or one
+        per layer type, `masks.by_layer_type`). ``fuse``: LoRA layers whose one set acts at every position (no gate)
+        read their merged weight (`LoraLinear.merged_weight`), the same function up to rounding at the cost of one
+        plain projection. A cache that reads some layers its own way (``cache.attention_hook``: a `FullHeadCache`,
+        some heads over the whole history, `engine/full_heads.py`; a `QuantizedHistoryCache`, a store of 8- or 4-bit
+        slots beside the cache, `engine/quantized.py`) attends for the layers it ``attends``."""
         stack = self.stack
-        rotate = self.rotation(*stack.rotary_emb(inputs_embeds, position_ids))
+        rotations = {kind: self.rotation(*(stack.rotary_emb(inputs_embeds, position_ids) if kind is None else
+                                           stack.rotary_emb(inputs_embeds, position_ids, kind)))
+                     for kind in self.rotary_types}
         # (eager attention: the forward's mask made additive once, not at every layer; a cache's own masks still are)
         attention_mask = as_read_by(attention_mask, stack.config._attn_implementation, inputs_embeds.dtype)
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
         hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
-        for i, (layer, (before_attention, before_mlp)) in enumerate(zip(stack.layers, self.norms)):
+        for i, (layer, norms) in enumerate(zip(stack.layers, self.norms)):
             attn, mlp = layer.self_attn, layer.mlp
-            x = before_attention(h)
+            before_attention, after_attention, before_mlp, after_mlp = norms
+            x = h if before_attention is None else before_attention(h)
+            q, k, v = (_linear(p, x, fuse) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            key_norms = self.key_norms[i]
+            if key_norms is not None and not key_norms[2]:  # (OLMo 2: over all heads at once)
+                q, k = key_norms[0](q), key_norms[1](k)
             heads = (*shape, -1, attn.head_dim)
-            q, k, v = (_linear(p, x, fuse).view(heads).transpose(1, 2) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))
+            if key_norms is not None and key_norms[2]:  # (Qwen3, Gemma 3: head by head)
+                q, k = key_norms[0](q), key_norms[1](k)
             if getattr(attn, "use_rope", True):  # (SmolLM3's layers without a positional embedding: `use_rope` False)
-                q, k = rotate(q, k)
+                q, k = rotations[self.layer_rotary[i]](q, k)
+            mask, cap = for_layer(attention_mask, stack.config, i), self.score_caps[i]
+            attend = self.attend if cap is None else functools.partial(self.attend, softcap=cap)
             if hook is not None and hook.attends(attn.layer_idx):
-                out = hook.attend(self.attend, attn, q, k, v, attention_mask, attn.scaling)
+                out = hook.attend(attend, attn, q, k, v, mask, attn.scaling)
             else:
                 k, v = cache.update(k, v, attn.layer_idx)
-                out = self.attend(attn, q, k, v, attention_mask, dropout=0.0, scaling=attn.scaling)[0]
-            h = h + _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
-            x = before_mlp(h)
-            gated = mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) * _linear(mlp.up_proj, x, fuse)
-            h = h + _linear(mlp.down_proj, gated, fuse)
+                out = attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)[0]
+            out = _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
+            h = h + (out if after_attention is None else after_attention(out))
+            x = h if before_mlp is None else before_mlp(h)
+            out = _linear(mlp.down_proj, mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) *
+                          _linear(mlp.up_proj, x, fuse), fuse)
+            h = h + (out if after_mlp is None else after_mlp(out))
             if i in taps:
                 tapped.append(h)
         return self.final_norm(h), tapped
@@ -191,6 +236,16 @@ def _rms_norm(norm: nn.Module):
     probe = torch.randn(2, 3, weight.shape[0], generator=torch.Generator().manual_seed(0)).to(weight.device,
                                                                                             weight.dtype)
     return rms_norm if torch.equal(rms_norm(probe), norm.forward(probe)) else norm.forward
+
+
+def _key_norms(attn: nn.Module):
+    """(query norm, key norm, head by head?) of an attention layer that norms its queries and keys before rotating
+    them, each as `_rms_norm` gives it; None for one that does not. Head by head where the norm's width is a head's
+    (Qwen3, Gemma 3), else over the whole projection (OLMo 2)."""
+    if not hasattr(attn, "q_norm"):
+        return None
+    by_head = attn.q_norm.weight.shape[-1] == attn.head_dim
+    return _rms_norm(attn.q_norm), _rms_norm(attn.k_norm), by_head
 
 
 def _rotation(cos: torch.Tensor, sin: torch.Tensor):
@@ -213,11 +268,18 @@ def _random_heads(attn: nn.Module, heads: int, param: torch.Tensor, generator: t
     return draw(heads, new), draw(kv_heads, slots), draw(kv_heads, slots)
 
 
-def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor) -> bool:
-    """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions."""
+def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor, kinds: list[str | None]) -> bool:
+    """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions (those of
+    each layer type of ``kinds`` where its rotary module tells them apart; None: it does not)."""
     attn = stack.layers[0].self_attn
     q, k, _ = _random_heads(attn, stack.config.num_attention_heads, param, torch.Generator().manual_seed(0), 3, 3)
-    cos, sin = stack.rotary_emb(q, torch.arange(5, 8, device=param.device)[None])
+    positions = torch.arange(5, 8, device=param.device)[None]
+    return all(_rotates_alike(rotary, attn, q, k, *(stack.rotary_emb(q, positions) if kind is None else
+                                                   stack.rotary_emb(q, positions, kind))) for kind in kinds)
+
+
+def _rotates_alike(rotary, attn: nn.Module, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                   sin: torch.Tensor) -> bool:
     if cos.shape[-1] != attn.head_dim:  # (a partial rotary embedding)
         return False
     return all(torch.equal(a, b) for a, b in zip(_rotation(cos, sin)(q, k), rotary(q, k, cos, sin)))

@@ -37,10 +37,13 @@ def slot_mask(valid: torch.Tensor, first_query: int = 0, queries: int | None = N
 MASK_READERS = ("sdpa", "eager")  # the attention implementations that read an explicit [B, 1, q, K] mask
 
 
-def as_read_by(mask: torch.Tensor | None, implementation: str | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """``mask`` as the attention implementation ``implementation`` reads it: SDPA takes the boolean mask as it is;
-    eager attention *adds* its mask to the scores, so there True becomes 0 and False the most negative ``dtype``
-    value (what transformers' own eager masks hold). A mask that is not boolean is returned as it is."""
+def as_read_by(mask, implementation: str | None, dtype: torch.dtype):
+    """``mask`` (or each of a mapping by layer type, `by_layer_type`) as the attention implementation
+    ``implementation`` reads it: SDPA takes the boolean mask as it is; eager attention *adds* its mask to the scores,
+    so there True becomes 0 and False the most negative ``dtype`` value (what transformers' own eager masks hold).
+    A mask that is not boolean is returned as it is."""
+    if isinstance(mask, dict):
+        return {kind: as_read_by(m, implementation, dtype) for kind, m in mask.items()}
     if mask is None or implementation != "eager" or mask.dtype != torch.bool:
         return mask
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)
@@ -74,3 +77,9 @@ def by_layer_type(mask: torch.Tensor, base_config, query_positions: torch.Tensor
     # (a query's own slot has its position, so each query still sees itself)
     slid = mask & ((query_positions[:, :, None] - key_positions[:, None, :]) < window)[:, None]
     return slid if every else {"full_attention": mask, "sliding_attention": slid}
+
+
+def for_layer(mask, base_config, layer_idx: int):
+    """The mask layer ``layer_idx`` of the base reads: its layer type's where ``mask`` maps types to masks
+    (`by_layer_type`), else ``mask`` itself."""
+    return mask[base_config.layer_types[layer_idx]] if isinstance(mask, dict) else mask

@@ -281,7 +281,7 @@ class HamburgerModel(nn.Module):
             elif not (every and gate.ndim == 2):
                 gated = adapters_gated(self.base, gate)
         lean = self._lean_stack() if (cache is not None and not training and not torch.is_grad_enabled()
-                                      and self._states is None and not isinstance(attention_mask, dict)) else None
+                                      and self._states is None) else None
         if lean is not None and not (self._compiled_stack is not None and isinstance(cache, StaticCache)):
             with gated:
                 final, taps = lean(inputs_embeds, position_ids, attention_mask, cache, self.config.tap_layers,
@@ -320,13 +320,10 @@ class HamburgerModel(nn.Module):
 
     def readable(self, mask: torch.Tensor | dict[str, torch.Tensor] | None):
         """A boolean mask (or one per layer type) as the base's attention reads it (`masks.as_read_by`)."""
-        attention = self.base.config._attn_implementation
-        if isinstance(mask, dict):
-            return {kind: as_read_by(m, attention, self.dtype) for kind, m in mask.items()}
-        return as_read_by(mask, attention, self.dtype)
+        return as_read_by(mask, self.base.config._attn_implementation, self.dtype)
 
     def _lean_stack(self) -> LeanStack | None:
-        """The base's `LeanStack` (built and checked once per base; None where its layers are not Llama's), unless
+        """The base's `LeanStack` (built and checked once per base; None where it does not run its layers), unless
         ``lean`` is off."""
         if not self.lean:
             return None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from hamburger.core.config import check_full_heads
+from hamburger.core.masks import for_layer
 from hamburger.engine.cache import SlotCache, SpareSlotsLayer
 from hamburger.errors import HamburgerError
 
@@ -114,7 +115,7 @@ class FullHeadCache(SlotCache):
 
     def read_through(self, mask: torch.Tensor):
         """Full heads split a layer's heads between two caches, which only the lean pass does."""
-        raise HamburgerError("full heads need the lean pass (a base with Llama's layer parts, `core/lean.py`)")
+        raise HamburgerError("full heads need the lean pass (a base whose layers `core/lean.py` runs)")
 
     def attend(self, attend, module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor,
                scaling: float) -> torch.Tensor:
@@ -123,7 +124,8 @@ class FullHeadCache(SlotCache):
         over the store for the full heads, over the cache with ``mask`` for the others."""
         split = self.splits[module.layer_idx]
         held = self.store.kv.layers[split.position].update(k.index_select(1, split.full), v.index_select(1, split.full))
-        out = attend(module, q.index_select(1, split.q_full), *held, self.store_mask, dropout=0.0, scaling=scaling)[0]
+        store_mask = for_layer(self.store_mask, self.text_config, module.layer_idx)
+        out = attend(module, q.index_select(1, split.q_full), *held, store_mask, dropout=0.0, scaling=scaling)[0]
         k, v = self.kv.update(k.index_select(1, split.rest), v.index_select(1, split.rest), module.layer_idx)
         if split.rest.numel():
             rest = attend(module, q.index_select(1, split.q_rest), k, v, mask, dropout=0.0, scaling=scaling)[0]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from hamburger.core.masks import sliding_window
+from hamburger.core.masks import for_layer, sliding_window
 from hamburger.engine.cache import SPARE_SLOTS, SlotCache
 from hamburger.errors import HamburgerError
 
@@ -248,7 +248,7 @@ class QuantizedHistoryCache(SlotCache):
             store = self.stores[module.layer_idx]
             k = torch.cat([dequantize(store.k, store.ks), k], 2)
             v = torch.cat([dequantize(store.v, store.vs), v], 2)
-            mask = self.mask
+            mask = for_layer(self.mask, self.text_config, module.layer_idx)
         out = attend(module, q, k, v, mask, dropout=0.0, scaling=scaling)[0]
         return out @ self.turn.T if self.turned else out
 

@@ -201,8 +201,8 @@ class VerifyGeneration(Generation):
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
         if self.full_heads and self.model._lean_stack() is None:
-            raise HamburgerError(f"full heads need the lean pass, which takes bases with Llama's layer parts and no "
-                                 f"sliding window (`core/lean.py`); {type(self.model.base).__name__} has other parts")
+            raise HamburgerError(f"full heads need the lean pass (`core/lean.py`), which {type(self.model.base).__name__}'s "
+                                 f"layers do not take (other parts, or `lean` off)")
         if self.fold is not None and self.fold.bits:
             if capacity:
                 raise HamburgerError("a fold's bits need the dynamic KV cache")

@@ -89,7 +89,7 @@ def score_heads(model, tokenizer, answers_file: str | Path, folding: Folding, li
     ``limit`` answers of ``answers_file`` with at least ``min_tokens`` tokens (see the module's doc)."""
     lean = model._lean_stack()
     if lean is None:
-        raise HamburgerError("scoring heads needs the lean stack (a base with Llama's layer parts, `core/lean.py`)")
+        raise HamburgerError("scoring heads needs the lean stack (a base whose layers `core/lean.py` runs)")
     config = model.base.config
     units = [(layer, g) for layer in range(config.num_hidden_layers) for g in range(config.num_key_value_heads)]
     rows = _answers(answers_file, tokenizer, limit, min_tokens)

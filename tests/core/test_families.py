@@ -30,9 +30,13 @@ def test_confidence_one_equals_base_greedy(family, char_tokenizer):
         assert res.token_ids == hf_greedy(model.base, prompt, 24)
 
 
-@pytest.mark.parametrize("family", OTHER_FAMILIES)
-def test_incremental_logits_equal_training_forward(family, char_tokenizer):
-    assert_engine_matches_training_forward(tiny_hamburger(family, seed=3), char_tokenizer)
+@pytest.mark.parametrize("family,lean", [(f, True) for f in OTHER_FAMILIES] + [
+    (f, False) for f in ("qwen3", "gemma3", "mistral-sliding", "olmo2")])
+def test_incremental_logits_equal_training_forward(family, lean, char_tokenizer):
+    """On the lean pass where the family has one, and on transformers' own layers (``lean`` off)."""
+    model = tiny_hamburger(family, seed=3)
+    model.lean = lean
+    assert_engine_matches_training_forward(model, char_tokenizer)
 
 
 def test_eager_attention_reads_additive_masks():
@@ -44,11 +48,38 @@ def test_eager_attention_reads_additive_masks():
     assert as_read_by(additive, "eager", torch.float32) is additive
 
 
-@pytest.mark.parametrize("family", ["llama-eager", "smollm3"])
-def test_lean_stack_serves_eager_attention_and_layers_without_rotation(family):
-    """Both run the lean forward (its build-time check passes, at positions far apart) and match the engine's
-    equalities above: eager attention given additive masks, SmolLM3's last layer left unrotated."""
-    assert LeanStack.for_stack(base_decoder_stack(tiny_base(family))) is not None
+WITHOUT_LEAN = {"phi3": "fused projections", "stablelm": "LayerNorm, partial rotation, dropout modules"}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_the_lean_pass_serves_every_family_with_its_parts(family):
+    """The lean forward runs every family but two (its build-time check passes, at positions far apart), and the
+    engine's equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left unrotated,
+    Qwen3's and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2 and 3 put
+    after each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer
+    type, and a mask per layer type where some layers slide."""
+    lean = LeanStack.for_stack(base_decoder_stack(tiny_base(family)))
+    assert (lean is None) == (family in WITHOUT_LEAN)
+
+
+@pytest.mark.parametrize("family,breaks", [("qwen3", "key norms"), ("olmo2", "key norms"), ("olmo2", "block norms"),
+                                           ("gemma3", "block norms"), ("gemma3", "rotation by layer type"),
+                                           ("gemma2", "score cap")])
+def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
+    """(So the check above can fail:) a lean pass that skips one of a family's parts disagrees with transformers'."""
+    settings = {"attn_logit_softcapping": 0.01} if breaks == "score cap" else {}  # (random scores are small)
+    lean = LeanStack(base_decoder_stack(tiny_base(family, **settings)))
+    assert lean.agrees()
+    layers = range(len(lean.norms))
+    if breaks == "key norms":
+        lean.key_norms = [None for _ in layers]
+    elif breaks == "block norms":
+        lean.norms = [(before_attention, None, before_mlp, None) for before_attention, _, before_mlp, _ in lean.norms]
+    elif breaks == "rotation by layer type":
+        lean.layer_rotary = ["full_attention" for _ in layers]
+    else:
+        lean.score_caps = [None for _ in layers]
+    assert not lean.agrees()
 
 
 def test_attention_that_reads_no_mask_is_refused():
@@ -209,11 +240,12 @@ def test_the_history_store_read_through_transformers_layers_is_the_lean_pass_own
 
 
 def test_the_history_store_runs_on_bases_without_the_lean_pass(char_tokenizer):
-    """Qwen3's layers (query and key norms) and Gemma 3's (sliding windows, more norms) have no lean pass:
+    """Phi-3's layers (fused projections) have no lean pass, and Gemma 3's (sliding windows) is turned off here:
     verify_fold's default runs through transformers' own and stores history (`tests/engine/test_quantized.py` holds
     it to the rounded ordinary cache). Full heads need the pass: the error says so."""
-    for family in ("qwen3", "gemma3"):
+    for family in ("phi3", "gemma3"):
         model = tiny_hamburger(family, seed=3)
+        model.lean = family != "gemma3"
         assert model._lean_stack() is None
         assert all(r.kv_slots < r.kv_slots_ordinary for r in verify_fold_run(model, char_tokenizer).run())
     with pytest.raises(HamburgerError, match="full heads need the lean pass"):
@@ -222,7 +254,7 @@ def test_the_history_store_runs_on_bases_without_the_lean_pass(char_tokenizer):
 
 @pytest.mark.parametrize("family,mode", [("qwen3", []), ("gemma3", ["--mode", "hamburger", "--confidence", "0.1"])])
 def test_the_cli_decodes_a_checkpoint_of_another_family(family, mode, tmp_path, char_tokenizer, capsys):
-    """A checkpoint on a Qwen3 base (transformers' own layers) in the default mode, whose history store then holds
+    """A checkpoint on a Qwen3 base in the default mode, whose history store then holds
     the answer's older tokens, and one on a Gemma 3 base in the paper's decoding, which merges."""
     import json
 

@@ -28,7 +28,8 @@ def every_head(model) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("heads", list(HEAD_SETS))
 @pytest.mark.parametrize("name, family", [("segments 6", "llama"), ("segments 2, keep first", "llama"),
                                           ("segments 2, keep first", "qwen2"), ("forwards 0, keep last", "llama"),
-                                          ("segments 2, keep none", "llama")])
+                                          ("segments 2, keep none", "llama"), ("segments 2, keep first", "qwen3"),
+                                          ("segments 2, keep first", "gemma3")])
 def test_logits_are_the_folded_layouts_with_full_heads(heads, name, family, char_tokenizer):
     """The engine's logits are the folded layout's where the full heads see every earlier slot (merged slots too),
     and a row's KV slots are its folded slots plus, weighed by the full heads' share of a slot, the ones only they

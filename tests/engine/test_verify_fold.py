@@ -83,13 +83,16 @@ def folded_reference_logits(model, prompt: list[int], answer: list[int], fed: li
     if model.config.reads_fold_history and first is not None:  # every slot fed from the first fold on
         gate_from = gate_from | (torch.tensor(born) == first)
     with torch.no_grad():
+        # (with a sliding window, its layers see keys less than a window of positions back: `masks.by_layer_type`)
         if full:  # (through the lean stack, on an empty cache, each head reading its channel)
             mask = torch.stack([sees, torch.ones(n, n, dtype=torch.bool).tril()])[None]
             with head_channels(model._lean_stack(), full, model.base.config):
-                final, _ = model.base_forward(embeds, torch.tensor([positions]), mask, DynamicCache(),
+                final, _ = model.base_forward(embeds, torch.tensor([positions]),
+                                              model.by_layer_type(mask, torch.tensor([positions])), DynamicCache(),
                                               merged_slots=gate_from[None])
         else:
-            final, _ = model.base_forward(embeds, torch.tensor([positions]), sees[None, None],
+            final, _ = model.base_forward(embeds, torch.tensor([positions]),
+                                          model.by_layer_type(sees[None, None], torch.tensor([positions])),
                                           merged_slots=gate_from[None])
         logits = model.decode_logits(final[0], max_rows=n).float()
     return logits[[slot_of[len(prompt) - 1 + j] for j in range(len(answer))]]
