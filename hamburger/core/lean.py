@@ -16,12 +16,13 @@ concatenation); and SDPA attention with grouped key/value heads read in place (`
 copies them to every query head on forwards of more than one position. On a 2-core CPU a 3-position forward of
 SmolLM2-135M on a 300-slot cache went from 31.8 to 27.5 ms (experiments/2026-11-27-step-profile/).
 
-It takes stacks whose layers have separate q/k/v/o projections and a gated MLP, with norms before each block (Llama,
-Qwen2, Mistral, Gemma 1, SmolLM3, Granite), on both sides of each (Gemma 2 and 3) or after each (OLMo 2); query and
-key norms, head by head (Qwen3, Gemma 3) or over the whole projection (OLMo 2); capped attention scores (Gemma 2); a
-rotary table per layer type (Gemma 3); and sliding layers, whose windows are in the masks it is given (one per layer
-type, `masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ
-(a family that scales its embeddings inside the stack, say) keeps transformers' path.
+It takes stacks whose layers have q/k/v/o projections and a gated MLP (separate, or fused as Phi-3's), with norms
+before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3), on both sides of each (Gemma 2 and 3)
+or after each (OLMo 2); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection (OLMo 2);
+capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); and sliding layers, whose windows are in
+the masks it is given (one per layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways
+on build: a stack whose outputs differ (a family that scales its embeddings inside the stack, say) keeps
+transformers' path.
 """
 
 from __future__ import annotations
@@ -50,10 +51,10 @@ NORM_LAYOUTS = {
     frozenset({"post_attention_layernorm", "post_feedforward_layernorm"}):  # OLMo 2: norms on the blocks' outputs
         (None, "post_attention_layernorm", None, "post_feedforward_layernorm"),
 }
-ATTENTION_PARTS = {"q_proj", "k_proj", "v_proj", "o_proj"}
+ATTENTION_PARTS = [{"q_proj", "k_proj", "v_proj", "o_proj"}, {"qkv_proj", "o_proj"}]  # (Phi-3: one fused projection)
 KEY_NORMS = {"q_norm", "k_norm"}  # norms on the queries and keys before their rotation (Qwen3, Gemma 3, OLMo 2)
 LAYER_TYPES = {"full_attention", "sliding_attention"}  # the layer types whose masks `masks.by_layer_type` makes
-MLP_PARTS = {"gate_proj", "up_proj", "down_proj", "act_fn"}
+MLP_PARTS = [{"gate_proj", "up_proj", "down_proj", "act_fn"}, {"gate_up_proj", "down_proj", "activation_fn"}]
 CHECK_TOLERANCE = 1e-4  # largest difference from transformers' own forward (relative to the outputs' scale) on build
 
 
@@ -78,6 +79,32 @@ def _children(module: nn.Module) -> set[str]:
     return {name for name, _ in module.named_children()}
 
 
+def _norm_names(layer: nn.Module) -> frozenset[str]:
+    """A decoder layer's parts beside its attention, its MLP and dropout modules (Phi-3's: nothing at inference)."""
+    return frozenset(name for name, part in layer.named_children()
+                     if name not in ("self_attn", "mlp") and not isinstance(part, nn.Dropout))
+
+
+def _queries_keys_values(attn: nn.Module, x: torch.Tensor, fuse: bool):
+    """The attention layer's three projections of ``x`` (from its one fused projection where it has one: Phi-3's
+    queries, then keys, then values)."""
+    fused = attn._modules.get("qkv_proj")
+    if fused is None:
+        return (_linear(p, x, fuse) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+    keys = attn.config.num_key_value_heads * attn.head_dim
+    return _linear(fused, x, fuse).split([attn.config.num_attention_heads * attn.head_dim, keys, keys], -1)
+
+
+def _gated(mlp: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
+    """The gated MLP's input to its down projection: act(gate(x)) * up(x) (from one fused projection where it has
+    one: Phi-3's gate, then up)."""
+    fused = mlp._modules.get("gate_up_proj")
+    if fused is None:
+        return mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) * _linear(mlp.up_proj, x, fuse)
+    gate, up = _linear(fused, x, fuse).chunk(2, -1)
+    return up * mlp.activation_fn.forward(gate)
+
+
 def supported(stack: nn.Module) -> bool:
     """Whether ``stack`` (a decoder stack: `.layers`, `.norm`, `.rotary_emb`) has exactly the parts `LeanStack` runs."""
     if not all(hasattr(stack, a) for a in ("layers", "norm", "rotary_emb")):
@@ -86,9 +113,11 @@ def supported(stack: nn.Module) -> bool:
         return False
     for layer in stack.layers:
         attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
-        if attn is None or mlp is None or frozenset(_children(layer) - {"self_attn", "mlp"}) not in NORM_LAYOUTS:
+        if attn is None or mlp is None or _norm_names(layer) not in NORM_LAYOUTS:
             return False
-        if _children(attn) not in (ATTENTION_PARTS, ATTENTION_PARTS | KEY_NORMS) or _children(mlp) != MLP_PARTS:
+        if not any(_children(attn) in (parts, parts | KEY_NORMS) for parts in ATTENTION_PARTS):
+            return False
+        if _children(mlp) not in MLP_PARTS:
             return False
         if not hasattr(attn, "layer_idx"):
             return False
@@ -120,7 +149,7 @@ class LeanStack:
         param = next(stack.parameters())
         with torch.inference_mode():
             self.norms = [tuple(None if name is None else _rms_norm(getattr(layer, name))
-                                for name in NORM_LAYOUTS[frozenset(_children(layer) - {"self_attn", "mlp"})])
+                                for name in NORM_LAYOUTS[_norm_names(layer)])
                           for layer in stack.layers]
             self.key_norms = [_key_norms(layer.self_attn) for layer in stack.layers]
             self.final_norm = _rms_norm(stack.norm)
@@ -138,11 +167,16 @@ class LeanStack:
 
     @classmethod
     def for_stack(cls, stack: nn.Module) -> "LeanStack | None":
-        """A `LeanStack` for ``stack`` if it has parts it runs and computes what transformers computes, else None."""
+        """A `LeanStack` for ``stack`` if it has parts it runs and computes what transformers computes, else None (a
+        family whose own functions take other arguments, say StableLM's rotation of part of each head, fails to run:
+        None too)."""
         if not supported(stack):
             return None
-        lean = cls(stack)
-        return lean if lean.agrees() else None
+        try:
+            lean = cls(stack)
+            return lean if lean.agrees() else None
+        except (RuntimeError, TypeError, ValueError, IndexError, AttributeError):
+            return None
 
     def agrees(self) -> bool:
         """One 5-position forward, then one more position on the cache, both ways, at positions spread over up to 512:
@@ -195,7 +229,7 @@ class LeanStack:
             attn, mlp = layer.self_attn, layer.mlp
             before_attention, after_attention, before_mlp, after_mlp = norms
             x = h if before_attention is None else before_attention(h)
-            q, k, v = (_linear(p, x, fuse) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            q, k, v = _queries_keys_values(attn, x, fuse)
             key_norms = self.key_norms[i]
             if key_norms is not None and not key_norms[2]:  # (OLMo 2: over all heads at once)
                 q, k = key_norms[0](q), key_norms[1](k)
@@ -215,8 +249,7 @@ class LeanStack:
             out = _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
             h = h + (out if after_attention is None else after_attention(out))
             x = h if before_mlp is None else before_mlp(h)
-            out = _linear(mlp.down_proj, mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) *
-                          _linear(mlp.up_proj, x, fuse), fuse)
+            out = _linear(mlp.down_proj, _gated(mlp, x, fuse), fuse)
             h = h + (out if after_mlp is None else after_mlp(out))
             if i in taps:
                 tapped.append(h)

@@ -48,18 +48,17 @@ def test_eager_attention_reads_additive_masks():
     assert as_read_by(additive, "eager", torch.float32) is additive
 
 
-WITHOUT_LEAN = {"phi3": "fused projections", "stablelm": "LayerNorm, partial rotation, dropout modules"}
-
-
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_the_lean_pass_serves_every_family_with_its_parts(family):
-    """The lean forward runs every family but two (its build-time check passes, at positions far apart), and the
-    engine's equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left unrotated,
-    Qwen3's and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2 and 3 put
-    after each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer
-    type, and a mask per layer type where some layers slide."""
-    lean = LeanStack.for_stack(base_decoder_stack(tiny_base(family)))
-    assert (lean is None) == (family in WITHOUT_LEAN)
+@pytest.mark.parametrize("family,settings", [(f, {}) for f in FAMILIES] + [("phi3", {"partial_rotary_factor": 0.5})])
+def test_the_lean_pass_serves_every_family_with_its_parts(family, settings):
+    """The lean forward runs every family but StableLM (its build-time check passes, at positions far apart), and
+    the engine's equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left
+    unrotated, Qwen3's and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2
+    and 3 put after each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation
+    per layer type, Phi-3's fused projections and rotation of part of each head (Phi-4-mini's), and a mask per layer
+    type where some layers slide. StableLM's rotation of part of each head is left to its attention module, whose
+    `apply_rotary_pos_emb` takes the rotated part only: it fails to run, so it keeps transformers' layers."""
+    lean = LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings)))
+    assert (lean is None) == (family == "stablelm")
 
 
 @pytest.mark.parametrize("family,breaks", [("qwen3", "key norms"), ("olmo2", "key norms"), ("olmo2", "block norms"),
@@ -240,10 +239,10 @@ def test_the_history_store_read_through_transformers_layers_is_the_lean_pass_own
 
 
 def test_the_history_store_runs_on_bases_without_the_lean_pass(char_tokenizer):
-    """Phi-3's layers (fused projections) have no lean pass, and Gemma 3's (sliding windows) is turned off here:
+    """StableLM's layers have no lean pass, and Gemma 3's (sliding windows) is turned off here:
     verify_fold's default runs through transformers' own and stores history (`tests/engine/test_quantized.py` holds
     it to the rounded ordinary cache). Full heads need the pass: the error says so."""
-    for family in ("phi3", "gemma3"):
+    for family in ("stablelm", "gemma3"):
         model = tiny_hamburger(family, seed=3)
         model.lean = family != "gemma3"
         assert model._lean_stack() is None
