@@ -22,7 +22,8 @@ from torch import nn
 
 from hamburger.errors import HamburgerError
 
-DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj",
+                   "qkv_proj", "gate_up_proj")  # (the last two: Phi-3's fused projections)
 LORA_KEYS = ("lora_A", "lora_B")
 
 

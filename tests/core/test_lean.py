@@ -34,14 +34,27 @@ def forwards(model, lean: bool, merged: bool = False):
     return outs
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen2"])
+@pytest.mark.parametrize("family", ["llama", "qwen2", "qwen3", "olmo2", "phi3"])
 def test_lean_forwards_equal_transformers_stack(family):
-    """Final states and taps of a prompt and of later positions on its cache: exactly transformers' (same ops)."""
-    model = tiny_hamburger(family)
+    """Final states and taps of a prompt and of later positions on its cache: exactly transformers' (same ops).
+    Phi-3's fused projections with adapters acting at a merged slot too (the default targets name them)."""
+    model = tiny_hamburger(family, lora_scope="merged")
     assert supported(base_decoder_stack(model.base))
     assert model._lean_stack() is not None
     for (final, feats), (ref_final, ref_feats) in zip(forwards(model, True), forwards(model, False)):
         assert torch.equal(final, ref_final) and torch.equal(feats, ref_feats)
+    if family == "phi3":
+        add_lora(model.base, r=2, alpha=4.0)
+        assert {name.rsplit(".", 1)[-1] for name, _ in lora_modules(model.base)} == {
+            "qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+        with torch.no_grad():
+            for _, m in lora_modules(model.base):
+                m.lora_B.normal_(0, 0.5)
+        lean, plain = forwards(model, True, merged=True), forwards(model, False, merged=True)
+        assert not torch.equal(lean[1][0], forwards(model, True)[1][0])  # (the adapters act)
+        for (final, feats), (ref_final, ref_feats) in zip(lean, plain):
+            torch.testing.assert_close(final, ref_final, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(feats, ref_feats, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])
