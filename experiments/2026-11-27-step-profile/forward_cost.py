@@ -65,7 +65,8 @@ def setup() -> tuple:
 def main() -> None:
     commit, model, stack, runners = setup()
     after = runners["after"]
-    parts = {"norm": after.norms[0][0].__name__, "rotation": after.rotation.__name__,
+    first_norms = after.layers[0].norms if hasattr(after, "layers") else after.norms[0]  # (`LeanLayer`s since s71)
+    parts = {"norm": first_norms[0].__name__, "rotation": after.rotation.__name__,
              "attention": after.attend.__qualname__}
     g = torch.Generator().manual_seed(0)
     d = stack.config.hidden_size

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -38,7 +39,7 @@ from transformers import DynamicCache
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from hamburger.core.lora import adapters_disabled
-from hamburger.core.masks import as_read_by, for_layer
+from hamburger.core.masks import as_read_by
 
 # a decoder layer's norms (its parts beside self_attn and mlp) -> where each acts: (before attention, on attention's
 # output, before the MLP, on the MLP's output)
@@ -85,24 +86,44 @@ def _norm_names(layer: nn.Module) -> frozenset[str]:
                      if name not in ("self_attn", "mlp") and not isinstance(part, nn.Dropout))
 
 
-def _queries_keys_values(attn: nn.Module, x: torch.Tensor, fuse: bool):
-    """The attention layer's three projections of ``x`` (from its one fused projection where it has one: Phi-3's
-    queries, then keys, then values)."""
-    fused = attn._modules.get("qkv_proj")
-    if fused is None:
-        return (_linear(p, x, fuse) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
-    keys = attn.config.num_key_value_heads * attn.head_dim
-    return _linear(fused, x, fuse).split([attn.config.num_attention_heads * attn.head_dim, keys, keys], -1)
+@dataclass(slots=True)
+class LeanLayer:
+    """One decoder layer as `LeanStack` runs it, its parts found once: the names of its projections (Phi-3's one
+    query/key/value projection, split by ``sizes``, and one gate/up projection; names, as a LoRA wrapping replaces
+    the modules), the four norm places of
+    `NORM_LAYOUTS` (None: no norm there), the query and key norms (None: none; ``by_head``: over each head, else over
+    the whole projection, OLMo 2's), the layer's type (which rotary table and mask it reads; None: the stack has
+    one), whether it rotates at all (SmolLM3's `use_rope`), and its cap on the attention scores (Gemma 2's)."""
 
+    attn: nn.Module
+    mlp: nn.Module
+    projections: tuple[str, ...]
+    sizes: list[int] | None
+    gate_up: tuple[str, ...]
+    act: object
+    norms: tuple
+    key_norms: tuple | None
+    by_head: bool
+    kind: str | None
+    rope: bool
+    score_cap: float | None
 
-def _gated(mlp: nn.Module, x: torch.Tensor, fuse: bool) -> torch.Tensor:
-    """The gated MLP's input to its down projection: act(gate(x)) * up(x) (from one fused projection where it has
-    one: Phi-3's gate, then up)."""
-    fused = mlp._modules.get("gate_up_proj")
-    if fused is None:
-        return mlp.act_fn.forward(_linear(mlp.gate_proj, x, fuse)) * _linear(mlp.up_proj, x, fuse)
-    gate, up = _linear(fused, x, fuse).chunk(2, -1)
-    return up * mlp.activation_fn.forward(gate)
+    @classmethod
+    def of(cls, layer: nn.Module, kind: str | None) -> "LeanLayer":
+        attn, mlp = layer.self_attn, layer.mlp
+        fused = attn._modules.get("qkv_proj")
+        sizes = None
+        if fused is not None:
+            keys = attn.config.num_key_value_heads * attn.head_dim
+            sizes = [attn.config.num_attention_heads * attn.head_dim, keys, keys]
+        key_norms = (_rms_norm(attn.q_norm), _rms_norm(attn.k_norm)) if hasattr(attn, "q_norm") else None
+        return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes,
+                   ("gate_up_proj",) if hasattr(mlp, "gate_up_proj") else ("gate_proj", "up_proj"),
+                   mlp.activation_fn if hasattr(mlp, "gate_up_proj") else mlp.act_fn,
+                   tuple(None if name is None else _rms_norm(getattr(layer, name))
+                         for name in NORM_LAYOUTS[_norm_names(layer)]),
+                   key_norms, key_norms is not None and attn.q_norm.weight.shape[-1] == attn.head_dim, kind,
+                   getattr(attn, "use_rope", True), getattr(attn, "attn_logit_softcapping", None))
 
 
 def supported(stack: nn.Module) -> bool:
@@ -143,23 +164,18 @@ class LeanStack:
         if config._attn_implementation == "eager":  # (it adds its mask: the boolean masks become additive)
             self.attend = _additive_masks(self.attend)
         # a rotary module with one table per layer type (Gemma 3's: its sliding layers rotate by another base)
-        by_type = "layer_type" in inspect.signature(stack.rotary_emb.forward).parameters
-        self.rotary_types = sorted(set(config.layer_types)) if by_type else [None]
-        self.layer_rotary = [config.layer_types[i] if by_type else None for i in range(len(stack.layers))]
+        self.rotary_by_type = "layer_type" in inspect.signature(stack.rotary_emb.forward).parameters
+        kinds = getattr(config, "layer_types", None) or [None] * len(stack.layers)
+        self.rotary_types = sorted(set(kinds)) if self.rotary_by_type else [None]
         param = next(stack.parameters())
         with torch.inference_mode():
-            self.norms = [tuple(None if name is None else _rms_norm(getattr(layer, name))
-                                for name in NORM_LAYOUTS[_norm_names(layer)])
-                          for layer in stack.layers]
-            self.key_norms = [_key_norms(layer.self_attn) for layer in stack.layers]
+            self.layers = [LeanLayer.of(layer, kind) for layer, kind in zip(stack.layers, kinds)]
             self.final_norm = _rms_norm(stack.norm)
             self.rotation = (_rotation if _probe_rotation(self.rotary, stack, param, self.rotary_types)
                              else self._family_rotation)
             attn, heads = stack.layers[0].self_attn, config.num_attention_heads
             if config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
                 self.attend = _sdpa_in_place(self.attend)
-        # each layer's cap on its attention scores where it has one (Gemma 2), which the attention function applies
-        self.score_caps = [getattr(layer.self_attn, "attn_logit_softcapping", None) for layer in stack.layers]
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
         """The family's own `apply_rotary_pos_emb`, as a function of (q, k)."""
@@ -218,38 +234,47 @@ class LeanStack:
         some heads over the whole history, `engine/full_heads.py`; a `QuantizedHistoryCache`, a store of 8- or 4-bit
         slots beside the cache, `engine/quantized.py`) attends for the layers it ``attends``."""
         stack = self.stack
-        rotations = {kind: self.rotation(*(stack.rotary_emb(inputs_embeds, position_ids) if kind is None else
-                                           stack.rotary_emb(inputs_embeds, position_ids, kind)))
+        rotations = {kind: self.rotation(*(stack.rotary_emb(inputs_embeds, position_ids, kind) if self.rotary_by_type
+                                           else stack.rotary_emb(inputs_embeds, position_ids)))
                      for kind in self.rotary_types}
         # (eager attention: the forward's mask made additive once, not at every layer; a cache's own masks still are)
         attention_mask = as_read_by(attention_mask, stack.config._attn_implementation, inputs_embeds.dtype)
+        by_type = isinstance(attention_mask, dict)  # (a mask per layer type: some layers slide)
         h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
         hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
-        for i, (layer, norms) in enumerate(zip(stack.layers, self.norms)):
-            attn, mlp = layer.self_attn, layer.mlp
-            before_attention, after_attention, before_mlp, after_mlp = norms
+        for i, layer in enumerate(self.layers):
+            attn, mlp, (before_attention, after_attention, before_mlp, after_mlp) = layer.attn, layer.mlp, layer.norms
+            projections, gate_up = attn._modules, mlp._modules
             x = h if before_attention is None else before_attention(h)
-            q, k, v = _queries_keys_values(attn, x, fuse)
-            key_norms = self.key_norms[i]
-            if key_norms is not None and not key_norms[2]:  # (OLMo 2: over all heads at once)
-                q, k = key_norms[0](q), key_norms[1](k)
+            if layer.sizes is None:
+                q, k, v = (_linear(projections[name], x, fuse) for name in layer.projections)
+            else:  # (Phi-3: queries, then keys, then values)
+                q, k, v = _linear(projections[layer.projections[0]], x, fuse).split(layer.sizes, -1)
+            if layer.key_norms is not None and not layer.by_head:  # (OLMo 2: over all heads at once)
+                q, k = layer.key_norms[0](q), layer.key_norms[1](k)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))
-            if key_norms is not None and key_norms[2]:  # (Qwen3, Gemma 3: head by head)
-                q, k = key_norms[0](q), key_norms[1](k)
-            if getattr(attn, "use_rope", True):  # (SmolLM3's layers without a positional embedding: `use_rope` False)
-                q, k = rotations[self.layer_rotary[i]](q, k)
-            mask, cap = for_layer(attention_mask, stack.config, i), self.score_caps[i]
-            attend = self.attend if cap is None else functools.partial(self.attend, softcap=cap)
+            if layer.by_head:  # (Qwen3, Gemma 3)
+                q, k = layer.key_norms[0](q), layer.key_norms[1](k)
+            if layer.rope:  # (SmolLM3's layers without a positional embedding: `use_rope` False)
+                q, k = rotations[layer.kind if self.rotary_by_type else None](q, k)
+            mask = attention_mask[layer.kind] if by_type else attention_mask
+            attend = self.attend if layer.score_cap is None else functools.partial(self.attend, softcap=layer.score_cap)
             if hook is not None and hook.attends(attn.layer_idx):
                 out = hook.attend(attend, attn, q, k, v, mask, attn.scaling)
             else:
                 k, v = cache.update(k, v, attn.layer_idx)
                 out = attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)[0]
-            out = _linear(attn.o_proj, out.reshape(*shape, -1).contiguous(), fuse)
+            out = _linear(projections["o_proj"], out.reshape(*shape, -1).contiguous(), fuse)
             h = h + (out if after_attention is None else after_attention(out))
             x = h if before_mlp is None else before_mlp(h)
-            out = _linear(mlp.down_proj, _gated(mlp, x, fuse), fuse)
+            if len(layer.gate_up) == 2:
+                gated = layer.act.forward(_linear(gate_up[layer.gate_up[0]], x, fuse)) * _linear(
+                    gate_up[layer.gate_up[1]], x, fuse)
+            else:  # (Phi-3: the gate, then up)
+                gate, up = _linear(gate_up[layer.gate_up[0]], x, fuse).chunk(2, -1)
+                gated = up * layer.act.forward(gate)
+            out = _linear(gate_up["down_proj"], gated, fuse)
             h = h + (out if after_mlp is None else after_mlp(out))
             if i in taps:
                 tapped.append(h)
@@ -269,16 +294,6 @@ def _rms_norm(norm: nn.Module):
     probe = torch.randn(2, 3, weight.shape[0], generator=torch.Generator().manual_seed(0)).to(weight.device,
                                                                                             weight.dtype)
     return rms_norm if torch.equal(rms_norm(probe), norm.forward(probe)) else norm.forward
-
-
-def _key_norms(attn: nn.Module):
-    """(query norm, key norm, head by head?) of an attention layer that norms its queries and keys before rotating
-    them, each as `_rms_norm` gives it; None for one that does not. Head by head where the norm's width is a head's
-    (Qwen3, Gemma 3), else over the whole projection (OLMo 2)."""
-    if not hasattr(attn, "q_norm"):
-        return None
-    by_head = attn.q_norm.weight.shape[-1] == attn.head_dim
-    return _rms_norm(attn.q_norm), _rms_norm(attn.k_norm), by_head
 
 
 def _rotation(cos: torch.Tensor, sin: torch.Tensor):

@@ -69,15 +69,15 @@ def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
     settings = {"attn_logit_softcapping": 0.01} if breaks == "score cap" else {}  # (random scores are small)
     lean = LeanStack(base_decoder_stack(tiny_base(family, **settings)))
     assert lean.agrees()
-    layers = range(len(lean.norms))
-    if breaks == "key norms":
-        lean.key_norms = [None for _ in layers]
-    elif breaks == "block norms":
-        lean.norms = [(before_attention, None, before_mlp, None) for before_attention, _, before_mlp, _ in lean.norms]
-    elif breaks == "rotation by layer type":
-        lean.layer_rotary = ["full_attention" for _ in layers]
-    else:
-        lean.score_caps = [None for _ in layers]
+    for layer in lean.layers:
+        if breaks == "key norms":
+            layer.key_norms, layer.by_head = None, False
+        elif breaks == "block norms":
+            layer.norms = (layer.norms[0], None, layer.norms[2], None)
+        elif breaks == "rotation by layer type":
+            layer.kind = "full_attention"
+        else:
+            layer.score_cap = None
     assert not lean.agrees()
 
 

@@ -66,14 +66,15 @@ def test_cheaper_parts_are_taken_where_they_give_the_same_bits(family, monkeypat
     lean = LeanStack(stack)
     assert lean.rotation is lean_module._rotation
     assert lean.attend.__qualname__.startswith("_sdpa_in_place")
-    assert all(lean.norms[i][0].__name__ == lean.norms[i][2].__name__ == "rms_norm" for i in range(len(lean.norms)))
-    assert lean.final_norm.__name__ == "rms_norm" and all(n[1] is n[3] is None for n in lean.norms)  # (no post-norms)
+    norms = [layer.norms for layer in lean.layers]
+    assert all(n[0].__name__ == n[2].__name__ == "rms_norm" and n[1] is n[3] is None for n in norms)  # (no post-norms)
+    assert lean.final_norm.__name__ == "rms_norm"
     norm = stack.layers[1].post_attention_layernorm
     norm.forward = types.MethodType(lambda self, x: type(self).forward(self, x) * 1.5, norm)  # (1 + w)-style, say
     rotary = lean.rotary
     family_module = sys.modules[type(stack.layers[0].self_attn).__module__]
     other = LeanStack(stack)
-    assert other.norms[1][2] == norm.forward and other.norms[1][0].__name__ == "rms_norm"
+    assert other.layers[1].norms[2] == norm.forward and other.layers[1].norms[0].__name__ == "rms_norm"
     monkeypatch.setattr(family_module, "apply_rotary_pos_emb", lambda q, k, cos, sin: rotary(q, k, cos, -sin))
     assert LeanStack(stack).rotation != lean_module._rotation  # (another convention)
     sdpa = F.scaled_dot_product_attention
