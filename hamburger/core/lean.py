@@ -88,12 +88,14 @@ def _norm_names(layer: nn.Module) -> frozenset[str]:
 
 @dataclass(slots=True)
 class LeanLayer:
-    """One decoder layer as `LeanStack` runs it, its parts found once: the names of its projections (Phi-3's one
-    query/key/value projection, split by ``sizes``, and one gate/up projection; names, as a LoRA wrapping replaces
-    the modules), the four norm places of
-    `NORM_LAYOUTS` (None: no norm there), the query and key norms (None: none; ``by_head``: over each head, else over
-    the whole projection, OLMo 2's), the layer's type (which rotary table and mask it reads; None: the stack has
-    one), whether it rotates at all (SmolLM3's `use_rope`), and its cap on the attention scores (Gemma 2's)."""
+    """One decoder layer as `LeanStack` runs it, its parts found once when the pass is built.
+
+    ``projections``, ``gate_up``: names, not modules, since a LoRA wrapping made later replaces the modules (Phi-3: one
+    query/key/value projection, split by ``sizes``, and one gate/up projection). ``norms``: the four places of
+    `NORM_LAYOUTS` (None: no norm there). ``key_norms``: the query and key norms (None: none), ``by_head`` over each
+    head, else over the whole projection (OLMo 2). ``kind``: the layer's type, whose rotary table and mask it reads
+    (None: the stack has one type). ``rope``: whether it rotates at all (SmolLM3's `use_rope`). ``score_cap``: its cap
+    on the attention scores (Gemma 2's), applied by the family's attention function."""
 
     attn: nn.Module
     mlp: nn.Module
@@ -110,6 +112,7 @@ class LeanLayer:
 
     @classmethod
     def of(cls, layer: nn.Module, kind: str | None) -> "LeanLayer":
+        """The plan of ``layer`` (one `supported` takes), of type ``kind``."""
         attn, mlp = layer.self_attn, layer.mlp
         fused = attn._modules.get("qkv_proj")
         sizes = None
