@@ -17,12 +17,12 @@ copies them to every query head on forwards of more than one position. On a 2-co
 SmolLM2-135M on a 300-slot cache went from 31.8 to 27.5 ms (experiments/2026-11-27-step-profile/).
 
 It takes stacks whose layers have q/k/v/o projections and a gated MLP (separate, or fused as Phi-3's), with norms
-before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3), on both sides of each (Gemma 2 and 3)
-or after each (OLMo 2); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection (OLMo 2);
-capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); and sliding layers, whose windows are in
-the masks it is given (one per layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways
-on build: a stack whose outputs differ (a family that scales its embeddings inside the stack, say) keeps
-transformers' path.
+before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3, StableLM), on both sides of each (Gemma
+2 and 3) or after each (OLMo 2); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection
+(OLMo 2); capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); rotation of part of each head
+(Phi-4-mini, StableLM); and sliding layers, whose windows are in the masks it is given (one per layer type,
+`masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ (a
+family that scales its embeddings inside the stack, say) keeps transformers' path.
 """
 
 from __future__ import annotations
@@ -176,19 +176,28 @@ class LeanStack:
             self.final_norm = _rms_norm(stack.norm)
             self.rotation = (_rotation if _probe_rotation(self.rotary, stack, param, self.rotary_types)
                              else self._family_rotation)
+            self.rotates_part = _rotates_part_only(self.rotary, stack, param, self.rotary_types[0])
             attn, heads = stack.layers[0].self_attn, config.num_attention_heads
             if config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
                 self.attend = _sdpa_in_place(self.attend)
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
-        """The family's own `apply_rotary_pos_emb`, as a function of (q, k)."""
-        return lambda q, k: self.rotary(q, k, cos, sin)
+        """The family's own `apply_rotary_pos_emb`, as a function of (q, k). Where its tables cover only the first
+        channels of a head and the family's function takes only those (StableLM's; Phi-3's splits the heads itself),
+        the first channels rotated and the rest passed on, as the family's attention does."""
+        if not self.rotates_part:
+            return lambda q, k: self.rotary(q, k, cos, sin)
+        n = cos.shape[-1]
+
+        def rotate(q: torch.Tensor, k: torch.Tensor):
+            q_turned, k_turned = self.rotary(q[..., :n], k[..., :n], cos, sin)
+            return torch.cat((q_turned, q[..., n:]), -1), torch.cat((k_turned, k[..., n:]), -1)
+        return rotate
 
     @classmethod
     def for_stack(cls, stack: nn.Module) -> "LeanStack | None":
         """A `LeanStack` for ``stack`` if it has parts it runs and computes what transformers computes, else None (a
-        family whose own functions take other arguments, say StableLM's rotation of part of each head, fails to run:
-        None too)."""
+        family whose own functions take other arguments than the pass gives them fails to run: None too)."""
         if not supported(stack):
             return None
         try:
@@ -319,14 +328,32 @@ def _random_heads(attn: nn.Module, heads: int, param: torch.Tensor, generator: t
     return draw(heads, new), draw(kv_heads, slots), draw(kv_heads, slots)
 
 
-def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor, kinds: list[str | None]) -> bool:
-    """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions (those of
-    each layer type of ``kinds`` where its rotary module tells them apart; None: it does not)."""
+def _probe_heads(stack: nn.Module, param: torch.Tensor, kind: str | None):
+    """Random queries and keys of the stack's first layer for 3 positions, and the stack's rotary tables there (those
+    of layer type ``kind`` where its rotary module tells types apart; None: it does not)."""
     attn = stack.layers[0].self_attn
     q, k, _ = _random_heads(attn, stack.config.num_attention_heads, param, torch.Generator().manual_seed(0), 3, 3)
     positions = torch.arange(5, 8, device=param.device)[None]
-    return all(_rotates_alike(rotary, attn, q, k, *(stack.rotary_emb(q, positions) if kind is None else
-                                                   stack.rotary_emb(q, positions, kind))) for kind in kinds)
+    return q, k, *(stack.rotary_emb(q, positions) if kind is None else stack.rotary_emb(q, positions, kind))
+
+
+def _probe_rotation(rotary, stack: nn.Module, param: torch.Tensor, kinds: list[str | None]) -> bool:
+    """Whether `_rotation` gives exactly the family's ``rotary`` on the stack's own cos/sin for 3 positions (those of
+    each layer type of ``kinds``, `_probe_heads`)."""
+    return all(_rotates_alike(rotary, stack.layers[0].self_attn, *_probe_heads(stack, param, kind)) for kind in kinds)
+
+
+def _rotates_part_only(rotary, stack: nn.Module, param: torch.Tensor, kind: str | None) -> bool:
+    """Whether the stack's rotary tables cover only the first channels of a head and the family's ``rotary`` refuses
+    whole heads with them (it takes the rotated channels only, StableLM's)."""
+    q, k, cos, sin = _probe_heads(stack, param, kind)
+    if cos.shape[-1] == q.shape[-1]:
+        return False
+    try:
+        rotary(q, k, cos, sin)
+    except RuntimeError:
+        return True
+    return False
 
 
 def _rotates_alike(rotary, attn: nn.Module, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,

@@ -50,15 +50,14 @@ def test_eager_attention_reads_additive_masks():
 
 @pytest.mark.parametrize("family,settings", [(f, {}) for f in FAMILIES] + [("phi3", {"partial_rotary_factor": 0.5})])
 def test_the_lean_pass_serves_every_family_with_its_parts(family, settings):
-    """The lean forward runs every family but StableLM (its build-time check passes, at positions far apart), and
-    the engine's equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left
-    unrotated, Qwen3's and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2
-    and 3 put after each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation
-    per layer type, Phi-3's fused projections and rotation of part of each head (Phi-4-mini's), and a mask per layer
-    type where some layers slide. StableLM's rotation of part of each head is left to its attention module, whose
-    `apply_rotary_pos_emb` takes the rotated part only: it fails to run, so it keeps transformers' layers."""
-    lean = LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings)))
-    assert (lean is None) == (family == "stablelm")
+    """The lean forward runs every family (its build-time check passes, at positions far apart), and the engine's
+    equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left unrotated, Qwen3's
+    and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2 and 3 put after
+    each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer type,
+    Phi-3's fused projections and its rotation of part of each head (Phi-4-mini's), StableLM's LayerNorms and its
+    rotation of part of each head (whose `apply_rotary_pos_emb` takes the rotated channels only), and a mask per
+    layer type where some layers slide."""
+    assert LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings))) is not None
 
 
 @pytest.mark.parametrize("family,breaks", [("qwen3", "key norms"), ("olmo2", "key norms"), ("olmo2", "block norms"),
@@ -238,13 +237,13 @@ def test_the_history_store_read_through_transformers_layers_is_the_lean_pass_own
         torch.testing.assert_close(torch.stack(lb), torch.stack(la), rtol=1e-4, atol=1e-5)
 
 
-def test_the_history_store_runs_on_bases_without_the_lean_pass(char_tokenizer):
-    """StableLM's layers have no lean pass, and Gemma 3's (sliding windows) is turned off here:
-    verify_fold's default runs through transformers' own and stores history (`tests/engine/test_quantized.py` holds
-    it to the rounded ordinary cache). Full heads need the pass: the error says so."""
-    for family in ("stablelm", "gemma3"):
+def test_the_history_store_runs_on_transformers_own_layers(char_tokenizer):
+    """With the lean pass off (Phi-3's fused projections, Gemma 3's sliding windows), verify_fold's default runs
+    through transformers' own layers and stores history (`tests/engine/test_quantized.py` holds it to the rounded
+    ordinary cache). Full heads need the pass: the error says so."""
+    for family in ("phi3", "gemma3"):
         model = tiny_hamburger(family, seed=3)
-        model.lean = family != "gemma3"
+        model.lean = False
         assert model._lean_stack() is None
         assert all(r.kv_slots < r.kv_slots_ordinary for r in verify_fold_run(model, char_tokenizer).run())
     with pytest.raises(HamburgerError, match="full heads need the lean pass"):
