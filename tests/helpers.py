@@ -52,12 +52,11 @@ FAMILIES = {
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {}),  # (its last layer has no rotary embedding)
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),
     # sliding windows of 8 positions: in every layer, in the last two, in alternate ones (eager attention with its
-    # scores soft-capped; its final logits' cap is refused, `HamburgerModel`), in three of four (own rotary per type)
+    # scores and final logits soft-capped, at Gemma 2's own caps), in three of four (own rotary per type)
     "mistral-sliding": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
     "qwen2-sliding": ("Qwen2Config", "Qwen2ForCausalLM", {"use_sliding_window": True, "sliding_window": 8,
                                                           "max_window_layers": 2}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16, "sliding_window": 8,
-                                                     "final_logit_softcapping": None}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16, "sliding_window": 8}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "sliding_window": 8, "layer_types": [
         "sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),

@@ -8,7 +8,7 @@ training forward with its loss (docs/method.md, "Training objective").
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -61,18 +61,25 @@ class TeacherStates:
     head: nn.Module  # the teacher's LM head (its LoRA adapters, if any, are switched off when used)
     index: torch.Tensor | None = None
     layers: torch.Tensor | None = None  # [N, L, d] outputs of the layers `HamburgerModel.hidden_layers` (or None)
+    cap: float | None = None  # the base's final logit cap (`soft_cap`)
 
     def at(self, where: torch.Tensor) -> "TeacherStates":
         """The teacher of the response tokens ``where`` [T'] (indices into the current tokens), in that order."""
-        return TeacherStates(self.hidden, self.head, where if self.index is None else self.index[where], self.layers)
+        return replace(self, index=where if self.index is None else self.index[where])
 
     def logits(self, rows: torch.Tensor | slice = slice(None)) -> torch.Tensor:
         """fp32 logits [len(rows), V] of the response tokens ``rows`` (a slice, indices or a boolean mask), no grad."""
         with torch.no_grad(), adapters_disabled(self.head):
             if self.index is None:
-                return self.head(self.hidden[rows]).float()
+                return soft_cap(self.head(self.hidden[rows]), self.cap).float()
             unique, inverse = torch.unique(self.index[rows], return_inverse=True)
-            return self.head(self.hidden[unique]).float()[inverse]
+            return soft_cap(self.head(self.hidden[unique]), self.cap).float()[inverse]
+
+
+def soft_cap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
+    """``cap * tanh(logits / cap)``: the cap some bases' causal LMs put on their final logits (Gemma 2's
+    ``final_logit_softcapping``), applied as they apply it; None: the logits as they are."""
+    return logits if cap is None else torch.tanh(logits / cap) * cap
 
 
 @dataclass
@@ -122,11 +129,10 @@ class HamburgerModel(nn.Module):
             raise HamburgerError(f"{type(base).__name__} attends with {attention!r}, which cannot read HAMburger's "
                                  f"explicit slot masks (positions jump after merges): load it with attn_implementation "
                                  f"{' or '.join(map(repr, MASK_READERS))}")
-        cap = getattr(base.config.get_text_config(), "final_logit_softcapping", None)
-        if cap:  # (Gemma 2: its causal LM caps the head's logits, and HAMburger's paths read the head itself)
-            raise HamburgerError(f"{type(base).__name__} soft-caps its logits (final_logit_softcapping {cap}), which "
-                                 f"HAMburger does not apply yet: its probabilities would not be the base's")
         self.base = base
+        # the base's final logit cap (Gemma 2), which its causal LM applies after the head: every path here that
+        # reads the head itself applies it too (`logits_of`)
+        self.logit_cap: float | None = getattr(base.config.get_text_config(), "final_logit_softcapping", None) or None
         self.config = config.for_base(base.config)
         # the grafted modules live where the base does (a base already on a GPU gets them on that GPU too)
         self.embedder = CompositionalEmbedder(self.config).to(self.device, self.dtype)
@@ -181,7 +187,11 @@ class HamburgerModel(nn.Module):
         return self.base.get_input_embeddings()(ids)
 
     def lm_head(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.base.get_output_embeddings()(hidden)
+        return self.logits_of(self.base.get_output_embeddings()(hidden))
+
+    def logits_of(self, head_output: torch.Tensor) -> torch.Tensor:
+        """The base's logits from its LM head's output: with the base's final cap, if it has one (`soft_cap`)."""
+        return soft_cap(head_output, self.logit_cap)
 
     def decode_logits(self, hidden: torch.Tensor, max_rows: int = 1) -> torch.Tensor:
         """The LM head for decoding, no gradients. On CPU up to ``max_rows`` rows go through a transposed,
@@ -190,13 +200,13 @@ class HamburgerModel(nn.Module):
         head = self.base.get_output_embeddings()
         if (hidden.device.type != "cpu" or hidden.ndim != 2 or hidden.shape[0] > max_rows or torch.is_grad_enabled()
                 or torch.compiler.is_compiling()):  # (a compiled graph uses the head as it is)
-            return head(hidden)
+            return self.logits_of(head(hidden))
         w = head.weight
         key = (w.data_ptr(), w._version, w.dtype, tuple(w.shape))
         if self._head_t is None or self._head_t[0] != key:
             self._head_t = (key, w.detach().t().contiguous())
         out = hidden.to(w.dtype) @ self._head_t[1]
-        return out + head.bias if getattr(head, "bias", None) is not None else out
+        return self.logits_of(out + head.bias if getattr(head, "bias", None) is not None else out)
 
     def grow_decoder(self, layers: int) -> None:
         """Deepen the micro-step decoder to ``layers`` layers; every output stays the same (`MicroStepDecoder.grow`)."""
@@ -548,7 +558,8 @@ class HamburgerModel(nn.Module):
         n, ce, kl, predictions = hidden.shape[0], [], [], []
         for start in range(0, n, chunk):
             part = (head, hidden[start:start + chunk], targets[start:start + chunk], teacher,
-                    None if kl_rows is None else kl_rows[start:start + chunk], start, self.config.kl_mix)
+                    None if kl_rows is None else kl_rows[start:start + chunk], start, self.config.kl_mix,
+                    self.logit_cap)
             if grad:
                 sums = checkpoint(_chunk_losses, *part, use_reentrant=False, preserve_rng_state=False)
             else:
@@ -588,7 +599,7 @@ class HamburgerModel(nn.Module):
         layers = rec["states"]
         if layers is not None:
             layers = (layers if prompt is None else prompt.padded(layers))[at]
-        return TeacherStates(final[at], head, layers=layers)
+        return TeacherStates(final[at], head, layers=layers, cap=self.logit_cap)
 
     # ----------------------------------------------------------------- prompts computed once
     def prompt_trains(self) -> bool:
@@ -703,9 +714,9 @@ def divergence(student: torch.Tensor, teacher: torch.Tensor, mix: float) -> torc
 
 
 def _chunk_losses(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, teacher: TeacherStates | None,
-                  kl_rows: torch.Tensor | None, start: int, mix: float = 0.0):
+                  kl_rows: torch.Tensor | None, start: int, mix: float = 0.0, cap: float | None = None):
     """One chunk of `HamburgerModel.token_losses`: (summed cross-entropy, summed KL or None, argmax predictions)."""
-    logits = head(hidden).float()
+    logits = soft_cap(head(hidden), cap).float()
     ce = F.cross_entropy(logits, targets, reduction="sum")
     predictions = logits.detach().argmax(-1)
     if teacher is None:

@@ -385,7 +385,7 @@ class VerifyGeneration(Generation):
         sub = hidden.to(weight.dtype) @ weight
         if bias is not None:
             sub = sub + bias
-        picks, dists = draw_each(sub.float(), cfgs, generators)
+        picks, dists = draw_each(self.model.logits_of(sub).float(), cfgs, generators)
         size = self.model.base.get_output_embeddings().weight.shape[0]
         return vocab[picks], [None if q is None else q.new_zeros(size).index_copy_(0, vocab, q) for q in dists]
 

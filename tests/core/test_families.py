@@ -13,7 +13,7 @@ from hamburger.core.lean import LeanStack
 from hamburger.core.masks import as_read_by
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import base_decoder_stack
-from hamburger.engine.generate import generate
+from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
 from tests.helpers import (FAMILIES, PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base,
@@ -87,13 +87,14 @@ def test_attention_that_reads_no_mask_is_refused():
         HamburgerModel(base, HamburgerConfig(max_steps=4))
 
 
-@pytest.mark.parametrize("family", ["llama", "llama-eager", "gemma2"])
-def test_kl_teacher_is_the_base_own_forward(family):
+@pytest.mark.parametrize("family,settings", [("llama", {}), ("llama-eager", {}), ("gemma2", {}),
+                                             ("gemma2", {"final_logit_softcapping": 0.1})])
+def test_kl_teacher_is_the_base_own_forward(family, settings):
     """The KL teacher (the unmerged base over [prompt, response], right-padded rows) gives at each response token the
-    logits of the base's own forward over that row alone."""
+    logits of the base's own forward over that row alone (capped where the base caps them)."""
     from hamburger.core.packing import TrainBatch
 
-    model = tiny_hamburger(family)
+    model = tiny_hamburger(family, base_settings=settings)
     prompts, responses = [[1, 5, 6], [1, 7]], [[8, 9, 10, 11], [12, 13, 14]]
     teacher = model.teacher_states(TrainBatch(prompts, responses, [[1] * len(r) for r in responses]))
     with torch.no_grad():
@@ -156,9 +157,69 @@ def test_sliding_window_bases_verify_losslessly(family, char_tokenizer):
         assert res.token_ids == hf_greedy(model.base, prompt, cfg.max_new_tokens)
 
 
-def test_soft_capped_logits_are_refused():
-    with pytest.raises(HamburgerError, match="final_logit_softcapping 30.0"):
-        HamburgerModel(tiny_base("gemma2", final_logit_softcapping=30.0), HamburgerConfig(max_steps=4))
+CAPPED = {"final_logit_softcapping": 0.1}  # (Gemma 2's own cap is 30; random logits are small)
+
+
+def _base_logits(base, prompt, tokens):
+    """The base's own logits (its causal LM applies its cap) before each of ``tokens`` after ``prompt``."""
+    with torch.no_grad():
+        return base(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1:-1].float()
+
+
+def test_capped_logits_are_the_base_own_in_decoding(char_tokenizer):
+    """Gemma 2 caps its final logits (`soft_cap`): the engine's logits at confidence 1.0 are its causal LM's, and
+    without the cap they are not (so the equality can fail)."""
+    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
+    assert model.logit_cap == 0.1
+    for prompt in PROMPTS:
+        run = Generation(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=12, confidence=1.0),
+                         trace_logits=True)
+        res = run.run()[0]
+        assert res.token_ids == hf_greedy(model.base, prompt, 12)
+        traced, expected = torch.stack(run.logits[0]).float(), _base_logits(model.base, prompt, res.token_ids)
+        torch.testing.assert_close(traced, expected, rtol=1e-4, atol=1e-5)
+        assert traced.abs().max() <= 0.1 and not torch.allclose(model.base.lm_head(
+            model.base.model(torch.tensor([prompt + res.token_ids])).last_hidden_state)[0, len(prompt) - 1:-1],
+            expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("chunk", [0, 3])
+def test_capped_logits_are_the_base_own_in_training(chunk):
+    """Without merges the training forward's logits and losses are the capped base's, all at once and by chunks,
+    and the KL to the (capped) teacher is zero."""
+    import torch.nn.functional as F
+
+    from hamburger.core.packing import TrainBatch
+
+    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
+    model.loss_chunk = chunk
+    prompt, response = [1, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14]
+    batch = TrainBatch([prompt], [response], [[1] * len(response)])
+    expected = _base_logits(model.base, prompt, response)
+    with torch.no_grad():
+        out = model.training_forward(batch, teacher=model.teacher_states(batch))
+    if not chunk:
+        torch.testing.assert_close(out.token_logits, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out.token_loss, F.cross_entropy(expected, torch.tensor(response)), rtol=1e-4,
+                               atol=1e-5)
+    assert abs(float(out.kl)) < 1e-5
+
+
+def test_capped_drafts_over_a_draft_vocabulary_are_drawn_as_over_the_whole_head(char_tokenizer):
+    """verify's draft head multiplies only the draft vocabulary's rows of the LM head: a sampled draft's
+    distribution is the capped whole head's, renormalised over those tokens."""
+    from hamburger.engine.verify import VerifyGeneration
+
+    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
+    vocab = torch.tensor([4, 7, 40, 41, 60])
+    cfg = DecodingConfig(max_new_tokens=8, temperature=1.0, seed=0)
+    run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, draft_vocab=vocab)
+    hidden = torch.randn(1, 64, generator=torch.Generator().manual_seed(0))
+    _, (q,) = run._draw_drafts(hidden, [cfg], [torch.Generator().manual_seed(0)])
+    whole = model.decode_logits(hidden).float()[0]
+    torch.testing.assert_close(q[vocab], whole[vocab].softmax(-1), rtol=1e-5, atol=1e-6)
+    assert q.sum().item() == pytest.approx(1.0) and not torch.allclose(
+        q[vocab], model.base.lm_head(hidden)[0, vocab].float().softmax(-1), atol=1e-4)
 
 
 def test_stack_without_llama_parts_is_refused():
