@@ -64,6 +64,17 @@ def sliding_window(base_config) -> tuple[int | None, bool]:
     return window, all(t == "sliding_attention" for t in types)
 
 
+def sliding_layers(base_config) -> list[int]:
+    """The indices of the layers whose attention slides (`sliding_window`): every layer, or those of type
+    ``sliding_attention``; none where no layer slides."""
+    window, every = sliding_window(base_config)
+    if window is None:
+        return []
+    if every:
+        return list(range(base_config.num_hidden_layers))
+    return [i for i, kind in enumerate(base_config.layer_types) if kind == "sliding_attention"]
+
+
 def by_layer_type(mask: torch.Tensor, base_config, query_positions: torch.Tensor,
                   key_positions: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
     """The [B, 1, q, K] slot mask as the base's layers read it. A base with a sliding window W (`sliding_window`) sees,

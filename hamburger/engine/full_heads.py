@@ -106,6 +106,7 @@ class FullHeadCache(SlotCache):
         self.share = len(heads) / (base_config.num_hidden_layers * kv_heads)  # of a slot's bytes
         self.store = SlotCache(base_config, batch_size, device)
         self.store.kv.layers = [SpareSlotsLayer() for _ in self.splits]
+        self.forgetting = self.store.forgetting = []  # (sliding layers keep every slot here)
         self.store_mask: torch.Tensor | None = None  # the store's mask for this forward's queries (`extend`)
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
 
@@ -169,7 +170,14 @@ class FullHeadCache(SlotCache):
         return [round(main + (whole - main) * self.share)
                 for main, whole in zip(super().kv_slots(), self.store.kv_slots())]
 
-    def bytes_per_slot(self, kv_bytes: int | None = None) -> int:
+    def row_bytes(self) -> list[int]:
+        per_slot = self.bytes_per_slot()
+        return [slots * per_slot for slots in self.kv_slots()]
+
+    def ordinary_bytes(self, slots: int) -> int:
+        return slots * self.bytes_per_slot()
+
+    def bytes_per_slot(self) -> int:
         """Bytes one whole slot of one row takes across all layers (the cache's and the store's heads together)."""
         slots = self.batch_size * self.num_slots
         if not slots:

@@ -119,6 +119,7 @@ class _Row:
         self.prefill_s: float | None = None
         self.kv_slots = 0
         self.kv_bytes = 0
+        self.kv_bytes_ordinary = 0
         self.decode_s = 0.0
 
     @property
@@ -263,14 +264,7 @@ class Generation:
                     rows[i].prefill_s = now - rows[i].started
                 else:
                     rows[i].decode_s += now - clock
-            kv_bytes = cache.kv_bytes()
-            self.peak_kv_bytes = max(self.peak_kv_bytes, kv_bytes)
-            if any(rows[i].done for i in active):  # (reading the slots is a host sync)
-                slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot(kv_bytes)
-                for pos, i in enumerate(active):
-                    if rows[i].done:
-                        rows[i].kv_slots = slots[pos]
-                        rows[i].kv_bytes = slots[pos] * slot_bytes
+            self._measure_kv(cache, active, [pos for pos, i in enumerate(active) if rows[i].done])
             yield from events
             if self.poll:
                 self.poll()
@@ -324,7 +318,11 @@ class Generation:
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
         """An empty cache for ``batch_size`` rows (static with ``capacity`` slots)."""
-        return SlotCache(self.model.base.config, batch_size, self.model.device, capacity)
+        cache = SlotCache(self.model.base.config, batch_size, self.model.device, capacity)
+        # a re-read group's tokens, or a group a folding tail feeds again, sit up to fold_tail (at least one) groups
+        # before the step that fed it
+        cache.reach = self.model.config.max_steps * max(1, self.model.config.fold_tail)
+        return cache
 
     def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None,
                        earlier: torch.Tensor | None = None):
@@ -503,15 +501,25 @@ class Generation:
         n = len(row.group)
         return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason)
 
+    def _measure_kv(self, cache: SlotCache, active: list[int], finished: list[int]) -> None:
+        """The batch's KV bytes (for the peak), and what the rows at ``finished`` (positions in ``active``, the
+        cache's rows) hold at their end, with what a decode of one slot per token would hold."""
+        self.peak_kv_bytes = max(self.peak_kv_bytes, cache.kv_bytes())
+        if finished:  # (reading the slots is a host sync)
+            slots, held = cache.kv_slots(), cache.row_bytes()
+            for pos in finished:
+                row = self.rows[active[pos]]
+                row.kv_slots, row.kv_bytes = slots[pos], held[pos]
+                row.kv_bytes_ordinary = cache.ordinary_bytes(len(row.prompt_ids) + len(row.tokens) - 1)
+
     def _result(self, row: _Row) -> GenerationResult:
         n, groups = len(row.tokens), len(row.groups)
-        slot_bytes = row.kv_bytes // row.kv_slots if row.kv_slots else 0
         ordinary_slots = len(row.prompt_ids) + n - 1
         return GenerationResult(
             text=row.text, token_ids=row.tokens, groups=row.groups, tokens=n, forwards=row.forwards,
             tau=n / row.forwards, prompt_tokens=len(row.prompt_ids),
             kv_slots=len(row.prompt_ids) + groups - 1 + row.extra_slots,
-            kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=ordinary_slots * slot_bytes,
+            kv_slots_ordinary=ordinary_slots, kv_bytes=row.kv_bytes, kv_bytes_ordinary=row.kv_bytes_ordinary,
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
             else 0.0,

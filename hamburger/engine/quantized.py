@@ -15,7 +15,8 @@ their fp32 bytes (half of bf16's), at 4 bits in about a sixth (0.28 of bf16's). 
 the fold's, not a merge of tokens.
 
 `QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
-count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. The lean pass
+count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. The stores of a base's sliding
+layers forget, as those layers do in the cache (`SlotCache.forget`), the stored slots no query can see again. The lean pass
 (`core/lean.py`) hands every layer's attention to it (`attention_hook`); transformers' own layers, for bases without
 that pass, read it through their cache's ``update`` (`_ReadThrough`).
 """
@@ -26,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from hamburger.core.masks import for_layer, sliding_window
-from hamburger.engine.cache import SPARE_SLOTS, SlotCache
+from hamburger.engine.cache import SPARE_SLOTS, SlotCache, unseen
 from hamburger.errors import HamburgerError
 
 BITS = (8, 4)  # the stores there are
@@ -107,29 +108,41 @@ class _Store:
     scales [B, kv heads, slots, scales per head] (an empty one: `QuantizedHistoryCache._widen`). Like the cache's
     layers (`cache.SpareSlotsLayer`) its buffers hold up to `SPARE_SLOTS` spare slots beyond the ``width`` in use, so
     storing a few slots writes them in place rather than copying the whole store; ``k``, ``ks``, ``v``, ``vs`` and
-    `tensors` are views of the slots in use (what attention reads and the bytes count)."""
+    `tensors` are views of the slots held (what attention reads and the bytes count): those in use from ``front`` on
+    (a sliding layer's store forgets its first slots, `QuantizedHistoryCache.forget`). Store slot s is the buffers'
+    slot s - ``base``."""
 
     def __init__(self, empty: torch.Tensor, key_bits: int, value_bits: int):
         self.buffers = [*quantize(empty, key_bits), *quantize(empty, value_bits)]
-        self.width = 0
+        self.width = self.front = self.base = 0
 
     def tensors(self) -> tuple[torch.Tensor, ...]:
-        return tuple(t[:, :, :self.width] for t in self.buffers)
+        return tuple(t[:, :, self.front - self.base:self.width - self.base] for t in self.buffers)
 
-    k, ks, v, vs = (property(lambda self, i=i: self.buffers[i][:, :, :self.width]) for i in range(4))
+    k, ks, v, vs = (property(lambda self, i=i: self.buffers[i][:, :, self.front - self.base:self.width - self.base])
+                    for i in range(4))
 
-    def set(self, tensors) -> None:
-        """The store's slots become ``tensors`` (k, ks, v, vs), all of them in use."""
-        self.buffers, self.width = list(tensors), tensors[0].shape[2]
+    def set(self, tensors, front: int = 0) -> None:
+        """The store's slots from ``front`` on become ``tensors`` (k, ks, v, vs), all of them in use."""
+        self.buffers, self.front, self.base = list(tensors), front, front
+        self.width = front + tensors[0].shape[2]
 
     def widen(self, width: int) -> None:
         """``width`` slots in use, the new ones empty: spare slots are zeros until used (new buffers with spare slots
-        when these are full)."""
-        if width > self.buffers[0].shape[2]:
+        when these are full, without the slots forgotten)."""
+        if width - self.base > self.buffers[0].shape[2]:
             spare = width - self.width + SPARE_SLOTS
-            self.buffers = [torch.cat([t[:, :, :self.width], t.new_zeros(*t.shape[:2], spare, t.shape[3])], 2)
-                            for t in self.buffers]
+            self.buffers = [torch.cat([t, t.new_zeros(*t.shape[:2], spare, t.shape[3])], 2) for t in self.tensors()]
+            self.base = self.front
         self.width = width
+
+    def write(self, row: int, start: int, stored) -> None:
+        """Write store slots ``start``.. of ``row`` (k, ks, v, vs for them)."""
+        for buffer, new in zip(self.buffers, stored):
+            buffer[row, :, start - self.base:start - self.base + new.shape[1]] = new
+
+    def forget(self, slots: int) -> None:
+        self.front = min(self.front + slots, self.width)
 
 
 class QuantizedHistoryCache(SlotCache):
@@ -153,6 +166,7 @@ class QuantizedHistoryCache(SlotCache):
         self.stored_positions = None if self.positions is None else torch.zeros(self.stored.shape, dtype=torch.long,
                                                                                 device=device)
         self.mask: torch.Tensor | None = None  # this forward's mask over [store, cache] (`extend`)
+        self.store_forgotten = 0  # the first store slots, which the forgetting layers' stores no longer hold
         self.kv.attention_hook = self  # (what `LeanStack` finds on the cache it is given)
 
     # ------------------------------------------------------------------ storing
@@ -168,11 +182,11 @@ class QuantizedHistoryCache(SlotCache):
             self._widen(start + n)
         if self.turn is not None and not self.turned:
             self._turn()
-        for layer, store in zip(self.kv.layers, self.stores):
-            stored = (*quantize(layer.keys[row, :, index], self.bits),  # (turned already, with ``rotate``)
-                      *quantize(layer.values[row, :, index], self.value_bits))
-            for buffer, new in zip(store.buffers, stored):
-                buffer[row, :, start:start + n] = new
+        held = (index - self.forgotten).clamp(min=0)  # (where the forgetting layers hold them, if they still do)
+        for i, (layer, store) in enumerate(zip(self.kv.layers, self.stores)):
+            at = held if i in self.forgetting else index
+            store.write(row, start, (*quantize(layer.keys[row, :, at], self.bits),  # (turned already, with ``rotate``)
+                                     *quantize(layer.values[row, :, at], self.value_bits)))
         self.stored[row, start:start + n] = True
         if self.stored_positions is not None:
             self.stored_positions[row, start:start + n] = self.positions[row, index]
@@ -215,12 +229,27 @@ class QuantizedHistoryCache(SlotCache):
             self.mask = torch.cat([held, mask], -1)
             return mask
         recent = (positions.to(self.stored.device)[:, :, None] - self.stored_positions[:, None, :]) < window
+        slid = (held & recent[:, None])[..., self.store_forgotten:]  # (`forget` ran in `SlotCache.extend`)
         if isinstance(mask, dict):
             self.mask = {"full_attention": torch.cat([held, mask["full_attention"]], -1),
-                         "sliding_attention": torch.cat([held & recent[:, None], mask["sliding_attention"]], -1)}
+                         "sliding_attention": torch.cat([slid, mask["sliding_attention"]], -1)}
         else:  # (every layer slides)
-            self.mask = torch.cat([held & recent[:, None], mask], -1)
+            self.mask = torch.cat([slid, mask], -1)
         return mask
+
+    def forget(self, new_valid: torch.Tensor, positions: torch.Tensor) -> None:
+        """`SlotCache.forget`, and the same for the sliding layers' stores: their first slots that every row holds
+        (a row's next stored slots are still to come) and no query of any row can see again."""
+        super().forget(new_valid, positions)
+        if self.stores is None or self.stored.shape[1] - self.store_forgotten <= self.window:
+            return
+        span = slice(self.store_forgotten, None)
+        first = self.first_queries(new_valid, positions)
+        seen = (~self.stored[:, span] | (self.stored_positions[:, span] > (first - self.window)[:, None])).any(0)
+        slots = unseen(seen)
+        for i in self.forgetting:
+            self.stores[i].forget(slots)
+        self.store_forgotten += slots
 
     def attends(self, layer_idx: int) -> bool:
         return self.stores is not None or self.turned
@@ -259,12 +288,12 @@ class QuantizedHistoryCache(SlotCache):
         width only it needed with it)."""
         super().select_rows(rows)
         self.stored = self.stored[rows]
-        width = int(self.stored.sum(1).max()) if self.stored.numel() else 0
+        width = int(self.stored.sum(1).max()) if self.stored.numel() else 0  # (every row holds the forgotten slots)
         self.stored = self.stored[:, :width]
         if self.stored_positions is not None:
             self.stored_positions = self.stored_positions[rows][:, :width]
         for store in self.stores or []:
-            store.set([t[rows, :, :width] for t in store.tensors()])
+            store.set([t[rows, :, :width - store.front] for t in store.tensors()], store.front)
 
     def merge(self, other: "SlotCache") -> None:
         if not isinstance(other, QuantizedHistoryCache) or (other.bits, other.value_bits, other.turn is None) != (
@@ -278,9 +307,14 @@ class QuantizedHistoryCache(SlotCache):
         for cache in (self, other):
             if cache.stored.shape[1] < width or (cache.stores is None and stores):
                 cache._widen(width)
-        if self.stores is not None:
-            for mine, theirs in zip(self.stores, other.stores):
-                mine.set([torch.cat([a, b]) for a, b in zip(mine.tensors(), theirs.tensors())])
+        forgotten = min(self.store_forgotten, other.store_forgotten)
+        for i, (mine, theirs) in enumerate(zip(self.stores or [], other.stores or [])):
+            front = forgotten if i in self.forgetting else 0
+            # (the slots a store forgot come back as zeros: no query of its rows sees them)
+            parts = [[torch.cat([t.new_zeros(*t.shape[:2], store.front - front, t.shape[3]), t], 2)
+                      for t in store.tensors()] for store in (mine, theirs)]
+            mine.set([torch.cat([a, b]) for a, b in zip(*parts)], front)
+        self.store_forgotten = forgotten
         self.stored = torch.cat([self.stored, other.stored])
         if self.stored_positions is not None:
             self.stored_positions = torch.cat([self.stored_positions, other.stored_positions])
@@ -294,9 +328,17 @@ class QuantizedHistoryCache(SlotCache):
 
     def stored_share(self) -> float:
         """A stored slot's bytes over a cache slot's (both across all layers)."""
-        slot = sum(layer.keys[0, :, 0].numel() * layer.keys.element_size() * 2 for layer in self.kv.layers)
-        stored = sum(t.shape[1] * t.shape[3] * t.element_size() for store in self.stores or [] for t in store.buffers)
+        slot = sum(self.slot_bytes())
+        stored = sum(self._stored_slot_bytes())
         return stored / slot if slot else 0.0
+
+    def _stored_slot_bytes(self) -> tuple[int, int]:
+        """(bytes of one stored slot of one row across the stores that hold every slot, and across the forgetting
+        ones)."""
+        if self.stores is None:
+            return 0, 0
+        return self.by_forgetting([sum(t.shape[1] * t.shape[3] * t.element_size() for t in store.buffers)
+                                   for store in self.stores])
 
     def kv_slots(self) -> list[int]:
         """Whole-slot equivalents each row holds: its slots in the cache, plus its stored ones weighed by their share
@@ -304,9 +346,11 @@ class QuantizedHistoryCache(SlotCache):
         share = self.stored_share() if self.stores is not None else 0.0
         return [round(main + held * share) for main, held in zip(super().kv_slots(), self.stored.sum(1).tolist())]
 
-    def bytes_per_slot(self, kv_bytes: int | None = None) -> int:
-        """Bytes one whole slot of one row takes across all layers (the cache's)."""
-        return super().bytes_per_slot(super().kv_bytes())
+    def row_bytes(self) -> list[int]:
+        """`SlotCache.row_bytes`, plus each row's stored slots in every store that holds them."""
+        every, forgetting = self._stored_slot_bytes()
+        stored = self.stored.sum(1) * every + self.stored[:, self.store_forgotten:].sum(1) * forgetting
+        return [a + b for a, b in zip(super().row_bytes(), stored.tolist())]
 
 
 class _ReadThrough:

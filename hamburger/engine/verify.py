@@ -200,6 +200,12 @@ class VerifyGeneration(Generation):
         return index
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
+        cache = self._fold_cache(batch_size, capacity)
+        if self.fold is not None and self.fold.keep == "merged":  # (a folded group comes back at its old position)
+            cache.forgetting = []
+        return cache
+
+    def _fold_cache(self, batch_size: int, capacity: int | None) -> SlotCache:
         if self.full_heads and self.model._lean_stack() is None:
             raise HamburgerError(f"full heads need the lean pass (`core/lean.py`), which {type(self.model.base).__name__}'s "
                                  f"layers do not take (other parts, or `lean` off)")
@@ -253,14 +259,7 @@ class VerifyGeneration(Generation):
     def _events(self, cache: SlotCache, active: list[int], which: list[int]) -> Iterator[GroupEvent]:
         """Close the step's group of each row in ``which``; record the KV use of rows that finished."""
         events = [self._close_group(self.rows[i], i) for i in which]
-        kv_bytes = cache.kv_bytes()
-        self.peak_kv_bytes = max(self.peak_kv_bytes, kv_bytes)
-        finished = [(pos, i) for pos, i in enumerate(active) if self.rows[i].done and i in which]
-        if finished:  # (reading the slots is a host sync)
-            slots, slot_bytes = cache.kv_slots(), cache.bytes_per_slot(kv_bytes)
-            for pos, i in finished:
-                self.rows[i].kv_slots = slots[pos]
-                self.rows[i].kv_bytes = slots[pos] * slot_bytes
+        self._measure_kv(cache, active, [pos for pos, i in enumerate(active) if self.rows[i].done and i in which])
         yield from events
 
     def _result(self, row: _Row) -> VerifyResult:

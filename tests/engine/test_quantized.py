@@ -44,9 +44,10 @@ class RoundedInPlace(VerifyGeneration):
             r.folding.live = live
             fold = r.folding.folding
             turn = rotation(layer_head(cache)).to(cache.kv.layers[0].keys.dtype) if fold.rotate else None
-            for layer in cache.kv.layers:
+            for i, layer in enumerate(cache.kv.layers):
+                held = gone[cache.forgotten:] if i in cache.forgetting else gone  # (sliding layers' forgotten slots)
                 for t, bits in ((layer.keys, fold.bits), (layer.values, fold.value_bits or fold.bits)):
-                    t[b, :, gone] = round_trip(t[b, :, gone], bits, turn)
+                    t[b, :, held] = round_trip(t[b, :, held], bits, turn)
         return []
 
 
