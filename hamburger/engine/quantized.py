@@ -16,9 +16,9 @@ the fold's, not a merge of tokens.
 
 `QuantizedHistoryCache` is a dynamic `SlotCache` whose held slots' bytes are measured: the store's values and scales
 count in `kv_bytes`, and `kv_slots` weighs a stored slot by its share of a slot's bytes. The stores of a base's sliding
-layers forget, as those layers do in the cache (`SlotCache.forget`), the stored slots no query can see again. The lean pass
-(`core/lean.py`) hands every layer's attention to it (`attention_hook`); transformers' own layers, for bases without
-that pass, read it through their cache's ``update`` (`_ReadThrough`).
+layers forget, as those layers do in the cache (`SlotCache.forget`), the stored slots no query can see again. The
+lean pass (`core/lean.py`) hands every layer's attention to it (`attention_hook`); transformers' own layers, for
+bases without that pass, read it through their cache's ``update`` (`_ReadThrough`).
 """
 
 from __future__ import annotations
