@@ -248,25 +248,28 @@ def test_sliding_window_training_forwards_after_given_prompt_states_are_the_same
     torch.testing.assert_close(teacher_reused.logits(), teacher.logits(), rtol=1e-4, atol=1e-5)
 
 
-def test_a_gemma3_base_trains_saves_and_decodes(tmp_path, char_tokenizer):
-    """Conversion end to end on a sliding-window family: LoRA at merged slots plus KL (prompts run once), a
-    checkpoint, and its decodes (the base's greedy one at confidence 1.0)."""
+@pytest.mark.parametrize("family,settings,chunk", [("gemma3", {}, 0), ("gemma2", CAPPED, 5)])
+def test_a_sliding_window_base_trains_saves_and_decodes(family, settings, chunk, tmp_path, char_tokenizer):
+    """Conversion end to end on a sliding-window family (Gemma 2's capped logits, their losses by chunks): LoRA at
+    merged slots plus KL (prompts run once), a checkpoint, and its decodes (the base's greedy one at confidence 1.0)."""
     from hamburger.core.checkpoint import load_checkpoint
     from hamburger.train.config import TrainConfig
     from hamburger.train.trainer import Trainer
     from tests.helpers import write_dataset
 
-    tiny_base("gemma3").save_pretrained(tmp_path / "base")
+    tiny_base(family, **settings).save_pretrained(tmp_path / "base")
     char_tokenizer.save_pretrained(tmp_path / "base")
     data = write_dataset(tmp_path / "data.jsonl", char_tokenizer)
     run = tmp_path / "run"
     trainer = Trainer(TrainConfig.from_dict(dict(
         base=str(tmp_path / "base"), data=str(data), out=str(run), batch_size=8, max_train_steps=4, warmup_steps=1,
         threads=1, progress=False, save_every=0, decoder_layers=1, lora_r=4, base_mode="lora", lora_scope="merged",
-        kl_weight=0.5)))
+        kl_weight=0.5, loss_chunk=chunk)))
     assert trainer.model.reuse_prompt and not trainer.model.prompt_trains()
+    assert trainer.model.logit_cap == settings.get("final_logit_softcapping")
     assert trainer.train() == 0
     model, _, _ = load_checkpoint(run / "last")
+    assert model.logit_cap == trainer.model.logit_cap
     prompt = [1, *range(40, 50)]
     merged = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=16, confidence=0.1))
     assert merged.tokens == 16 and merged.kv_slots < merged.kv_slots_ordinary
