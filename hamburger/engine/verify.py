@@ -200,12 +200,13 @@ class VerifyGeneration(Generation):
         return index
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
-        cache = self._fold_cache(batch_size, capacity)
+        cache = self._cache_of_mode(batch_size, capacity)
         if self.fold is not None and self.fold.keep == "merged":  # (a folded group comes back at its old position)
             cache.forgetting = []
         return cache
 
-    def _fold_cache(self, batch_size: int, capacity: int | None) -> SlotCache:
+    def _cache_of_mode(self, batch_size: int, capacity: int | None) -> SlotCache:
+        """A fold's history store, full heads' split cache, or the plain one."""
         if self.full_heads and self.model._lean_stack() is None:
             raise HamburgerError(f"full heads need the lean pass (`core/lean.py`), which {type(self.model.base).__name__}'s "
                                  f"layers do not take (other parts, or `lean` off)")
