@@ -61,16 +61,37 @@ FAMILIES = {
         "sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
-    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
+    # (its multipliers at granite-3.0-2b's values: on the embeddings, each block's output, the scores and the logits)
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {"embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                                                        "attention_multiplier": 0.015625, "logits_scaling": 8.0}),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+}
+# Families whose layers the lean pass does not run, so the engine runs transformers' own: Cohere's blocks side by side
+# after one LayerNorm (and its logits scaled), mixtures of experts (GLM-4.5's and DeepSeek-V3's with a dense first
+# layer, DeepSeek's latent attention, gpt-oss's attention sinks and alternate sliding layers), HyperCLOVAX's norms
+# after each block (identities here) and its logits multiplied by `logits_scaling`.
+MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 32}
+DENSE_FIRST = {**MOE, "n_routed_experts": 4, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
+OWN_LAYER_FAMILIES = {
+    "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 0.0625}),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {**MOE, "head_dim": 16, "num_experts": 4}),
+    "glm4moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", {**DENSE_FIRST, "head_dim": 16}),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", {
+        **DENSE_FIRST, "num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 8, "v_head_dim": 16}),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
+                                                      "sliding_window": 8}),
+    "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", {"logits_scaling": 4.0}),
 }
 
 
 def tiny_base(family: str = "llama", seed: int = 0, vocab: int = 100, **settings):
-    """A tiny random causal LM of ``family`` (a key of `FAMILIES`); ``settings`` override its config's."""
+    """A tiny random causal LM of ``family`` (a key of `FAMILIES` or `OWN_LAYER_FAMILIES`); ``settings`` override its
+    config's."""
     import transformers
 
-    config_class, model_class, extra = FAMILIES[family]
+    config_class, model_class, extra = {**FAMILIES, **OWN_LAYER_FAMILIES}[family]
     torch.manual_seed(seed)
     common = dict(vocab_size=vocab, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
                   num_key_value_heads=2, intermediate_size=128, max_position_embeddings=1024,

@@ -20,9 +20,10 @@ It takes stacks whose layers have q/k/v/o projections and a gated MLP (separate,
 before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3, StableLM), on both sides of each (Gemma
 2 and 3) or after each (OLMo 2); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection
 (OLMo 2); capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); rotation of part of each head
-(Phi-4-mini, StableLM); and sliding layers, whose windows are in the masks it is given (one per layer type,
-`masks.by_layer_type`). `LeanStack.for_stack` runs one forward both ways on build: a stack whose outputs differ (a
-family that scales its embeddings inside the stack, say) keeps transformers' path.
+(Phi-4-mini, StableLM); Granite's multipliers on the embeddings and on each block's output; and sliding layers,
+whose windows are in the masks it is given (one per layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs
+one forward both ways on build: a stack whose outputs differ (a family with a part the pass does not know) keeps
+transformers' path.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class LeanLayer:
     `NORM_LAYOUTS` (None: no norm there). ``key_norms``: the query and key norms (None: none), ``by_head`` over each
     head, else over the whole projection (OLMo 2). ``kind``: the layer's type, whose rotary table and mask it reads
     (None: the stack has one type). ``rope``: whether it rotates at all (SmolLM3's `use_rope`). ``score_cap``: its cap
-    on the attention scores (Gemma 2's), applied by the family's attention function."""
+    on the attention scores (Gemma 2's), applied by the family's attention function. ``residual``: the factor on each
+    block's output before it joins the residual stream (Granite's `residual_multiplier`; 1.0 elsewhere)."""
 
     attn: nn.Module
     mlp: nn.Module
@@ -109,6 +111,7 @@ class LeanLayer:
     kind: str | None
     rope: bool
     score_cap: float | None
+    residual: float
 
     @classmethod
     def of(cls, layer: nn.Module, kind: str | None) -> "LeanLayer":
@@ -126,7 +129,8 @@ class LeanLayer:
                    tuple(None if name is None else _rms_norm(getattr(layer, name))
                          for name in NORM_LAYOUTS[_norm_names(layer)]),
                    key_norms, key_norms is not None and attn.q_norm.weight.shape[-1] == attn.head_dim, kind,
-                   getattr(attn, "use_rope", True), getattr(attn, "attn_logit_softcapping", None))
+                   getattr(attn, "use_rope", True), getattr(attn, "attn_logit_softcapping", None),
+                   float(getattr(layer, "residual_multiplier", 1.0)))
 
 
 def supported(stack: nn.Module) -> bool:
@@ -170,6 +174,8 @@ class LeanStack:
         self.rotary_by_type = "layer_type" in inspect.signature(stack.rotary_emb.forward).parameters
         kinds = getattr(config, "layer_types", None) or [None] * len(stack.layers)
         self.rotary_types = sorted(set(kinds)) if self.rotary_by_type else [None]
+        # the factor the stack puts on the embeddings it is given (Granite's `embedding_multiplier`)
+        self.input_scale = float(getattr(stack, "embedding_multiplier", 1.0))
         param = next(stack.parameters())
         with torch.inference_mode():
             self.layers = [LeanLayer.of(layer, kind) for layer, kind in zip(stack.layers, kinds)]
@@ -252,7 +258,8 @@ class LeanStack:
         # (eager attention: the forward's mask made additive once, not at every layer; a cache's own masks still are)
         attention_mask = as_read_by(attention_mask, stack.config._attn_implementation, inputs_embeds.dtype)
         by_type = isinstance(attention_mask, dict)  # (a mask per layer type: some layers slide)
-        h, shape, tapped = inputs_embeds, inputs_embeds.shape[:-1], []
+        h = inputs_embeds if self.input_scale == 1.0 else inputs_embeds * self.input_scale
+        shape, tapped = inputs_embeds.shape[:-1], []
         hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
         for i, layer in enumerate(self.layers):
             attn, mlp, (before_attention, after_attention, before_mlp, after_mlp) = layer.attn, layer.mlp, layer.norms
@@ -278,7 +285,8 @@ class LeanStack:
                 k, v = cache.update(k, v, attn.layer_idx)
                 out = attend(attn, q, k, v, mask, dropout=0.0, scaling=attn.scaling)[0]
             out = _linear(projections["o_proj"], out.reshape(*shape, -1).contiguous(), fuse)
-            h = h + (out if after_attention is None else after_attention(out))
+            out = out if after_attention is None else after_attention(out)
+            h = h + (out if layer.residual == 1.0 else out * layer.residual)
             x = h if before_mlp is None else before_mlp(h)
             if len(layer.gate_up) == 2:
                 gated = layer.act.forward(_linear(gate_up[layer.gate_up[0]], x, fuse)) * _linear(
@@ -287,7 +295,8 @@ class LeanStack:
                 gate, up = _linear(gate_up[layer.gate_up[0]], x, fuse).chunk(2, -1)
                 gated = up * layer.act.forward(gate)
             out = _linear(gate_up["down_proj"], gated, fuse)
-            h = h + (out if after_mlp is None else after_mlp(out))
+            out = out if after_mlp is None else after_mlp(out)
+            h = h + (out if layer.residual == 1.0 else out * layer.residual)
             if i in taps:
                 tapped.append(h)
         return self.final_norm(h), tapped

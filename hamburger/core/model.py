@@ -15,8 +15,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from transformers import DynamicCache, StaticCache
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from hamburger.core.config import HamburgerConfig
+from hamburger.core.final_logits import FinalLogits
 from hamburger.core.lean import LeanStack
 from hamburger.core.lora import adapters_disabled, adapters_gated, is_adapter_weight, lora_layers
 from hamburger.core.masks import FOREVER, MASK_READERS, as_read_by, by_layer_type, slot_mask
@@ -61,7 +63,7 @@ class TeacherStates:
     head: nn.Module  # the teacher's LM head (its LoRA adapters, if any, are switched off when used)
     index: torch.Tensor | None = None
     layers: torch.Tensor | None = None  # [N, L, d] outputs of the layers `HamburgerModel.hidden_layers` (or None)
-    cap: float | None = None  # the base's final logit cap (`soft_cap`)
+    final: FinalLogits = FinalLogits()  # what the base's causal LM does to its head's output
 
     def at(self, where: torch.Tensor) -> "TeacherStates":
         """The teacher of the response tokens ``where`` [T'] (indices into the current tokens), in that order."""
@@ -71,15 +73,9 @@ class TeacherStates:
         """fp32 logits [len(rows), V] of the response tokens ``rows`` (a slice, indices or a boolean mask), no grad."""
         with torch.no_grad(), adapters_disabled(self.head):
             if self.index is None:
-                return soft_cap(self.head(self.hidden[rows]), self.cap).float()
+                return self.final(self.head(self.hidden[rows])).float()
             unique, inverse = torch.unique(self.index[rows], return_inverse=True)
-            return soft_cap(self.head(self.hidden[unique]), self.cap).float()[inverse]
-
-
-def soft_cap(logits: torch.Tensor, cap: float | None) -> torch.Tensor:
-    """``cap * tanh(logits / cap)``: the cap some bases' causal LMs put on their final logits (Gemma 2's
-    ``final_logit_softcapping``), applied as they apply it; None: the logits as they are."""
-    return logits if cap is None else torch.tanh(logits / cap) * cap
+            return self.final(self.head(self.hidden[unique])).float()[inverse]
 
 
 @dataclass
@@ -124,15 +120,21 @@ class HamburgerModel(nn.Module):
     def __init__(self, base: nn.Module, config: HamburgerConfig):
         super().__init__()
         base_decoder_stack(base)  # (refuses a base whose stack it cannot graft onto, before reading its config)
+        recurrent = {type(layer).__name__ for layer in DynamicCache(config=base.config.get_text_config()).layers
+                     if not isinstance(layer, (DynamicLayer, DynamicSlidingWindowLayer))}
+        if recurrent:
+            raise HamburgerError(f"{type(base).__name__} keeps state that is not keys and values per position in some "
+                                 f"layers ({', '.join(sorted(recurrent))}: Mamba or linear attention); HAMburger "
+                                 f"stores one key/value entry per token group, so every layer must attend")
         attention = base.config._attn_implementation
         if attention not in MASK_READERS:
             raise HamburgerError(f"{type(base).__name__} attends with {attention!r}, which cannot read HAMburger's "
                                  f"explicit slot masks (positions jump after merges): load it with attn_implementation "
                                  f"{' or '.join(map(repr, MASK_READERS))}")
         self.base = base
-        # the base's final logit cap (Gemma 2), which its causal LM applies after the head: every path here that
-        # reads the head itself applies it too (`logits_of`)
-        self.logit_cap: float | None = getattr(base.config.get_text_config(), "final_logit_softcapping", None) or None
+        # what the base's causal LM does to its head's output (Granite's and Cohere's scales, Gemma 2's cap): every
+        # path here that reads the head itself does it too (`logits_of`)
+        self.final_logits = FinalLogits.of(base)
         self.config = config.for_base(base.config)
         # the grafted modules live where the base does (a base already on a GPU gets them on that GPU too)
         self.embedder = CompositionalEmbedder(self.config).to(self.device, self.dtype)
@@ -190,8 +192,8 @@ class HamburgerModel(nn.Module):
         return self.logits_of(self.base.get_output_embeddings()(hidden))
 
     def logits_of(self, head_output: torch.Tensor) -> torch.Tensor:
-        """The base's logits from its LM head's output: with the base's final cap, if it has one (`soft_cap`)."""
-        return soft_cap(head_output, self.logit_cap)
+        """The base's logits from its LM head's output, as its causal LM makes them (`FinalLogits`)."""
+        return self.final_logits(head_output)
 
     def decode_logits(self, hidden: torch.Tensor, max_rows: int = 1) -> torch.Tensor:
         """The LM head for decoding, no gradients. On CPU up to ``max_rows`` rows go through a transposed,
@@ -559,7 +561,7 @@ class HamburgerModel(nn.Module):
         for start in range(0, n, chunk):
             part = (head, hidden[start:start + chunk], targets[start:start + chunk], teacher,
                     None if kl_rows is None else kl_rows[start:start + chunk], start, self.config.kl_mix,
-                    self.logit_cap)
+                    self.final_logits)
             if grad:
                 sums = checkpoint(_chunk_losses, *part, use_reentrant=False, preserve_rng_state=False)
             else:
@@ -599,7 +601,7 @@ class HamburgerModel(nn.Module):
         layers = rec["states"]
         if layers is not None:
             layers = (layers if prompt is None else prompt.padded(layers))[at]
-        return TeacherStates(final[at], head, layers=layers, cap=self.logit_cap)
+        return TeacherStates(final[at], head, layers=layers, final=self.final_logits)
 
     # ----------------------------------------------------------------- prompts computed once
     def prompt_trains(self) -> bool:
@@ -714,9 +716,9 @@ def divergence(student: torch.Tensor, teacher: torch.Tensor, mix: float) -> torc
 
 
 def _chunk_losses(head: nn.Module, hidden: torch.Tensor, targets: torch.Tensor, teacher: TeacherStates | None,
-                  kl_rows: torch.Tensor | None, start: int, mix: float = 0.0, cap: float | None = None):
+                  kl_rows: torch.Tensor | None, start: int, mix: float = 0.0, final: FinalLogits = FinalLogits()):
     """One chunk of `HamburgerModel.token_losses`: (summed cross-entropy, summed KL or None, argmax predictions)."""
-    logits = soft_cap(head(hidden), cap).float()
+    logits = final(head(hidden)).float()
     ce = F.cross_entropy(logits, targets, reduction="sum")
     predictions = logits.detach().argmax(-1)
     if teacher is None:

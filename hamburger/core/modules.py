@@ -88,12 +88,17 @@ class MicroStepDecoder(nn.Module):
         text_config = base.config.get_text_config() if hasattr(base.config, "get_text_config") else base.config
         config = copy.deepcopy(text_config)
         n = cfg.decoder_layers
-        _set_depth(config, n)
+        first = max(len(stack.layers) - n, 0)  # the base layer the first one copies (`copy_last`)
+        _set_depth(config, first + n)
         if hasattr(config, "use_sliding_window"):
             config.use_sliding_window = False
         self.config = config
         layer_cls = type(stack.layers[0])
-        self.layers = nn.ModuleList(layer_cls(config, layer_idx=i) for i in range(n))
+        # each layer is built as the base layer it copies is (families that mix dense and expert MLPs, GLM-4.5's or
+        # DeepSeek's, choose by the layer's index), then numbered from 0 for the decoder's own cache
+        self.layers = nn.ModuleList(layer_cls(config, layer_idx=first + i) for i in range(n))
+        _number(self.layers)
+        _set_depth(config, n)
         self.norm = copy.deepcopy(stack.norm)
         self.rotary = type(stack.rotary_emb)(config=config)
         # a family whose rotary tables differ by layer type (Gemma 3) is asked for the full-attention layers' ones
@@ -147,11 +152,16 @@ class MicroStepDecoder(nn.Module):
             for _ in range((j + 1) * (n - old) // old - j * (n - old) // old):
                 layers.append(_identity_copy(layer))
         self.layers = nn.ModuleList(layers)
-        for i, layer in enumerate(self.layers):
-            for module in layer.modules():
-                if hasattr(module, "layer_idx"):
-                    module.layer_idx = i
+        _number(self.layers)
         _set_depth(self.config, n)
+
+
+def _number(layers: nn.ModuleList) -> None:
+    """Layer i's parts (its attention, where caches are keyed) know it as layer i."""
+    for i, layer in enumerate(layers):
+        for module in layer.modules():
+            if hasattr(module, "layer_idx"):
+                module.layer_idx = i
 
 
 def _set_depth(config, n: int) -> None:

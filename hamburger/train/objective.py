@@ -153,7 +153,7 @@ def msd_forward(model: HamburgerModel, batch: TrainBatch | PackedBatch, chains: 
         # The base's prediction of the token j of a chain is at the position right before it: (row, col + j).
         where = (rows[:, None] * ids.shape[1] + cols[:, None] + j)[in_group]
         micro = j.expand_as(in_group)[in_group] > 0  # the KL covers the micro tokens only
-        teacher = TeacherStates(final.flatten(0, 1), model.base.get_output_embeddings(), where, cap=model.logit_cap)
+        teacher = TeacherStates(final.flatten(0, 1), model.base.get_output_embeddings(), where, final=model.final_logits)
     return model.group_outputs(final[rows, cols], model.msd_features(final, features, (rows, cols)), tokens, sizes,
                                teacher, micro)
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from hamburger.core.config import HamburgerConfig
+from hamburger.core.final_logits import FinalLogits
 from hamburger.core.lean import LeanStack
 from hamburger.core.masks import as_read_by
 from hamburger.core.model import HamburgerModel
@@ -16,10 +17,11 @@ from hamburger.core.modules import base_decoder_stack
 from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
-from tests.helpers import (FAMILIES, PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base,
-                           tiny_hamburger)
+from tests.helpers import (FAMILIES, OWN_LAYER_FAMILIES, PROMPTS, assert_engine_matches_training_forward, hf_greedy,
+                           tiny_base, tiny_hamburger)
 
-OTHER_FAMILIES = [f for f in FAMILIES if f not in ("llama", "qwen2")]  # (those two run in every engine test)
+# (llama and qwen2 run in every engine test)
+OTHER_FAMILIES = [f for f in FAMILIES if f not in ("llama", "qwen2")] + list(OWN_LAYER_FAMILIES)
 
 
 @pytest.mark.parametrize("family", OTHER_FAMILIES)
@@ -60,22 +62,48 @@ def test_the_lean_pass_serves_every_family_with_its_parts(family, settings):
     assert LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings))) is not None
 
 
+@pytest.mark.parametrize("family", OWN_LAYER_FAMILIES)
+def test_the_lean_pass_leaves_families_it_does_not_know_to_transformers(family):
+    """Families with parts the pass does not run (blocks side by side, experts, other norms) keep transformers' layers:
+    the equalities above hold for them on that path."""
+    assert LeanStack.for_stack(base_decoder_stack(tiny_base(family))) is None
+
+
+@pytest.mark.parametrize("family", ["glm4moe", "deepseek_v3"])
+def test_the_micro_step_decoder_copies_layers_built_by_index(family):
+    """Families whose layers differ by index (a dense first layer, experts after): each layer of the micro-step decoder
+    is built as the base layer it copies, so it copies it exactly, and is numbered from 0 for its own cache."""
+    model = tiny_hamburger(family, decoder_layers=2)
+    layers, theirs = model.decoder.layers, base_decoder_stack(model.base).layers[-2:]
+    assert type(base_decoder_stack(model.base).layers[0].mlp) is not type(theirs[-1].mlp)
+    for mine, base_layer in zip(layers, theirs, strict=True):
+        assert type(mine.mlp) is type(base_layer.mlp)
+        assert all(torch.equal(a, b) for a, b in zip(mine.state_dict().values(), base_layer.state_dict().values(),
+                                                     strict=True))
+    assert [layer.self_attn.layer_idx for layer in layers] == [0, 1]
+
+
 @pytest.mark.parametrize("family,breaks", [("qwen3", "key norms"), ("olmo2", "key norms"), ("olmo2", "block norms"),
                                            ("gemma3", "block norms"), ("gemma3", "rotation by layer type"),
-                                           ("gemma2", "score cap")])
+                                           ("gemma2", "score cap"), ("granite", "residual multiplier"),
+                                           ("granite", "embedding multiplier")])
 def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
     """(So the check above can fail:) a lean pass that skips one of a family's parts disagrees with transformers'."""
     settings = {"attn_logit_softcapping": 0.01} if breaks == "score cap" else {}  # (random scores are small)
     lean = LeanStack(base_decoder_stack(tiny_base(family, **settings)))
     assert lean.agrees()
+    if breaks == "embedding multiplier":
+        lean.input_scale = 1.0
     for layer in lean.layers:
-        if breaks == "key norms":
+        if breaks == "residual multiplier":
+            layer.residual = 1.0
+        elif breaks == "key norms":
             layer.key_norms, layer.by_head = None, False
         elif breaks == "block norms":
             layer.norms = (layer.norms[0], None, layer.norms[2], None)
         elif breaks == "rotation by layer type":
             layer.kind = "full_attention"
-        else:
+        elif breaks == "score cap":
             layer.score_cap = None
     assert not lean.agrees()
 
@@ -158,6 +186,11 @@ def test_sliding_window_bases_verify_losslessly(family, char_tokenizer):
 
 
 CAPPED = {"final_logit_softcapping": 0.1}  # (Gemma 2's own cap is 30; random logits are small)
+# What causal LMs do to their head's output (`FinalLogits`), with the scale each must be found to apply: Gemma 2's
+# cap, Granite's division by its `logits_scaling` (8), Cohere's `logit_scale` (1/16), and HyperCLOVAX, which
+# multiplies by its `logits_scaling` (4) where Granite divides (`tests.helpers`' settings).
+TRANSFORMED = [("gemma2", CAPPED, 1.0), ("granite", {}, 0.125), ("cohere", {}, 0.0625), ("hyperclovax", {}, 4.0)]
+TRANSFORMED_IDS = [family for family, _, _ in TRANSFORMED]
 
 
 def _base_logits(base, prompt, tokens):
@@ -166,11 +199,18 @@ def _base_logits(base, prompt, tokens):
         return base(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1:-1].float()
 
 
-def test_capped_logits_are_the_base_own_in_decoding(char_tokenizer):
-    """Gemma 2 caps its final logits (`soft_cap`): the engine's logits at confidence 1.0 are its causal LM's, and
-    without the cap they are not (so the equality can fail)."""
-    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
-    assert model.logit_cap == 0.1
+def _head_output(base, ids):
+    """The base's LM head on its stack's final states, as the head gives it (before anything its causal LM adds)."""
+    with torch.no_grad():
+        return base.lm_head(base.model(torch.tensor([ids])).last_hidden_state)[0].float()
+
+
+@pytest.mark.parametrize("family,settings,scale", TRANSFORMED, ids=TRANSFORMED_IDS)
+def test_final_logits_are_the_base_own_in_decoding(family, settings, scale, char_tokenizer):
+    """The engine's logits at confidence 1.0 are the causal LM's, whatever it does after its head (found on the base,
+    `FinalLogits`), and the head's own output is not (so the equality can fail)."""
+    model = tiny_hamburger(family, seed=3, base_settings=settings)
+    assert model.final_logits == FinalLogits(scale, settings.get("final_logit_softcapping"))
     for prompt in PROMPTS:
         run = Generation(model, char_tokenizer, [prompt], DecodingConfig(max_new_tokens=12, confidence=1.0),
                          trace_logits=True)
@@ -178,20 +218,22 @@ def test_capped_logits_are_the_base_own_in_decoding(char_tokenizer):
         assert res.token_ids == hf_greedy(model.base, prompt, 12)
         traced, expected = torch.stack(run.logits[0]).float(), _base_logits(model.base, prompt, res.token_ids)
         torch.testing.assert_close(traced, expected, rtol=1e-4, atol=1e-5)
-        assert traced.abs().max() <= 0.1 and not torch.allclose(model.base.lm_head(
-            model.base.model(torch.tensor([prompt + res.token_ids])).last_hidden_state)[0, len(prompt) - 1:-1],
-            expected, atol=1e-3)
+        plain = _head_output(model.base, prompt + res.token_ids)[len(prompt) - 1:-1]
+        assert not torch.allclose(plain, expected, atol=1e-3)
+    if "final_logit_softcapping" in settings:
+        assert traced.abs().max() <= settings["final_logit_softcapping"]
 
 
 @pytest.mark.parametrize("chunk", [0, 3])
-def test_capped_logits_are_the_base_own_in_training(chunk):
-    """Without merges the training forward's logits and losses are the capped base's, all at once and by chunks,
-    and the KL to the (capped) teacher is zero."""
+@pytest.mark.parametrize("family,settings,scale", TRANSFORMED, ids=TRANSFORMED_IDS)
+def test_final_logits_are_the_base_own_in_training(family, settings, scale, chunk):
+    """Without merges the training forward's logits and losses are the causal LM's, all at once and by chunks, and
+    the KL to the (equally transformed) teacher is zero."""
     import torch.nn.functional as F
 
     from hamburger.core.packing import TrainBatch
 
-    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
+    model = tiny_hamburger(family, seed=3, base_settings=settings)
     model.loss_chunk = chunk
     prompt, response = [1, 5, 6, 7], [8, 9, 10, 11, 12, 13, 14]
     batch = TrainBatch([prompt], [response], [[1] * len(response)])
@@ -205,12 +247,13 @@ def test_capped_logits_are_the_base_own_in_training(chunk):
     assert abs(float(out.kl)) < 1e-5
 
 
-def test_capped_drafts_over_a_draft_vocabulary_are_drawn_as_over_the_whole_head(char_tokenizer):
+@pytest.mark.parametrize("family,settings,scale", TRANSFORMED, ids=TRANSFORMED_IDS)
+def test_drafts_over_a_draft_vocabulary_are_drawn_as_over_the_whole_head(family, settings, scale, char_tokenizer):
     """verify's draft head multiplies only the draft vocabulary's rows of the LM head: a sampled draft's
-    distribution is the capped whole head's, renormalised over those tokens."""
+    distribution is the whole (transformed) head's, renormalised over those tokens."""
     from hamburger.engine.verify import VerifyGeneration
 
-    model = tiny_hamburger("gemma2", seed=3, base_settings=CAPPED)
+    model = tiny_hamburger(family, seed=3, base_settings=settings)
     vocab = torch.tensor([4, 7, 40, 41, 60])
     cfg = DecodingConfig(max_new_tokens=8, temperature=1.0, seed=0)
     run = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]], cfg, draft_vocab=vocab)
@@ -220,6 +263,36 @@ def test_capped_drafts_over_a_draft_vocabulary_are_drawn_as_over_the_whole_head(
     torch.testing.assert_close(q[vocab], whole[vocab].softmax(-1), rtol=1e-5, atol=1e-6)
     assert q.sum().item() == pytest.approx(1.0) and not torch.allclose(
         q[vocab], model.base.lm_head(hidden)[0, vocab].float().softmax(-1), atol=1e-4)
+
+
+def test_a_base_whose_logits_are_not_its_head_s_in_a_known_way_is_refused():
+    """A causal LM that scales its logits by a factor no config value names: refused, not decoded wrongly."""
+    import transformers
+
+    class Tripled(transformers.LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 3
+            return out
+
+    base = Tripled(tiny_base("llama").config).eval()
+    with pytest.raises(HamburgerError, match="changes its LM head's output in a way HAMburger does not know"):
+        HamburgerModel(base, HamburgerConfig(max_steps=4))
+
+
+@pytest.mark.parametrize("config_class,model_class,settings", [
+    ("Qwen3NextConfig", "Qwen3NextForCausalLM", {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2,
+                                                 "moe_intermediate_size": 32}),
+    ("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2})])
+def test_a_base_with_recurrent_layers_is_refused(config_class, model_class, settings):
+    """Layers that keep a recurrent state (linear attention, Mamba) have no keys and values to store per group."""
+    import transformers
+
+    config = getattr(transformers, config_class)(vocab_size=100, hidden_size=64, num_hidden_layers=4,
+                                                 num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+                                                 **settings)
+    with pytest.raises(HamburgerError, match=f"{model_class} keeps state that is not keys and values per position"):
+        HamburgerModel(getattr(transformers, model_class)(config), HamburgerConfig(max_steps=4))
 
 
 def test_stack_without_llama_parts_is_refused():
@@ -266,10 +339,10 @@ def test_a_sliding_window_base_trains_saves_and_decodes(family, settings, chunk,
         threads=1, progress=False, save_every=0, decoder_layers=1, lora_r=4, base_mode="lora", lora_scope="merged",
         kl_weight=0.5, loss_chunk=chunk)))
     assert trainer.model.reuse_prompt and not trainer.model.prompt_trains()
-    assert trainer.model.logit_cap == settings.get("final_logit_softcapping")
+    assert trainer.model.final_logits.cap == settings.get("final_logit_softcapping")
     assert trainer.train() == 0
     model, _, _ = load_checkpoint(run / "last")
-    assert model.logit_cap == trainer.model.logit_cap
+    assert model.final_logits == trainer.model.final_logits
     prompt = [1, *range(40, 50)]
     merged = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=16, confidence=0.1))
     assert merged.tokens == 16 and merged.kv_slots < merged.kv_slots_ordinary
