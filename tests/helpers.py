@@ -65,15 +65,21 @@ FAMILIES = {
     "granite": ("GraniteConfig", "GraniteForCausalLM", {"embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                                                         "attention_multiplier": 0.015625, "logits_scaling": 8.0}),
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+    # (attention and MLP side by side after one LayerNorm; its logits scaled)
+    "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 0.0625}),
+    # (norms on both sides of each block, identities here; logits multiplied by `logits_scaling`)
+    "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", {"logits_scaling": 4.0}),
+    # (norms after each block; sliding layers rotate, its full-attention layer does not)
+    "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", {"head_dim": 16, "sliding_window": 8, "layer_types": [
+        "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]}),
+    "arcee": ("ArceeConfig", "ArceeForCausalLM", {}),  # (an MLP without a gate)
 }
-# Families whose layers the lean pass does not run, so the engine runs transformers' own: Cohere's blocks side by side
-# after one LayerNorm (and its logits scaled), mixtures of experts (GLM-4.5's and DeepSeek-V3's with a dense first
-# layer, DeepSeek's latent attention, gpt-oss's attention sinks and alternate sliding layers), HyperCLOVAX's norms
-# after each block (identities here) and its logits multiplied by `logits_scaling`.
+# Families whose layers the lean pass does not run, so the engine runs transformers' own: mixtures of experts (GLM-4.5's
+# and DeepSeek-V3's with a dense first layer, DeepSeek's latent attention, gpt-oss's attention sinks and alternate
+# sliding layers).
 MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 32}
 DENSE_FIRST = {**MOE, "n_routed_experts": 4, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
 OWN_LAYER_FAMILIES = {
-    "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 0.0625}),
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {**MOE, "head_dim": 16, "num_experts": 4}),
     "glm4moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", {**DENSE_FIRST, "head_dim": 16}),
@@ -82,7 +88,6 @@ OWN_LAYER_FAMILIES = {
         "qk_nope_head_dim": 8, "v_head_dim": 16}),
     "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
                                                       "sliding_window": 8}),
-    "hyperclovax": ("HyperCLOVAXConfig", "HyperCLOVAXForCausalLM", {"logits_scaling": 4.0}),
 }
 
 

@@ -16,9 +16,11 @@ concatenation); and SDPA attention with grouped key/value heads read in place (`
 copies them to every query head on forwards of more than one position. On a 2-core CPU a 3-position forward of
 SmolLM2-135M on a 300-slot cache went from 31.8 to 27.5 ms (experiments/2026-11-27-step-profile/).
 
-It takes stacks whose layers have q/k/v/o projections and a gated MLP (separate, or fused as Phi-3's), with norms
-before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3, StableLM), on both sides of each (Gemma
-2 and 3) or after each (OLMo 2); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection
+It takes stacks whose layers have q/k/v/o projections and an MLP, gated (separate, or fused as Phi-3's) or not
+(Nemotron, Arcee, Apertus), with norms before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3,
+StableLM), on both sides of each (Gemma 2 and 3, HyperCLOVAX) or after each (OLMo 2, EXAONE 4), or one norm before
+attention and MLP side by side (Cohere); layers that rotate nothing (found by a probe: SmolLM3's, EXAONE 4's and
+Command R7B's full-attention layers); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection
 (OLMo 2); capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); rotation of part of each head
 (Phi-4-mini, StableLM); Granite's multipliers on the embeddings and on each block's output; and sliding layers,
 whose windows are in the masks it is given (one per layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs
@@ -52,11 +54,20 @@ NORM_LAYOUTS = {
         ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm"),
     frozenset({"post_attention_layernorm", "post_feedforward_layernorm"}):  # OLMo 2: norms on the blocks' outputs
         (None, "post_attention_layernorm", None, "post_feedforward_layernorm"),
+    frozenset({"attention_layernorm", "feedforward_layernorm"}):  # Apertus: Llama's, named otherwise
+        ("attention_layernorm", None, "feedforward_layernorm", None),
+    frozenset({"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"}):  # HyperCLOVAX's, on
+        ("input_layernorm", "post_norm1", "post_attention_layernorm", "post_norm2"),          # both sides of each block
+    frozenset({"input_layernorm"}):  # Cohere: one norm, attention and MLP side by side on its output (`PARALLEL`)
+        ("input_layernorm", None, None, None),
 }
+PARALLEL = frozenset({"input_layernorm"})  # the layouts whose MLP reads the attention's input, not its output
 ATTENTION_PARTS = [{"q_proj", "k_proj", "v_proj", "o_proj"}, {"qkv_proj", "o_proj"}]  # (Phi-3: one fused projection)
 KEY_NORMS = {"q_norm", "k_norm"}  # norms on the queries and keys before their rotation (Qwen3, Gemma 3, OLMo 2)
 LAYER_TYPES = {"full_attention", "sliding_attention"}  # the layer types whose masks `masks.by_layer_type` makes
-MLP_PARTS = [{"gate_proj", "up_proj", "down_proj", "act_fn"}, {"gate_up_proj", "down_proj", "activation_fn"}]
+# a gated MLP (separate, or fused as Phi-3's), or one without a gate (Nemotron, Arcee, Apertus)
+MLP_PARTS = [{"gate_proj", "up_proj", "down_proj", "act_fn"}, {"gate_up_proj", "down_proj", "activation_fn"},
+             {"up_proj", "down_proj", "act_fn"}]
 CHECK_TOLERANCE = 1e-4  # largest difference from transformers' own forward (relative to the outputs' scale) on build
 
 
@@ -95,9 +106,11 @@ class LeanLayer:
     query/key/value projection, split by ``sizes``, and one gate/up projection). ``norms``: the four places of
     `NORM_LAYOUTS` (None: no norm there). ``key_norms``: the query and key norms (None: none), ``by_head`` over each
     head, else over the whole projection (OLMo 2). ``kind``: the layer's type, whose rotary table and mask it reads
-    (None: the stack has one type). ``rope``: whether it rotates at all (SmolLM3's `use_rope`). ``score_cap``: its cap
-    on the attention scores (Gemma 2's), applied by the family's attention function. ``residual``: the factor on each
-    block's output before it joins the residual stream (Granite's `residual_multiplier`; 1.0 elsewhere)."""
+    (None: the stack has one type). ``rope``: whether it rotates at all (`_rotates`: not SmolLM3's layers without
+    rotary embedding, nor EXAONE 4's or Command R7B's full-attention layers). ``score_cap``: its cap on the attention
+    scores (Gemma 2's), applied by the family's attention function. ``residual``: the factor on each block's output
+    before it joins the residual stream (Granite's `residual_multiplier`; 1.0 elsewhere). ``parallel``: the MLP reads
+    the attention's input and both outputs join the stream together (Cohere's `PARALLEL` layout)."""
 
     attn: nn.Module
     mlp: nn.Module
@@ -112,10 +125,11 @@ class LeanLayer:
     rope: bool
     score_cap: float | None
     residual: float
+    parallel: bool
 
     @classmethod
-    def of(cls, layer: nn.Module, kind: str | None) -> "LeanLayer":
-        """The plan of ``layer`` (one `supported` takes), of type ``kind``."""
+    def of(cls, layer: nn.Module, kind: str | None, rope: bool) -> "LeanLayer":
+        """The plan of ``layer`` (one `supported` takes), of type ``kind``, rotating or not (``rope``)."""
         attn, mlp = layer.self_attn, layer.mlp
         fused = attn._modules.get("qkv_proj")
         sizes = None
@@ -123,14 +137,15 @@ class LeanLayer:
             keys = attn.config.num_key_value_heads * attn.head_dim
             sizes = [attn.config.num_attention_heads * attn.head_dim, keys, keys]
         key_norms = (_rms_norm(attn.q_norm), _rms_norm(attn.k_norm)) if hasattr(attn, "q_norm") else None
-        return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes,
-                   ("gate_up_proj",) if hasattr(mlp, "gate_up_proj") else ("gate_proj", "up_proj"),
+        gate_up = (("gate_up_proj",) if hasattr(mlp, "gate_up_proj") else ("gate_proj", "up_proj")
+                   if hasattr(mlp, "gate_proj") else ("up_proj",))
+        return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes, gate_up,
                    mlp.activation_fn if hasattr(mlp, "gate_up_proj") else mlp.act_fn,
                    tuple(None if name is None else _rms_norm(getattr(layer, name))
                          for name in NORM_LAYOUTS[_norm_names(layer)]),
                    key_norms, key_norms is not None and attn.q_norm.weight.shape[-1] == attn.head_dim, kind,
-                   getattr(attn, "use_rope", True), getattr(attn, "attn_logit_softcapping", None),
-                   float(getattr(layer, "residual_multiplier", 1.0)))
+                   rope, getattr(attn, "attn_logit_softcapping", None),
+                   float(getattr(layer, "residual_multiplier", 1.0)), _norm_names(layer) == PARALLEL)
 
 
 def supported(stack: nn.Module) -> bool:
@@ -178,7 +193,8 @@ class LeanStack:
         self.input_scale = float(getattr(stack, "embedding_multiplier", 1.0))
         param = next(stack.parameters())
         with torch.inference_mode():
-            self.layers = [LeanLayer.of(layer, kind) for layer, kind in zip(stack.layers, kinds)]
+            self.layers = [LeanLayer.of(layer, kind, self._rotates(layer, kind, param))
+                           for layer, kind in zip(stack.layers, kinds)]
             self.final_norm = _rms_norm(stack.norm)
             self.rotation = (_rotation if _probe_rotation(self.rotary, stack, param, self.rotary_types)
                              else self._family_rotation)
@@ -186,6 +202,21 @@ class LeanStack:
             attn, heads = stack.layers[0].self_attn, config.num_attention_heads
             if config._attn_implementation == "sdpa" and _probe_sdpa(self.attend, attn, heads, param):
                 self.attend = _sdpa_in_place(self.attend)
+
+    def _rotates(self, layer: nn.Module, kind: str | None, param: torch.Tensor) -> bool:
+        """Whether ``layer``'s attention turns its queries and keys by position at all: its output on the same inputs
+        at positions 0, 1, 2 and at 0, 5, 17 (other gaps, so a rotation shows) differs."""
+        stack = self.stack
+        x = torch.randn(1, 3, stack.config.hidden_size, generator=torch.Generator().manual_seed(0)).to(param.device,
+                                                                                                   param.dtype)
+        causal = torch.ones(3, 3, dtype=torch.bool, device=param.device).tril()[None, None]
+        mask, outputs = as_read_by(causal, stack.config._attn_implementation, x.dtype), []
+        for at in ([0, 1, 2], [0, 5, 17]):
+            positions = torch.tensor([at], device=param.device)
+            tables = (stack.rotary_emb(x, positions, kind) if self.rotary_by_type else stack.rotary_emb(x, positions))
+            outputs.append(layer.self_attn(hidden_states=x, position_embeddings=tables, attention_mask=mask,
+                                           position_ids=positions)[0])
+        return not torch.equal(*outputs)
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
         """The family's own `apply_rotary_pos_emb`, as a function of (q, k). Where its tables cover only the first
@@ -287,10 +318,13 @@ class LeanStack:
             out = _linear(projections["o_proj"], out.reshape(*shape, -1).contiguous(), fuse)
             out = out if after_attention is None else after_attention(out)
             h = h + (out if layer.residual == 1.0 else out * layer.residual)
-            x = h if before_mlp is None else before_mlp(h)
+            if not layer.parallel:  # (Cohere's MLP reads the attention's input x)
+                x = h if before_mlp is None else before_mlp(h)
             if len(layer.gate_up) == 2:
                 gated = layer.act.forward(_linear(gate_up[layer.gate_up[0]], x, fuse)) * _linear(
                     gate_up[layer.gate_up[1]], x, fuse)
+            elif layer.gate_up[0] == "up_proj":  # (no gate)
+                gated = layer.act.forward(_linear(gate_up["up_proj"], x, fuse))
             else:  # (Phi-3: the gate, then up)
                 gate, up = _linear(gate_up[layer.gate_up[0]], x, fuse).chunk(2, -1)
                 gated = up * layer.act.forward(gate)

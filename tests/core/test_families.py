@@ -53,19 +53,20 @@ def test_eager_attention_reads_additive_masks():
 @pytest.mark.parametrize("family,settings", [(f, {}) for f in FAMILIES] + [("phi3", {"partial_rotary_factor": 0.5})])
 def test_the_lean_pass_serves_every_family_with_its_parts(family, settings):
     """The lean forward runs every family (its build-time check passes, at positions far apart), and the engine's
-    equalities above hold on it: eager attention given additive masks, SmolLM3's last layer left unrotated, Qwen3's
-    and Gemma 3's head-by-head query and key norms and OLMo 2's whole-width ones, the norms Gemma 2 and 3 put after
-    each block and OLMo 2 puts there instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer type,
-    Phi-3's fused projections and its rotation of part of each head (Phi-4-mini's), StableLM's LayerNorms and its
-    rotation of part of each head (whose `apply_rotary_pos_emb` takes the rotated channels only), and a mask per
-    layer type where some layers slide."""
+    equalities above hold on it: eager attention given additive masks, SmolLM3's last layer and EXAONE 4's
+    full-attention layer left unrotated, Qwen3's and Gemma 3's head-by-head query and key norms and OLMo 2's
+    whole-width ones, the norms Gemma 2 and 3 and HyperCLOVAX put after each block and OLMo 2 and EXAONE 4 put there
+    instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer type, Phi-3's fused projections and its
+    rotation of part of each head (Phi-4-mini's), StableLM's LayerNorms and its rotation of part of each head (whose
+    `apply_rotary_pos_emb` takes the rotated channels only), Granite's multipliers, Cohere's attention and MLP side by
+    side, Arcee's MLP without a gate, and a mask per layer type where some layers slide."""
     assert LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings))) is not None
 
 
 @pytest.mark.parametrize("family", OWN_LAYER_FAMILIES)
 def test_the_lean_pass_leaves_families_it_does_not_know_to_transformers(family):
-    """Families with parts the pass does not run (blocks side by side, experts, other norms) keep transformers' layers:
-    the equalities above hold for them on that path."""
+    """Families with parts the pass does not run (experts, latent attention, attention sinks) keep transformers'
+    layers: the equalities above hold for them on that path."""
     assert LeanStack.for_stack(base_decoder_stack(tiny_base(family))) is None
 
 
@@ -86,7 +87,8 @@ def test_the_micro_step_decoder_copies_layers_built_by_index(family):
 @pytest.mark.parametrize("family,breaks", [("qwen3", "key norms"), ("olmo2", "key norms"), ("olmo2", "block norms"),
                                            ("gemma3", "block norms"), ("gemma3", "rotation by layer type"),
                                            ("gemma2", "score cap"), ("granite", "residual multiplier"),
-                                           ("granite", "embedding multiplier")])
+                                           ("granite", "embedding multiplier"), ("cohere", "parallel blocks"),
+                                           ("exaone4", "rotation everywhere"), ("smollm3", "rotation everywhere")])
 def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
     """(So the check above can fail:) a lean pass that skips one of a family's parts disagrees with transformers'."""
     settings = {"attn_logit_softcapping": 0.01} if breaks == "score cap" else {}  # (random scores are small)
@@ -97,6 +99,10 @@ def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
     for layer in lean.layers:
         if breaks == "residual multiplier":
             layer.residual = 1.0
+        elif breaks == "parallel blocks":
+            layer.parallel = False
+        elif breaks == "rotation everywhere":
+            layer.rope = True
         elif breaks == "key norms":
             layer.key_norms, layer.by_head = None, False
         elif breaks == "block norms":
