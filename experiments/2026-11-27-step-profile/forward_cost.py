@@ -34,6 +34,7 @@ def lean_at(commit: str):
         f.write(source)
     spec = importlib.util.spec_from_file_location("lean_before", f.name)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (a dataclass in it looks its module up there)
     spec.loader.exec_module(module)
     return module
 
