@@ -6,7 +6,7 @@ For each family: does a HAMburger graft on it; at confidence 1.0, is the decode 
 its stack; and the largest difference between the base's logits and its LM head's raw output on six tokens, relative
 to the logits' scale (0 where the causal LM returns the head's output as it is; `FinalLogits`).
 
-    PYTHONPATH=. python experiments/2026-12-06-final-logits/families.py > experiments/2026-12-06-final-logits/families.md
+    E=experiments/2026-12-06-final-logits; PYTHONPATH=. python $E/families.py > $E/families.md
 """
 
 import sys
