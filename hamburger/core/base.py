@@ -171,6 +171,28 @@ def resolve_base(spec: str | None) -> tuple[str, str]:
                          "or give a Hugging Face folder or hub id (owner/name)")
 
 
+def text_causal_lm(model):
+    """``model`` itself, or, for a multimodal wrapper that transformers loads as a causal LM (Gemma 3 from 4B up:
+    ``Gemma3ForConditionalGeneration``), its text model's own causal-LM class made of the wrapper's language model and
+    LM head (the same modules and tensors; the vision tower is left behind). HAMburger grafts onto a decoder stack
+    and generates text only, and the text class has that stack where the wrapper nests it."""
+    from transformers import AutoModelForCausalLM
+
+    language = getattr(getattr(model, "model", None), "language_model", None)
+    if language is None or hasattr(getattr(model, "model", None), "layers"):
+        return model
+    text_config = model.config.get_text_config()
+    try:
+        causal_class = AutoModelForCausalLM._model_mapping[type(text_config)]
+    except KeyError:
+        return model  # (no text-only causal class: the wrapper stays, and grafting refuses it)
+    with torch.device("meta"):  # (its own modules are replaced at once: nothing is allocated)
+        text = causal_class(text_config)
+    text.model, text.lm_head = language, model.get_output_embeddings()
+    text.generation_config = model.generation_config
+    return text.train(model.training)
+
+
 def load_base(spec: str | None = None, dtype: str | torch.dtype = "float32"):
     """Load (model, tokenizer, BaseInfo) for a model spec; the model is in eval mode on the CPU."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -192,6 +214,7 @@ def load_base(spec: str | None = None, dtype: str | torch.dtype = "float32"):
     except OSError as e:
         raise HamburgerError(f"cannot load weights of {canonical!r}: {str(e).splitlines()[0]}") from e
     tokenizer = AutoTokenizer.from_pretrained(where)
+    model = text_causal_lm(model)
     info = BaseInfo(spec=canonical, path=where, fingerprint=weights_fingerprint(model))
     model = model.to(parse_dtype(dtype)).eval()
     return model, tokenizer, info

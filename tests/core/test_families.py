@@ -301,6 +301,37 @@ def test_a_base_with_recurrent_layers_is_refused(config_class, model_class, sett
         HamburgerModel(getattr(transformers, model_class)(config), HamburgerConfig(max_steps=4))
 
 
+def test_a_multimodal_gemma3_loads_as_its_text_causal_lm(tmp_path, char_tokenizer):
+    """Gemma 3 from 4B up is a vision-language wrapper, which transformers loads as a causal LM: `load_base` gives its
+    text model's causal-LM class over the same language model and LM head, whose logits and greedy decode (through
+    the engine at confidence 1.0) are the wrapper's on text."""
+    import transformers
+
+    from hamburger.core.base import load_base
+
+    text = dict(tiny_base("gemma3").config.to_dict(), head_dim=16)
+    config = transformers.Gemma3Config(
+        text_config={k: v for k, v in text.items() if k not in ("architectures", "model_type", "transformers_version")},
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=28, patch_size=14),
+        mm_tokens_per_image=4, image_token_index=99, boi_token_index=97, eoi_token_index=98)
+    torch.manual_seed(0)
+    wrapper = transformers.Gemma3ForConditionalGeneration(config).eval()
+    wrapper.save_pretrained(tmp_path)
+    char_tokenizer.save_pretrained(tmp_path)
+    with pytest.raises(HamburgerError, match="needs a decoder stack"):
+        HamburgerModel(wrapper, HamburgerConfig(max_steps=4))
+    base, _, _ = load_base(str(tmp_path))
+    assert type(base).__name__ == "Gemma3ForCausalLM" and not any(p.is_meta for p in base.parameters())
+    assert sum(p.numel() for p in base.parameters()) < sum(p.numel() for p in wrapper.parameters())  # (no vision)
+    prompt = [1, 5, 6, 7]
+    with torch.no_grad():
+        torch.testing.assert_close(base(torch.tensor([prompt])).logits, wrapper(torch.tensor([prompt])).logits)
+    model = HamburgerModel(base, HamburgerConfig(max_steps=4)).eval()
+    decoded = generate(model, char_tokenizer, prompt, DecodingConfig(max_new_tokens=12, confidence=1.0))
+    assert decoded.token_ids == hf_greedy(wrapper, prompt, 12)
+
+
 def test_stack_without_llama_parts_is_refused():
     import transformers
 
