@@ -56,8 +56,8 @@ NORM_LAYOUTS = {
         (None, "post_attention_layernorm", None, "post_feedforward_layernorm"),
     frozenset({"attention_layernorm", "feedforward_layernorm"}):  # Apertus: Llama's, named otherwise
         ("attention_layernorm", None, "feedforward_layernorm", None),
-    frozenset({"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"}):  # HyperCLOVAX's, on
-        ("input_layernorm", "post_norm1", "post_attention_layernorm", "post_norm2"),          # both sides of each block
+    frozenset({"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"}):  # HyperCLOVAX: both sides
+        ("input_layernorm", "post_norm1", "post_attention_layernorm", "post_norm2"),
     frozenset({"input_layernorm"}):  # Cohere: one norm, attention and MLP side by side on its output (`PARALLEL`)
         ("input_layernorm", None, None, None),
 }
@@ -137,8 +137,10 @@ class LeanLayer:
             keys = attn.config.num_key_value_heads * attn.head_dim
             sizes = [attn.config.num_attention_heads * attn.head_dim, keys, keys]
         key_norms = (_rms_norm(attn.q_norm), _rms_norm(attn.k_norm)) if hasattr(attn, "q_norm") else None
-        gate_up = (("gate_up_proj",) if hasattr(mlp, "gate_up_proj") else ("gate_proj", "up_proj")
-                   if hasattr(mlp, "gate_proj") else ("up_proj",))
+        if hasattr(mlp, "gate_up_proj"):  # (Phi-3)
+            gate_up = ("gate_up_proj",)
+        else:
+            gate_up = ("gate_proj", "up_proj") if hasattr(mlp, "gate_proj") else ("up_proj",)
         return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes, gate_up,
                    mlp.activation_fn if hasattr(mlp, "gate_up_proj") else mlp.act_fn,
                    tuple(None if name is None else _rms_norm(getattr(layer, name))
