@@ -181,13 +181,11 @@ def text_causal_lm(model):
     language = getattr(getattr(model, "model", None), "language_model", None)
     if language is None or hasattr(getattr(model, "model", None), "layers"):
         return model
-    text_config = model.config.get_text_config()
     try:
-        causal_class = AutoModelForCausalLM._model_mapping[type(text_config)]
-    except KeyError:
+        with torch.device("meta"):  # (its own modules are replaced at once: nothing is allocated)
+            text = AutoModelForCausalLM.from_config(model.config.get_text_config())
+    except ValueError:
         return model  # (no text-only causal class: the wrapper stays, and grafting refuses it)
-    with torch.device("meta"):  # (its own modules are replaced at once: nothing is allocated)
-        text = causal_class(text_config)
     text.model, text.lm_head = language, model.get_output_embeddings()
     text.generation_config = model.generation_config
     return text.train(model.training)
