@@ -213,11 +213,13 @@ class LeanStack:
                                                                                                    param.dtype)
         causal = torch.ones(3, 3, dtype=torch.bool, device=param.device).tril()[None, None]
         mask, outputs = as_read_by(causal, stack.config._attn_implementation, x.dtype), []
-        for at in ([0, 1, 2], [0, 5, 17]):
-            positions = torch.tensor([at], device=param.device)
-            tables = (stack.rotary_emb(x, positions, kind) if self.rotary_by_type else stack.rotary_emb(x, positions))
-            outputs.append(layer.self_attn(hidden_states=x, position_embeddings=tables, attention_mask=mask,
-                                           position_ids=positions)[0])
+        with adapters_disabled(layer):
+            for at in ([0, 1, 2], [0, 5, 17]):
+                positions = torch.tensor([at], device=param.device)
+                tables = (stack.rotary_emb(x, positions, kind) if self.rotary_by_type
+                          else stack.rotary_emb(x, positions))
+                outputs.append(layer.self_attn(hidden_states=x, position_embeddings=tables, attention_mask=mask,
+                                               position_ids=positions)[0])
         return not torch.equal(*outputs)
 
     def _family_rotation(self, cos: torch.Tensor, sin: torch.Tensor):
