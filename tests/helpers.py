@@ -392,3 +392,40 @@ def long_body(checkpoint, **kw) -> dict:
     """A request that runs for seconds on the tiny model unless cancelled: one token per forward up to the context."""
     return {"model": "ckpt", "prompt": "hello", "max_tokens": checkpoint[1].context_length - 16, "confidence": 1.0,
             "stream": True, **kw}
+
+
+# ------------------------------------------------------------------------------ training runs and adapters
+def train_config(env, out, **kw):
+    """A short training run's config on the `env` fixture's base and data (tests/conftest.py); ``kw`` overrides."""
+    from hamburger.train.config import TrainConfig
+
+    settings = dict(base=env["base"], data=env["data"], out=str(out), batch_size=6, epochs=100.0, max_train_steps=3,
+                    lr_grafted=3e-3, lr_base=1e-3, warmup_steps=1, threads=1, progress=False, log_every=1,
+                    save_every=0, decoder_layers=1, lora_r=4, decoder_init="random")
+    settings.update(kw)
+    return TrainConfig.from_dict(settings)
+
+
+def perturb_lora(trainer) -> None:
+    """Non-zero adapters, so that the LoRA model differs from its teacher (B = 0 at init)."""
+    from hamburger.core.lora import lora_modules
+
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, m in lora_modules(trainer.model.base):
+            for key in m.adapter_keys()[1::2]:  # every set's B
+                getattr(m, key).copy_(torch.randn(getattr(m, key).shape, generator=g) * 0.2)
+
+
+def adapted(model, seed=0, std=0.5):
+    """Put non-zero LoRA adapters on the model's base (as after training), as many sets as its scope uses."""
+    from hamburger.core.lora import add_lora, lora_modules, set_keys
+
+    add_lora(model.base, r=2, alpha=4.0, sets=model.config.lora_sets)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, module in lora_modules(model.base):
+            for i in range(module.sets):
+                b = getattr(module, set_keys(i)[1])
+                b.copy_(torch.randn(b.shape, generator=gen) * std)
+    return model

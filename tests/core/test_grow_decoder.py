@@ -13,7 +13,7 @@ from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
 from hamburger.train.trainer import Trainer
 from tests.helpers import PROMPTS, assert_engine_matches_training_forward, save_tiny_checkpoint, tiny_hamburger
-from tests.train.test_fast_path import config, env  # noqa: F401 (env is a fixture)
+from tests.helpers import train_config as config
 
 ROWS = TrainBatch([[4, 17, 22, 9, 11], [6, 6]], [[5, 9, 12, 7, 30, 31, 8], [40, 41, 42, 43, 44]],
                  [[1, 3, 2, 1], [2, 2, 1]])
@@ -90,7 +90,7 @@ def test_growing_refuses_to_shrink_and_unknown_layers():
         odd.grow(2)
 
 
-def test_training_grows_an_init_once_and_resumes_it(env, tmp_path):  # noqa: F811
+def test_training_grows_an_init_once_and_resumes_it(env, tmp_path):
     Trainer(config(env, tmp_path / "start", decoder_layers=2, max_train_steps=1, save_every=1)).train()
     init = str(tmp_path / "start" / "last")
     grown = Trainer(config(env, tmp_path / "grown", init=init, grow_decoder=3, max_train_steps=2, save_every=1))
@@ -106,7 +106,7 @@ def test_training_grows_an_init_once_and_resumes_it(env, tmp_path):  # noqa: F81
     resumed.train()
 
 
-def test_grow_decoder_needs_an_init(env, tmp_path):  # noqa: F811
+def test_grow_decoder_needs_an_init(env, tmp_path):
     with pytest.raises(HamburgerError, match="grow_decoder"):
         config(env, tmp_path, grow_decoder=4)
     with pytest.raises(HamburgerError, match="grow_decoder"):

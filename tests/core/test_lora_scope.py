@@ -9,23 +9,11 @@ from hamburger.core.base import BaseInfo, weights_fingerprint
 from hamburger.core.checkpoint import load_checkpoint, save_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation, generate
-from hamburger.core.lora import adapter_sets, adapters_gated, add_adapter_sets, add_lora, lora_modules, set_keys
+from hamburger.core.lora import adapter_sets, adapters_gated, add_adapter_sets, lora_modules
 from hamburger.core.packing import TrainBatch
 from hamburger.engine.sampling import DecodingConfig, knob_gates
 from hamburger.train.config import TrainConfig
-from tests.helpers import PROMPTS, assert_engine_matches_training_forward, hf_greedy, tiny_base, tiny_hamburger
-
-
-def adapted(model, seed=0, std=0.5):
-    """Put non-zero LoRA adapters on the model's base (as after training), as many sets as its scope uses."""
-    add_lora(model.base, r=2, alpha=4.0, sets=model.config.lora_sets)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for _, module in lora_modules(model.base):
-            for i in range(module.sets):
-                b = getattr(module, set_keys(i)[1])
-                b.copy_(torch.randn(b.shape, generator=gen) * std)
-    return model
+from tests.helpers import PROMPTS, adapted, assert_engine_matches_training_forward, hf_greedy, tiny_base, tiny_hamburger
 
 
 def test_gate_zero_is_the_base_and_gate_one_the_adapter():

@@ -13,9 +13,8 @@ from hamburger.engine.full_heads import FullHeadCache, parse_full_heads
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
-from tests.engine.test_verify_fold import (FOLDINGS, fed_groups, fold_schedule, folded_reference_logits,
-                                           folding_model)
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_checkpoint
+from tests.verify_helpers import FOLDINGS, fed_groups, fold_schedule, folded_reference_logits, folding_model
 
 HEAD_SETS = {"one": [(1, 0)], "two layers": [(0, 1), (3, 0)], "a whole layer": [(2, 0), (2, 1)]}
 

@@ -7,9 +7,9 @@ from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration, _Drafts
 from hamburger.errors import HamburgerError
-from tests.engine.test_verify import drafting_model
-from tests.engine.test_verify_fold import FOLDINGS, fed_groups, fold_schedule, folded_reference_logits, folding_model
 from tests.helpers import PROMPTS, hf_greedy
+from tests.verify_helpers import (FOLDINGS, drafting_model, fed_groups,
+                                  fold_schedule, folded_reference_logits, folding_model)
 
 REPEATING = [1, 40, 41, 42, 43, 44, 40, 41, 42, 50, 51, 40, 41]  # "40 41" twice before the end, then at the end
 

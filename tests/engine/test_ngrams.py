@@ -9,8 +9,8 @@ from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
-from tests.engine.test_verify import drafting_model
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_checkpoint
+from tests.verify_helpers import drafting_model
 
 CORPUS = [[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [1, 2, 3, 4, 5], [7, 2, 3, 9], [8, 8]]
 

@@ -12,8 +12,8 @@ from hamburger.engine.quantized import QuantizedHistoryCache, dequantize, quanti
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
-from tests.engine.test_verify_fold import folding_model
 from tests.helpers import PROMPTS
+from tests.verify_helpers import folding_model
 
 FOLDS = {"keep none": Folding(window=3, keep="none", bits=8,
                               segments=SegmentSettings(strategy="decreasing", ratio=1.03)),

@@ -9,8 +9,7 @@ from hamburger.core.lora import adapters_gated
 from hamburger.engine.generate import Generation, generate
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError
-from tests.core.test_lora_scope import adapted
-from tests.helpers import PROMPTS, tiny_hamburger
+from tests.helpers import PROMPTS, adapted, tiny_hamburger
 
 
 def long_group_model(scope: str | None = None):

@@ -15,15 +15,8 @@ from hamburger.engine.sampling import DecodingConfig, draw_each, warp_logits
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.verify import VerifyGeneration, verify_generate
-from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base, tiny_hamburger
-
-
-def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> HamburgerModel:
-    """A tiny model whose stop head says "go on" (drafts happen); ``random`` init makes many drafts wrong."""
-    model = tiny_hamburger(family, seed=seed, decoder_init=init)
-    with torch.no_grad():
-        model.stop_head.net[2].bias.fill_(-3.0)
-    return model
+from tests.helpers import PROMPTS, hf_greedy, save_tiny_lora, tiny_base
+from tests.verify_helpers import drafting_model
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2"])

@@ -12,8 +12,8 @@ from hamburger.core.modules import Drafter, StopHead
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration, on_base
 from hamburger.errors import HamburgerError
-from tests.engine.test_verify import drafting_model
 from tests.helpers import PROMPTS, hf_greedy, save_tiny_checkpoint
+from tests.verify_helpers import drafting_model
 
 CFG = DecodingConfig(max_new_tokens=30, confidence=0.2)
 

@@ -15,8 +15,8 @@ from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from hamburger.eval.head_scores import HeadScore, choose, fold_visibility, score_heads
-from tests.engine.test_verify_fold import folding_model
 from tests.helpers import PROMPTS, save_tiny_checkpoint
+from tests.verify_helpers import folding_model
 
 FOLD = "segments:2:first:steps=4:p=0.3"  # (a short window and a low cut: the tiny model's answers fold)
 

@@ -11,40 +11,9 @@ from hamburger.train.batching import collate
 from hamburger.train.config import TrainConfig
 from hamburger.train.objective import batch_stats, summarize
 from hamburger.train.trainer import Trainer, adamw_options
-from tests.helpers import tiny_base, write_dataset
+from tests.helpers import perturb_lora, train_config as config
 
 CHUNK = 7  # response tokens per chunk: several chunks per batch and a ragged last one
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory, char_tokenizer):
-    root = tmp_path_factory.mktemp("fast")
-    base = root / "base"
-    model = tiny_base("llama", seed=0)
-    with torch.no_grad():  # sharper distributions: a KL clearly > 0, argmaxes far from ties
-        model.get_input_embeddings().weight.mul_(4.0)
-    model.save_pretrained(base)
-    char_tokenizer.save_pretrained(base)
-    return {"base": str(base), "data": str(write_dataset(root / "data.jsonl", char_tokenizer))}
-
-
-def config(env, out, **kw) -> TrainConfig:
-    settings = dict(base=env["base"], data=env["data"], out=str(out), batch_size=6, epochs=100.0, max_train_steps=3,
-                    lr_grafted=3e-3, lr_base=1e-3, warmup_steps=1, threads=1, progress=False, log_every=1,
-                    save_every=0, decoder_layers=1, lora_r=4, decoder_init="random")
-    settings.update(kw)
-    return TrainConfig.from_dict(settings)
-
-
-def perturb_lora(trainer: Trainer) -> None:
-    """Non-zero adapters, so that the LoRA model differs from its teacher (B = 0 at init)."""
-    from hamburger.core.lora import lora_modules
-
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for _, m in lora_modules(trainer.model.base):
-            for key in m.adapter_keys()[1::2]:  # every set's B
-                getattr(m, key).copy_(torch.randn(getattr(m, key).shape, generator=g) * 0.2)
 
 
 def forward_backward(trainer: Trainer, chunk: int, rows: list[int]):

@@ -11,7 +11,7 @@ from hamburger.core.packing import TrainBatch, as_packed
 from hamburger.errors import HamburgerError
 from hamburger.train.config import TrainConfig
 from hamburger.train.trainer import Trainer
-from tests.train.test_fast_path import config, env  # noqa: F401 (env is a fixture)
+from tests.helpers import train_config as config
 
 
 def test_reading_pairs_are_single_slots_after_a_merge():
@@ -55,7 +55,7 @@ def states_at_groups(model, batch: TrainBatch):
 
 
 @pytest.mark.parametrize("reuse_prompt", [False, True])
-def test_states_line_up_with_the_unmerged_base_where_nothing_is_merged(env, tmp_path, reuse_prompt):  # noqa: F811
+def test_states_line_up_with_the_unmerged_base_where_nothing_is_merged(env, tmp_path, reuse_prompt):
     """Without merges every slot is the unmerged sequence's token: the recorded states at the slot before each group
     equal the teacher's at that group's first token, at every layer; the last layer, normed, is the teacher's final
     state. With a merge, the single slots after it differ."""
@@ -103,6 +103,6 @@ def test_config_errors(bad, match):
         TrainConfig.from_dict({"data": "x.jsonl", **bad})
 
 
-def test_layers_out_of_range_are_an_error(env, tmp_path):  # noqa: F811
+def test_layers_out_of_range_are_an_error(env, tmp_path):
     with pytest.raises(HamburgerError, match="hidden_layers must lie in"):
         Trainer(config(env, tmp_path, kl_weight=0.5, hidden_weight=1.0, hidden_layers=[99]))

@@ -7,10 +7,10 @@ from hamburger.core.checkpoint import load_checkpoint
 from hamburger.core.lora import lora_state_dict
 from hamburger.errors import HamburgerError
 from hamburger.train.trainer import Trainer
-from tests.train.test_fast_path import config, env, perturb_lora  # noqa: F401 (env is a fixture)
+from tests.helpers import perturb_lora, train_config as config
 
 
-def test_stage_msd_from_an_adapted_checkpoint_keeps_its_adapters_and_saves_the_context(env, tmp_path):  # noqa: F811
+def test_stage_msd_from_an_adapted_checkpoint_keeps_its_adapters_and_saves_the_context(env, tmp_path):
     adapted = Trainer(config(env, tmp_path / "lora", base_mode="lora", lora_scope="merged", max_train_steps=1,
                              save_every=1))
     perturb_lora(adapted)
@@ -29,6 +29,6 @@ def test_stage_msd_from_an_adapted_checkpoint_keeps_its_adapters_and_saves_the_c
     assert saved.keys() == adapters.keys() and all(torch.equal(saved[k], adapters[k]) for k in adapters)
 
 
-def test_msd_context_is_checked(env, tmp_path):  # noqa: F811
+def test_msd_context_is_checked(env, tmp_path):
     with pytest.raises(HamburgerError, match="msd_context"):
         Trainer(config(env, tmp_path, msd_context=-1))

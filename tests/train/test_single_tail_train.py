@@ -5,10 +5,10 @@ import pytest
 from hamburger.core.checkpoint import load_checkpoint
 from hamburger.errors import HamburgerError
 from hamburger.train.trainer import Trainer
-from tests.train.test_fast_path import config, env  # noqa: F401 (env is a fixture)
+from tests.helpers import train_config as config
 
 
-def test_a_run_saves_its_layout_and_a_checkpoint_of_another_layout_can_start_one(env, tmp_path):  # noqa: F811
+def test_a_run_saves_its_layout_and_a_checkpoint_of_another_layout_can_start_one(env, tmp_path):
     plain = Trainer(config(env, tmp_path / "plain", base_mode="lora", lora_scope="merged", max_train_steps=1,
                            save_every=1))
     plain.train()
@@ -23,12 +23,12 @@ def test_a_run_saves_its_layout_and_a_checkpoint_of_another_layout_can_start_one
 
 
 @pytest.mark.parametrize("bad", [-1, 4])
-def test_single_tail_is_checked(env, tmp_path, bad):  # noqa: F811
+def test_single_tail_is_checked(env, tmp_path, bad):
     with pytest.raises(HamburgerError, match="single_tail"):
         config(env, tmp_path, single_tail=bad)
 
 
-def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_path):  # noqa: F811
+def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_path):
     run = Trainer(config(env, tmp_path / "fold", base_mode="lora", lora_scope="merged", single_tail=1, fold_tail=1,
                          max_train_steps=2, save_every=1))
     assert run.model.config.fold_tail == 1
@@ -41,12 +41,12 @@ def test_a_folding_run_batches_by_its_own_slots_and_saves_the_layout(env, tmp_pa
 @pytest.mark.parametrize("bad", [{"single_tail": 0}, {"single_tail": 1, "msd_context": 2},
                                  {"single_tail": 1, "hidden_weight": 1.0, "kl_weight": 0.5},
                                  {"single_tail": 1, "fold_tail": -1}])
-def test_fold_tail_is_checked(env, tmp_path, bad):  # noqa: F811
+def test_fold_tail_is_checked(env, tmp_path, bad):
     with pytest.raises(HamburgerError, match="fold_tail"):
         config(env, tmp_path, **{"fold_tail": 1, **bad})
 
 
-def test_a_verify_window_run_trains_the_reading_and_keeps_the_stop_head(env, tmp_path):  # noqa: F811
+def test_a_verify_window_run_trains_the_reading_and_keeps_the_stop_head(env, tmp_path):
     """`verify_window`: verify-fold's layout (every token its own slot, groups folded W tokens after their end); the
     rows batch by that layout's slots, the base's every prediction is trained and the stop head gets no target."""
     import torch
@@ -65,7 +65,7 @@ def test_a_verify_window_run_trains_the_reading_and_keeps_the_stop_head(env, tmp
 
 @pytest.mark.parametrize("bad", [{"stop_loss_weight": 0.5}, {"single_tail": 1}, {"msd_context": 2},
                                  {"stage": "msd"}, {"verify_window": -1}])
-def test_verify_window_is_checked(env, tmp_path, bad):  # noqa: F811
+def test_verify_window_is_checked(env, tmp_path, bad):
     with pytest.raises(HamburgerError, match="verify_window"):
         config(env, tmp_path, **{"verify_window": 2, "stop_loss_weight": 0.0, **bad})
 
@@ -74,7 +74,7 @@ def _mixed(env, out, **kw):
     return Trainer(config(env, out, base_mode="lora", lora_scope="merged", **kw))
 
 
-def test_a_mixed_run_trains_each_step_exactly_as_the_run_of_that_layout_would(env, tmp_path):  # noqa: F811
+def test_a_mixed_run_trains_each_step_exactly_as_the_run_of_that_layout_would(env, tmp_path):
     """`verify_window_every` k: every k-th step in verify-fold's layout (no stop loss), the others in the ordinary one;
     a step of either kind is the same optimizer step the single-layout run makes on the same rows."""
     import torch
@@ -97,7 +97,7 @@ def test_a_mixed_run_trains_each_step_exactly_as_the_run_of_that_layout_would(en
         assert mixed_run.model.config.stop_loss_weight == 0.5
 
 
-def test_a_mixed_run_evaluates_both_layouts_and_saves_the_stop_weight(env, tmp_path):  # noqa: F811
+def test_a_mixed_run_evaluates_both_layouts_and_saves_the_stop_weight(env, tmp_path):
     run = _mixed(env, tmp_path / "mixed", verify_window=2, verify_window_every=2, stop_loss_weight=0.5,
                  eval_data=env["data"], max_train_steps=2, save_every=1)
     metrics = run.evaluate()
@@ -108,6 +108,6 @@ def test_a_mixed_run_evaluates_both_layouts_and_saves_the_stop_weight(env, tmp_p
 
 @pytest.mark.parametrize("bad", [{"verify_window": 0}, {"verify_window_every": -1},
                                  {"verify_window_every": 1, "stop_loss_weight": 0.5}])
-def test_verify_window_every_is_checked(env, tmp_path, bad):  # noqa: F811
+def test_verify_window_every_is_checked(env, tmp_path, bad):
     with pytest.raises(HamburgerError, match="verify_window"):
         config(env, tmp_path, **{"verify_window": 2, "verify_window_every": 2, "stop_loss_weight": 0.0, **bad})
