@@ -1,8 +1,6 @@
 """`hamburger serve`: a real server process on a tiny random checkpoint, driven by the official openai client."""
 
 import asyncio
-import concurrent.futures
-import json
 import time
 from contextlib import ExitStack
 
