@@ -41,6 +41,9 @@ def make_char_tokenizer():
     return fast
 
 
+# mixtures of experts: every layer's, or a dense first layer's and experts after (GLM-4.5's, DeepSeek-V3's)
+MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 32}
+DENSE_FIRST = {**MOE, "n_routed_experts": 4, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
 # family -> (transformers config class, causal LM class, settings beside the common ones): the base families the
 # engine's equalities are checked on (tests/core/test_families.py); llama and qwen2 serve most other tests
 FAMILIES = {
@@ -73,21 +76,28 @@ FAMILIES = {
     "exaone4": ("Exaone4Config", "Exaone4ForCausalLM", {"head_dim": 16, "sliding_window": 8, "layer_types": [
         "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]}),
     "arcee": ("ArceeConfig", "ArceeForCausalLM", {}),  # (an MLP without a gate)
-}
-# Families whose layers the lean pass does not run, so the engine runs transformers' own: mixtures of experts (GLM-4.5's
-# and DeepSeek-V3's with a dense first layer, DeepSeek's latent attention, gpt-oss's attention sinks and alternate
-# sliding layers).
-MOE = {"num_experts_per_tok": 2, "moe_intermediate_size": 32}
-DENSE_FIRST = {**MOE, "n_routed_experts": 4, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
-OWN_LAYER_FAMILIES = {
+    "vaultgemma": ("VaultGemmaConfig", "VaultGemmaForCausalLM", {"head_dim": 16}),  # (Llama's norms, Gemma 2's names)
+    # (norms on each query and key head after its rotation)
+    "hunyuan": ("HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM", {"head_dim": 16}),
+    # mixtures of experts (their MLPs run their own forward in the lean pass); GLM-4.5 with a dense first layer and
+    # half of each head rotated; gpt-oss with attention sinks (read by its own eager attention) and alternate sliding
+    # layers
     "mixtral": ("MixtralConfig", "MixtralForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2}),
     "qwen3moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {**MOE, "head_dim": 16, "num_experts": 4}),
     "glm4moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", {**DENSE_FIRST, "head_dim": 16}),
+    # (its experts named `block_sparse_moe`, with Granite's multipliers)
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", {
+        "num_local_experts": 4, "num_experts_per_tok": 2, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+        "attention_multiplier": 0.015625, "logits_scaling": 6.0}),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
+                                                      "sliding_window": 8}),
+}
+# Families whose layers the lean pass does not run, so the engine runs transformers' own: DeepSeek's latent attention
+# (with a dense first layer and experts after).
+OWN_LAYER_FAMILIES = {
     "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", {
         **DENSE_FIRST, "num_key_value_heads": 4, "kv_lora_rank": 16, "q_lora_rank": 16, "qk_rope_head_dim": 8,
         "qk_nope_head_dim": 8, "v_head_dim": 16}),
-    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
-                                                      "sliding_window": 8}),
 }
 
 

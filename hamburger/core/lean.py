@@ -17,13 +17,15 @@ copies them to every query head on forwards of more than one position. On a 2-co
 SmolLM2-135M on a 300-slot cache went from 31.8 to 27.5 ms (experiments/2026-11-27-step-profile/).
 
 It takes stacks whose layers have q/k/v/o projections and an MLP, gated (separate, or fused as Phi-3's) or not
-(Nemotron, Arcee, Apertus), with norms before each block (Llama, Qwen2, Mistral, Gemma 1, SmolLM3, Granite, Phi-3,
-StableLM), on both sides of each (Gemma 2 and 3, HyperCLOVAX) or after each (OLMo 2, EXAONE 4), or one norm before
-attention and MLP side by side (Cohere); layers that rotate nothing (found by a probe: SmolLM3's, EXAONE 4's and
-Command R7B's full-attention layers); query and key norms, head by head (Qwen3, Gemma 3) or over the whole projection
-(OLMo 2); capped attention scores (Gemma 2); a rotary table per layer type (Gemma 3); rotation of part of each head
-(Phi-4-mini, StableLM); Granite's multipliers on the embeddings and on each block's output; and sliding layers,
-whose windows are in the masks it is given (one per layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs
+(Nemotron, Arcee, Apertus); an MLP of other parts, a mixture of experts above all (Mixtral, Qwen2/3-MoE, OLMoE,
+GLM-4.5, Granite MoE, gpt-oss, ...), runs as its own module. Norms before each block (Llama, Qwen2, Mistral, Gemma 1,
+SmolLM3, Granite, Phi-3, StableLM, VaultGemma), on both sides of each (Gemma 2 and 3, HyperCLOVAX) or after each (OLMo
+2, EXAONE 4), or one norm before attention and MLP side by side (Cohere); layers that rotate nothing (found by a probe:
+SmolLM3's, EXAONE 4's and Command R7B's full-attention layers); query and key norms, head by head before the rotation
+(Qwen3, Gemma 3) or after it (Hunyuan), or over the whole projection (OLMo 2); capped attention scores (Gemma 2); a
+rotary table per layer type (Gemma 3); rotation of part of each head (Phi-4-mini, StableLM); Granite's multipliers on
+the embeddings and on each block's output; and sliding layers, whose windows are in the masks it is given (one per
+layer type, `masks.by_layer_type`). `LeanStack.for_stack` runs
 one forward both ways on build: a stack whose outputs differ (a family with a part the pass does not know) keeps
 transformers' path.
 """
@@ -58,12 +60,16 @@ NORM_LAYOUTS = {
         ("attention_layernorm", None, "feedforward_layernorm", None),
     frozenset({"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"}):  # HyperCLOVAX: both sides
         ("input_layernorm", "post_norm1", "post_attention_layernorm", "post_norm2"),
+    frozenset({"input_layernorm", "pre_feedforward_layernorm"}):  # VaultGemma: Llama's, named as Gemma 2's
+        ("input_layernorm", None, "pre_feedforward_layernorm", None),
     frozenset({"input_layernorm"}):  # Cohere: one norm, attention and MLP side by side on its output (`PARALLEL`)
         ("input_layernorm", None, None, None),
 }
 PARALLEL = frozenset({"input_layernorm"})  # the layouts whose MLP reads the attention's input, not its output
 ATTENTION_PARTS = [{"q_proj", "k_proj", "v_proj", "o_proj"}, {"qkv_proj", "o_proj"}]  # (Phi-3: one fused projection)
 KEY_NORMS = {"q_norm", "k_norm"}  # norms on the queries and keys before their rotation (Qwen3, Gemma 3, OLMo 2)
+TURNED_KEY_NORMS = {"query_layernorm", "key_layernorm"}  # norms on each rotated head's query and key (Hunyuan)
+MLP_NAMES = ("mlp", "block_sparse_moe")  # a decoder layer's MLP (Granite MoE's: its experts)
 LAYER_TYPES = {"full_attention", "sliding_attention"}  # the layer types whose masks `masks.by_layer_type` makes
 # a gated MLP (separate, or fused as Phi-3's), or one without a gate (Nemotron, Arcee, Apertus)
 MLP_PARTS = [{"gate_proj", "up_proj", "down_proj", "act_fn"}, {"gate_up_proj", "down_proj", "activation_fn"},
@@ -95,7 +101,11 @@ def _children(module: nn.Module) -> set[str]:
 def _norm_names(layer: nn.Module) -> frozenset[str]:
     """A decoder layer's parts beside its attention, its MLP and dropout modules (Phi-3's: nothing at inference)."""
     return frozenset(name for name, part in layer.named_children()
-                     if name not in ("self_attn", "mlp") and not isinstance(part, nn.Dropout))
+                     if name != "self_attn" and name not in MLP_NAMES and not isinstance(part, nn.Dropout))
+
+
+def _mlp_of(layer: nn.Module) -> nn.Module | None:
+    return next((part for name, part in layer.named_children() if name in MLP_NAMES), None)
 
 
 @dataclass(slots=True)
@@ -103,14 +113,16 @@ class LeanLayer:
     """One decoder layer as `LeanStack` runs it, its parts found once when the pass is built.
 
     ``projections``, ``gate_up``: names, not modules, since a LoRA wrapping made later replaces the modules (Phi-3: one
-    query/key/value projection, split by ``sizes``, and one gate/up projection). ``norms``: the four places of
-    `NORM_LAYOUTS` (None: no norm there). ``key_norms``: the query and key norms (None: none), ``by_head`` over each
-    head, else over the whole projection (OLMo 2). ``kind``: the layer's type, whose rotary table and mask it reads
-    (None: the stack has one type). ``rope``: whether it rotates at all (`_rotates`: not SmolLM3's layers without
-    rotary embedding, nor EXAONE 4's or Command R7B's full-attention layers). ``score_cap``: its cap on the attention
-    scores (Gemma 2's), applied by the family's attention function. ``residual``: the factor on each block's output
-    before it joins the residual stream (Granite's `residual_multiplier`; 1.0 elsewhere). ``parallel``: the MLP reads
-    the attention's input and both outputs join the stream together (Cohere's `PARALLEL` layout)."""
+    query/key/value projection, split by ``sizes``, and one gate/up projection; no ``gate_up``: an MLP of other parts,
+    a mixture of experts, runs its own forward). ``norms``: the four places of `NORM_LAYOUTS` (None: no norm there).
+    ``key_norms``: the query and key norms (None: none), and where they act (``key_norms_at``): over the whole
+    projection ("projection": OLMo 2), over each head ("heads": Qwen3, Gemma 3) or over each head once it is rotated
+    ("rotated": Hunyuan). ``kind``: the layer's type, whose rotary table and mask it reads (None: the stack has one
+    type). ``rope``: whether it rotates at all (`_rotates`: not SmolLM3's layers without rotary embedding, nor EXAONE
+    4's or Command R7B's full-attention layers). ``score_cap``: its cap on the attention scores (Gemma 2's), applied by
+    the family's attention function. ``residual``: the factor on each block's output before it joins the residual
+    stream (Granite's `residual_multiplier`; 1.0 elsewhere). ``parallel``: the MLP reads the attention's input and both
+    outputs join the stream together (Cohere's `PARALLEL` layout)."""
 
     attn: nn.Module
     mlp: nn.Module
@@ -120,7 +132,7 @@ class LeanLayer:
     act: object
     norms: tuple
     key_norms: tuple | None
-    by_head: bool
+    key_norms_at: str | None
     kind: str | None
     rope: bool
     score_cap: float | None
@@ -130,22 +142,28 @@ class LeanLayer:
     @classmethod
     def of(cls, layer: nn.Module, kind: str | None, rope: bool) -> "LeanLayer":
         """The plan of ``layer`` (one `supported` takes), of type ``kind``, rotating or not (``rope``)."""
-        attn, mlp = layer.self_attn, layer.mlp
+        attn, mlp = layer.self_attn, _mlp_of(layer)
         fused = attn._modules.get("qkv_proj")
         sizes = None
         if fused is not None:
             keys = attn.config.num_key_value_heads * attn.head_dim
             sizes = [attn.config.num_attention_heads * attn.head_dim, keys, keys]
-        key_norms = (_rms_norm(attn.q_norm), _rms_norm(attn.k_norm)) if hasattr(attn, "q_norm") else None
-        if hasattr(mlp, "gate_up_proj"):  # (Phi-3)
-            gate_up = ("gate_up_proj",)
+        key_norms, key_norms_at = None, None
+        if hasattr(attn, "q_norm"):
+            key_norms = (_rms_norm(attn.q_norm), _rms_norm(attn.k_norm))
+            key_norms_at = "heads" if attn.q_norm.weight.shape[-1] == attn.head_dim else "projection"
+        elif hasattr(attn, "query_layernorm"):
+            key_norms, key_norms_at = (_rms_norm(attn.query_layernorm), _rms_norm(attn.key_layernorm)), "rotated"
+        if _children(mlp) not in MLP_PARTS:  # (a mixture of experts, or another MLP: its own forward)
+            gate_up, act = (), None
+        elif hasattr(mlp, "gate_up_proj"):  # (Phi-3)
+            gate_up, act = ("gate_up_proj",), mlp.activation_fn
         else:
-            gate_up = ("gate_proj", "up_proj") if hasattr(mlp, "gate_proj") else ("up_proj",)
-        return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes, gate_up,
-                   mlp.activation_fn if hasattr(mlp, "gate_up_proj") else mlp.act_fn,
+            gate_up, act = ("gate_proj", "up_proj") if hasattr(mlp, "gate_proj") else ("up_proj",), mlp.act_fn
+        return cls(attn, mlp, ("q_proj", "k_proj", "v_proj") if fused is None else ("qkv_proj",), sizes, gate_up, act,
                    tuple(None if name is None else _rms_norm(getattr(layer, name))
                          for name in NORM_LAYOUTS[_norm_names(layer)]),
-                   key_norms, key_norms is not None and attn.q_norm.weight.shape[-1] == attn.head_dim, kind,
+                   key_norms, key_norms_at, kind,
                    rope, getattr(attn, "attn_logit_softcapping", None),
                    float(getattr(layer, "residual_multiplier", 1.0)), _norm_names(layer) == PARALLEL)
 
@@ -157,12 +175,11 @@ def supported(stack: nn.Module) -> bool:
     if not set(getattr(stack.config, "layer_types", None) or ()) <= LAYER_TYPES:
         return False
     for layer in stack.layers:
-        attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+        attn, mlp = getattr(layer, "self_attn", None), _mlp_of(layer)
         if attn is None or mlp is None or _norm_names(layer) not in NORM_LAYOUTS:
             return False
-        if not any(_children(attn) in (parts, parts | KEY_NORMS) for parts in ATTENTION_PARTS):
-            return False
-        if _children(mlp) not in MLP_PARTS:
+        if not any(_children(attn) in (parts, parts | KEY_NORMS, parts | TURNED_KEY_NORMS)
+                   for parts in ATTENTION_PARTS):
             return False
         if not hasattr(attn, "layer_idx"):
             return False
@@ -297,21 +314,23 @@ class LeanStack:
         shape, tapped = inputs_embeds.shape[:-1], []
         hook = getattr(cache, "attention_hook", None)  # a cache that attends for some layers itself
         for i, layer in enumerate(self.layers):
-            attn, mlp, (before_attention, after_attention, before_mlp, after_mlp) = layer.attn, layer.mlp, layer.norms
-            projections, gate_up = attn._modules, mlp._modules
+            attn, (before_attention, after_attention, before_mlp, after_mlp) = layer.attn, layer.norms
+            projections = attn._modules
             x = h if before_attention is None else before_attention(h)
             if layer.sizes is None:
                 q, k, v = (_linear(projections[name], x, fuse) for name in layer.projections)
             else:  # (Phi-3: queries, then keys, then values)
                 q, k, v = _linear(projections[layer.projections[0]], x, fuse).split(layer.sizes, -1)
-            if layer.key_norms is not None and not layer.by_head:  # (OLMo 2: over all heads at once)
+            if layer.key_norms_at == "projection":  # (OLMo 2: over all heads at once)
                 q, k = layer.key_norms[0](q), layer.key_norms[1](k)
             heads = (*shape, -1, attn.head_dim)
             q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))
-            if layer.by_head:  # (Qwen3, Gemma 3)
+            if layer.key_norms_at == "heads":  # (Qwen3, Gemma 3)
                 q, k = layer.key_norms[0](q), layer.key_norms[1](k)
             if layer.rope:  # (SmolLM3's layers without a positional embedding: `use_rope` False)
                 q, k = rotations[layer.kind if self.rotary_by_type else None](q, k)
+            if layer.key_norms_at == "rotated":  # (Hunyuan)
+                q, k = layer.key_norms[0](q), layer.key_norms[1](k)
             mask = attention_mask[layer.kind] if by_type else attention_mask
             attend = self.attend if layer.score_cap is None else functools.partial(self.attend, softcap=layer.score_cap)
             if hook is not None and hook.attends(attn.layer_idx):
@@ -324,20 +343,30 @@ class LeanStack:
             h = h + (out if layer.residual == 1.0 else out * layer.residual)
             if not layer.parallel:  # (Cohere's MLP reads the attention's input x)
                 x = h if before_mlp is None else before_mlp(h)
-            if len(layer.gate_up) == 2:
-                gated = layer.act.forward(_linear(gate_up[layer.gate_up[0]], x, fuse)) * _linear(
-                    gate_up[layer.gate_up[1]], x, fuse)
-            elif layer.gate_up[0] == "up_proj":  # (no gate)
-                gated = layer.act.forward(_linear(gate_up["up_proj"], x, fuse))
-            else:  # (Phi-3: the gate, then up)
-                gate, up = _linear(gate_up[layer.gate_up[0]], x, fuse).chunk(2, -1)
-                gated = up * layer.act.forward(gate)
-            out = _linear(gate_up["down_proj"], gated, fuse)
+            out = _mlp(layer, x, fuse)
             out = out if after_mlp is None else after_mlp(out)
             h = h + (out if layer.residual == 1.0 else out * layer.residual)
             if i in taps:
                 tapped.append(h)
         return self.final_norm(h), tapped
+
+
+def _mlp(layer: LeanLayer, x: torch.Tensor, fuse: bool) -> torch.Tensor:
+    """``layer``'s MLP on ``x``: its projections as plain calls (`_linear`), or, for an MLP of other parts (a
+    mixture of experts: a router and its experts), the module's own forward."""
+    if not layer.gate_up:
+        out = layer.mlp(x)
+        return out[0] if isinstance(out, tuple) else out  # (families whose experts also return the router's logits)
+    parts = layer.mlp._modules
+    if len(layer.gate_up) == 2:
+        gated = layer.act.forward(_linear(parts[layer.gate_up[0]], x, fuse)) * _linear(parts[layer.gate_up[1]], x,
+                                                                                        fuse)
+    elif layer.gate_up[0] == "up_proj":  # (no gate)
+        gated = layer.act.forward(_linear(parts["up_proj"], x, fuse))
+    else:  # (Phi-3: the gate, then up)
+        gate, up = _linear(parts[layer.gate_up[0]], x, fuse).chunk(2, -1)
+        gated = up * layer.act.forward(gate)
+    return _linear(parts["down_proj"], gated, fuse)
 
 
 def _rms_norm(norm: nn.Module):

@@ -59,14 +59,17 @@ def test_the_lean_pass_serves_every_family_with_its_parts(family, settings):
     instead of before it, Gemma 2's capped scores, Gemma 3's rotation per layer type, Phi-3's fused projections and its
     rotation of part of each head (Phi-4-mini's), StableLM's LayerNorms and its rotation of part of each head (whose
     `apply_rotary_pos_emb` takes the rotated channels only), Granite's multipliers, Cohere's attention and MLP side by
-    side, Arcee's MLP without a gate, and a mask per layer type where some layers slide."""
+    side, Arcee's MLP without a gate, VaultGemma's norms, Hunyuan's query and key norms after the rotation, mixtures of
+    experts (each runs its own forward: Mixtral's, Qwen3-MoE's, GLM-4.5's after its dense first layer, Granite MoE's
+    named otherwise, gpt-oss's), gpt-oss's attention sinks (its own eager attention reads them), and a mask per layer
+    type where some layers slide."""
     assert LeanStack.for_stack(base_decoder_stack(tiny_base(family, **settings))) is not None
 
 
 @pytest.mark.parametrize("family", OWN_LAYER_FAMILIES)
 def test_the_lean_pass_leaves_families_it_does_not_know_to_transformers(family):
-    """Families with parts the pass does not run (experts, latent attention, attention sinks) keep transformers'
-    layers: the equalities above hold for them on that path."""
+    """Families with parts the pass does not run (DeepSeek's latent attention) keep transformers' layers: the
+    equalities above hold for them on that path."""
     assert LeanStack.for_stack(base_decoder_stack(tiny_base(family))) is None
 
 
@@ -88,11 +91,18 @@ def test_the_micro_step_decoder_copies_layers_built_by_index(family):
                                            ("gemma3", "block norms"), ("gemma3", "rotation by layer type"),
                                            ("gemma2", "score cap"), ("granite", "residual multiplier"),
                                            ("granite", "embedding multiplier"), ("cohere", "parallel blocks"),
-                                           ("exaone4", "rotation everywhere"), ("smollm3", "rotation everywhere")])
+                                           ("exaone4", "rotation everywhere"), ("smollm3", "rotation everywhere"),
+                                           ("mixtral", "experts"), ("hunyuan", "key norms after rotation")])
 def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
     """(So the check above can fail:) a lean pass that skips one of a family's parts disagrees with transformers'."""
     settings = {"attn_logit_softcapping": 0.01} if breaks == "score cap" else {}  # (random scores are small)
-    lean = LeanStack(base_decoder_stack(tiny_base(family, **settings)))
+    stack = base_decoder_stack(tiny_base(family, **settings))
+    if breaks == "key norms after rotation":  # (norms of weight 1 commute with a rotation: not these)
+        with torch.no_grad():
+            for layer in stack.layers:
+                for norm in (layer.self_attn.query_layernorm, layer.self_attn.key_layernorm):
+                    norm.weight.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(0))
+    lean = LeanStack(stack)
     assert lean.agrees()
     if breaks == "embedding multiplier":
         lean.input_scale = 1.0
@@ -104,13 +114,17 @@ def test_the_lean_pass_build_check_fails_without_each_part(family, breaks):
         elif breaks == "rotation everywhere":
             layer.rope = True
         elif breaks == "key norms":
-            layer.key_norms, layer.by_head = None, False
+            layer.key_norms, layer.key_norms_at = None, None
+        elif breaks == "key norms after rotation":
+            layer.key_norms_at = "heads"
         elif breaks == "block norms":
             layer.norms = (layer.norms[0], None, layer.norms[2], None)
         elif breaks == "rotation by layer type":
             layer.kind = "full_attention"
         elif breaks == "score cap":
             layer.score_cap = None
+        elif breaks == "experts":  # (each layer's experts left out)
+            layer.mlp = torch.zeros_like
     assert not lean.agrees()
 
 
