@@ -34,7 +34,7 @@ from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
-from hamburger.engine.sampling import DecodingConfig, knob_gates
+from hamburger.engine.sampling import DecodingConfig, knob_gates, top_alternatives
 
 
 @dataclass
@@ -47,6 +47,8 @@ class GroupEvent:
     p_continue: list[float]  # 1 - p_stop after each token of the group
     token_probs: list[float]  # the model's probability of each chosen token
     finish_reason: str | None = None  # "eos", "length" or "stop" on the row's last event
+    # each token's most likely tokens, (id, log-probability) (`DecodingConfig.top_logprobs`; empty without)
+    alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
 
 
 @dataclass
@@ -71,6 +73,7 @@ class GenerationResult:
     p_continue: list[float] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
     rereads: int = 0  # merged groups read again as single slots (`DecodingConfig.reread`), one forward each
+    alternatives: list[list[tuple[int, float]]] = field(default_factory=list)  # as `GroupEvent.alternatives`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,6 +105,8 @@ class _Row:
         self.groups: list[int] = []
         self.p_continue: list[float] = []
         self.probs: list[float] = []
+        self.alternatives: list[list[tuple[int, float]]] = []  # each token's `top_logprobs` most likely tokens
+        self.traced = False  # the engine's `_trace` gets each of its tokens' logits
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
@@ -157,10 +162,7 @@ class Generation:
             raise HamburgerError(f"micro_loop must be 'host' or 'device', got {micro_loop!r}")
         if micro_loop == "device" and model.config.micro_lookup > 0:
             raise HamburgerError("the model's micro_lookup needs micro_loop 'host' (the answer's lookup runs there)")
-        trace = (lambda row, logits: self.logits[self.rows.index(row)].append(logits.clone())) \
-            if trace_logits else None
-        self._micro = (DeviceMicroLoop if micro_loop == "device" else HostMicroLoop)(
-            model, eos, trace)
+        self._micro = (DeviceMicroLoop if micro_loop == "device" else HostMicroLoop)(model, eos, self._trace)
         self.rows: list[_Row] = []
         self._pending: list[int] = []  # rows added but not prefilled yet
         self._kept: set[int] = set()  # rows not released
@@ -193,6 +195,7 @@ class Generation:
                                  f"{self.model.context_length} tokens, leaving no room to generate")
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                               self.model.config.gate, self.model.config.prefilter))
+        self.rows[-1].traced = self.trace_logits or config.top_logprobs > 0
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)
@@ -203,6 +206,14 @@ class Generation:
         """Rows admitted and not finished (pending ones included)."""
         return sum(not self.rows[i].done for i in self._kept)
 
+    def _trace(self, row: _Row, logits: torch.Tensor) -> None:
+        """One emitted token's logits [V] (those it was chosen from), for a row that keeps them (`_Row.traced`): all
+        of them with ``trace_logits``, its most likely tokens with `DecodingConfig.top_logprobs`."""
+        if self.trace_logits:
+            self.logits[self.rows.index(row)].append(logits.clone())
+        if row.cfg.top_logprobs:
+            row.alternatives.append(top_alternatives(logits, row.cfg.top_logprobs))
+
     def release(self, row: int) -> None:
         """Free a finished (or cancelled) row's per-token state once its result has been read: a batch that
         long-running serving keeps open holds no history. Its later `result` is empty."""
@@ -210,6 +221,7 @@ class Generation:
         if r.done and row in self._kept:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
+            r.alternatives = []
             r.generator, r.detok = None, None
             self.logits[row] = []
 
@@ -499,7 +511,8 @@ class Generation:
         delta = text[row.shown:shown_to] if shown_to > row.shown else ""
         row.shown = max(row.shown, shown_to)
         n = len(row.group)
-        return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason)
+        return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason,
+                          row.alternatives[-n:] if row.cfg.top_logprobs else [])
 
     def _measure_kv(self, cache: SlotCache, active: list[int], finished: list[int]) -> None:
         """The batch's KV bytes (for the peak), and what the rows at ``finished`` (positions in ``active``, the
@@ -524,7 +537,7 @@ class Generation:
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
             else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
-            p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads)
+            p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives)
 
 
 def join_batch(running: tuple, joining: tuple) -> tuple:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from hamburger.engine.generate import _Row
 
 ANSWER_LOOKUP = PromptLookup(tokens=1, ngram=3, min_ngram=3)  # `micro_lookup`: the answer's own continuation
-Trace = Callable[["_Row", torch.Tensor], None]  # gets every emitted token's logits (trace_logits)
+Trace = Callable[["_Row", torch.Tensor], None]  # gets each emitted token's logits, for rows that keep them (`traced`)
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> compiled `micro_steps`
 
 
@@ -136,7 +136,7 @@ class HostMicroLoop:
                 # the MSD doubts this micro token (or the row went on for a copy it did not get): the group ends
                 if step > 1 and (p < row.floor or id(row) in copy_only) and b not in copied:
                     continue
-                if self.trace:
+                if self.trace and row.traced:
                     self.trace(row, logits[b])
                 row.take(t, p, c, self.eos, model.context_length)
                 copy_only.discard(id(row))
@@ -220,8 +220,8 @@ class DeviceMicroLoop:
         run = compiled or micro_steps
         if compiled and hidden.device.type == "cuda":
             torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs are consumed by now
-        tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample,
-                                                       self.trace is not None)
+        traced = self.trace is not None and any(r.traced for r in rows)
+        tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample, traced)
         # The one host sync of the macro step: every row's tokens, probabilities and mask at once.
         host = torch.stack([tokens.double(), probs.double(), p_continue.double(), going.double()]).cpu().tolist()
         for b, r in enumerate(rows):
@@ -230,6 +230,6 @@ class DeviceMicroLoop:
                 if not host[3][b][j]:
                     break
                 r.take(int(host[0][b][j]), host[1][b][j], host[2][b][j], self.eos_set, model.context_length)
-                if self.trace:
+                if traced and r.traced:
                     self.trace(r, logits[j, b])
         return (tokens * going).clone(), going.sum(1)

@@ -10,6 +10,8 @@ import torch
 from hamburger.core.config import check_confidence
 from hamburger.errors import HamburgerError
 
+MAX_TOP_LOGPROBS = 20  # the most alternatives a token keeps (OpenAI's limit)
+
 
 @dataclass
 class DecodingConfig:
@@ -32,6 +34,10 @@ class DecodingConfig:
         group starts from that reading. It costs a forward and the group's KV saving, and fixes the tokens that
         read a merged slot wrongly where the model doubts them. 0 = never (default); 1 = every merged group (then
         every group's first token reads unmerged history). Verify mode has no merged slots and ignores it.
+    top_logprobs: for each emitted token, also keep the ``top_logprobs`` most likely tokens with their
+        log-probabilities (`GenerationResult.alternatives`, up to `MAX_TOP_LOGPROBS`), under the distribution the token
+        was chosen from, before temperature, top-k and top-p: the base's for a group's first token and in verify modes,
+        the micro-step decoder's for a group's later tokens. 0 (default): none are kept.
     """
 
     max_new_tokens: int = 128
@@ -43,6 +49,7 @@ class DecodingConfig:
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
     reread: float = 0.0
+    top_logprobs: int = 0
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -59,6 +66,10 @@ class DecodingConfig:
             raise HamburgerError(f"reread must be in [0, 1], got {self.reread!r}")
         if any(not s for s in self.stop):
             raise HamburgerError("stop strings must be non-empty")
+        if isinstance(self.top_logprobs, bool) or not isinstance(self.top_logprobs, int) or \
+                not 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS:
+            raise HamburgerError(f"top_logprobs must be an integer in [0, {MAX_TOP_LOGPROBS}], "
+                                 f"got {self.top_logprobs!r}")
         return self
 
     @property
@@ -71,6 +82,12 @@ class DecodingConfig:
         g = torch.Generator()
         g.manual_seed(self.seed if self.seed is not None else torch.seed())
         return g
+
+
+def top_alternatives(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
+    """The ``k`` most likely tokens of ``logits`` [V], as (id, log-probability), most likely first."""
+    values, ids = torch.log_softmax(logits.float(), -1).topk(k)
+    return list(zip(ids.tolist(), values.tolist()))
 
 
 def knob_gates(confidence: float, gate: str, prefilter: float = 0.0) -> tuple[float, float]:

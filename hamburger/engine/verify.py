@@ -288,8 +288,8 @@ class VerifyGeneration(Generation):
             self._emit(r, [t], [p], [0.0])
             if r.folding:
                 r.folding.chose(logits[b:b + 1], [t])
-            if self.trace_logits:
-                self.logits[self.rows.index(r)].append(logits[b].clone())
+            if r.traced:
+                self._trace(r, logits[b])
 
     def _room(self, row: _Row) -> int:
         """Most drafts max_new_tokens and the context leave room for (the base adds one token after them)."""
@@ -452,8 +452,9 @@ class VerifyGeneration(Generation):
             p_continue = (d.p_continue[1:n_kept + 1] + [0.0] * (n_kept + 1))[:n_kept + 1]
             taken = len(r.tokens)
             self._emit(r, emitted, probs[:, 0].tolist(), p_continue)
-            if self.trace_logits:  # the base's logits of each token the row took
-                self.logits[self.rows.index(r)].extend(row_logits[:len(r.tokens) - taken].clone())
+            if r.traced:  # the base's logits of each token the row took
+                for token_logits in row_logits[:len(r.tokens) - taken]:
+                    self._trace(r, token_logits)
             r.drafts.append(len(d.tokens))
             r.accepted.append(n_kept)
             r.looked_up.append(d.looked_up)

@@ -3,9 +3,10 @@
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Requests are
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
-served); responses name the served model. Extensions: the request fields `confidence`, `reread`, `mode`
-("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger` (base_forwards, tau,
-groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
+served); responses name the served model. Log-probabilities (`logprobs`, chat's `top_logprobs`) are those of the
+distribution each token was chosen from (`protocol.TokenLogprobs`). Extensions: the request fields `confidence`,
+`reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger`
+(base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
 `protocol` (request parsing and the OpenAI response shapes, pure functions; parsing runs in a worker pool off
@@ -23,7 +24,7 @@ from contextlib import asynccontextmanager
 from hamburger.errors import HamburgerError
 from hamburger.serve import lifecycle, openmp
 from hamburger.serve.guard import Guard
-from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, authorize,
+from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
                                       prepare, shutting_down)
 from hamburger.serve.scheduler import Scheduler
@@ -92,11 +93,13 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         refuse_if_draining()
         req = lifecycle.submit(scheduler, parsed.prompt_ids, parsed.config, parsed.mode, model.context_length)
         rid = completion_id(kind)
+        logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
-            events = lifecycle.stream(scheduler, req, Chunks(kind, rid, model_name, parsed.include_usage))
-            return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
+            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs)
+            return StreamingResponse(lifecycle.stream(scheduler, req, chunks), media_type=SSE_MEDIA_TYPE,
+                                     headers=SSE_HEADERS)
         result = await lifecycle.collect(scheduler, req, request.is_disconnected)
-        return completion_body(kind, rid, model_name, result)
+        return completion_body(kind, rid, model_name, result, logprobs)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):

@@ -89,8 +89,8 @@ async def stream(scheduler: Scheduler, req: Request, chunks: Chunks) -> AsyncIte
         while True:
             what, value = await req.queue.get()
             if what == "event":
+                yield sse(chunks.group(value, shown))
                 shown += len(value.text)
-                yield sse(chunks.text(value.text))
                 continue
             done = True
             if what == "error":

@@ -18,9 +18,9 @@ import uuid
 from dataclasses import dataclass
 
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import GenerationResult
+from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.sampling import MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
 
 ROLES = {"system", "developer", "user", "assistant"}
@@ -37,14 +37,16 @@ def _off(*neutral):
 
 # Fields accepted only at their neutral value: anything else would change what the client expects.
 NEUTRAL = {
-    "chat": {"logprobs": _off(False), "top_logprobs": _off(0), "presence_penalty": _off(0),
-             "frequency_penalty": _off(0), "logit_bias": _off({}), "tools": _off([]), "functions": _off([]),
-             "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
+    "chat": {"presence_penalty": _off(0), "frequency_penalty": _off(0), "logit_bias": _off({}), "tools": _off([]),
+             "functions": _off([]), "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
              "response_format": _off({"type": "text"})},
-    "completion": {"logprobs": _off(0), "presence_penalty": _off(0), "frequency_penalty": _off(0),
-                   "logit_bias": _off({}), "echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
+    "completion": {"presence_penalty": _off(0), "frequency_penalty": _off(0), "logit_bias": _off({}),
+                   "echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
 }
-EXTRA = {"chat": {"messages", "max_completion_tokens"}, "completion": {"prompt"}}
+EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs"},
+         "completion": {"prompt", "logprobs"}}
+MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
+NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
 MAX_STOP = 4  # stop strings per request, as OpenAI allows
 JSON_TYPES = ("application/json",)
 
@@ -145,6 +147,21 @@ def _check_fields(body: dict, kind: str) -> None:
         raise bad(f"unrecognized request argument supplied: {key}", key, "unsupported_parameter")
 
 
+def parse_logprobs(body: dict, kind: str) -> int | None:
+    """How many alternatives each token's log-probability comes with, or None: no log-probabilities asked. Chat:
+    `logprobs` true, with `top_logprobs` alternatives (0-20; more than 0 only with `logprobs` true); completions:
+    the integer `logprobs` (0-5)."""
+    if kind != "chat":
+        return _number(body, "logprobs", None, 0, MAX_LEGACY_LOGPROBS, integer=True)
+    wanted = body.get("logprobs")
+    if wanted is not None and not isinstance(wanted, bool):
+        raise bad(f"'logprobs' must be a boolean, got {wanted!r}", "logprobs")
+    top = _number(body, "top_logprobs", None, 0, MAX_TOP_LOGPROBS, integer=True)
+    if top and not wanted:
+        raise bad("'top_logprobs' needs 'logprobs' to be true", "top_logprobs", "invalid_value")
+    return (top or 0) if wanted else None
+
+
 def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
                  ) -> tuple[DecodingConfig, bool, bool]:
     """The DecodingConfig, `stream` and `include_usage` of a request body (400 on anything wrong)."""
@@ -179,7 +196,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop))
+        stop=list(stop), top_logprobs=parse_logprobs(body, kind) or 0)
     try:
         config.validate()
     except HamburgerError as e:
@@ -248,13 +265,15 @@ def parse_mode(body: dict, default: str) -> str:
 
 @dataclass
 class Parsed:
-    """What a request asks for: its generation config, decoding mode, prompt ids and streaming options."""
+    """What a request asks for: its generation config, decoding mode, prompt ids, streaming options, and
+    ``logprobs``: the alternatives per token of its tokens' log-probabilities (None: none asked, `parse_logprobs`)."""
 
     config: DecodingConfig
     mode: str
     prompt_ids: list[int]
     stream: bool
     include_usage: bool
+    logprobs: int | None = None
 
 
 def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_confidence: float | None,
@@ -264,7 +283,7 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     config, stream, include_usage = parse_config(body, kind, default_max_tokens, default_confidence)
     mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
-    return Parsed(config, mode, ids, stream, include_usage)
+    return Parsed(config, mode, ids, stream, include_usage, parse_logprobs(body, kind))
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -304,14 +323,67 @@ def completion_id(kind: str) -> str:
     return f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}"
 
 
-def completion_body(kind: str, rid: str, model: str, result: GenerationResult) -> dict:
-    """The answer to a non-streamed request: a chat.completion or a text_completion."""
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """The log-probabilities of a request's tokens in the shape its API reads: for ``kind`` "chat" `logprobs.content`,
+    one entry per token with its ``top`` most likely alternatives; else the completions API's object (tokens,
+    token_logprobs, top_logprobs: the alternatives and the chosen token, text_offset). A token's text is the
+    tokenizer's decoding of it alone; its log-probability is under the distribution it was chosen from, before
+    temperature, top-k and top-p (`GenerationResult.token_probs` and `alternatives`: the base's, or the micro-step
+    decoder's for a merged group's later tokens)."""
+
+    kind: str
+    tokenizer: object
+    top: int
+
+    def _text(self, token: int) -> str:
+        return self.tokenizer.decode([token], skip_special_tokens=False)
+
+    def render(self, ids: list[int], probs: list[float], alternatives: list, offset: int = 0) -> dict:
+        """The object for the tokens ``ids`` (their probabilities ``probs``, their `alternatives`); ``offset``: the
+        characters of the answer before them (the completions API's `text_offset`)."""
+        texts = [self._text(t) for t in ids]
+        logprobs = [_logprob(math.log(p) if p > 0 else -math.inf) for p in probs]
+        tops = [[(self._text(t), _logprob(lp)) for t, lp in a[:self.top]] for a in alternatives] if self.top else \
+            [[] for _ in ids]
+        if self.kind == "chat":
+            return {"content": [{**_token_entry(text, lp), "top_logprobs": [_token_entry(*alt) for alt in top]}
+                                for text, lp, top in zip(texts, logprobs, tops)], "refusal": None}
+        chosen = []
+        for text, lp, top in zip(texts, logprobs, tops):
+            chosen.append(dict(top))
+            chosen[-1].setdefault(text, lp)
+        offsets = [offset + sum(map(len, texts[:i])) for i in range(len(texts))]
+        return {"tokens": texts, "token_logprobs": logprobs, "top_logprobs": chosen, "text_offset": offsets}
+
+    def of_result(self, result: GenerationResult) -> dict:
+        """The object for a whole answer: its tokens, but none after the one where a stop string cut its text."""
+        n = len(result.token_ids)
+        if result.finish_reason == "stop":
+            n = next(k for k in range(n + 1) if k == n or len(
+                self.tokenizer.decode(result.token_ids[:k], skip_special_tokens=True)) >= len(result.text))
+        return self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n])
+
+
+def _logprob(value: float) -> float:
+    return value if math.isfinite(value) else NO_PROBABILITY
+
+
+def _token_entry(text: str, logprob: float) -> dict:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+
+def completion_body(kind: str, rid: str, model: str, result: GenerationResult,
+                    logprobs: TokenLogprobs | None = None) -> dict:
+    """The answer to a non-streamed request: a chat.completion or a text_completion (with its tokens'
+    ``logprobs`` where the request asked for them)."""
     reason = finish_reason(result)
+    rendered = None if logprobs is None else logprobs.of_result(result)
     if kind == "chat":
-        choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "logprobs": None,
+        choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "logprobs": rendered,
                   "finish_reason": reason}
     else:
-        choice = {"index": 0, "text": result.text, "logprobs": None, "finish_reason": reason}
+        choice = {"index": 0, "text": result.text, "logprobs": rendered, "finish_reason": reason}
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
             "created": int(time.time()), "model": model, "choices": [choice], "usage": usage(result)}
 
@@ -319,13 +391,16 @@ def completion_body(kind: str, rid: str, model: str, result: GenerationResult) -
 @dataclass(frozen=True)
 class Chunks:
     """The chunks of one streamed answer (``kind`` "chat": chat.completion.chunk, else text_completion), in
-    order: `role` (chat only), one `text` per group of tokens, then the `ending`. With ``include_usage``
-    every chunk has "usage": null and the ending adds a usage chunk with no choices, as OpenAI streams it."""
+    order: `role` (chat only), one `group` chunk per group of tokens, then the `ending`. With ``include_usage``
+    every chunk has "usage": null and the ending adds a usage chunk with no choices, as OpenAI streams it. With
+    ``logprobs`` each group's chunk carries its tokens' log-probabilities (all of its tokens: a group whose text a stop
+    string cuts has its tokens there too)."""
 
     kind: str
     rid: str
     model: str
     include_usage: bool = False
+    logprobs: TokenLogprobs | None = None
 
     @property
     def object(self) -> str:
@@ -335,17 +410,24 @@ class Chunks:
         return {"id": self.rid, "object": self.object, "created": int(time.time()), "model": self.model,
                 "choices": choices}
 
-    def text(self, text: str | None, finish: str | None = None) -> dict:
+    def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None) -> dict:
         """A chunk of generated text (None: no text, as in a final chunk with nothing left to show)."""
         if self.kind == "chat":
-            choice = {"index": 0, "delta": {} if text is None else {"content": text}, "logprobs": None,
+            choice = {"index": 0, "delta": {} if text is None else {"content": text}, "logprobs": logprobs,
                       "finish_reason": finish}
         else:
-            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+            choice = {"index": 0, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
         out = self._chunk([choice])
         if self.include_usage:
             out["usage"] = None
         return out
+
+    def group(self, event: GroupEvent, shown: int) -> dict:
+        """The chunk of one group of tokens: its text, and its tokens' log-probabilities where asked (``shown``: the
+        characters streamed before it)."""
+        logprobs = self.logprobs and self.logprobs.render(event.token_ids, event.token_probs, event.alternatives,
+                                                          shown)
+        return self.text(event.text, logprobs=logprobs)
 
     def role(self) -> dict:
         """The first chunk of a chat stream: the assistant's role and no text yet."""

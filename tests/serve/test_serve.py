@@ -1,6 +1,7 @@
 """`hamburger serve`: a real server process on a tiny random checkpoint, driven by the official openai client."""
 
 import asyncio
+import math
 import time
 from contextlib import ExitStack
 
@@ -182,6 +183,37 @@ def test_completions_stop_and_seed(server, checkpoint):
     assert reread.usage.model_extra["hamburger"]["kv_slots"] == ref.kv_slots
 
 
+def test_logprobs_are_the_engine_probabilities(server, checkpoint):
+    """Chat's `logprobs` with `top_logprobs` and the completions API's `logprobs`, streamed or not, as the official
+    client reads them: one entry per token, the engine's own probabilities and alternatives."""
+    client, tok = server.client(), checkpoint[2]
+
+    def text(token: int) -> str:
+        return tok.decode([token], skip_special_tokens=False)
+
+    ref = expect(checkpoint, chat("Hi there"), 16, top_logprobs=3)
+    assert max(ref.groups) > 1  # (micro tokens are among them)
+    kw = dict(model="ckpt", messages=chat("Hi there"), max_tokens=16, logprobs=True, top_logprobs=3)
+    content = client.chat.completions.create(**kw).choices[0].logprobs.content
+    streamed = [entry for chunk in client.chat.completions.create(**kw, stream=True) if chunk.choices
+                and chunk.choices[0].logprobs for entry in chunk.choices[0].logprobs.content]
+    for entries in (content, streamed):
+        assert [e.token for e in entries] == [text(t) for t in ref.token_ids]
+        assert [e.logprob for e in entries] == pytest.approx([math.log(p) for p in ref.token_probs], abs=1e-9)
+        assert [[(a.token, a.logprob) for a in e.top_logprobs] for e in entries] == [
+            [(text(t), pytest.approx(lp, abs=1e-9)) for t, lp in top] for top in ref.alternatives]
+        assert all(e.bytes == list(e.token.encode()) for e in entries)
+    plain = client.chat.completions.create(**{**kw, "logprobs": False, "top_logprobs": None})
+    assert plain.choices[0].logprobs is None
+    ref = expect(checkpoint, "Once upon", 10, raw=True, top_logprobs=2)
+    legacy = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=10, logprobs=2).choices[0].logprobs
+    assert legacy.tokens == [text(t) for t in ref.token_ids]
+    assert legacy.token_logprobs == pytest.approx([math.log(p) for p in ref.token_probs], abs=1e-9)
+    assert legacy.text_offset == [sum(len(text(t)) for t in ref.token_ids[:i]) for i in range(ref.tokens)]
+    for chosen, top, alternatives in zip(legacy.tokens, legacy.top_logprobs, ref.alternatives):
+        assert list(top)[:2] == [text(t) for t, _ in alternatives] and chosen in top
+
+
 # ------------------------------------------------------------------------------ errors
 def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoint):
     client, too_long = server.client(), checkpoint[1].context_length + 1
@@ -198,7 +230,7 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
     bad_requests = [
         (dict(temperature=3.0), "temperature"), (dict(temperature=-0.5), "temperature"),
         (dict(top_p=0.0), "top_p"), (dict(n=2), "n"), (dict(max_tokens=0), "max_tokens"),
-        (dict(logprobs=True), "logprobs"), (dict(extra_body={"confidence": 0}), "confidence"),
+        (dict(top_logprobs=2), "top_logprobs"), (dict(extra_body={"confidence": 0}), "confidence"),
         (dict(extra_body={"confidence": 1.5}), "confidence"), (dict(extra_body={"frobnicate": 1}), "frobnicate"),
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
         (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),

@@ -2,21 +2,24 @@
 
 import asyncio
 import json
+import math
 
 import pytest
 
 from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.verify import VerifyResult
 from hamburger.serve import lifecycle
-from hamburger.serve.protocol import (FINISH, APIError, Chunks, authorize, completion_body, completion_id,
-                                      error_body, internal_error, model_card, model_list, shutting_down, sse, usage)
+from hamburger.serve.protocol import (FINISH, APIError, Chunks, TokenLogprobs, authorize, completion_body,
+                                      completion_id, error_body, internal_error, model_card, model_list,
+                                      parse_logprobs, prepare, shutting_down, sse, usage)
 from hamburger.serve.scheduler import QueueFull, ShuttingDown
 
 
 def result(text="hello world", finish="eos", cls=GenerationResult, **kw) -> GenerationResult:
-    return cls(text=text, token_ids=[5, 6, 7], groups=[2, 1], tokens=3, forwards=2, tau=1.23456, prompt_tokens=4,
-               kv_slots=5, kv_slots_ordinary=6, kv_bytes=640, kv_bytes_ordinary=768, prefill_s=0.1, decode_s=0.2,
-               decode_tok_s=10.0, finish_reason=finish, confidence=0.5, **kw)
+    fields = dict(token_ids=[5, 6, 7], groups=[2, 1], tokens=3, forwards=2, tau=1.23456, prompt_tokens=4, kv_slots=5,
+                  kv_slots_ordinary=6, kv_bytes=640, kv_bytes_ordinary=768, prefill_s=0.1, decode_s=0.2,
+                  decode_tok_s=10.0, confidence=0.5)
+    return cls(text=text, finish_reason=finish, **{**fields, **kw})
 
 
 def event(text: str) -> GroupEvent:
@@ -108,6 +111,78 @@ def test_completion_chunks_with_usage():
     assert final == {**head, "usage": None, "choices": [
         {"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}]}
     assert use == {**head, "choices": [], "usage": usage(result())} and done == "[DONE]"
+
+
+def ids(tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+@pytest.mark.parametrize("kind,body,expected", [
+    ("chat", {}, None), ("chat", {"logprobs": False}, None), ("chat", {"logprobs": True}, 0),
+    ("chat", {"logprobs": True, "top_logprobs": 20}, 20), ("chat", {"logprobs": False, "top_logprobs": 0}, None),
+    ("completion", {}, None), ("completion", {"logprobs": 0}, 0), ("completion", {"logprobs": 5}, 5)])
+def test_logprobs_requests(kind, body, expected):
+    assert parse_logprobs(body, kind) == expected
+
+
+@pytest.mark.parametrize("kind,body,param", [
+    ("chat", {"logprobs": 1}, "logprobs"), ("chat", {"top_logprobs": 2}, "top_logprobs"),
+    ("chat", {"logprobs": True, "top_logprobs": 21}, "top_logprobs"), ("completion", {"logprobs": 6}, "logprobs"),
+    ("completion", {"logprobs": True}, "logprobs"), ("completion", {"top_logprobs": 1}, "top_logprobs")])
+def test_logprobs_refusals(kind, body, param, char_tokenizer):
+    raw = json.dumps({**body, **({"messages": [{"role": "user", "content": "hi"}]} if kind == "chat" else
+                                 {"prompt": "hi"})}).encode()
+    with pytest.raises(APIError) as e:
+        prepare(raw, kind, char_tokenizer, 8, None)
+    assert e.value.status == 400 and e.value.param == param
+
+
+def test_a_logprobs_request_asks_the_engine_for_its_alternatives(char_tokenizer):
+    raw = json.dumps({"prompt": "hi", "logprobs": 3}).encode()
+    parsed = prepare(raw, "completion", char_tokenizer, 8, None)
+    assert parsed.logprobs == 3 and parsed.config.top_logprobs == 3
+
+
+def test_logprobs_shapes(char_tokenizer):
+    """Chat's `logprobs.content` and the completions API's object, from a result's probabilities and alternatives
+    (a probability of 0 is written as -9999, JSON having no -Infinity)."""
+    a, b, c = ids(char_tokenizer, "abc")
+    res = result(text="ab", token_ids=[a, b], tokens=2, token_probs=[0.5, 0.0],
+                 alternatives=[[(a, math.log(0.5)), (c, math.log(0.25))], [(c, -0.1), (a, -3.0)]])
+    chat = TokenLogprobs("chat", char_tokenizer, 1).of_result(res)
+    assert chat == {"refusal": None, "content": [
+        {"token": "a", "logprob": math.log(0.5), "bytes": [97], "top_logprobs": [
+            {"token": "a", "logprob": math.log(0.5), "bytes": [97]}]},
+        {"token": "b", "logprob": -9999.0, "bytes": [98], "top_logprobs": [
+            {"token": "c", "logprob": -0.1, "bytes": [99]}]}]}
+    legacy = TokenLogprobs("completion", char_tokenizer, 2).render(res.token_ids, res.token_probs, res.alternatives,
+                                                                 offset=3)
+    assert legacy == {"tokens": ["a", "b"], "token_logprobs": [math.log(0.5), -9999.0],
+                      "top_logprobs": [{"a": math.log(0.5), "c": math.log(0.25)}, {"c": -0.1, "a": -3.0, "b": -9999.0}],
+                      "text_offset": [3, 4]}
+    none = TokenLogprobs("completion", char_tokenizer, 0).render(res.token_ids, res.token_probs, [])
+    assert none["top_logprobs"] == [{"a": math.log(0.5)}, {"b": -9999.0}]  # (only the chosen token)
+
+
+def test_logprobs_end_where_a_stop_string_cut_the_text(char_tokenizer):
+    tokens = ids(char_tokenizer, "ab. cd")
+    res = result(text="ab", token_ids=tokens, tokens=len(tokens), token_probs=[0.5] * len(tokens), finish="stop")
+    assert TokenLogprobs("completion", char_tokenizer, 0).of_result(res)["tokens"] == ["a", "b"]
+    res = result(text="", token_ids=tokens, tokens=len(tokens), token_probs=[0.5] * len(tokens), finish="stop")
+    assert TokenLogprobs("chat", char_tokenizer, 0).of_result(res)["content"] == []
+    res = result(text="ab. cd", token_ids=tokens, tokens=len(tokens), token_probs=[0.5] * len(tokens), finish="length")
+    assert len(TokenLogprobs("chat", char_tokenizer, 0).of_result(res)["content"]) == len(tokens)
+
+
+def test_group_chunks_carry_their_tokens_logprobs(char_tokenizer):
+    (a,) = ids(char_tokenizer, "a")
+    group = GroupEvent(row=0, token_ids=[a], text="a", p_continue=[0.5], token_probs=[0.5], alternatives=[[(a, -0.7)]])
+    plain = without_created(Chunks("chat", "chatcmpl-1", "m").group(group, 0))
+    assert plain["choices"][0]["logprobs"] is None and plain["choices"][0]["delta"] == {"content": "a"}
+    chunk = without_created(Chunks("completion", "cmpl-1", "m", logprobs=TokenLogprobs("completion", char_tokenizer,
+                                                                                        1)).group(group, 4))
+    assert chunk["choices"][0]["logprobs"] == {"tokens": ["a"], "token_logprobs": [math.log(0.5)],
+                                               "top_logprobs": [{"a": -0.7}], "text_offset": [4]}
 
 
 def test_model_cards():
