@@ -51,8 +51,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from hamburger.cli.render import render_groups, summary_line
     from hamburger.engine.prompt import encode_prompt
 
+    from dataclasses import replace
+
     check_mode_options(args)
-    config = decoding_config(args)
+    config = replace(decoding_config(args), top_logprobs=args.top_logprobs).validate()
+    if args.top_logprobs and not (args.json or args.prompts_file):
+        raise HamburgerError("--top-logprobs shows in the JSON output: add --json (or use --prompts-file)")
     device = device_of(args)
     if args.prompts_file:
         return generate_file(args, config, device)
@@ -102,6 +106,10 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: text, token_ids, groups, tokens, forwards, tau, kv_slots, kv_bytes, "
                         "kv_slots_ordinary, kv_bytes_ordinary, prefill_s, decode_s, decode_tok_s, finish_reason...")
+    p.add_argument("--top-logprobs", type=int, default=0, metavar="N",
+                   help="with --json or --prompts-file: each token's N most likely tokens with their "
+                        "log-probabilities ('alternatives': [id, log-probability] pairs, beside 'token_probs'), under "
+                        "the distribution it was chosen from before temperature, top-k and top-p; 0-20 (default 0)")
     p.add_argument("--stream", action="store_true", help="print text as groups are produced")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write the group view as a standalone HTML page")

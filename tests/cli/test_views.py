@@ -26,6 +26,13 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
                  "abc"]) == 0
     streamed_ok = json.loads(capsys.readouterr().out)["tokens"] <= 5
     assert streamed_ok
+    assert main(["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "5", "--top-logprobs", "2",
+                 "abc"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [len(top) for top in result["alternatives"]] == [2] * result["tokens"]
+    assert [top[0][0] for top in result["alternatives"]] == result["token_ids"]  # (greedy)
+    assert main(["generate", "--model", str(ckpt), "--top-logprobs", "2", "abc"]) == 1
+    assert "--top-logprobs shows in the JSON output" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])
