@@ -16,6 +16,7 @@ import math
 import time
 import uuid
 from dataclasses import dataclass
+from itertools import accumulate
 
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import GenerationResult, GroupEvent
@@ -353,7 +354,7 @@ class TokenLogprobs:
         for text, lp, top in zip(texts, logprobs, tops):
             chosen.append(dict(top))
             chosen[-1].setdefault(text, lp)
-        offsets = [offset + sum(map(len, texts[:i])) for i in range(len(texts))]
+        offsets = list(accumulate(map(len, texts), initial=offset))[:-1]
         return {"tokens": texts, "token_logprobs": logprobs, "top_logprobs": chosen, "text_offset": offsets}
 
     def of_result(self, result: GenerationResult) -> dict:
