@@ -3,7 +3,8 @@
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Requests are
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
-served); responses name the served model. Log-probabilities (`logprobs`, chat's `top_logprobs`) are those of the
+served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
+`submit_all`, `collect_all`, `stream`). Log-probabilities (`logprobs`, chat's `top_logprobs`) are those of the
 distribution each token was chosen from (`protocol.TokenLogprobs`). Extensions: the request fields `confidence`,
 `reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`) and `top_k`, and `usage.hamburger`
 (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
@@ -91,15 +92,16 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         parsed = await asyncio.get_running_loop().run_in_executor(
             workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
         refuse_if_draining()
-        req = lifecycle.submit(scheduler, parsed.prompt_ids, parsed.config, parsed.mode, model.context_length)
+        reqs = lifecycle.submit_all(scheduler, parsed.prompt_ids, parsed.choice_configs(), parsed.mode,
+                                    model.context_length)
         rid = completion_id(kind)
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
             chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs)
-            return StreamingResponse(lifecycle.stream(scheduler, req, chunks), media_type=SSE_MEDIA_TYPE,
+            return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks), media_type=SSE_MEDIA_TYPE,
                                      headers=SSE_HEADERS)
-        result = await lifecycle.collect(scheduler, req, request.is_disconnected)
-        return completion_body(kind, rid, model_name, result, logprobs)
+        results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
+        return completion_body(kind, rid, model_name, results, logprobs)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):

@@ -4,11 +4,12 @@ A `scheduler.Request` carries an asyncio queue that receives ("event", GroupEven
 or ("error", exception); this module is the only reader of that queue:
 
 - `submit` queues a request (400 if the prompt fills the context, 429 with Retry-After when the queue is
-  full, 503 while the scheduler drains);
+  full, 503 while the scheduler drains); `submit_all` queues one per answer of an HTTP request (`n`), all or none;
 - `collect` waits for a non-streamed request's result, watching the client: one that goes away cancels it;
-- `stream` is the async generator of a streamed answer's server-sent events (`protocol.Chunks`); a client
-  that goes away (the generator is closed before the end) cancels it. Once the headers are out an error
-  can only be told in the stream: it ends with an OpenAI-shaped error event.
+  `collect_all` waits for all of them (one that fails cancels the others);
+- `stream` is the async generator of a streamed HTTP request's server-sent events (`protocol.Chunks`), its answers'
+  chunks interleaved as their groups come; a client that goes away (the generator is closed before the end) cancels
+  them. Once the headers are out an error can only be told in the stream: it ends with an OpenAI-shaped error event.
 
 A cancelled request frees its batch row at the scheduler's next macro step. No web framework here: the
 routes (`app.py`) hand in what they know of the client (`is_disconnected`).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 
 from hamburger.engine.generate import GenerationResult
 from hamburger.engine.sampling import DecodingConfig
@@ -52,6 +54,20 @@ def submit(scheduler: Scheduler, ids: list[int], config: DecodingConfig, mode: s
     return req
 
 
+def submit_all(scheduler: Scheduler, ids: list[int], configs: list[DecodingConfig], mode: str,
+               context_length: int) -> list[Request]:
+    """One request per config (the answers of one HTTP request); if one is refused, those queued are cancelled."""
+    reqs: list[Request] = []
+    try:
+        for config in configs:
+            reqs.append(submit(scheduler, ids, config, mode, context_length))
+    except APIError:
+        for req in reqs:
+            scheduler.cancel(req)
+        raise
+    return reqs
+
+
 async def _watch(scheduler: Scheduler, req: Request, is_disconnected: Callable[[], Awaitable[bool]]) -> None:
     while not await is_disconnected():
         await asyncio.sleep(WATCH_S)
@@ -79,29 +95,76 @@ async def collect(scheduler: Scheduler, req: Request,
             scheduler.cancel(req)
 
 
-async def stream(scheduler: Scheduler, req: Request, chunks: Chunks) -> AsyncIterator[str]:
-    """The server-sent events of a streamed request: a role chunk (chat), one chunk per group of tokens,
-    then the final chunk, the usage chunk (if asked) and [DONE]; or an error event."""
-    done, shown = False, 0
+async def collect_all(scheduler: Scheduler, reqs: list[Request],
+                      is_disconnected: Callable[[], Awaitable[bool]]) -> list[GenerationResult]:
+    """The results of the answers of one HTTP request, in order (`collect` each); one that fails cancels the rest."""
+    if len(reqs) == 1:
+        return [await collect(scheduler, reqs[0], is_disconnected)]
+    tasks = [asyncio.ensure_future(collect(scheduler, req, is_disconnected)) for req in reqs]
     try:
-        if chunks.kind == "chat":
-            yield sse(chunks.role())
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:  # (each cancels its request as it ends)
+            task.cancel()
+        raise
+
+
+async def _merged(reqs: list[Request]) -> AsyncIterator[tuple[int, str, object]]:
+    """(answer index, kind, value) from the requests' queues as they come, until each has ended (done or error)."""
+    if len(reqs) == 1:  # (no task to forward one queue)
+        while True:
+            what, value = await reqs[0].queue.get()
+            yield 0, what, value
+            if what != "event":
+                return
+    merged: asyncio.Queue = asyncio.Queue()
+
+    async def forward(index: int, req: Request) -> None:
         while True:
             what, value = await req.queue.get()
-            if what == "event":
-                yield sse(chunks.group(value, shown))
-                shown += len(value.text)
-                continue
-            done = True
-            if what == "error":
-                yield sse(failure(value).body())
+            merged.put_nowait((index, what, value))
+            if what != "event":
                 return
-            for payload in chunks.ending(value, shown):
-                yield sse(payload)
-            return
+    tasks = [asyncio.create_task(forward(i, req)) for i, req in enumerate(reqs)]
+    try:
+        for _ in range(len(reqs)):
+            while True:
+                item = await merged.get()
+                yield item
+                if item[1] != "event":
+                    break
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks) -> AsyncIterator[str]:
+    """The server-sent events of a streamed HTTP request: for each answer a role chunk (chat), one chunk per group of
+    tokens and its final chunk, interleaved as they come; then the usage chunk (if asked) and [DONE]; or, when an
+    answer fails, an error event (the others are cancelled)."""
+    shown, results, ended = [0] * len(reqs), [None] * len(reqs), [False] * len(reqs)
+    try:
+        if chunks.kind == "chat":
+            for index in range(len(reqs)):
+                yield sse(chunks.role(index))
+        async with aclosing(_merged(reqs)) as items:
+            async for index, what, value in items:
+                if what == "event":
+                    yield sse(chunks.group(value, shown[index], index))
+                    shown[index] += len(value.text)
+                    continue
+                ended[index] = True
+                if what == "error":
+                    yield sse(failure(value).body())
+                    return
+                results[index] = value
+                yield sse(chunks.finish(value, shown[index], index))
+        for payload in chunks.close(results):
+            yield sse(payload)
     except Exception as e:  # noqa: BLE001 - the headers are out: end the stream with an error event
         log.exception("stream %s failed", chunks.rid)
         yield sse(internal_error(e).body())
     finally:
-        if not done:  # the client went away: free its row
-            scheduler.cancel(req)
+        for req, over in zip(reqs, ended):
+            if not over:  # the client went away, or another answer failed: free its row
+                scheduler.cancel(req)

@@ -15,7 +15,7 @@ import json
 import math
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from hamburger.errors import HamburgerError
@@ -49,6 +49,7 @@ EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
 MAX_STOP = 4  # stop strings per request, as OpenAI allows
+MAX_CHOICES = 16  # the most answers (`n`) one request asks for: each is a row of the server's batches
 JSON_TYPES = ("application/json",)
 
 
@@ -169,8 +170,6 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
     _check_fields(body, kind)
     if body.get("model") is not None and not isinstance(body["model"], str):
         raise bad("'model' must be a string", "model")
-    if _number(body, "n", 1, 1, 1 << 30, integer=True) != 1:
-        raise bad("only n=1 is supported", "n", "unsupported_value")
     key = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
     max_tokens = _number(body, key, default_max_tokens, 1, 1 << 30, integer=True)
     stop = body.get("stop")
@@ -266,8 +265,9 @@ def parse_mode(body: dict, default: str) -> str:
 
 @dataclass
 class Parsed:
-    """What a request asks for: its generation config, decoding mode, prompt ids, streaming options, and
-    ``logprobs``: the alternatives per token of its tokens' log-probabilities (None: none asked, `parse_logprobs`)."""
+    """What a request asks for: its generation config, decoding mode, prompt ids, streaming options,
+    ``logprobs``: the alternatives per token of its tokens' log-probabilities (None: none asked, `parse_logprobs`),
+    and ``n``: how many answers (choices)."""
 
     config: DecodingConfig
     mode: str
@@ -275,6 +275,16 @@ class Parsed:
     stream: bool
     include_usage: bool
     logprobs: int | None = None
+    n: int = 1
+
+    def choice_configs(self) -> list[DecodingConfig]:
+        """The config of each answer: a seeded request's answers draw with the seeds seed, seed + 1, ... (seed - 1,
+        ... past the largest seed), so they differ and each is reproducible."""
+        seed = self.config.seed
+        if seed is None or self.n == 1:
+            return [self.config] * self.n
+        step = 1 if seed + self.n <= 1 << 64 else -1
+        return [replace(self.config, seed=seed + step * i) for i in range(self.n)]
 
 
 def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_confidence: float | None,
@@ -282,9 +292,10 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     """A request body -> `Parsed`; `kind` is "chat" or "completion"."""
     body = parse_body(raw)
     config, stream, include_usage = parse_config(body, kind, default_max_tokens, default_confidence)
+    n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
-    return Parsed(config, mode, ids, stream, include_usage, parse_logprobs(body, kind))
+    return Parsed(config, mode, ids, stream, include_usage, parse_logprobs(body, kind), n)
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -298,14 +309,20 @@ def finish_reason(result: GenerationResult) -> str:
     return FINISH[result.finish_reason]
 
 
-def usage(r: GenerationResult) -> dict:
-    """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots)."""
-    return {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.tokens,
-            "total_tokens": r.prompt_tokens + r.tokens,
-            "hamburger": {"base_forwards": r.forwards, "tau": round(r.tau, 4), "groups": len(r.groups),
-                          "kv_slots": r.kv_slots, "kv_slots_ordinary": r.kv_slots_ordinary, "kv_bytes": r.kv_bytes,
-                          "rereads": r.rereads, "confidence": r.confidence,
-                          "mode": mode_of(r)}}
+def usage(results: GenerationResult | list[GenerationResult]) -> dict:
+    """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots). Several answers
+    to one request (`n`): the prompt once, the rest summed over them (each answer's row held its own copy of the
+    prompt's KV), tau their tokens per forward."""
+    rs = results if isinstance(results, list) else [results]
+    tokens, forwards = sum(r.tokens for r in rs), sum(r.forwards for r in rs)
+    first = rs[0]
+    return {"prompt_tokens": first.prompt_tokens, "completion_tokens": tokens,
+            "total_tokens": first.prompt_tokens + tokens,
+            "hamburger": {"base_forwards": forwards, "tau": round(tokens / forwards if len(rs) > 1 else first.tau, 4),
+                          "groups": sum(len(r.groups) for r in rs), "kv_slots": sum(r.kv_slots for r in rs),
+                          "kv_slots_ordinary": sum(r.kv_slots_ordinary for r in rs),
+                          "kv_bytes": sum(r.kv_bytes for r in rs), "rereads": sum(r.rereads for r in rs),
+                          "confidence": first.confidence, "mode": mode_of(first)}}
 
 
 def mode_of(r: GenerationResult) -> str:
@@ -374,26 +391,30 @@ def _token_entry(text: str, logprob: float) -> dict:
     return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
 
 
-def completion_body(kind: str, rid: str, model: str, result: GenerationResult,
+def completion_body(kind: str, rid: str, model: str, results: GenerationResult | list[GenerationResult],
                     logprobs: TokenLogprobs | None = None) -> dict:
-    """The answer to a non-streamed request: a chat.completion or a text_completion (with its tokens'
-    ``logprobs`` where the request asked for them)."""
-    reason = finish_reason(result)
-    rendered = None if logprobs is None else logprobs.of_result(result)
-    if kind == "chat":
-        choice = {"index": 0, "message": {"role": "assistant", "content": result.text}, "logprobs": rendered,
-                  "finish_reason": reason}
-    else:
-        choice = {"index": 0, "text": result.text, "logprobs": rendered, "finish_reason": reason}
+    """The answer to a non-streamed request: a chat.completion or a text_completion, one choice per result (with its
+    tokens' ``logprobs`` where the request asked for them)."""
+    rs = results if isinstance(results, list) else [results]
+    choices = []
+    for index, result in enumerate(rs):
+        rendered = None if logprobs is None else logprobs.of_result(result)
+        if kind == "chat":
+            choices.append({"index": index, "message": {"role": "assistant", "content": result.text},
+                            "logprobs": rendered, "finish_reason": finish_reason(result)})
+        else:
+            choices.append({"index": index, "text": result.text, "logprobs": rendered,
+                            "finish_reason": finish_reason(result)})
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
-            "created": int(time.time()), "model": model, "choices": [choice], "usage": usage(result)}
+            "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs)}
 
 
 @dataclass(frozen=True)
 class Chunks:
-    """The chunks of one streamed answer (``kind`` "chat": chat.completion.chunk, else text_completion), in
-    order: `role` (chat only), one `group` chunk per group of tokens, then the `ending`. With ``include_usage``
-    every chunk has "usage": null and the ending adds a usage chunk with no choices, as OpenAI streams it. With
+    """The chunks of one streamed request (``kind`` "chat": chat.completion.chunk, else text_completion), in
+    order for each answer (choice ``index``): `role` (chat only), one `group` chunk per group of tokens, its `finish`;
+    then `close`: with ``include_usage`` every chunk has "usage": null and a usage chunk with no choices comes last, as
+    OpenAI streams it; then "[DONE]". (Several answers' chunks interleave as their groups come.) With
     ``logprobs`` each group's chunk carries its tokens' log-probabilities (all of its tokens: a group whose text a stop
     string cuts has its tokens there too)."""
 
@@ -411,39 +432,43 @@ class Chunks:
         return {"id": self.rid, "object": self.object, "created": int(time.time()), "model": self.model,
                 "choices": choices}
 
-    def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None) -> dict:
+    def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None, index: int = 0) -> dict:
         """A chunk of generated text (None: no text, as in a final chunk with nothing left to show)."""
         if self.kind == "chat":
-            choice = {"index": 0, "delta": {} if text is None else {"content": text}, "logprobs": logprobs,
+            choice = {"index": index, "delta": {} if text is None else {"content": text}, "logprobs": logprobs,
                       "finish_reason": finish}
         else:
-            choice = {"index": 0, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
+            choice = {"index": index, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
         out = self._chunk([choice])
         if self.include_usage:
             out["usage"] = None
         return out
 
-    def group(self, event: GroupEvent, shown: int) -> dict:
+    def group(self, event: GroupEvent, shown: int, index: int = 0) -> dict:
         """The chunk of one group of tokens: its text, and its tokens' log-probabilities where asked (``shown``: the
-        characters streamed before it)."""
+        characters of its answer streamed before it)."""
         logprobs = self.logprobs and self.logprobs.render(event.token_ids, event.token_probs, event.alternatives,
                                                           shown)
-        return self.text(event.text, logprobs=logprobs)
+        return self.text(event.text, logprobs=logprobs, index=index)
 
-    def role(self) -> dict:
-        """The first chunk of a chat stream: the assistant's role and no text yet."""
-        out = self.text("")
+    def role(self, index: int = 0) -> dict:
+        """The first chunk of an answer in a chat stream: the assistant's role and no text yet."""
+        out = self.text("", index=index)
         out["choices"][0]["delta"] = {"role": "assistant", "content": ""}
         return out
 
+    def finish(self, result: GenerationResult, shown: int, index: int = 0) -> dict:
+        """The final chunk of an answer once ``result`` is in, ``shown`` characters of its text sent: the text held
+        back (a possible stop string, when a row is cut) and the finish reason."""
+        return self.text(result.text[shown:] or None, finish_reason(result), index=index)
+
+    def close(self, results: list[GenerationResult]) -> list:
+        """What ends the stream once every answer is in: the usage chunk (if asked), then "[DONE]"."""
+        return [*([{**self._chunk([]), "usage": usage(results)}] if self.include_usage else []), "[DONE]"]
+
     def ending(self, result: GenerationResult, shown: int) -> list:
-        """What ends the stream once ``result`` is in, ``shown`` characters of its text sent: the final chunk
-        (the text held back, a possible stop string, when a row is cut), the usage chunk, then "[DONE]"."""
-        rest = result.text[shown:]
-        out = [self.text(rest or None, finish_reason(result))]
-        if self.include_usage:
-            out.append({**self._chunk([]), "usage": usage(result)})
-        return [*out, "[DONE]"]
+        """What ends the stream of one answer (`finish`, then `close`)."""
+        return [self.finish(result, shown), *self.close([result])]
 
 
 def model_card(name: str, created: int) -> dict:

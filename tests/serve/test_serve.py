@@ -183,6 +183,31 @@ def test_completions_stop_and_seed(server, checkpoint):
     assert reread.usage.model_extra["hamburger"]["kv_slots"] == ref.kv_slots
 
 
+def test_n_answers_are_one_row_each(server, checkpoint):
+    """`n` answers to one request: each is the engine's answer with its own seed (seed, seed + 1, ...), streamed or
+    not, and the usage counts the prompt once and every answer's tokens."""
+    client = server.client()
+    kw = dict(model="ckpt", prompt="abc", max_tokens=12, temperature=0.9, seed=7, n=3)
+    refs = [expect(checkpoint, "abc", 12, raw=True, temperature=0.9, seed=7 + i) for i in range(3)]
+    assert len({r.text for r in refs}) > 1  # (the seeds differ)
+    out = client.completions.create(**kw)
+    assert [c.index for c in out.choices] == [0, 1, 2] and [c.text for c in out.choices] == [r.text for r in refs]
+    assert out.usage.prompt_tokens == refs[0].prompt_tokens
+    assert out.usage.completion_tokens == sum(r.tokens for r in refs)
+    assert out.usage.model_extra["hamburger"]["base_forwards"] == sum(r.forwards for r in refs)
+    texts, finished = ["", "", ""], []
+    for chunk in client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=12,
+                                                temperature=0.9, seed=7, n=3, stream=True):
+        for choice in chunk.choices:
+            texts[choice.index] += choice.delta.content or ""
+            if choice.finish_reason:
+                finished.append(choice.index)
+    assert texts == [expect(checkpoint, chat("Hi there"), 12, temperature=0.9, seed=7 + i).text for i in range(3)]
+    assert sorted(finished) == [0, 1, 2]
+    greedy = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=8, n=2)
+    assert greedy.choices[0].message.content == greedy.choices[1].message.content  # (greedy: the same answer)
+
+
 def test_logprobs_are_the_engine_probabilities(server, checkpoint):
     """Chat's `logprobs` with `top_logprobs` and the completions API's `logprobs`, streamed or not, as the official
     client reads them: one entry per token, the engine's own probabilities and alternatives."""
@@ -229,7 +254,7 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
     assert r.json()["error"]["code"] == "invalid_json"
     bad_requests = [
         (dict(temperature=3.0), "temperature"), (dict(temperature=-0.5), "temperature"),
-        (dict(top_p=0.0), "top_p"), (dict(n=2), "n"), (dict(max_tokens=0), "max_tokens"),
+        (dict(top_p=0.0), "top_p"), (dict(n=17), "n"), (dict(max_tokens=0), "max_tokens"),
         (dict(top_logprobs=2), "top_logprobs"), (dict(extra_body={"confidence": 0}), "confidence"),
         (dict(extra_body={"confidence": 1.5}), "confidence"), (dict(extra_body={"frobnicate": 1}), "frobnicate"),
         (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),

@@ -7,9 +7,10 @@ import math
 import pytest
 
 from hamburger.engine.generate import GenerationResult, GroupEvent
+from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyResult
 from hamburger.serve import lifecycle
-from hamburger.serve.protocol import (FINISH, APIError, Chunks, TokenLogprobs, authorize, completion_body,
+from hamburger.serve.protocol import (FINISH, APIError, Chunks, Parsed, TokenLogprobs, authorize, completion_body,
                                       completion_id, error_body, internal_error, model_card, model_list,
                                       parse_logprobs, prepare, shutting_down, sse, usage)
 from hamburger.serve.scheduler import QueueFull, ShuttingDown
@@ -255,7 +256,7 @@ def test_stream_events_in_order_and_cancel_on_close():
         req = lifecycle.submit(s, [1], None, "hamburger", 10)
         for item in push:
             req.queue.put_nowait(item)
-        events = lifecycle.stream(s, req, Chunks("chat", "chatcmpl-1", "m"))
+        events = lifecycle.stream(s, [req], Chunks("chat", "chatcmpl-1", "m"))
         out = []
         async for e in events:
             out.append(e)
@@ -274,3 +275,90 @@ def test_stream_events_in_order_and_cancel_on_close():
     assert json.loads(out[-1][len("data: "):])["error"]["code"] == "shutting_down" and not cancelled
     out, cancelled = asyncio.run(go([("event", event("a"))], take=2))
     assert len(out) == 2 and len(cancelled) == 1
+
+
+def test_several_answers_stream_interleaved_and_end_together():
+    """`n` answers: each gets its role chunk, its groups' chunks as they come and its final chunk, under its index;
+    then one usage chunk for all, then [DONE]. An answer that fails ends the stream and cancels the others."""
+    async def go(pushes):
+        s = FakeScheduler()
+        reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
+        for req, push in zip(reqs, pushes):
+            for item in push:
+                req.queue.put_nowait(item)
+        chunks = Chunks("chat", "chatcmpl-1", "m", include_usage=True)
+        return [e for e in [x async for x in lifecycle.stream(s, reqs, chunks)]], s.cancelled, reqs
+
+    out, cancelled, _ = asyncio.run(go([[("event", event("he")), ("done", result(text="he"))],
+                                        [("event", event("hello")), ("done", result(text="hello world"))]]))
+    payloads = [json.loads(e[len("data: "):]) for e in out[:-1]]
+    assert out[-1] == "data: [DONE]\n\n" and not cancelled
+    by_index = {0: [], 1: []}
+    for p in payloads[:-1]:
+        (choice,) = p["choices"]
+        by_index[choice["index"]].append((choice["delta"], choice["finish_reason"]))
+    assert by_index[0] == [({"role": "assistant", "content": ""}, None), ({"content": "he"}, None), ({}, "stop")]
+    assert by_index[1] == [({"role": "assistant", "content": ""}, None), ({"content": "hello"}, None),
+                           ({"content": " world"}, "stop")]
+    assert payloads[-1]["usage"] == usage([result(text="he"), result(text="hello world")])
+    out, cancelled, reqs = asyncio.run(go([[("error", RuntimeError("oom"))], [("event", event("x"))]]))
+    assert json.loads(out[-1][len("data: "):])["error"]["type"] == "server_error" and cancelled == [reqs[1]]
+
+
+def test_several_answers_are_collected_in_order_and_a_failure_cancels_the_rest():
+    async def go(pushes):
+        s = FakeScheduler()
+        reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
+        for req, push in zip(reqs, pushes):
+            for item in push:
+                req.queue.put_nowait(item)
+
+        async def is_disconnected():
+            return False
+        try:
+            return await lifecycle.collect_all(s, reqs, is_disconnected)
+        finally:
+            await asyncio.sleep(0)  # (a cancelled answer's task ends at the loop's next turn)
+            go.cancelled, go.reqs = list(s.cancelled), reqs
+
+    a, b = result(text="a"), result(text="b")
+    assert asyncio.run(go([[("done", a)], [("event", event("x")), ("done", b)]])) == [a, b]
+    with pytest.raises(APIError) as e:
+        asyncio.run(go([[("event", event("x"))], [("error", RuntimeError("oom"))]]))
+    assert e.value.status == 500 and go.cancelled == [go.reqs[0]]  # (the one still running)
+
+
+def test_submitting_several_answers_is_all_or_none():
+    class Full(FakeScheduler):
+        def submit(self, req):
+            if self.submitted:
+                raise QueueFull("1 waiting")
+            self.submitted.append(req)
+
+    async def go():
+        s = Full()
+        with pytest.raises(APIError) as e:
+            lifecycle.submit_all(s, [1], [None, None], "hamburger", 10)
+        return e.value.status, s.submitted, s.cancelled
+
+    status, submitted, cancelled = asyncio.run(go())
+    assert status == 429 and cancelled == submitted and len(submitted) == 1
+
+
+def test_answers_of_a_seeded_request_draw_with_successive_seeds():
+    config = DecodingConfig(temperature=0.7, seed=5)
+    parsed = Parsed(config, "hamburger", [1], False, False, n=3)
+    assert [c.seed for c in parsed.choice_configs()] == [5, 6, 7]
+    top = Parsed(DecodingConfig(seed=(1 << 64) - 1), "hamburger", [1], False, False, n=2)
+    assert [c.seed for c in top.choice_configs()] == [(1 << 64) - 1, (1 << 64) - 2]
+    assert Parsed(DecodingConfig(), "hamburger", [1], False, False, n=2).choice_configs() == [DecodingConfig()] * 2
+
+
+def test_usage_and_body_of_several_answers():
+    a, b = result(text="a"), result(text="b", tokens=5, forwards=3)
+    use = usage([a, b])
+    assert (use["prompt_tokens"], use["completion_tokens"], use["total_tokens"]) == (4, 8, 12)
+    assert use["hamburger"]["base_forwards"] == 5 and use["hamburger"]["tau"] == 1.6
+    assert use["hamburger"]["kv_slots"] == 10 and use["hamburger"]["groups"] == 4
+    body = completion_body("completion", "cmpl-1", "m", [a, b])
+    assert [(c["index"], c["text"]) for c in body["choices"]] == [(0, "a"), (1, "b")] and body["usage"] == use
