@@ -98,8 +98,6 @@ async def collect(scheduler: Scheduler, req: Request,
 async def collect_all(scheduler: Scheduler, reqs: list[Request],
                       is_disconnected: Callable[[], Awaitable[bool]]) -> list[GenerationResult]:
     """The results of the answers of one HTTP request, in order (`collect` each); one that fails cancels the rest."""
-    if len(reqs) == 1:
-        return [await collect(scheduler, reqs[0], is_disconnected)]
     tasks = [asyncio.ensure_future(collect(scheduler, req, is_disconnected)) for req in reqs]
     try:
         return list(await asyncio.gather(*tasks))
@@ -111,12 +109,6 @@ async def collect_all(scheduler: Scheduler, reqs: list[Request],
 
 async def _merged(reqs: list[Request]) -> AsyncIterator[tuple[int, str, object]]:
     """(answer index, kind, value) from the requests' queues as they come, until each has ended (done or error)."""
-    if len(reqs) == 1:  # (no task to forward one queue)
-        while True:
-            what, value = await reqs[0].queue.get()
-            yield 0, what, value
-            if what != "event":
-                return
     merged: asyncio.Queue = asyncio.Queue()
 
     async def forward(index: int, req: Request) -> None:
