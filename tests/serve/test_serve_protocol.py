@@ -277,17 +277,23 @@ def test_stream_events_in_order_and_cancel_on_close():
     assert len(out) == 2 and len(cancelled) == 1
 
 
+def queued(s: FakeScheduler, pushes: list[list]) -> list:
+    """One request per list of ``pushes`` (the answers of one HTTP request), each with those items in its queue."""
+    reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
+    for req, push in zip(reqs, pushes):
+        for item in push:
+            req.queue.put_nowait(item)
+    return reqs
+
+
 def test_several_answers_stream_interleaved_and_end_together():
     """`n` answers: each gets its role chunk, its groups' chunks as they come and its final chunk, under its index;
     then one usage chunk for all, then [DONE]. An answer that fails ends the stream and cancels the others."""
     async def go(pushes):
         s = FakeScheduler()
-        reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
-        for req, push in zip(reqs, pushes):
-            for item in push:
-                req.queue.put_nowait(item)
+        reqs = queued(s, pushes)
         chunks = Chunks("chat", "chatcmpl-1", "m", include_usage=True)
-        return [e for e in [x async for x in lifecycle.stream(s, reqs, chunks)]], s.cancelled, reqs
+        return [x async for x in lifecycle.stream(s, reqs, chunks)], s.cancelled, reqs
 
     out, cancelled, _ = asyncio.run(go([[("event", event("he")), ("done", result(text="he"))],
                                         [("event", event("hello")), ("done", result(text="hello world"))]]))
@@ -308,10 +314,7 @@ def test_several_answers_stream_interleaved_and_end_together():
 def test_several_answers_are_collected_in_order_and_a_failure_cancels_the_rest():
     async def go(pushes):
         s = FakeScheduler()
-        reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
-        for req, push in zip(reqs, pushes):
-            for item in push:
-                req.queue.put_nowait(item)
+        reqs = queued(s, pushes)
 
         async def is_disconnected():
             return False
