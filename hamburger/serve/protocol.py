@@ -165,8 +165,9 @@ def parse_logprobs(body: dict, kind: str) -> int | None:
 
 
 def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
-                 ) -> tuple[DecodingConfig, bool, bool]:
-    """The DecodingConfig, `stream` and `include_usage` of a request body (400 on anything wrong)."""
+                 ) -> tuple[DecodingConfig, bool, bool, int | None]:
+    """The DecodingConfig, `stream`, `include_usage` and `parse_logprobs` of a request body (400 on anything
+    wrong)."""
     _check_fields(body, kind)
     if body.get("model") is not None and not isinstance(body["model"], str):
         raise bad("'model' must be a string", "model")
@@ -188,6 +189,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
     if not isinstance(options, dict) or set(options) - {"include_usage", "include_obfuscation"} or \
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
+    logprobs = parse_logprobs(body, kind)
     config = DecodingConfig(
         max_new_tokens=max_tokens,
         confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
@@ -196,12 +198,12 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop), top_logprobs=parse_logprobs(body, kind) or 0)
+        stop=list(stop), top_logprobs=logprobs or 0)
     try:
         config.validate()
     except HamburgerError as e:
         raise bad(str(e)) from e
-    return config, bool(stream), bool(options.get("include_usage", False))
+    return config, bool(stream), bool(options.get("include_usage", False)), logprobs
 
 
 def _text_content(content, i: int) -> str:
@@ -291,11 +293,11 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
             default_mode: str = "hamburger") -> Parsed:
     """A request body -> `Parsed`; `kind` is "chat" or "completion"."""
     body = parse_body(raw)
-    config, stream, include_usage = parse_config(body, kind, default_max_tokens, default_confidence)
+    config, stream, include_usage, logprobs = parse_config(body, kind, default_max_tokens, default_confidence)
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
-    return Parsed(config, mode, ids, stream, include_usage, parse_logprobs(body, kind), n)
+    return Parsed(config, mode, ids, stream, include_usage, logprobs, n)
 
 
 # ------------------------------------------------------------------------------------ responses
