@@ -24,7 +24,7 @@ from contextlib import aclosing
 
 from hamburger.engine.generate import GenerationResult
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.serve.protocol import APIError, Chunks, bad, internal_error, shutting_down, sse
+from hamburger.serve.protocol import APIError, Chunks, StreamedAnswer, bad, internal_error, shutting_down, sse
 from hamburger.serve.scheduler import QueueFull, Request, Scheduler, ShuttingDown
 
 log = logging.getLogger("hamburger.serve")
@@ -134,7 +134,8 @@ async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks) -> A
     """The server-sent events of a streamed HTTP request: for each answer a role chunk (chat), one chunk per group of
     tokens and its final chunk, interleaved as they come; then the usage chunk (if asked) and [DONE]; or, when an
     answer fails, an error event (the others are cancelled)."""
-    shown, results, ended = [0] * len(reqs), [None] * len(reqs), [False] * len(reqs)
+    answers = [StreamedAnswer(chunks, index) for index in range(len(reqs))]
+    results, ended = [None] * len(reqs), [False] * len(reqs)
     try:
         if chunks.kind == "chat":
             for index in range(len(reqs)):
@@ -142,15 +143,14 @@ async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks) -> A
         async with aclosing(_merged(reqs)) as items:
             async for index, what, value in items:
                 if what == "event":
-                    yield sse(chunks.group(value, shown[index], index))
-                    shown[index] += len(value.text)
+                    yield sse(answers[index].group(value))
                     continue
                 ended[index] = True
                 if what == "error":
                     yield sse(failure(value).body())
                     return
                 results[index] = value
-                yield sse(chunks.finish(value, shown[index], index))
+                yield sse(answers[index].finish(value))
         for payload in chunks.close(results):
             yield sse(payload)
     except Exception as e:  # noqa: BLE001 - the headers are out: end the stream with an error event

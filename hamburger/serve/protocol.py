@@ -15,7 +15,7 @@ import json
 import math
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 from hamburger.errors import HamburgerError
@@ -356,15 +356,16 @@ class TokenLogprobs:
     tokenizer: object
     top: int
 
-    def _text(self, token: int) -> str:
+    def token_text(self, token: int) -> str:
+        """A token's text: the tokenizer's decoding of it alone."""
         return self.tokenizer.decode([token], skip_special_tokens=False)
 
     def render(self, ids: list[int], probs: list[float], alternatives: list, offset: int = 0) -> dict:
         """The object for the tokens ``ids`` (their probabilities ``probs``, their `alternatives`); ``offset``: the
         characters of the answer before them (the completions API's `text_offset`)."""
-        texts = [self._text(t) for t in ids]
+        texts = [self.token_text(t) for t in ids]
         logprobs = [_logprob(math.log(p) if p > 0 else -math.inf) for p in probs]
-        tops = [[(self._text(t), _logprob(lp)) for t, lp in a[:self.top]] for a in alternatives] if self.top else \
+        tops = [[(self.token_text(t), _logprob(lp)) for t, lp in a[:self.top]] for a in alternatives] if self.top else \
             [[] for _ in ids]
         if self.kind == "chat":
             return {"content": [{**_token_entry(text, lp), "top_logprobs": [_token_entry(*alt) for alt in top]}
@@ -378,11 +379,25 @@ class TokenLogprobs:
 
     def of_result(self, result: GenerationResult) -> dict:
         """The object for a whole answer: its tokens, but none after the one where a stop string cut its text."""
-        n = len(result.token_ids)
-        if result.finish_reason == "stop":
-            n = next(k for k in range(n + 1) if k == n or len(
-                self.tokenizer.decode(result.token_ids[:k], skip_special_tokens=True)) >= len(result.text))
+        n = self.shown_tokens(result.token_ids, len(result.text), result.finish_reason)
         return self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n])
+
+    def shown_tokens(self, ids: list[int], chars: int, finish: str | None, start: int = 0) -> int:
+        """How many of an answer's tokens ``ids`` its first ``chars`` characters show: while it goes on (``finish``
+        None), the tokens whose text they hold whole; once it ended, all of them, or when a stop string cut its text to
+        ``chars``, those up to the one that reaches the cut. ``start``: so many are known to be shown."""
+        if finish is not None and finish != "stop":
+            return len(ids)
+        def length(k: int) -> int:
+            return len(self.tokenizer.decode(ids[:k], skip_special_tokens=True))
+        k = start
+        if finish == "stop":
+            while k < len(ids) and length(k) < chars:
+                k += 1
+            return k
+        while k < len(ids) and length(k + 1) <= chars:
+            k += 1
+        return k
 
 
 def _logprob(value: float) -> float:
@@ -416,9 +431,8 @@ class Chunks:
     """The chunks of one streamed request (``kind`` "chat": chat.completion.chunk, else text_completion), in
     order for each answer (choice ``index``): `role` (chat only), one `group` chunk per group of tokens, its `finish`;
     then `close`: with ``include_usage`` every chunk has "usage": null and a usage chunk with no choices comes last, as
-    OpenAI streams it; then "[DONE]". (Several answers' chunks interleave as their groups come.) With
-    ``logprobs`` each group's chunk carries its tokens' log-probabilities (all of its tokens: a group whose text a stop
-    string cuts has its tokens there too)."""
+    OpenAI streams it; then "[DONE]". (Several answers' chunks interleave as their groups come.) An answer's own
+    chunks, and with ``logprobs`` its tokens' log-probabilities, come from its `StreamedAnswer`."""
 
     kind: str
     rid: str
@@ -446,31 +460,60 @@ class Chunks:
             out["usage"] = None
         return out
 
-    def group(self, event: GroupEvent, shown: int, index: int = 0) -> dict:
-        """The chunk of one group of tokens: its text, and its tokens' log-probabilities where asked (``shown``: the
-        characters of its answer streamed before it)."""
-        logprobs = self.logprobs and self.logprobs.render(event.token_ids, event.token_probs, event.alternatives,
-                                                          shown)
-        return self.text(event.text, logprobs=logprobs, index=index)
-
     def role(self, index: int = 0) -> dict:
         """The first chunk of an answer in a chat stream: the assistant's role and no text yet."""
         out = self.text("", index=index)
         out["choices"][0]["delta"] = {"role": "assistant", "content": ""}
         return out
 
-    def finish(self, result: GenerationResult, shown: int, index: int = 0) -> dict:
-        """The final chunk of an answer once ``result`` is in, ``shown`` characters of its text sent: the text held
-        back (a possible stop string, when a row is cut) and the finish reason."""
-        return self.text(result.text[shown:] or None, finish_reason(result), index=index)
-
     def close(self, results: list[GenerationResult]) -> list:
         """What ends the stream once every answer is in: the usage chunk (if asked), then "[DONE]"."""
         return [*([{**self._chunk([]), "usage": usage(results)}] if self.include_usage else []), "[DONE]"]
 
-    def ending(self, result: GenerationResult, shown: int) -> list:
-        """What ends the stream of one answer (`finish`, then `close`)."""
-        return [self.finish(result, shown), *self.close([result])]
+
+@dataclass
+class StreamedAnswer:
+    """One answer of a streamed request (choice ``index``) as its chunks go out: the characters sent, and with
+    log-probabilities its tokens so far and how many of them were sent. A token's log-probability goes with the chunk
+    that shows the whole of its text: text held back (a possible stop string) holds its tokens back too, and a stop
+    string's cut ends them, so the chunks carry exactly the tokens the answer's `TokenLogprobs.of_result` holds."""
+
+    chunks: Chunks
+    index: int = 0
+    shown: int = 0  # characters of the answer sent
+    ids: list[int] = field(default_factory=list)
+    probs: list[float] = field(default_factory=list)
+    alternatives: list = field(default_factory=list)
+    sent: int = 0  # tokens whose log-probabilities were sent
+    offset: int = 0  # their texts' characters (the completions API's `text_offset` of the next one)
+
+    def group(self, event: GroupEvent) -> dict:
+        """The chunk of one group of tokens: its text, and the log-probabilities of the tokens it shows."""
+        self.ids += event.token_ids
+        self.probs += event.token_probs
+        self.alternatives += event.alternatives
+        self.shown += len(event.text)
+        return self.chunks.text(event.text, logprobs=self._logprobs(event.finish_reason), index=self.index)
+
+    def finish(self, result: GenerationResult) -> dict:
+        """The final chunk once ``result`` is in: the text held back (a possible stop string, when a row is cut), its
+        tokens' log-probabilities, and the finish reason."""
+        text, self.shown = result.text[self.shown:] or None, len(result.text)
+        return self.chunks.text(text, finish_reason(result), self._logprobs(result.finish_reason), self.index)
+
+    def _logprobs(self, finish: str | None) -> dict | None:
+        """The log-probabilities of the tokens shown and not sent yet (None: none asked, or none to send)."""
+        lp = self.chunks.logprobs
+        if lp is None:
+            return None
+        n = max(self.sent, lp.shown_tokens(self.ids, self.shown, finish, self.sent))
+        if n == self.sent:
+            return None
+        rendered = lp.render(self.ids[self.sent:n], self.probs[self.sent:n], self.alternatives[self.sent:n],
+                             self.offset)
+        self.offset += sum(len(lp.token_text(t)) for t in self.ids[self.sent:n])
+        self.sent = n
+        return rendered
 
 
 def model_card(name: str, created: int) -> dict:

@@ -10,9 +10,9 @@ from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyResult
 from hamburger.serve import lifecycle
-from hamburger.serve.protocol import (FINISH, APIError, Chunks, Parsed, TokenLogprobs, authorize, completion_body,
-                                      completion_id, error_body, internal_error, model_card, model_list,
-                                      parse_logprobs, prepare, shutting_down, sse, usage)
+from hamburger.serve.protocol import (FINISH, APIError, Chunks, Parsed, StreamedAnswer, TokenLogprobs, authorize,
+                                      completion_body, completion_id, error_body, internal_error, model_card,
+                                      model_list, parse_logprobs, prepare, shutting_down, sse, usage)
 from hamburger.serve.scheduler import QueueFull, ShuttingDown
 
 
@@ -96,10 +96,10 @@ def test_chat_chunks():
         {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]}
     assert without_created(c.text("he")) == {**head, "choices": [
         {"index": 0, "delta": {"content": "he"}, "logprobs": None, "finish_reason": None}]}
-    final, done = [without_created(x) for x in c.ending(result(), len("hello world"))]
+    final = without_created(StreamedAnswer(c, shown=len("hello world")).finish(result()))
     assert final == {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}
-    assert done == "[DONE]"
-    final = without_created(c.ending(result(), 5)[0])  # text held back (a possible stop string) comes last
+    assert c.close([result()]) == ["[DONE]"]
+    final = without_created(StreamedAnswer(c, shown=5).finish(result()))  # text held back (a stop string) comes last
     assert final["choices"][0]["delta"] == {"content": " world"}
 
 
@@ -108,7 +108,8 @@ def test_completion_chunks_with_usage():
     head = {"id": "cmpl-1", "object": "text_completion", "model": "m"}
     assert without_created(c.text("he")) == {**head, "usage": None, "choices": [
         {"index": 0, "text": "he", "logprobs": None, "finish_reason": None}]}
-    final, use, done = [without_created(x) for x in c.ending(result(finish="length"), 11)]
+    final, use, done = [without_created(x) for x in
+                        [StreamedAnswer(c, shown=11).finish(result(finish="length")), *c.close([result()])]]
     assert final == {**head, "usage": None, "choices": [
         {"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}]}
     assert use == {**head, "choices": [], "usage": usage(result())} and done == "[DONE]"
@@ -178,12 +179,40 @@ def test_logprobs_end_where_a_stop_string_cut_the_text(char_tokenizer):
 def test_group_chunks_carry_their_tokens_logprobs(char_tokenizer):
     (a,) = ids(char_tokenizer, "a")
     group = GroupEvent(row=0, token_ids=[a], text="a", p_continue=[0.5], token_probs=[0.5], alternatives=[[(a, -0.7)]])
-    plain = without_created(Chunks("chat", "chatcmpl-1", "m").group(group, 0))
+    plain = without_created(StreamedAnswer(Chunks("chat", "chatcmpl-1", "m")).group(group))
     assert plain["choices"][0]["logprobs"] is None and plain["choices"][0]["delta"] == {"content": "a"}
-    chunk = without_created(Chunks("completion", "cmpl-1", "m", logprobs=TokenLogprobs("completion", char_tokenizer,
-                                                                                        1)).group(group, 4))
-    assert chunk["choices"][0]["logprobs"] == {"tokens": ["a"], "token_logprobs": [math.log(0.5)],
-                                               "top_logprobs": [{"a": -0.7}], "text_offset": [4]}
+    answer = StreamedAnswer(Chunks("completion", "cmpl-1", "m", logprobs=TokenLogprobs("completion", char_tokenizer,
+                                                                                        1)))
+    first, second = [without_created(answer.group(group)) for _ in range(2)]
+    assert first["choices"][0]["logprobs"] == {"tokens": ["a"], "token_logprobs": [math.log(0.5)],
+                                               "top_logprobs": [{"a": -0.7}], "text_offset": [0]}
+    assert second["choices"][0]["logprobs"]["text_offset"] == [1]
+
+
+def event_of(tokenizer, text: str, shown: str, finish: str | None = None) -> GroupEvent:
+    tokens = ids(tokenizer, text)
+    return GroupEvent(row=0, token_ids=tokens, text=shown, p_continue=[0.5] * len(tokens),
+                      token_probs=[0.5] * len(tokens), finish_reason=finish, alternatives=[[]] * len(tokens))
+
+
+@pytest.mark.parametrize("kind", ["chat", "completion"])
+def test_streamed_logprobs_go_with_their_text_and_end_at_a_stop_cut(kind, char_tokenizer):
+    """A token whose text is held back (a possible stop string) sends its log-probability with the chunk that shows
+    it; a stop string's cut ends them; the chunks carry exactly the non-streamed answer's tokens."""
+    logprobs = TokenLogprobs(kind, char_tokenizer, 0)
+    answer = StreamedAnswer(Chunks(kind, "x", "m", logprobs=logprobs))
+    events = [event_of(char_tokenizer, "ab w", "ab "),  # "w" may begin the stop string "wx": held back
+              event_of(char_tokenizer, "o", "wo"),  # "wo" can no longer begin it: shown
+              event_of(char_tokenizer, "rwxyz", "r", "stop")]  # cut before "wx"
+    sent = [answer.group(e)["choices"][0]["logprobs"] for e in events]
+    res = result(text="ab wor", token_ids=[t for e in events for t in e.token_ids], tokens=10, finish="stop",
+                 token_probs=[0.5] * 10, alternatives=[[]] * 10)
+    assert answer.finish(res)["choices"][0]["logprobs"] is None
+    tokens = (lambda lp: [c["token"] for c in lp["content"]]) if kind == "chat" else (lambda lp: lp["tokens"])
+    assert [tokens(lp) for lp in sent] == [["a", "b", " "], ["w", "o"], ["r"]]
+    assert sum(map(tokens, sent), []) == tokens(logprobs.of_result(res))
+    if kind == "completion":
+        assert [lp["text_offset"] for lp in sent] == [[0, 1, 2], [3, 4], [5]]
 
 
 def test_model_cards():
