@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # A training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
-# temperature 0.7, top-p 0.9, seed 1, bf16, ids ID#sN, into data/distilled/smollm2-135m-instruct.train-sN.jsonl
-# (N: DRAW; draws 1 to 3 are complete, draw 4 began in session 73).
+# temperature 0.7, top-p 0.9, seed 1, ids ID#sN, into data/distilled/smollm2-135m-instruct.train-sN.jsonl
+# (N: DRAW; draws 1 to 3 are complete, draw 4 (bf16) began in session 73, draw 5 (fp32) in session 75).
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
-# Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32].
+# Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32], DTYPE [a draw keeps the
+# dtype it began with (its meta, which distill checks on resume); a new draw takes bfloat16 where the CPU has bf16
+# instructions (avx512_bf16 or amx_bf16) and float32 elsewhere: bf16 on an AVX2-only host ran 2.75x slower,
+# dtype-speed-session74.txt].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
@@ -23,7 +26,11 @@ main() {
     [ -s data/prompts/train-all.jsonl ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train \
         --seed 0 --out data/prompts/train-all.jsonl
     [ -s $SP ] || $PY recipes/sampled_prompts.py data/prompts/train-all.jsonl $SP --draw $N
+    local dtype=${DTYPE:-}
+    [ -n "$dtype" ] || [ ! -s $S.meta.json ] || dtype=$(sed -n 's/.*"dtype": "\(.*\)".*/\1/p' $S.meta.json)
+    [ -n "$dtype" ] || { grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && dtype=bfloat16 || dtype=float32; }
+    echo "draw $N: $dtype"
     nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-32} \
-        --dtype bfloat16 --threads ${THREADS:-2} --max-new-tokens 256
+        --dtype $dtype --threads ${THREADS:-2} --max-new-tokens 256
 }
 main "$@"
