@@ -3,7 +3,7 @@
     add_model      --model, --base              a HAMburger checkpoint (and where its base moved to)
     add_base       --base                       a base model (the data verbs, which run the base alone)
     add_runtime    --device, --dtype, --threads where and how a model runs
-    add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop
+    add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop, penalties
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ KNOB_HELP = ("knob in (0, 1]: a group goes on while 1 - p_stop >= confidence (wi
 def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str | None = KNOB_HELP,
                  extra: bool = True, seed: int | None = None) -> None:
     """--max-new-tokens, --temperature, --top-p, --seed; --confidence with ``knob`` as its help (None: no knob,
-    the base model alone); with ``extra`` --top-k and --stop. ``seed``: the default seed (None: unseeded)."""
+    the base model alone); with ``extra`` --top-k, --stop, the penalties and --logit-bias. ``seed``: the default seed
+    (None: unseeded)."""
     if knob:
         p.add_argument("--confidence", type=float, default=None, help=knob)
         p.add_argument("--reread", type=float, default=0.0,
@@ -76,6 +77,19 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
                    help="seed for sampling (reproducible output)" + (f" (default {seed})" if seed is not None else ""))
     if extra:
         p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
+        p.add_argument("--repetition-penalty", type=float, default=1.0,
+                       help="> 0: the logit of a token the prompt or the answer holds is divided by it where positive, "
+                            "multiplied elsewhere (transformers' repetition_penalty; 1.0 = off, the default)")
+        p.add_argument("--presence-penalty", type=float, default=0.0,
+                       help="in [-2, 2]: subtracted from the logit of every token the answer holds (OpenAI's; "
+                            "default 0)")
+        p.add_argument("--frequency-penalty", type=float, default=0.0,
+                       help="in [-2, 2]: times its count in the answer, subtracted from a token's logit (OpenAI's; "
+                            "default 0)")
+        p.add_argument("--logit-bias", type=bias_entry, action="append", metavar="ID=BIAS",
+                       help="add BIAS in [-100, 100] to token ID's logit before any penalty (repeatable; -100 all but "
+                            "bans it). Penalties and biases change the choices; the probabilities shown stay the "
+                            "model's")
 
 
 def decoding_config(args: argparse.Namespace):
@@ -84,7 +98,20 @@ def decoding_config(args: argparse.Namespace):
 
     return DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence, reread=args.reread,
                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                          stop=args.stop or []).validate()
+                          stop=args.stop or [], repetition_penalty=args.repetition_penalty,
+                          presence_penalty=args.presence_penalty, frequency_penalty=args.frequency_penalty,
+                          logit_bias=dict(args.logit_bias or [])).validate()
+
+
+def bias_entry(text: str) -> tuple[int, float]:
+    """ID=BIAS (--logit-bias) -> (token id, bias)."""
+    token, sep, bias = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        return int(token), float(bias)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ID=BIAS (a token id and a number), got {text!r}") from None
 
 
 def add_confidence_sweep(p: argparse.ArgumentParser, default: str, help: str) -> None:

@@ -185,6 +185,11 @@ class HamburgerModel(nn.Module):
         cfg = self.base.config.get_text_config()
         return int(getattr(cfg, "max_position_embeddings", 1 << 30))
 
+    @property
+    def vocab_size(self) -> int:
+        """The width of the logits: the LM head's rows."""
+        return self.base.get_output_embeddings().weight.shape[0]
+
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.base.get_input_embeddings()(ids)
 

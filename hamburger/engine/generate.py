@@ -32,6 +32,7 @@ from hamburger.core.packing import group_tensors, input_sizes
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
+from hamburger.engine.penalties import Penalties
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import DecodingConfig, knob_gates, top_alternatives
@@ -107,6 +108,7 @@ class _Row:
         self.probs: list[float] = []
         self.alternatives: list[list[tuple[int, float]]] = []  # each token's `top_logprobs` most likely tokens
         self.traced = False  # the engine's `_trace` gets each of its tokens' logits
+        self.penalties: Penalties | None = None  # what its text and bias do to its choices (`Generation.add`)
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
@@ -135,6 +137,8 @@ class _Row:
         """Record one emitted token; finish at an EOS id (unless ignored), max_new_tokens or the context's end."""
         self.tokens.append(token)
         self.group.append(token)
+        if self.penalties is not None:
+            self.penalties.add(token)
         self.probs.append(prob)
         self.p_continue.append(p_continue)
         if token in eos and not self.cfg.ignore_eos:
@@ -196,6 +200,7 @@ class Generation:
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                               self.model.config.gate, self.model.config.prefilter))
         self.rows[-1].traced = self.trace_logits or config.top_logprobs > 0
+        self.rows[-1].penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)
@@ -222,7 +227,7 @@ class Generation:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
             r.alternatives = []
-            r.generator, r.detok = None, None
+            r.generator, r.detok, r.penalties = None, None, None
             self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:

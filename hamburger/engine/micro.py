@@ -26,6 +26,7 @@ import torch
 from transformers import DynamicCache
 
 from hamburger.engine.lookup import PromptLookup
+from hamburger.engine.penalties import PenaltyBatch, choice_logits, counted
 from hamburger.engine.sampling import choose_tokens, draw_tokens
 
 if TYPE_CHECKING:
@@ -68,22 +69,27 @@ class MicroCache:
 
 
 def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Tensor, state: torch.Tensor,
-                eos: torch.Tensor, steps: int, sample: bool, trace: bool):
+                eos: torch.Tensor, steps: int, sample: bool, trace: bool, penalties: PenaltyBatch | None = None):
     """``steps`` micro steps for every row, no host sync -> (tokens [B, steps], probs, p_continue (float32),
     going [B, steps] (token j is part of the row's group), logits [steps, B, V] or None).
 
     ``state`` [B, 7 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
     -stop_logit, the least probability of a micro token (`sampling.knob_gates`), whether EOS ids end the row,
-    temperature, top_k, top_p, then one uniform per micro step."""
+    temperature, top_k, top_p, then one uniform per micro step. ``penalties``: the rows' (`engine/penalties.py`), whose
+    counts grow with each micro step's tokens."""
     b, m = features.shape[:2]
     limit, threshold, floor, eos_on = state[:, 0], state[:, 1], state[:, 2], state[:, 3] > 0
     cache = MicroCache(m + steps - 1)
     going = torch.ones(b, dtype=torch.bool, device=hidden.device)
     tokens_, probs_, continue_, going_, logits_ = [], [], [], [], []
+    counts = None if penalties is None else penalties.counts
     for s in range(steps):
         logits = model.decode_logits(hidden).float()
-        tokens = draw_tokens(logits, state[:, 4], state[:, 5], state[:, 6], state[:, 7 + s]) if sample \
-            else logits.argmax(-1)
+        chosen_from = logits if penalties is None else penalties.adjust(logits, counts)
+        tokens = draw_tokens(chosen_from, state[:, 4], state[:, 5], state[:, 6], state[:, 7 + s]) if sample \
+            else chosen_from.argmax(-1)
+        if penalties is not None:
+            counts = counted(counts, tokens)
         embeddings = model.embed(tokens)
         stop_logits = model.stop_head(hidden, embeddings).float()
         probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0]
@@ -102,6 +108,12 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
             hidden = model.decoder(x, cache, m + s if s else 0)[:, -1]
     return (torch.stack(tokens_, 1), torch.stack(probs_, 1), torch.stack(continue_, 1), torch.stack(going_, 1),
             torch.stack(logits_) if trace else None)
+
+
+def copies(row: _Row) -> bool:
+    """Whether `micro_lookup` may copy the row's own earlier text into it: greedy rows without penalties (a copy is a
+    repeat, which they may discourage)."""
+    return row.cfg.greedy and row.penalties is None
 
 
 class HostMicroLoop:
@@ -123,7 +135,8 @@ class HostMicroLoop:
         copy_only: set[int] = set()  # rows that go on only for a copy (`micro_lookup_continues`), by id
         while True:
             logits = model.decode_logits(hidden).float()
-            tokens = choose_tokens(logits, [r.cfg for r in live], [r.generator for r in live])
+            tokens = choose_tokens(choice_logits(logits, [r.penalties for r in live]), [r.cfg for r in live],
+                                   [r.generator for r in live])
             copied = self._copy(logits, tokens, live) if step and lookup else ()
             token_embeddings = model.embed(tokens)
             stop_logits = model.stop_head(hidden, token_embeddings).float()
@@ -144,7 +157,7 @@ class HostMicroLoop:
                     continue
                 if -s >= row.threshold:
                     keep.append(b)
-                elif lookup and model.config.micro_lookup_continues and row.cfg.greedy and \
+                elif lookup and model.config.micro_lookup_continues and copies(row) and \
                         row.threshold < math.inf and ANSWER_LOOKUP.propose(row.tokens, 1):
                     # the stop head would end it: only a copy may join (never at knob 1.0: the base itself)
                     keep.append(b)
@@ -162,14 +175,14 @@ class HostMicroLoop:
             hidden = model.decoder(x, msd_cache, 0 if step == 1 else m + step - 1)[:, -1]
 
     def _copy(self, logits: torch.Tensor, tokens: torch.Tensor, live: list[_Row]) -> set[int]:
-        """The model's `micro_lookup` q: each greedy row whose answer's last three tokens occurred earlier in it takes
-        the token that followed their latest occurrence instead of the MSD's top token if the MSD gives it
+        """The model's `micro_lookup` q: each row that `copies` whose answer's last three tokens occurred earlier in it
+        takes the token that followed their latest occurrence instead of the MSD's top token if the MSD gives it
         probability >= q (in place in ``tokens``); returns the batch positions that took one, which pass the token
         gate (the stop head still judges them)."""
         q, copied = self.model.config.micro_lookup, set()
         probs = None
         for b, row in enumerate(live):
-            proposal = ANSWER_LOOKUP.propose(row.tokens, 1) if row.cfg.greedy else []
+            proposal = ANSWER_LOOKUP.propose(row.tokens, 1) if copies(row) else []
             if proposal:
                 probs = logits.softmax(-1) if probs is None else probs
                 if float(probs[b, proposal[0]]) >= q:
@@ -221,7 +234,9 @@ class DeviceMicroLoop:
         if compiled and hidden.device.type == "cuda":
             torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs are consumed by now
         traced = self.trace is not None and any(r.traced for r in rows)
-        tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample, traced)
+        penalties = PenaltyBatch.stack([r.penalties for r in rows], model.vocab_size, model.device)
+        tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample, traced,
+                                                       penalties)
         # The one host sync of the macro step: every row's tokens, probabilities and mask at once.
         host = torch.stack([tokens.double(), probs.double(), p_continue.double(), going.double()]).cpu().tolist()
         for b, r in enumerate(rows):

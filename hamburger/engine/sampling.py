@@ -11,6 +11,8 @@ from hamburger.core.config import check_confidence
 from hamburger.errors import HamburgerError
 
 MAX_TOP_LOGPROBS = 20  # the most alternatives a token keeps (OpenAI's limit)
+MAX_PENALTY = 2.0  # presence and frequency penalties lie in [-2, 2] (OpenAI's range)
+MAX_BIAS = 100.0  # a logit bias lies in [-100, 100] (OpenAI's range)
 
 
 @dataclass
@@ -34,6 +36,9 @@ class DecodingConfig:
         group starts from that reading. It costs a forward and the group's KV saving, and fixes the tokens that
         read a merged slot wrongly where the model doubts them. 0 = never (default); 1 = every merged group (then
         every group's first token reads unmerged history). Verify mode has no merged slots and ignores it.
+    presence_penalty, frequency_penalty (OpenAI's, in [-2, 2]), repetition_penalty (> 0, 1 = off; CTRL's, as
+        transformers'), logit_bias ({token id: bias in [-100, 100]}): what the request's own text and its bias do to
+        the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
     top_logprobs: for each emitted token, also keep the ``top_logprobs`` most likely tokens with their
         log-probabilities (`GenerationResult.alternatives`, up to `MAX_TOP_LOGPROBS`), under the distribution the token
         was chosen from, before temperature, top-k and top-p: the base's for a group's first token and in verify modes,
@@ -50,6 +55,10 @@ class DecodingConfig:
     ignore_eos: bool = False
     reread: float = 0.0
     top_logprobs: int = 0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: dict[int, float] = field(default_factory=dict)
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -70,7 +79,23 @@ class DecodingConfig:
                 not 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS:
             raise HamburgerError(f"top_logprobs must be an integer in [0, {MAX_TOP_LOGPROBS}], "
                                  f"got {self.top_logprobs!r}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            if not _number_in(getattr(self, name), -MAX_PENALTY, MAX_PENALTY):
+                raise HamburgerError(f"{name} must be a number in [-{MAX_PENALTY:g}, {MAX_PENALTY:g}], "
+                                     f"got {getattr(self, name)!r}")
+        if not _number_in(self.repetition_penalty, 0.0, math.inf) or self.repetition_penalty == 0:
+            raise HamburgerError(f"repetition_penalty must be a number > 0 (1 = off), got {self.repetition_penalty!r}")
+        if not isinstance(self.logit_bias, dict) or not all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 and _number_in(b, -MAX_BIAS, MAX_BIAS)
+                for t, b in self.logit_bias.items()):
+            raise HamburgerError(f"logit_bias must map token ids (>= 0) to numbers in [-{MAX_BIAS:g}, {MAX_BIAS:g}]")
         return self
+
+    @property
+    def penalized(self) -> bool:
+        """Whether a penalty or a bias changes the logits tokens are chosen from."""
+        return bool(self.presence_penalty or self.frequency_penalty or self.repetition_penalty != 1.0 or
+                    self.logit_bias)
 
     @property
     def greedy(self) -> bool:
@@ -82,6 +107,12 @@ class DecodingConfig:
         g = torch.Generator()
         g.manual_seed(self.seed if self.seed is not None else torch.seed())
         return g
+
+
+def _number_in(value, lo: float, hi: float) -> bool:
+    """A real number (not a bool, not NaN) in [lo, hi], finite."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
+        lo <= value <= hi
 
 
 def top_alternatives(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:

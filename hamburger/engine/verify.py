@@ -45,6 +45,7 @@ from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
+from hamburger.engine.penalties import choice_logits
 from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, sample, warped_probs
 from hamburger.errors import HamburgerError
 
@@ -282,7 +283,8 @@ class VerifyGeneration(Generation):
     def _first_tokens(self, hidden: torch.Tensor, rows: list[_Row]) -> None:
         """The first token of each new row: the base's own choice after the prompt."""
         logits = self.model.decode_logits(hidden).float()
-        tokens = choose_tokens(logits, [r.cfg for r in rows], [r.generator for r in rows])
+        tokens = choose_tokens(choice_logits(logits, [r.penalties for r in rows]), [r.cfg for r in rows],
+                               [r.generator for r in rows])
         probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0].tolist()
         for b, (r, t, p) in enumerate(zip(rows, tokens.tolist(), probs)):
             self._emit(r, [t], [p], [0.0])
@@ -315,8 +317,7 @@ class VerifyGeneration(Generation):
             return False
         drafts.tokens, drafts.looked_up = tokens, True
         if not row.cfg.greedy:  # a lookup draft is certain: q is one-hot
-            vocab = self.model.base.get_output_embeddings().weight.shape[0]
-            device = self.model.device
+            vocab, device = self.model.vocab_size, self.model.device
             drafts.q = [torch.zeros(vocab, device=device).index_fill_(0, torch.tensor([t], device=device), 1.0)
                         for t in tokens]
         return True
@@ -386,7 +387,7 @@ class VerifyGeneration(Generation):
         if bias is not None:
             sub = sub + bias
         picks, dists = draw_each(self.model.logits_of(sub).float(), cfgs, generators)
-        size = self.model.base.get_output_embeddings().weight.shape[0]
+        size = self.model.vocab_size
         return vocab[picks], [None if q is None else q.new_zeros(size).index_copy_(0, vocab, q) for q in dists]
 
     def _still_drafting(self, hidden: torch.Tensor, embeddings: torch.Tensor, rows: list[_Row],
@@ -487,7 +488,9 @@ class VerifyGeneration(Generation):
             for part, (b, s, e) in zip(logits.split([e - s for _, s, e in spans]), spans):
                 parts[b].append(part)
                 seen[b] = e
-                outcome = speculative_accept(part, drafts[b], rows[b].cfg, rows[b].generator, start=s)
+                penalties = rows[b].penalties  # (the base's test of each draft reads its adjusted logits)
+                tested = part if penalties is None else penalties.along(part, drafts[b].tokens, s)
+                outcome = speculative_accept(tested, drafts[b], rows[b].cfg, rows[b].generator, start=s)
                 if outcome is not None:
                     decided[b] = outcome
         return [(*decided[b], torch.cat(parts[b])) for b in range(len(rows))]

@@ -21,12 +21,13 @@ from itertools import accumulate
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.prompt import encode_prompt
-from hamburger.engine.sampling import MAX_TOP_LOGPROBS, DecodingConfig
+from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
 
 ROLES = {"system", "developer", "user", "assistant"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
-            "n", "confidence", "reread", "mode"}
+            "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
+            "mode"}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
@@ -38,11 +39,9 @@ def _off(*neutral):
 
 # Fields accepted only at their neutral value: anything else would change what the client expects.
 NEUTRAL = {
-    "chat": {"presence_penalty": _off(0), "frequency_penalty": _off(0), "logit_bias": _off({}), "tools": _off([]),
-             "functions": _off([]), "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
+    "chat": {"tools": _off([]), "functions": _off([]), "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
              "response_format": _off({"type": "text"})},
-    "completion": {"presence_penalty": _off(0), "frequency_penalty": _off(0), "logit_bias": _off({}),
-                   "echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
+    "completion": {"echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
 }
 EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs"},
          "completion": {"prompt", "logprobs"}}
@@ -164,6 +163,25 @@ def parse_logprobs(body: dict, kind: str) -> int | None:
     return (top or 0) if wanted else None
 
 
+def parse_logit_bias(body: dict, vocab: int) -> dict[int, float]:
+    """`logit_bias`: an object from token ids (as strings, JSON's keys) to numbers in [-100, 100]."""
+    bias = body.get("logit_bias")
+    if bias is None:
+        return {}
+    if not isinstance(bias, dict):
+        raise bad("'logit_bias' must be an object from token ids to numbers", "logit_bias")
+    out = {}
+    for key, value in bias.items():
+        token = int(key) if isinstance(key, str) and key.isascii() and key.isdigit() else -1
+        if not 0 <= token < vocab:
+            raise bad(f"'logit_bias' keys must be token ids in [0, {vocab}), got {key!r}", "logit_bias",
+                      "invalid_value")
+        if value is None:
+            raise bad(f"'logit_bias' values must be numbers, got None for {key!r}", "logit_bias")
+        out[token] = float(_number({"logit_bias": value}, "logit_bias", None, -MAX_BIAS, MAX_BIAS))
+    return out
+
+
 def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
                  ) -> tuple[DecodingConfig, bool, bool, int | None]:
     """The DecodingConfig, `stream`, `include_usage` and `parse_logprobs` of a request body (400 on anything
@@ -198,7 +216,10 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop), top_logprobs=logprobs or 0)
+        stop=list(stop), top_logprobs=logprobs or 0,
+        presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
+        frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
+        repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)))
     try:
         config.validate()
     except HamburgerError as e:
@@ -294,6 +315,7 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     """A request body -> `Parsed`; `kind` is "chat" or "completion"."""
     body = parse_body(raw)
     config, stream, include_usage, logprobs = parse_config(body, kind, default_max_tokens, default_confidence)
+    config = replace(config, logit_bias=parse_logit_bias(body, len(tokenizer)))
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)

@@ -35,6 +35,26 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
     assert "--top-logprobs shows in the JSON output" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", [["--mode", "verify"], ["--mode", "hamburger", "--confidence", "0.5"]])
+def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys):
+    """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it; bad values are refused."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    run = ["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "12", *mode]
+
+    def answer(*options) -> list[int]:
+        assert main([*run, *options, "abc"]) == 0
+        return json.loads(capsys.readouterr().out)["token_ids"]
+    plain = answer()
+    banned = answer(*[f"--logit-bias={t}=-100" for t in set(plain)])
+    assert banned and not set(banned) & set(plain)
+    assert answer("--repetition-penalty", "3", "--frequency-penalty", "2", "--presence-penalty", "2") != plain
+    assert main([*run, "--presence-penalty", "3", "abc"]) == 1
+    assert "presence_penalty must be a number in [-2, 2]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*run, "--logit-bias", "7", "abc"])
+    assert "expected ID=BIAS" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])
 def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, monkeypatch):
     """`hamburger chat` in each decoding mode (as `generate`'s): one streamed answer and summary per turn."""

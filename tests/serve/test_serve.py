@@ -208,6 +208,25 @@ def test_n_answers_are_one_row_each(server, checkpoint):
     assert greedy.choices[0].message.content == greedy.choices[1].message.content  # (greedy: the same answer)
 
 
+def test_penalties_and_bias_are_the_engines(server, checkpoint):
+    """`presence_penalty`, `frequency_penalty`, `logit_bias` (token ids as JSON's string keys) and the extension
+    `repetition_penalty`, through the official client: the engine's answer under the same settings."""
+    client = server.client()
+    plain = expect(checkpoint, chat("Hi there"), 16)
+    bias = {t: -100.0 for t in plain.token_ids[:3]}
+    settings = dict(presence_penalty=1.5, frequency_penalty=1.0, repetition_penalty=2.0)
+    ref = expect(checkpoint, chat("Hi there"), 16, logit_bias=bias, **settings)
+    assert ref.text != plain.text and not set(ref.token_ids) & set(bias)
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=16, presence_penalty=1.5,
+                                         frequency_penalty=1.0, logit_bias={str(t): -100 for t in bias},
+                                         extra_body={"repetition_penalty": 2.0})
+    assert got.choices[0].message.content == ref.text
+    ref = expect(checkpoint, "Once upon", 10, raw=True, frequency_penalty=-1.0, logit_bias={5: 3.5})
+    got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=10, frequency_penalty=-1.0,
+                                    logit_bias={"5": 3.5})
+    assert got.choices[0].text == ref.text
+
+
 def test_logprobs_are_the_engine_probabilities(server, checkpoint):
     """Chat's `logprobs` with `top_logprobs` and the completions API's `logprobs`, streamed or not, as the official
     client reads them: one entry per token, the engine's own probabilities and alternatives."""
@@ -261,6 +280,10 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
         (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
         (dict(messages=[]), "messages"), (dict(messages=chat("x" * too_long)), None),
         (dict(extra_body={"mode": "fast"}), "mode"), (dict(extra_body={"reread": 1.5}), "reread"),
+        (dict(presence_penalty=2.5), "presence_penalty"), (dict(frequency_penalty=-3), "frequency_penalty"),
+        (dict(extra_body={"repetition_penalty": 0}), "repetition_penalty"),
+        (dict(logit_bias={"5": 101}), "logit_bias"), (dict(logit_bias={"x": 1}), "logit_bias"),
+        (dict(logit_bias={str(len(checkpoint[2])): 1}), "logit_bias"), (dict(logit_bias=[1]), "logit_bias"),
     ]
     for extra, param in bad_requests:
         with pytest.raises(openai.BadRequestError) as e:

@@ -1,0 +1,155 @@
+"""Penalties and logit bias (`engine/penalties.py`): the arithmetic exactly; every engine's choices follow the adjusted
+logits, greedy and sampled, for a group's first token and its micro tokens; transformers' repetition penalty and
+sequence bias give the same greedy answers; the probabilities reported stay the model's."""
+
+from collections import Counter
+
+import pytest
+import torch
+
+from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+from hamburger.engine.generate import Generation
+from hamburger.engine.micro import _COMPILED, compile_micro_loop
+from hamburger.engine.penalties import PenaltyBatch, Penalties, penalize
+from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.verify import VerifyGeneration
+from hamburger.errors import HamburgerError
+from tests.helpers import PROMPTS, tiny_long_group_model
+from tests.verify_helpers import drafting_model
+
+ENGINES = ["host", "device", "verify", "verify_fold"]
+PROMPT = PROMPTS[1]
+
+
+def engine(kind: str, tokenizer, configs: list[DecodingConfig], prompts=None, trace=True):
+    """A batch of the engine ``kind``, every emitted token's logits traced, over models whose groups (hamburger) or
+    drafts (verify) hold several tokens; every row on ``PROMPT`` unless ``prompts``."""
+    prompts = prompts or [PROMPT] * len(configs)
+    if kind in ("host", "device"):
+        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, trace_logits=trace, micro_loop=kind)
+    fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
+    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, trace_logits=trace, fold=fold)
+
+
+def reference(logits: torch.Tensor, prompt: list[int], answer: list[int], cfg: DecodingConfig) -> torch.Tensor:
+    """The adjusted logits, written out token by token (float64)."""
+    out = logits.double().clone()
+    for t, b in cfg.logit_bias.items():
+        out[t] += b
+    if cfg.repetition_penalty != 1.0:
+        for t in set(prompt) | set(answer):
+            out[t] = out[t] / cfg.repetition_penalty if out[t] > 0 else out[t] * cfg.repetition_penalty
+    for t, c in Counter(answer).items():
+        out[t] -= cfg.presence_penalty + c * cfg.frequency_penalty
+    return out
+
+
+def test_the_arithmetic():
+    """Bias first, then the repetition penalty (prompt and answer), then presence and frequency (answer only)."""
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0, -2.0])
+    p = Penalties(0.5, 0.25, 2.0, {4: 10.0, 1: 3.0}, prompt_ids=[1], vocab=5, device=torch.device("cpu"))
+    for t in (3, 2, 3):
+        p.add(t)
+    expected = torch.tensor([2.0, 1.0, 0.25 - 0.25 - 0.5, 1.5 - 0.5 - 0.5, 8.0])
+    assert torch.equal(p(logits), expected)
+    fresh = Penalties(0.5, 0.25, 2.0, {4: 10.0, 1: 3.0}, prompt_ids=[1], vocab=5, device=torch.device("cpu"))
+    assert torch.equal(fresh(logits, after=[3, 2, 3]), expected)  # (drafts before a verify position count alike)
+    along = fresh.along(torch.stack([logits] * 2), [3, 2, 3, 0], start=2)  # (positions 2 and 3 of a verify step)
+    assert torch.equal(along[0], fresh(logits, after=[3, 2])) and torch.equal(along[1], expected)
+    assert torch.equal(reference(logits, [1], [3, 2, 3], DecodingConfig(
+        presence_penalty=0.5, frequency_penalty=0.25, repetition_penalty=2.0, logit_bias={4: 10.0, 1: 3.0})).float(),
+        expected)
+    # a batch's rows without penalties keep their logits exactly
+    batch = PenaltyBatch.stack([p, None], 5, torch.device("cpu"))
+    adjusted = batch.adjust(torch.stack([logits, logits]), batch.counts)
+    assert torch.equal(adjusted[0], expected) and torch.equal(adjusted[1], logits)
+    assert torch.equal(penalize(logits, torch.zeros(5), torch.zeros(5, dtype=torch.bool), 0.0, 0.0, 1.0, None),
+                       logits)
+
+
+CONFIGS = [DecodingConfig(max_new_tokens=24, confidence=0.5, repetition_penalty=3.0),
+           DecodingConfig(max_new_tokens=24, confidence=0.5, presence_penalty=1.0, frequency_penalty=0.5),
+           DecodingConfig(max_new_tokens=24, confidence=0.5, logit_bias={5: 6.0, 17: -100.0, 40: 2.5}),
+           DecodingConfig(max_new_tokens=24, confidence=0.5)]
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_greedy_choices_are_the_argmax_of_the_adjusted_logits(kind, char_tokenizer):
+    """Each token, micro tokens included, is the top of its logits adjusted by the answer before it; the row without
+    penalties decodes as alone; the probabilities reported are the unadjusted ones."""
+    gen = engine(kind, char_tokenizer, CONFIGS)
+    results = gen.run()
+    plain = results[-1]
+    assert plain.token_ids == engine(kind, char_tokenizer, CONFIGS[-1:], trace=False).run()[0].token_ids
+    assert kind not in ("host", "device") or max(results[0].groups) > 1  # (micro tokens are among them)
+    for cfg, result, logits in zip(CONFIGS, results, gen.logits):
+        assert len(logits) == result.tokens
+        if cfg.penalized:
+            assert result.token_ids != plain.token_ids  # (the test sees them act)
+        for i, (token, prob, row) in enumerate(zip(result.token_ids, result.token_probs, logits)):
+            adjusted = reference(row, PROMPT, result.token_ids[:i], cfg)
+            assert adjusted[token] >= adjusted.max() - 1e-5, (i, token, int(adjusted.argmax()))
+            assert prob == pytest.approx(float(row.softmax(-1)[token]), abs=1e-6)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_a_banned_token_is_never_drawn(kind, char_tokenizer):
+    """Sampled rows draw from the adjusted distribution: tokens biased by -100 never come, in a group's first token, a
+    micro token or a verify step's draws (whose drafts come from the unadjusted micro-step decoder)."""
+    free = DecodingConfig(max_new_tokens=32, confidence=0.5, temperature=1.0, seed=7)
+    drawn = engine(kind, char_tokenizer, [free], trace=False).run()[0].token_ids
+    banned = {t: -100.0 for t in set(drawn) - {2, 3}}  # (the end-of-sequence ids may still end an answer)
+    results = engine(kind, char_tokenizer, [DecodingConfig(max_new_tokens=32, confidence=0.5, temperature=1.0, seed=s,
+                                                           logit_bias=banned) for s in (7, 8)], trace=False).run()
+    assert len(banned) >= 5
+    for result in results:
+        assert result.tokens and not set(result.token_ids) & set(banned)
+        assert kind not in ("host", "device") or max(result.groups) > 1
+
+
+@pytest.mark.parametrize("kind", ["hamburger", "verify"])
+def test_confidence_one_gives_transformers_penalized_greedy_answer(kind, char_tokenizer):
+    """Plain decoding with transformers' repetition penalty and sequence bias (one-token sequences) gives the same
+    tokens as the engine's at confidence 1.0 (hamburger) and as lossless verify mode (the base's test of every draft
+    reads the adjusted logits)."""
+    bias = {5: 4.0, 44: -3.0, 60: 2.0}
+    cfg = DecodingConfig(max_new_tokens=24, confidence=1.0 if kind == "hamburger" else None, repetition_penalty=1.3,
+                         logit_bias=bias, ignore_eos=True)
+    model = tiny_long_group_model() if kind == "hamburger" else drafting_model("llama")
+    gen = Generation if kind == "hamburger" else VerifyGeneration
+    for prompt in PROMPTS:
+        ours = gen(model, char_tokenizer, [prompt], cfg).run()[0]
+        out = model.base.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                                  max_new_tokens=24, do_sample=False, repetition_penalty=1.3,
+                                  sequence_bias={(t,): b for t, b in bias.items()}, eos_token_id=None,
+                                  pad_token_id=0)
+        assert ours.token_ids == out[0, len(prompt):].tolist()
+        assert kind == "hamburger" or sum(ours.accepted) > 0  # (drafts were kept)
+
+
+def test_the_compiled_device_loop_applies_them(char_tokenizer):
+    model = tiny_long_group_model()
+    eager = Generation(model, char_tokenizer, [PROMPT] * len(CONFIGS), CONFIGS, micro_loop="device").run()
+    model.compile_decoding(mode=None, backend="aot_eager")
+    compile_micro_loop(model, backend="aot_eager")
+    try:
+        compiled = Generation(model, char_tokenizer, [PROMPT] * len(CONFIGS), CONFIGS, static_cache=True,
+                              micro_loop="device").run()
+    finally:
+        _COMPILED.pop(model)
+    for e, c in zip(eager, compiled):
+        assert (c.token_ids, c.groups) == (e.token_ids, e.groups)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("presence_penalty", 2.5), ("frequency_penalty", -2.1), ("presence_penalty", float("nan")),
+    ("repetition_penalty", 0.0), ("repetition_penalty", -1.0), ("repetition_penalty", float("inf")),
+    ("logit_bias", {1: 101.0}), ("logit_bias", {-1: 1.0}), ("logit_bias", {"1": 1.0}), ("logit_bias", [1])])
+def test_out_of_range_settings_are_refused(field, value):
+    with pytest.raises(HamburgerError, match=field):
+        DecodingConfig(**{field: value}).validate()
+
+
+def test_a_bias_outside_the_vocabulary_is_refused(char_tokenizer):
+    with pytest.raises(HamburgerError, match="outside the vocabulary"):
+        Generation(tiny_long_group_model(), char_tokenizer, [PROMPT], DecodingConfig(logit_bias={100: 1.0}))
