@@ -46,7 +46,7 @@
 #        export --fold-reader`); keep-fold-full: the same with the whole base trained;
 #        full: the paper's recipe plus KL, the fast path)
 #   DISTILL_SECONDS []  stop distilling after this long and go on with the rows made so far (a rerun continues)
-#   SAMPLED [1]  every run but `lora` also trains on sampled answers (temperature 0.7, top-p 0.9, bf16; issue 19
+#   SAMPLED [1]  every run but `lora` also trains on sampled answers (temperature 0.7, top-p 0.9; issue 19
 #        item 3), beside the greedy ones: the draws named (ids ID#sN; e.g. SAMPLED="1 2": two answers per training
 #        prompt); validation stays the greedy rows. Each draw's committed rows (DISTILLED with -sN before .jsonl,
 #        gzipped; made on a CPU between GPU windows) are continued here (DISTILL_SECONDS caps each draw). On by
@@ -100,8 +100,11 @@ if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
         [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
         [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP" --draw $N
         stamp distill-sampled-s$N
+        # (a draw goes on in the dtype it began with, which its meta holds: bf16, or fp32 for a draw begun on a CPU
+        # without bf16 instructions, e.g. draw 5)
+        DT=$(sed -n 's/.*"dtype": "\(.*\)".*/\1/p' "$S.meta.json" 2>/dev/null || true)
         ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
-            --temperature 0.7 --top-p 0.9 --seed 1 --dtype bfloat16 --max-new-tokens 256 \
+            --temperature 0.7 --top-p 0.9 --seed 1 --dtype ${DT:-bfloat16} --max-new-tokens 256 \
             --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
             [ -n "${DISTILL_SECONDS:-}" ]
         python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" "$S"
