@@ -38,6 +38,9 @@ from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import DecodingConfig, knob_gates, top_alternatives
 
 
+SCORE_CHUNK = 64  # prompt positions per LM-head call when a request asks for its prompt's log-probabilities
+
+
 @dataclass
 class GroupEvent:
     """One group of one row, as emitted (a streaming chunk)."""
@@ -75,6 +78,10 @@ class GenerationResult:
     token_probs: list[float] = field(default_factory=list)
     rereads: int = 0  # merged groups read again as single slots (`DecodingConfig.reread`), one forward each
     alternatives: list[list[tuple[int, float]]] = field(default_factory=list)  # as `GroupEvent.alternatives`
+    # with `DecodingConfig.prompt_logprobs`: each prompt token's log-probability after those before it (the first
+    # token's is not known: one fewer than the prompt's tokens), and its most likely alternatives
+    prompt_logprobs: list[float] = field(default_factory=list)
+    prompt_alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +116,8 @@ class _Row:
         self.alternatives: list[list[tuple[int, float]]] = []  # each token's `top_logprobs` most likely tokens
         self.traced = False  # the engine's `_trace` gets each of its tokens' logits
         self.penalties: Penalties | None = None  # what its text and bias do to its choices (`Generation.add`)
+        self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
+        self.prompt_alternatives: list[list[tuple[int, float]]] = []
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
@@ -226,7 +235,7 @@ class Generation:
         if r.done and row in self._kept:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
-            r.alternatives = []
+            r.alternatives, r.prompt_logprobs, r.prompt_alternatives = [], [], []
             r.generator, r.detok, r.penalties = None, None, None
             self.logits[row] = []
 
@@ -326,7 +335,7 @@ class Generation:
         if self._chunking:
             entry = min(self._chunking, key=lambda c: len(self.rows[c[0]].prompt_ids) - c[2])
             i, cache, done, earlier = entry
-            cache, hidden, features = self._prefill_chunk(self.rows[i].prompt_ids, done, done + chunk, cache, earlier)
+            cache, hidden, features = self._prefill_chunk(self.rows[i], done, done + chunk, cache, earlier)
             entry[1:] = cache, done + chunk, features
             if done + chunk >= len(self.rows[i].prompt_ids):
                 self._chunking.remove(entry)
@@ -341,17 +350,34 @@ class Generation:
         cache.reach = self.model.config.max_steps * max(1, self.model.config.fold_tail)
         return cache
 
-    def _prefill_chunk(self, prompt_ids: list[int], start: int, end: int, cache: SlotCache | None,
+    def _prefill_chunk(self, row: _Row, start: int, end: int, cache: SlotCache | None,
                        earlier: torch.Tensor | None = None):
         """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk); ``earlier``: the
         MSD's inputs at the previous chunk's last slot (None on the first)."""
         model = self.model
-        ids = torch.tensor([prompt_ids[start:end]], device=model.device)
+        ids = torch.tensor([row.prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
         cache = cache or self._new_cache(1)
         mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
+        self._score_prompt(row, final[0], start)
         return cache, *model.decode_features(final, features, previous=earlier)
+
+    def _score_prompt(self, row: _Row, final: torch.Tensor, start: int) -> None:
+        """For a row that asks (`DecodingConfig.prompt_logprobs`), the log-probability of each prompt token that the
+        base's final states ``final`` [n, d] at positions start.. predict, and its most likely alternatives; the LM
+        head runs on `SCORE_CHUNK` positions at a time (a 49k-token vocabulary makes 200 KB of logits per position)."""
+        k = row.cfg.prompt_logprobs
+        if k is None:
+            return
+        targets = row.prompt_ids[start + 1:start + 1 + final.shape[0]]
+        for at in range(0, len(targets), SCORE_CHUNK):
+            part = targets[at:at + SCORE_CHUNK]
+            logprobs = torch.log_softmax(self.model.decode_logits(final[at:at + len(part)]).float(), -1)
+            chosen = logprobs.gather(1, torch.tensor(part, device=logprobs.device)[:, None])[:, 0]
+            row.prompt_logprobs += chosen.tolist()
+            values, ids = logprobs.topk(k)
+            row.prompt_alternatives += [list(zip(i, v)) for i, v in zip(ids.tolist(), values.tolist())]
 
     def _prefill(self, rows: list[_Row]):
         model = self.model
@@ -373,6 +399,8 @@ class Generation:
         mask = cache.extend(valid.to(model.device), positions)
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
+        for b, r in enumerate(rows):
+            self._score_prompt(r, final[b, width - lengths[b]:], 0)
         return cache, *model.decode_features(final, features, valid.to(model.device))
 
     def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None,
@@ -542,7 +570,8 @@ class Generation:
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
             else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
-            p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives)
+            p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives,
+            prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives)
 
 
 def join_batch(running: tuple, joining: tuple) -> tuple:

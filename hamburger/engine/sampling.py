@@ -36,6 +36,9 @@ class DecodingConfig:
         group starts from that reading. It costs a forward and the group's KV saving, and fixes the tokens that
         read a merged slot wrongly where the model doubts them. 0 = never (default); 1 = every merged group (then
         every group's first token reads unmerged history). Verify mode has no merged slots and ignores it.
+    prompt_logprobs: None (default), or keep each prompt token's log-probability after the tokens before it (the
+        first has none) with its ``prompt_logprobs`` most likely alternatives (`GenerationResult.prompt_logprobs`,
+        `prompt_alternatives`), under the model's reading of the prompt (one slot per token, as its prefill reads it).
     presence_penalty, frequency_penalty (OpenAI's, in [-2, 2]), repetition_penalty (> 0, 1 = off; CTRL's, as
         transformers'), logit_bias ({token id: bias in [-100, 100]}): what the request's own text and its bias do to
         the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
@@ -55,6 +58,7 @@ class DecodingConfig:
     ignore_eos: bool = False
     reread: float = 0.0
     top_logprobs: int = 0
+    prompt_logprobs: int | None = None
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
@@ -75,10 +79,11 @@ class DecodingConfig:
             raise HamburgerError(f"reread must be in [0, 1], got {self.reread!r}")
         if any(not s for s in self.stop):
             raise HamburgerError("stop strings must be non-empty")
-        if isinstance(self.top_logprobs, bool) or not isinstance(self.top_logprobs, int) or \
-                not 0 <= self.top_logprobs <= MAX_TOP_LOGPROBS:
-            raise HamburgerError(f"top_logprobs must be an integer in [0, {MAX_TOP_LOGPROBS}], "
-                                 f"got {self.top_logprobs!r}")
+        for name in ("top_logprobs", "prompt_logprobs"):
+            value = getattr(self, name)
+            if (name == "top_logprobs" or value is not None) and (
+                    isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOP_LOGPROBS):
+                raise HamburgerError(f"{name} must be an integer in [0, {MAX_TOP_LOGPROBS}], got {value!r}")
         for name in ("presence_penalty", "frequency_penalty"):
             if not _number_in(getattr(self, name), -MAX_PENALTY, MAX_PENALTY):
                 raise HamburgerError(f"{name} must be a number in [-{MAX_PENALTY:g}, {MAX_PENALTY:g}], "

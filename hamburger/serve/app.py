@@ -101,7 +101,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks), media_type=SSE_MEDIA_TYPE,
                                      headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
-        return completion_body(kind, rid, model_name, results, logprobs)
+        return completion_body(kind, rid, model_name, results, logprobs, parsed.echo)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):

@@ -41,10 +41,10 @@ def _off(*neutral):
 NEUTRAL = {
     "chat": {"tools": _off([]), "functions": _off([]), "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
              "response_format": _off({"type": "text"})},
-    "completion": {"echo": _off(False), "suffix": _off(""), "best_of": _off(1)},
+    "completion": {"suffix": _off(""), "best_of": _off(1)},
 }
 EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs"},
-         "completion": {"prompt", "logprobs"}}
+         "completion": {"prompt", "logprobs", "echo"}}
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
 MAX_STOP = 4  # stop strings per request, as OpenAI allows
@@ -258,19 +258,20 @@ def chat_prompt(body: dict, tokenizer) -> list[int]:
         raise bad(f"the chat template failed on these messages: {e}", "messages") from e
 
 
-def completion_prompt(body: dict, tokenizer) -> list[int]:
+def completion_prompt(body: dict, tokenizer) -> tuple[list[int], str]:
+    """A completions request's prompt: its token ids, and its text (as given; decoded from ids given)."""
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]  # a batch of one
     if isinstance(prompt, str):
         try:
-            return encode_prompt(tokenizer, prompt, raw=True)
+            return encode_prompt(tokenizer, prompt, raw=True), prompt
         except HamburgerError as e:
             raise bad(str(e), "prompt") from e
     vocab = len(tokenizer)
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool)
                                                    and 0 <= t < vocab for t in prompt):
-        return list(prompt)
+        return list(prompt), tokenizer.decode(prompt)
     raise bad("'prompt' must be one non-empty string or one list of token ids (several prompts are not "
               "supported: send one request per prompt)", "prompt")
 
@@ -286,11 +287,20 @@ def parse_mode(body: dict, default: str) -> str:
     return mode
 
 
+@dataclass(frozen=True)
+class Echo:
+    """A completions request's `echo`: its prompt as given (``text``) and as read (``ids``), which each answer's text
+    and log-probabilities begin with."""
+
+    text: str
+    ids: list[int]
+
+
 @dataclass
 class Parsed:
     """What a request asks for: its generation config, decoding mode, prompt ids, streaming options,
     ``logprobs``: the alternatives per token of its tokens' log-probabilities (None: none asked, `parse_logprobs`),
-    and ``n``: how many answers (choices)."""
+    ``n``: how many answers (choices), and ``echo``: the prompt each answer begins with (completions' `echo`)."""
 
     config: DecodingConfig
     mode: str
@@ -299,6 +309,7 @@ class Parsed:
     include_usage: bool
     logprobs: int | None = None
     n: int = 1
+    echo: Echo | None = None
 
     def choice_configs(self) -> list[DecodingConfig]:
         """The config of each answer: a seeded request's answers draw with the seeds seed, seed + 1, ... (seed - 1,
@@ -318,8 +329,18 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     config = replace(config, logit_bias=parse_logit_bias(body, len(tokenizer)))
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
-    ids = chat_prompt(body, tokenizer) if kind == "chat" else completion_prompt(body, tokenizer)
-    return Parsed(config, mode, ids, stream, include_usage, logprobs, n)
+    if kind == "chat":
+        return Parsed(config, mode, chat_prompt(body, tokenizer), stream, include_usage, logprobs, n)
+    ids, text = completion_prompt(body, tokenizer)
+    echo = body.get("echo")
+    if echo is not None and not isinstance(echo, bool):
+        raise bad(f"'echo' must be a boolean, got {echo!r}", "echo")
+    if echo and stream:
+        raise bad("'echo' is not supported with 'stream' (send the request without one of them)", "echo",
+                  "unsupported_parameter")
+    if echo and logprobs is not None:  # the prompt's log-probabilities too, from the prefill's reading of it
+        config = replace(config, prompt_logprobs=logprobs)
+    return Parsed(config, mode, ids, stream, include_usage, logprobs, n, Echo(text, ids) if echo else None)
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -385,8 +406,12 @@ class TokenLogprobs:
     def render(self, ids: list[int], probs: list[float], alternatives: list, offset: int = 0) -> dict:
         """The object for the tokens ``ids`` (their probabilities ``probs``, their `alternatives`); ``offset``: the
         characters of the answer before them (the completions API's `text_offset`)."""
+        return self._render(ids, [math.log(p) if p > 0 else -math.inf for p in probs], alternatives, offset)
+
+    def _render(self, ids: list[int], logprobs: list[float], alternatives: list, offset: int = 0) -> dict:
+        """`render` from log-probabilities."""
         texts = [self.token_text(t) for t in ids]
-        logprobs = [_logprob(math.log(p) if p > 0 else -math.inf) for p in probs]
+        logprobs = [_logprob(lp) for lp in logprobs]
         tops = [[(self.token_text(t), _logprob(lp)) for t, lp in a[:self.top]] for a in alternatives] if self.top else \
             [[] for _ in ids]
         if self.kind == "chat":
@@ -399,10 +424,21 @@ class TokenLogprobs:
         offsets = list(accumulate(map(len, texts), initial=offset))[:-1]
         return {"tokens": texts, "token_logprobs": logprobs, "top_logprobs": chosen, "text_offset": offsets}
 
-    def of_result(self, result: GenerationResult) -> dict:
-        """The object for a whole answer: its tokens, but none after the one where a stop string cut its text."""
+    def of_result(self, result: GenerationResult, prompt_ids: list[int] | None = None) -> dict:
+        """The object for a whole answer: its tokens, but none after the one where a stop string cut its text. With
+        ``prompt_ids`` (the completions API's `echo`) the prompt's tokens come first, with their log-probabilities
+        (`GenerationResult.prompt_logprobs`; the first token's is null, as its alternatives)."""
         n = self.shown_tokens(result.token_ids, len(result.text), result.finish_reason)
-        return self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n])
+        if prompt_ids is None:
+            return self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n])
+        prompt = self._render(prompt_ids[1:], result.prompt_logprobs, result.prompt_alternatives,
+                              len(self.token_text(prompt_ids[0])))
+        answer = self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n],
+                             sum(len(self.token_text(t)) for t in prompt_ids))
+        return {"tokens": [self.token_text(prompt_ids[0]), *prompt["tokens"], *answer["tokens"]],
+                "token_logprobs": [None, *prompt["token_logprobs"], *answer["token_logprobs"]],
+                "top_logprobs": [None, *prompt["top_logprobs"], *answer["top_logprobs"]],
+                "text_offset": [0, *prompt["text_offset"], *answer["text_offset"]]}
 
     def shown_tokens(self, ids: list[int], chars: int, finish: str | None, start: int = 0) -> int:
         """How many of an answer's tokens ``ids`` its first ``chars`` characters show: while it goes on (``finish``
@@ -431,18 +467,18 @@ def _token_entry(text: str, logprob: float) -> dict:
 
 
 def completion_body(kind: str, rid: str, model: str, results: GenerationResult | list[GenerationResult],
-                    logprobs: TokenLogprobs | None = None) -> dict:
+                    logprobs: TokenLogprobs | None = None, echo: Echo | None = None) -> dict:
     """The answer to a non-streamed request: a chat.completion or a text_completion, one choice per result (with its
-    tokens' ``logprobs`` where the request asked for them)."""
+    tokens' ``logprobs`` where the request asked for them; with ``echo`` the prompt's first)."""
     rs = results if isinstance(results, list) else [results]
     choices = []
     for index, result in enumerate(rs):
-        rendered = None if logprobs is None else logprobs.of_result(result)
+        rendered = None if logprobs is None else logprobs.of_result(result, echo and echo.ids)
         if kind == "chat":
             choices.append({"index": index, "message": {"role": "assistant", "content": result.text},
                             "logprobs": rendered, "finish_reason": finish_reason(result)})
         else:
-            choices.append({"index": index, "text": result.text, "logprobs": rendered,
+            choices.append({"index": index, "text": (echo.text if echo else "") + result.text, "logprobs": rendered,
                             "finish_reason": finish_reason(result)})
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
             "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs)}

@@ -82,3 +82,34 @@ def test_top_alternatives_are_log_softmax_top_k():
     top = top_alternatives(logits, 2)
     assert [t for t, _ in top] == [1, 2]
     assert [lp for _, lp in top] == pytest.approx(torch.log_softmax(logits, -1)[[1, 2]].tolist())
+
+
+@pytest.mark.parametrize("kind", ENGINES + ["chunked"])
+def test_prompt_logprobs_are_the_models_reading_of_the_prompt(kind, char_tokenizer):
+    """`prompt_logprobs`: each prompt token's log-probability after those before it, and its most likely alternatives,
+    as the base's own forward over the prompt gives them; in a batch of prompts of other lengths (left-padded) and
+    read a chunk at a time."""
+    configs = [DecodingConfig(max_new_tokens=4, prompt_logprobs=3), DecodingConfig(max_new_tokens=4, prompt_logprobs=0),
+               DecodingConfig(max_new_tokens=4)]
+    if kind == "chunked":
+        gen = Generation(tiny_long_group_model(), char_tokenizer, PROMPTS[:3], configs, prefill_chunk=3)
+    else:
+        gen = engine(kind, char_tokenizer, configs)
+    for prompt, cfg, result in zip(PROMPTS, configs, gen.run()):
+        if cfg.prompt_logprobs is None:
+            assert result.prompt_logprobs == [] and result.prompt_alternatives == []
+            continue
+        with torch.no_grad():
+            logprobs = torch.log_softmax(gen.model.base(torch.tensor([prompt])).logits[0, :-1].float(), -1)
+        chosen = logprobs.gather(1, torch.tensor(prompt[1:])[:, None])[:, 0]
+        assert result.prompt_logprobs == pytest.approx(chosen.tolist(), abs=1e-5)
+        values, ids = logprobs.topk(cfg.prompt_logprobs)
+        assert [[t for t, _ in top] for top in result.prompt_alternatives] == ids.tolist()
+        assert [lp for top in result.prompt_alternatives for _, lp in top] == pytest.approx(
+            values.flatten().tolist(), abs=1e-5)
+
+
+def test_prompt_logprobs_out_of_range_are_refused():
+    for bad in (-1, 21, True, 1.5):
+        with pytest.raises(HamburgerError, match="prompt_logprobs"):
+            DecodingConfig(prompt_logprobs=bad).validate()

@@ -6,6 +6,7 @@ import time
 from contextlib import ExitStack
 
 import pytest
+import torch
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -206,6 +207,29 @@ def test_n_answers_are_one_row_each(server, checkpoint):
     assert sorted(finished) == [0, 1, 2]
     greedy = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=8, n=2)
     assert greedy.choices[0].message.content == greedy.choices[1].message.content  # (greedy: the same answer)
+
+
+def test_echo_scores_a_prompt_as_lm_eval_asks(server, checkpoint):
+    """The completions API's `echo` with `logprobs`, as lm-evaluation-harness's `local-completions` sends it to score a
+    continuation (token ids, `max_tokens` 1, `echo`, `logprobs` 1): the prompt's tokens' log-probabilities are the
+    model's own reading of it, and its greedy flag is whether each token was the top one."""
+    client, (_, model, tok) = server.client(), checkpoint
+    context, continuation = tok.encode("Once upon a"), tok.encode(" time there", add_special_tokens=False)
+    prompt = context + continuation
+    out = client.completions.create(model="ckpt", prompt=[prompt], max_tokens=1, temperature=0, logprobs=1, echo=True,
+                                    seed=1234).choices[0]
+    lp = out.logprobs
+    with torch.no_grad():
+        expected = torch.log_softmax(model.base(torch.tensor([prompt])).logits[0, :-1].float(), -1)
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert len(lp.tokens) == len(prompt) + 1 and out.text.startswith(tok.decode(prompt))
+    assert lp.token_logprobs[1:-1] == pytest.approx(expected.gather(1, torch.tensor(prompt[1:])[:, None])[:, 0].tolist(),
+                                                    abs=1e-4)
+    scored = lp.token_logprobs[len(context):-1]  # (lm-eval's slice: the continuation's tokens)
+    greedy = all(t == max(top.values()) for t, top in zip(scored, lp.top_logprobs[len(context):-1]))
+    assert greedy == (expected[len(context) - 1:].argmax(-1).tolist() == continuation)
+    plain = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=4, echo=True).choices[0]
+    assert plain.text == "Once upon" + expect(checkpoint, "Once upon", 4, raw=True).text and plain.logprobs is None
 
 
 def test_penalties_and_bias_are_the_engines(server, checkpoint):

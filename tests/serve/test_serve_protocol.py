@@ -10,7 +10,7 @@ from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyResult
 from hamburger.serve import lifecycle
-from hamburger.serve.protocol import (FINISH, APIError, Chunks, Parsed, StreamedAnswer, TokenLogprobs, authorize,
+from hamburger.serve.protocol import (FINISH, APIError, Chunks, Echo, Parsed, StreamedAnswer, TokenLogprobs, authorize,
                                       completion_body, completion_id, error_body, internal_error, model_card,
                                       model_list, parse_logprobs, prepare, shutting_down, sse, usage)
 from hamburger.serve.scheduler import QueueFull, ShuttingDown
@@ -174,6 +174,34 @@ def test_logprobs_end_where_a_stop_string_cut_the_text(char_tokenizer):
     assert TokenLogprobs("chat", char_tokenizer, 0).of_result(res)["content"] == []
     res = result(text="ab. cd", token_ids=tokens, tokens=len(tokens), token_probs=[0.5] * len(tokens), finish="length")
     assert len(TokenLogprobs("chat", char_tokenizer, 0).of_result(res)["content"]) == len(tokens)
+
+
+def test_echoed_logprobs_begin_with_the_prompts(char_tokenizer):
+    """`echo`: the prompt's tokens first, the first with null log-probability and alternatives, offsets over both."""
+    a, b, c = ids(char_tokenizer, "abc")
+    res = result(text="c", token_ids=[c], tokens=1, token_probs=[0.5], alternatives=[[(c, -0.6)]],
+                 prompt_logprobs=[-1.5], prompt_alternatives=[[(a, -0.2)]])
+    legacy = TokenLogprobs("completion", char_tokenizer, 1).of_result(res, prompt_ids=[a, b])
+    assert legacy == {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.5, math.log(0.5)],
+                      "top_logprobs": [None, {"a": -0.2, "b": -1.5}, {"c": -0.6}], "text_offset": [0, 1, 2]}
+    body = completion_body("completion", "cmpl-1", "m", res, TokenLogprobs("completion", char_tokenizer, 1),
+                           Echo("ab", [a, b]))
+    assert body["choices"][0]["text"] == "abc" and body["choices"][0]["logprobs"] == legacy
+
+
+@pytest.mark.parametrize("body,param", [({"echo": 1}, "echo"), ({"echo": True, "stream": True}, "echo")])
+def test_echo_refusals(body, param, char_tokenizer):
+    with pytest.raises(APIError) as e:
+        prepare(json.dumps({"prompt": "hi", **body}).encode(), "completion", char_tokenizer, 8, None)
+    assert e.value.status == 400 and e.value.param == param
+
+
+def test_an_echo_with_logprobs_asks_the_engine_for_the_prompts(char_tokenizer):
+    parsed = prepare(json.dumps({"prompt": [5, 6], "echo": True, "logprobs": 2}).encode(), "completion",
+                     char_tokenizer, 8, None)
+    assert parsed.config.prompt_logprobs == 2 and parsed.echo == Echo(char_tokenizer.decode([5, 6]), [5, 6])
+    plain = prepare(json.dumps({"prompt": "hi", "echo": True}).encode(), "completion", char_tokenizer, 8, None)
+    assert plain.config.prompt_logprobs is None and plain.echo.text == "hi"
 
 
 def test_group_chunks_carry_their_tokens_logprobs(char_tokenizer):
