@@ -8,7 +8,8 @@ up to single_tail + 1 slots, still in one forward, and with ``fold_tail`` d the 
 one merged slot in that forward, its split slots leaving the cache); finished rows are dropped from the batch.
 
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
-rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others.
+rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others. Rows that
+arrive with the same prompt (a request's several answers) share one reading of it, copied into each row's cache.
 
 A request's `reread` (`DecodingConfig`) re-reads doubted merged groups: after a macro step fed a row a merged
 group, if the next token's top probability is below it, the merged slot becomes a hole in the cache and one more
@@ -188,7 +189,7 @@ class Generation:
         if prefill_chunk is not None and (prefill_chunk < 1 or static_cache):
             raise HamburgerError("prefill_chunk must be >= 1, and needs the dynamic cache")
         self.prefill_chunk = prefill_chunk
-        self._chunking: list[list] = []  # [row, SlotCache or None, tokens prefilled, MSD inputs at the last one] of long prompts
+        self._chunking: list[_Chunked] = []  # the long prompts being read
         # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
         self.poll = poll
         self.logits: list[list[torch.Tensor]] = []
@@ -326,20 +327,29 @@ class Generation:
         new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
         chunk = self.prefill_chunk
         short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
-        self._chunking += [[i, None, 0, None] for i in new if i not in short]
+        for i in (i for i in new if i not in short):  # a long prompt: read with an equal one not begun yet, if any
+            same = next((c for c in self._chunking if c.done == 0 and
+                         self.rows[c.rows[0]].prompt_ids == self.rows[i].prompt_ids), None)
+            if same is None:
+                self._chunking.append(_Chunked([i]))
+            else:
+                same.rows.append(i)
         started = time.perf_counter()
         for i in new:
             self.rows[i].started = started
         ready = [(short, *self._prefill([self.rows[i] for i in short]))] if short else []
-        self._chunking = [c for c in self._chunking if not self.rows[c[0]].done]  # cancelled while waiting
+        for c in self._chunking:  # rows cancelled while waiting
+            c.rows = [i for i in c.rows if not self.rows[i].done]
+        self._chunking = [c for c in self._chunking if c.rows]
         if self._chunking:
-            entry = min(self._chunking, key=lambda c: len(self.rows[c[0]].prompt_ids) - c[2])
-            i, cache, done, earlier = entry
-            cache, hidden, features = self._prefill_chunk(self.rows[i], done, done + chunk, cache, earlier)
-            entry[1:] = cache, done + chunk, features
-            if done + chunk >= len(self.rows[i].prompt_ids):
+            entry = min(self._chunking, key=lambda c: len(self.rows[c.rows[0]].prompt_ids) - c.done)
+            rows = [self.rows[i] for i in entry.rows]
+            cache, hidden, features = self._prefill_chunk(rows, entry.done, entry.done + chunk, entry.cache,
+                                                          entry.earlier)
+            entry.cache, entry.done, entry.earlier = cache, entry.done + chunk, features
+            if entry.done >= len(rows[0].prompt_ids):
                 self._chunking.remove(entry)
-                ready.append(([i], cache, hidden, features))
+                ready.append((entry.rows, *copied(cache, hidden, features, [0] * len(rows))))
         return ready
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
@@ -350,17 +360,19 @@ class Generation:
         cache.reach = self.model.config.max_steps * max(1, self.model.config.fold_tail)
         return cache
 
-    def _prefill_chunk(self, row: _Row, start: int, end: int, cache: SlotCache | None,
+    def _prefill_chunk(self, rows: list[_Row], start: int, end: int, cache: SlotCache | None,
                        earlier: torch.Tensor | None = None):
-        """Feed prompt tokens [start, end) of one row into its own cache (made on the first chunk); ``earlier``: the
-        MSD's inputs at the previous chunk's last slot (None on the first)."""
+        """Feed prompt tokens [start, end) of the prompt of ``rows`` (one prompt, read once for them all) into its own
+        cache of one row (made on the first chunk); ``earlier``: the MSD's inputs at the previous chunk's last slot
+        (None on the first)."""
         model = self.model
-        ids = torch.tensor([row.prompt_ids[start:end]], device=model.device)
+        ids = torch.tensor([rows[0].prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
         cache = cache or self._new_cache(1)
         mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
-        self._score_prompt(row, final[0], start)
+        for row in rows:
+            self._score_prompt(row, final[0], start)
         return cache, *model.decode_features(final, features, previous=earlier)
 
     def _score_prompt(self, row: _Row, final: torch.Tensor, start: int) -> None:
@@ -380,13 +392,17 @@ class Generation:
             row.prompt_alternatives += [list(zip(i, v)) for i, v in zip(ids.tolist(), values.tolist())]
 
     def _prefill(self, rows: list[_Row]):
+        """Read the prompts of ``rows`` in one forward, each distinct prompt once (rows with the same prompt, such as a
+        request's several answers, get copies of its reading); returns (cache, hidden, features) with a row each."""
         model = self.model
-        lengths = [len(r.prompt_ids) for r in rows]
+        distinct: dict[tuple[int, ...], int] = {}
+        index = [distinct.setdefault(tuple(r.prompt_ids), len(distinct)) for r in rows]
+        lengths = [len(p) for p in distinct]
         width = max(lengths)
-        ids = torch.zeros(len(rows), width, dtype=torch.long)
-        valid = torch.zeros(len(rows), width, dtype=torch.bool)
-        for b, r in enumerate(rows):  # left padding: every row's last slot is its last prompt token
-            ids[b, width - lengths[b]:] = torch.tensor(r.prompt_ids)
+        ids = torch.zeros(len(distinct), width, dtype=torch.long)
+        valid = torch.zeros(len(distinct), width, dtype=torch.bool)
+        for b, prompt in enumerate(distinct):  # left padding: every row's last slot is its last prompt token
+            ids[b, width - lengths[b]:] = torch.tensor(prompt)
             valid[b, width - lengths[b]:] = True
         positions = (torch.arange(width)[None] - (width - torch.tensor(lengths))[:, None]).clamp(min=0)
         capacity = None
@@ -395,13 +411,14 @@ class Generation:
             per_step = model.config.single_tail + 1 + bool(model.config.fold_tail)  # (a fold's new slot; holes stay)
             capacity = width + per_step * longest if model.config.single_tail else \
                 min(model.context_length, width + longest)
-        cache = self._new_cache(len(rows), capacity)
+        cache = self._new_cache(len(distinct), capacity)
         mask = cache.extend(valid.to(model.device), positions)
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
-        for b, r in enumerate(rows):
+        for b, r in zip(index, rows):
             self._score_prompt(r, final[b, width - lengths[b]:], 0)
-        return cache, *model.decode_features(final, features, valid.to(model.device))
+        hidden, features = model.decode_features(final, features, valid.to(model.device))
+        return (cache, hidden, features) if len(distinct) == len(rows) else copied(cache, hidden, features, index)
 
     def _macro_step(self, cache: SlotCache, rows: list[_Row], groups: tuple | None = None,
                     earlier: torch.Tensor | None = None):
@@ -572,6 +589,23 @@ class Generation:
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives,
             prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives)
+
+
+@dataclass
+class _Chunked:
+    """A long prompt read a chunk per macro step (`Generation.prefill_chunk`), once for the ``rows`` that share it."""
+
+    rows: list[int]
+    cache: SlotCache | None = None
+    done: int = 0  # its tokens read
+    earlier: torch.Tensor | None = None  # the MSD's inputs at the last chunk's last slot
+
+
+def copied(cache: SlotCache, hidden: torch.Tensor, features: torch.Tensor, index: list[int]) -> tuple:
+    """(cache, hidden, features) of a prefill with row ``index[b]`` of each copied into row b."""
+    at = torch.tensor(index, device=hidden.device)
+    cache.select_rows(at)
+    return cache, hidden[at], features[at]
 
 
 def join_batch(running: tuple, joining: tuple) -> tuple:
