@@ -3,7 +3,8 @@
     add_model      --model, --base              a HAMburger checkpoint (and where its base moved to)
     add_base       --base                       a base model (the data verbs, which run the base alone)
     add_runtime    --device, --dtype, --threads where and how a model runs
-    add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop, penalties
+    add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop, penalties,
+                   --json-schema
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ KNOB_HELP = ("knob in (0, 1]: a group goes on while 1 - p_stop >= confidence (wi
 def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str | None = KNOB_HELP,
                  extra: bool = True, seed: int | None = None) -> None:
     """--max-new-tokens, --temperature, --top-p, --seed; --confidence with ``knob`` as its help (None: no knob,
-    the base model alone); with ``extra`` --top-k, --stop, the penalties and --logit-bias. ``seed``: the default seed
-    (None: unseeded)."""
+    the base model alone); with ``extra`` --top-k, --stop, the penalties, --json-schema and --logit-bias. ``seed``: the
+    default seed (None: unseeded)."""
     if knob:
         p.add_argument("--confidence", type=float, default=None, help=knob)
         p.add_argument("--reread", type=float, default=0.0,
@@ -86,6 +87,10 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
         p.add_argument("--frequency-penalty", type=float, default=0.0,
                        help="in [-2, 2]: times its count in the answer, subtracted from a token's logit (OpenAI's; "
                             "default 0)")
+        p.add_argument("--json-schema", type=json_schema, metavar="SCHEMA",
+                       help="hold the answer to this JSON schema (inline JSON, or a file holding it; '{\"type\": "
+                            "\"object\"}' for any JSON object): tokens it does not allow are never chosen, and the "
+                            "answer ends when it is complete")
         p.add_argument("--logit-bias", type=bias_entry, action="append", metavar="ID=BIAS",
                        help="add BIAS in [-100, 100] to token ID's logit before any penalty (repeatable; -100 all but "
                             "bans it). Penalties and biases change the choices; the probabilities shown stay the "
@@ -100,7 +105,23 @@ def decoding_config(args: argparse.Namespace):
                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                           stop=args.stop or [], repetition_penalty=args.repetition_penalty,
                           presence_penalty=args.presence_penalty, frequency_penalty=args.frequency_penalty,
-                          logit_bias=dict(args.logit_bias or [])).validate()
+                          logit_bias=dict(args.logit_bias or []), json_schema=args.json_schema).validate()
+
+
+def json_schema(text: str) -> dict:
+    """--json-schema: inline JSON, or the path of a file holding it -> the schema (checked by `grammar.compile_schema`
+    when a model uses it)."""
+    import json
+    from pathlib import Path
+
+    source = Path(text).read_text() if not text.lstrip().startswith("{") and Path(text).is_file() else text
+    try:
+        schema = json.loads(source)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON, nor a file holding it: {text!r} ({e})") from None
+    if not isinstance(schema, dict):
+        raise argparse.ArgumentTypeError(f"a JSON schema is a JSON object, got {text!r}")
+    return schema
 
 
 def bias_entry(text: str) -> tuple[int, float]:

@@ -33,10 +33,11 @@ from hamburger.core.packing import group_tensors, input_sizes
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
+from hamburger.engine.grammar import Grammar
 from hamburger.engine.penalties import Penalties
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.errors import HamburgerError
-from hamburger.engine.sampling import DecodingConfig, knob_gates, top_alternatives
+from hamburger.engine.sampling import Adjust, DecodingConfig, knob_gates, top_alternatives
 
 
 SCORE_CHUNK = 64  # prompt positions per LM-head call when a request asks for its prompt's log-probabilities
@@ -117,6 +118,7 @@ class _Row:
         self.alternatives: list[list[tuple[int, float]]] = []  # each token's `top_logprobs` most likely tokens
         self.traced = False  # the engine's `_trace` gets each of its tokens' logits
         self.penalties: Penalties | None = None  # what its text and bias do to its choices (`Generation.add`)
+        self.grammar: Grammar | None = None  # the JSON schema its answer is held to
         self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
         self.prompt_alternatives: list[list[tuple[int, float]]] = []
         self.group: list[int] = []
@@ -143,12 +145,17 @@ class _Row:
     def done(self) -> bool:
         return self.reason is not None
 
+    @property
+    def adjusts(self) -> list[Adjust]:
+        """What its request does to the logits its tokens are chosen from: penalties, then the schema's mask."""
+        return [a for a in (self.penalties, self.grammar) if a is not None]
+
     def take(self, token: int, prob: float, p_continue: float, eos: set[int], context_length: int) -> None:
         """Record one emitted token; finish at an EOS id (unless ignored), max_new_tokens or the context's end."""
         self.tokens.append(token)
         self.group.append(token)
-        if self.penalties is not None:
-            self.penalties.add(token)
+        for adjust in self.adjusts:
+            adjust.add(token)
         self.probs.append(prob)
         self.p_continue.append(p_continue)
         if token in eos and not self.cfg.ignore_eos:
@@ -210,7 +217,13 @@ class Generation:
         self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                               self.model.config.gate, self.model.config.prefilter))
         self.rows[-1].traced = self.trace_logits or config.top_logprobs > 0
-        self.rows[-1].penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
+        row = self.rows[-1]
+        row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
+        if config.json_schema is not None:
+            if self.tokenizer is None:
+                raise HamburgerError("a JSON schema needs the model's tokenizer")
+            row.grammar = Grammar(config.json_schema, self.tokenizer, self.model.vocab_size, sorted(self.eos),
+                                  self.model.device)
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)
@@ -237,7 +250,7 @@ class Generation:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
             r.alternatives, r.prompt_logprobs, r.prompt_alternatives = [], [], []
-            r.generator, r.detok, r.penalties = None, None, None
+            r.generator, r.detok, r.penalties, r.grammar = None, None, None, None
             self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:

@@ -26,8 +26,9 @@ import torch
 from transformers import DynamicCache
 
 from hamburger.engine.lookup import PromptLookup
-from hamburger.engine.penalties import PenaltyBatch, choice_logits, counted
-from hamburger.engine.sampling import choose_tokens, draw_tokens
+from hamburger.engine.penalties import PenaltyBatch, counted
+from hamburger.engine.sampling import choice_logits, choose_tokens, draw_tokens
+from hamburger.errors import HamburgerError
 
 if TYPE_CHECKING:
     from hamburger.core.model import HamburgerModel
@@ -111,9 +112,9 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
 
 
 def copies(row: _Row) -> bool:
-    """Whether `micro_lookup` may copy the row's own earlier text into it: greedy rows without penalties (a copy is a
-    repeat, which they may discourage)."""
-    return row.cfg.greedy and row.penalties is None
+    """Whether `micro_lookup` may copy the row's own earlier text into it: greedy rows whose choices nothing adjusts (a
+    copy is a repeat, which penalties may discourage and a schema may not allow)."""
+    return row.cfg.greedy and not row.adjusts
 
 
 class HostMicroLoop:
@@ -135,7 +136,7 @@ class HostMicroLoop:
         copy_only: set[int] = set()  # rows that go on only for a copy (`micro_lookup_continues`), by id
         while True:
             logits = model.decode_logits(hidden).float()
-            tokens = choose_tokens(choice_logits(logits, [r.penalties for r in live]), [r.cfg for r in live],
+            tokens = choose_tokens(choice_logits(logits, [r.adjusts for r in live]), [r.cfg for r in live],
                                    [r.generator for r in live])
             copied = self._copy(logits, tokens, live) if step and lookup else ()
             token_embeddings = model.embed(tokens)
@@ -234,6 +235,8 @@ class DeviceMicroLoop:
         if compiled and hidden.device.type == "cuda":
             torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs are consumed by now
         traced = self.trace is not None and any(r.traced for r in rows)
+        if any(r.grammar is not None for r in rows):
+            raise HamburgerError("a JSON schema needs micro_loop 'host' (its mask is made on the host after each token)")
         penalties = PenaltyBatch.stack([r.penalties for r in rows], model.vocab_size, model.device)
         tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample, traced,
                                                        penalties)

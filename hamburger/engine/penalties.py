@@ -12,7 +12,7 @@ ones, from the micro-step decoder; in the verify modes the base's test of each d
 adjusted distribution). They do not change what the model is said to think: the reported probabilities
 (`token_probs`, `top_logprobs`) and the knob's tests read the unadjusted logits, as vLLM reports raw log-probabilities.
 
-A row's state (`Penalties`) is dense over the vocabulary, on the model's device: its answer's count of each token and
+A row's state (`Penalties`) is one of its `sampling.Adjust`s, dense over the vocabulary, on the model's device: its answer's count of each token and
 whether its prompt holds it, so the device micro loop adjusts a whole micro batch without a host sync (`stack`).
 """
 
@@ -77,23 +77,6 @@ class Penalties:
             counts = counts.index_add(0, torch.tensor(after, device=counts.device),
                                       torch.ones(len(after), device=counts.device))
         return penalize(logits, counts, self.in_prompt, self.presence, self.frequency, self.repetition, self.bias)
-
-    def along(self, logits: torch.Tensor, drafts: list[int], start: int = 0) -> torch.Tensor:
-        """The logits [n, V] at positions start, start + 1, ... of a verify step adjusted, each as if the answer held
-        the drafts before it (its test only runs once those were kept)."""
-        return torch.stack([self(row, drafts[:start + j]) for j, row in enumerate(logits)])
-
-
-def choice_logits(logits: torch.Tensor, penalties: list[Penalties | None]) -> torch.Tensor:
-    """The logits [B, V] tokens are chosen from: each row's adjusted by its `Penalties` (the same tensor when no row
-    has any)."""
-    if all(p is None for p in penalties):
-        return logits
-    out = logits.float().clone()
-    for b, p in enumerate(penalties):
-        if p is not None:
-            out[b] = p(logits[b])
-    return out
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Protocol, Sequence
 
 import torch
 
@@ -39,6 +40,8 @@ class DecodingConfig:
     prompt_logprobs: None (default), or keep each prompt token's log-probability after the tokens before it (the
         first has none) with its ``prompt_logprobs`` most likely alternatives (`GenerationResult.prompt_logprobs`,
         `prompt_alternatives`), under the model's reading of the prompt (one slot per token, as its prefill reads it).
+    json_schema: hold the answer to this JSON schema (a dict; `engine/grammar.py`): at each choice the tokens it does not
+        allow next are left out, and the answer ends once the schema is complete. None: free text.
     presence_penalty, frequency_penalty (OpenAI's, in [-2, 2]), repetition_penalty (> 0, 1 = off; CTRL's, as
         transformers'), logit_bias ({token id: bias in [-100, 100]}): what the request's own text and its bias do to
         the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
@@ -63,6 +66,7 @@ class DecodingConfig:
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
     logit_bias: dict[int, float] = field(default_factory=dict)
+    json_schema: dict | None = None
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -94,6 +98,8 @@ class DecodingConfig:
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0 and _number_in(b, -MAX_BIAS, MAX_BIAS)
                 for t, b in self.logit_bias.items()):
             raise HamburgerError(f"logit_bias must map token ids (>= 0) to numbers in [-{MAX_BIAS:g}, {MAX_BIAS:g}]")
+        if self.json_schema is not None and not isinstance(self.json_schema, dict):
+            raise HamburgerError(f"json_schema must be a dict (a JSON object), got {type(self.json_schema).__name__}")
         return self
 
     @property
@@ -124,6 +130,43 @@ def top_alternatives(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
     """The ``k`` most likely tokens of ``logits`` [V], as (id, log-probability), most likely first."""
     values, ids = torch.log_softmax(logits.float(), -1).topk(k)
     return list(zip(ids.tolist(), values.tolist()))
+
+
+class Adjust(Protocol):
+    """What a row's request does to the logits its tokens are chosen from (`penalties.Penalties`, `grammar.Grammar`):
+    called on one position's logits [V], as if the answer also held the tokens ``after`` (a verify step's drafts
+    before that position); told each token the row takes."""
+
+    def __call__(self, logits: torch.Tensor, after: Sequence[int] = ()) -> torch.Tensor: ...
+
+    def add(self, token: int) -> None: ...
+
+
+def adjusted(logits: torch.Tensor, adjusts: Sequence[Adjust], after: Sequence[int] = ()) -> torch.Tensor:
+    """One position's logits [V] through a row's ``adjusts``, in order."""
+    for adjust in adjusts:
+        logits = adjust(logits, after)
+    return logits
+
+
+def choice_logits(logits: torch.Tensor, adjusts: Sequence[Sequence[Adjust]]) -> torch.Tensor:
+    """The logits [B, V] tokens are chosen from: each row's through its own ``adjusts`` (the same tensor when no row
+    has any)."""
+    if not any(adjusts):
+        return logits
+    out = logits.float().clone()
+    for b, row in enumerate(adjusts):
+        if row:
+            out[b] = adjusted(logits[b], row)
+    return out
+
+
+def along(logits: torch.Tensor, adjusts: Sequence[Adjust], drafts: Sequence[int], start: int = 0) -> torch.Tensor:
+    """A row's logits [n, V] at positions start, start + 1, ... of a verify step adjusted, each as if the answer held the
+    drafts before it (its test only runs once those were kept)."""
+    if not adjusts:
+        return logits
+    return torch.stack([adjusted(row, adjusts, drafts[:start + j]) for j, row in enumerate(logits)])
 
 
 def knob_gates(confidence: float, gate: str, prefilter: float = 0.0) -> tuple[float, float]:

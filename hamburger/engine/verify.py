@@ -45,8 +45,8 @@ from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
-from hamburger.engine.penalties import choice_logits
-from hamburger.engine.sampling import DecodingConfig, choose_tokens, draw_each, sample, warped_probs
+from hamburger.engine.sampling import (DecodingConfig, along, choice_logits, choose_tokens, draw_each, sample,
+                                       warped_probs)
 from hamburger.errors import HamburgerError
 
 VERIFY_CONFIDENCE = 0.3  # stop-head threshold for drafting when a request gives none (a wrong draft costs time only)
@@ -283,7 +283,7 @@ class VerifyGeneration(Generation):
     def _first_tokens(self, hidden: torch.Tensor, rows: list[_Row]) -> None:
         """The first token of each new row: the base's own choice after the prompt."""
         logits = self.model.decode_logits(hidden).float()
-        tokens = choose_tokens(choice_logits(logits, [r.penalties for r in rows]), [r.cfg for r in rows],
+        tokens = choose_tokens(choice_logits(logits, [r.adjusts for r in rows]), [r.cfg for r in rows],
                                [r.generator for r in rows])
         probs = logits.softmax(-1).gather(1, tokens[:, None])[:, 0].tolist()
         for b, (r, t, p) in enumerate(zip(rows, tokens.tolist(), probs)):
@@ -488,8 +488,7 @@ class VerifyGeneration(Generation):
             for part, (b, s, e) in zip(logits.split([e - s for _, s, e in spans]), spans):
                 parts[b].append(part)
                 seen[b] = e
-                penalties = rows[b].penalties  # (the base's test of each draft reads its adjusted logits)
-                tested = part if penalties is None else penalties.along(part, drafts[b].tokens, s)
+                tested = along(part, rows[b].adjusts, drafts[b].tokens, s)  # (the base's test reads them adjusted)
                 outcome = speculative_accept(tested, drafts[b], rows[b].cfg, rows[b].generator, start=s)
                 if outcome is not None:
                     decided[b] = outcome

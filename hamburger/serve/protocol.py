@@ -20,6 +20,7 @@ from itertools import accumulate
 
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import GenerationResult, GroupEvent
+from hamburger.engine.grammar import compile_schema
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
@@ -39,11 +40,11 @@ def _off(*neutral):
 
 # Fields accepted only at their neutral value: anything else would change what the client expects.
 NEUTRAL = {
-    "chat": {"tools": _off([]), "functions": _off([]), "tool_choice": _off("none", "auto"), "function_call": _off("none", "auto"),
-             "response_format": _off({"type": "text"})},
+    "chat": {"tools": _off([]), "functions": _off([]), "tool_choice": _off("none", "auto"),
+             "function_call": _off("none", "auto")},
     "completion": {"suffix": _off(""), "best_of": _off(1)},
 }
-EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs"},
+EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format"},
          "completion": {"prompt", "logprobs", "echo"}}
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
@@ -182,6 +183,34 @@ def parse_logit_bias(body: dict, vocab: int) -> dict[int, float]:
     return out
 
 
+def parse_response_format(body: dict) -> dict | None:
+    """Chat's `response_format`: {"type": "text"} (None: free text), {"type": "json_object"} (any JSON object) or
+    {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} -> the JSON schema the answer is held to
+    (400 for one that cannot hold an answer)."""
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind != "json_schema":
+        raise bad("'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                  "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}",
+                  "response_format", "invalid_value")
+    spec = fmt.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    if not isinstance(schema, dict):
+        raise bad("'response_format.json_schema.schema' must be a JSON schema (an object)", "response_format",
+                  "invalid_value")
+    try:
+        compile_schema(schema)
+    except HamburgerError as e:
+        raise bad(str(e), "response_format", "invalid_value") from e
+    return schema
+
+
 def parse_config(body: dict, kind: str, default_max_tokens: int, default_confidence: float | None
                  ) -> tuple[DecodingConfig, bool, bool, int | None]:
     """The DecodingConfig, `stream`, `include_usage` and `parse_logprobs` of a request body (400 on anything
@@ -219,7 +248,8 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         stop=list(stop), top_logprobs=logprobs or 0,
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
-        repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)))
+        repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)),
+        json_schema=parse_response_format(body) if kind == "chat" else None)
     try:
         config.validate()
     except HamburgerError as e:

@@ -37,7 +37,8 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
 
 @pytest.mark.parametrize("mode", [["--mode", "verify"], ["--mode", "hamburger", "--confidence", "0.5"]])
 def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys):
-    """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it; bad values are refused."""
+    """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it, --json-schema holds it to a
+    schema; bad values are refused."""
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     run = ["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "12", *mode]
 
@@ -53,6 +54,13 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     with pytest.raises(SystemExit):
         main([*run, "--logit-bias", "7", "abc"])
     assert "expected ID=BIAS" in capsys.readouterr().err
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "integer", "minimum": 0, "maximum": 999}')
+    assert main([*run, "--json-schema", str(schema), "abc"]) == 0
+    assert 0 <= json.loads(json.loads(capsys.readouterr().out)["text"]) <= 999
+    with pytest.raises(SystemExit):
+        main([*run, "--json-schema", "[1", "abc"])
+    assert "not JSON, nor a file holding it" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])

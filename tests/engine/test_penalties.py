@@ -11,7 +11,7 @@ from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
 from hamburger.engine.penalties import PenaltyBatch, Penalties, penalize
-from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.sampling import DecodingConfig, along as adjusted_along
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS, tiny_long_group_model
@@ -54,7 +54,7 @@ def test_the_arithmetic():
     assert torch.equal(p(logits), expected)
     fresh = Penalties(0.5, 0.25, 2.0, {4: 10.0, 1: 3.0}, prompt_ids=[1], vocab=5, device=torch.device("cpu"))
     assert torch.equal(fresh(logits, after=[3, 2, 3]), expected)  # (drafts before a verify position count alike)
-    along = fresh.along(torch.stack([logits] * 2), [3, 2, 3, 0], start=2)  # (positions 2 and 3 of a verify step)
+    along = adjusted_along(torch.stack([logits] * 2), [fresh], [3, 2, 3, 0], start=2)  # (positions 2, 3 of a step)
     assert torch.equal(along[0], fresh(logits, after=[3, 2])) and torch.equal(along[1], expected)
     assert torch.equal(reference(logits, [1], [3, 2, 3], DecodingConfig(
         presence_penalty=0.5, frequency_penalty=0.25, repetition_penalty=2.0, logit_bias={4: 10.0, 1: 3.0})).float(),

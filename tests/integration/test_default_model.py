@@ -73,3 +73,23 @@ def test_cli_generate_uses_the_default_model():
         out = json.loads(run.stdout)
         assert "4" in out["text"] and out["tokens"] <= 24 and out["confidence"] == confidence
         assert out["kv_slots"] <= out["kv_slots_ordinary"] and ("folded" in out) == (not mode)
+
+
+def test_a_json_schema_holds_the_real_models_answers(default):
+    """The real tokenizer's masks (llguidance reads its byte-level BPE): merged groups and lossless verify mode alike
+    answer with JSON the schema accepts, and end there."""
+    from hamburger.engine.verify import VerifyGeneration, on_base
+
+    model, tokenizer, _, reference = default
+    schema = {"type": "object", "additionalProperties": False, "required": ["name", "age"],
+              "properties": {"name": {"type": "string", "maxLength": 24}, "age": {"type": "integer", "minimum": 0,
+                                                                                  "maximum": 150}}}
+    ids = [encode_prompt(tokenizer, "Describe a person as JSON with their name and age.")]
+    cfg = DecodingConfig(max_new_tokens=48, confidence=0.5, json_schema=schema)
+    for run in (Generation(model, tokenizer, ids, cfg), VerifyGeneration(on_base(model, reference), tokenizer, ids,
+                                                                         DecodingConfig(max_new_tokens=48,
+                                                                                        json_schema=schema))):
+        result = run.run()[0]
+        value = json.loads(result.text)
+        assert result.finish_reason == "eos" and set(value) == {"name", "age"}, result.text
+        assert isinstance(value["name"], str) and 0 <= value["age"] <= 150

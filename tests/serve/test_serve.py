@@ -1,6 +1,7 @@
 """`hamburger serve`: a real server process on a tiny random checkpoint, driven by the official openai client."""
 
 import asyncio
+import json
 import math
 import time
 from contextlib import ExitStack
@@ -230,6 +231,26 @@ def test_echo_scores_a_prompt_as_lm_eval_asks(server, checkpoint):
     assert greedy == (expected[len(context) - 1:].argmax(-1).tolist() == continuation)
     plain = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=4, echo=True).choices[0]
     assert plain.text == "Once upon" + expect(checkpoint, "Once upon", 4, raw=True).text and plain.logprobs is None
+
+
+def test_response_formats_hold_answers_to_json(server, checkpoint):
+    """Chat's `response_format`: a JSON schema (the engine's answer under it, which the schema accepts) and any JSON
+    object; a schema that cannot hold an answer is a 400."""
+    client = server.client()
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["n"], "additionalProperties": False}
+    ref = expect(checkpoint, chat("Hi there"), 24, json_schema=schema)
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=24, response_format={
+        "type": "json_schema", "json_schema": {"name": "n", "schema": schema, "strict": True}}).choices[0]
+    assert got.message.content == ref.text and got.finish_reason == "stop"
+    assert list(json.loads(got.message.content)) == ["n"]
+    any_object = client.chat.completions.create(model="ckpt", messages=chat("Hi"), max_tokens=48,
+                                                response_format={"type": "json_object"}).choices[0].message.content
+    assert any_object.startswith("{")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="ckpt", messages=chat("Hi"), max_tokens=4, response_format={
+            "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "frob"}}})
+    assert error_of(e)["param"] == "response_format" and "unusable JSON schema" in error_of(e)["message"]
 
 
 def test_penalties_and_bias_are_the_engines(server, checkpoint):

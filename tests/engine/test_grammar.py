@@ -1,0 +1,64 @@
+"""Structured output (`DecodingConfig.json_schema`, `engine/grammar.py`): in every engine, greedy and sampled, a group's
+first token and its micro tokens alike, the answer is JSON the schema accepts, and ends there; bad schemas are refused."""
+
+import json
+
+import pytest
+import torch
+
+from hamburger.engine.grammar import Grammar, compile_schema
+from hamburger.engine.sampling import DecodingConfig
+from hamburger.errors import HamburgerError
+from tests.engine.test_penalties import engine
+from tests.helpers import tiny_long_group_model
+from hamburger.engine.generate import Generation
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "n", "ok"],
+          "properties": {"name": {"type": "string", "maxLength": 5}, "n": {"type": "integer", "minimum": 0,
+                                                                            "maximum": 99},
+                         "ok": {"type": "boolean"}}}
+
+
+def accepted(text: str) -> bool:
+    value = json.loads(text)
+    return set(value) == {"name", "n", "ok"} and isinstance(value["name"], str) and len(value["name"]) <= 5 and \
+        type(value["n"]) is int and 0 <= value["n"] <= 99 and isinstance(value["ok"], bool)
+
+
+@pytest.mark.parametrize("kind", ["host", "verify", "verify_fold"])
+def test_answers_hold_to_the_schema(kind, char_tokenizer):
+    configs = [DecodingConfig(max_new_tokens=64, confidence=0.5, json_schema=SCHEMA),
+               DecodingConfig(max_new_tokens=64, confidence=0.5, json_schema=SCHEMA, temperature=1.0, seed=4),
+               DecodingConfig(max_new_tokens=64, confidence=0.5, json_schema=SCHEMA, temperature=1.0, seed=5),
+               DecodingConfig(max_new_tokens=16, confidence=0.5)]
+    results = engine(kind, char_tokenizer, configs, trace=False).run()
+    for result in results[:3]:
+        assert result.finish_reason == "eos" and accepted(result.text), result.text
+    assert kind != "host" or max(g for r in results[:3] for g in r.groups) > 1  # (micro tokens are among them)
+    free = results[3]
+    assert not free.text.startswith("{")  # (the row without a schema is free: this tiny model writes no JSON)
+
+
+def test_the_mask_reads_the_drafts_before_a_position(char_tokenizer):
+    """A verify position after drafts sees the schema's state after them; after a draft it refuses, nothing is masked
+    (that position is never tested)."""
+    grammar = Grammar({"type": "integer"}, char_tokenizer, 100, [2, 3], torch.device("cpu"))
+    digit, letter = (char_tokenizer.encode(c, add_special_tokens=False)[0] for c in "7a")
+    logits = torch.zeros(100)
+    assert torch.isfinite(grammar(logits))[digit] and not torch.isfinite(grammar(logits))[letter]
+    after = grammar(logits, after=[digit])
+    assert torch.isfinite(after)[2] and not torch.isfinite(after)[letter]  # (an integer may end after a digit)
+    assert not torch.isfinite(grammar(logits))[2]  # (and the drafts were rolled back)
+    assert torch.equal(grammar(logits, after=[letter]), logits)
+
+
+def test_the_device_loop_and_bad_schemas_are_refused(char_tokenizer):
+    model = tiny_long_group_model()
+    with pytest.raises(HamburgerError, match="micro_loop 'host'"):
+        Generation(model, char_tokenizer, [[1, 40]], DecodingConfig(json_schema=SCHEMA), micro_loop="device").run()
+    for bad in ({"type": "frob"}, {"$ref": "#/missing"}):
+        with pytest.raises(HamburgerError, match="unusable JSON schema"):
+            Generation(model, char_tokenizer, [[1, 40]], DecodingConfig(json_schema=bad))
+    with pytest.raises(HamburgerError, match="json_schema must be a dict"):
+        DecodingConfig(json_schema="{}").validate()
+    assert compile_schema({"type": "object"})
