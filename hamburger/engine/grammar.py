@@ -92,6 +92,11 @@ class Grammar:
     def add(self, token: int) -> None:
         self.matcher.consume_token(token)
 
+    def forced(self) -> list[int]:
+        """The tokens the schema forces next, in the tokenizer's own spelling of its forced text (none where the schema
+        leaves a choice): verify mode drafts them (`VerifyGeneration._look_up`)."""
+        return [] if self.matcher.is_error() else self.matcher.compute_ff_tokens()
+
     def allowed(self) -> torch.Tensor:
         """The tokens the schema allows next [V] (bool, on the model's device)."""
         packed = torch.frombuffer(bytearray(self.matcher.compute_bitmask()), dtype=torch.uint8)

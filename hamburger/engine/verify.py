@@ -60,7 +60,8 @@ class VerifyResult(GenerationResult):
 
     drafts: list[int] = field(default_factory=list)  # tokens drafted at each verify step
     accepted: list[int] = field(default_factory=list)  # drafts the base kept at each verify step
-    looked_up: list[bool] = field(default_factory=list)  # whether prompt lookup (not the MSD) drafted at each step
+    # whether the drafts of each step came without the MSD (prompt lookup, the n-gram table, a schema's forced tokens)
+    looked_up: list[bool] = field(default_factory=list)
     folded: bool = False  # decoded with a `Folding` (older tokens may sit in merged slots)
 
     def acceptance_by_position(self) -> list[float]:
@@ -78,7 +79,7 @@ class _Drafts:
 
     tokens: list[int] = field(default_factory=list)
     q: list[torch.Tensor] = field(default_factory=list)
-    looked_up: bool = False  # prompt lookup made them (`engine/lookup.py`), not the MSD
+    looked_up: bool = False  # made without the MSD (`engine/lookup.py`, `engine/ngrams.py`, a schema's forced tokens)
     # 1 - p_stop after the pending token and after each draft (stop-head drafting only); results report it per
     # emitted token where the stop head judged that token, 0.0 elsewhere
     p_continue: list[float] = field(default_factory=list)
@@ -303,13 +304,18 @@ class VerifyGeneration(Generation):
         return max(0, min(self.max_draft, self._room(row)))
 
     def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
-        """Draft by prompt lookup into ``drafts`` where the row's text has a match, else (greedy rows) from the n-gram
-        table where it knows the text's last tokens; whether either did."""
+        """Draft without the MSD into ``drafts``: the tokens the row's JSON schema forces next (the base's test under
+        the schema's mask keeps them, unless it would write the same text in other tokens), else by prompt lookup where
+        the row's text has a match, else (greedy rows) from the n-gram table where it knows the text's last tokens;
+        whether any did."""
         table = self.ngrams if row.cfg.greedy else None
-        if self.lookup is None and table is None:
+        room = max(0, self._room(row))
+        tokens = row.grammar.forced()[:room] if row.grammar is not None else []
+        if not tokens and self.lookup is None and table is None:
             return False
-        text, room = row.prompt_ids + row.tokens, self._room(row)
-        tokens = self.lookup.propose(text, room) if self.lookup else []
+        text = row.prompt_ids + row.tokens
+        if not tokens and self.lookup:
+            tokens = self.lookup.propose(text, room)
         if not tokens and table is not None:
             tokens = table.propose(text, room)
         tokens = self._through_eos(row, tokens)

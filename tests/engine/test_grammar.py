@@ -6,12 +6,13 @@ import json
 import pytest
 import torch
 
+from hamburger.engine.generate import Generation
 from hamburger.engine.grammar import Grammar, compile_schema
 from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.engine.test_penalties import engine
-from tests.helpers import tiny_long_group_model
-from hamburger.engine.generate import Generation
+from tests.helpers import PROMPTS, tiny_long_group_model
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "n", "ok"],
           "properties": {"name": {"type": "string", "maxLength": 5}, "n": {"type": "integer", "minimum": 0,
@@ -62,3 +63,18 @@ def test_the_device_loop_and_bad_schemas_are_refused(char_tokenizer):
     with pytest.raises(HamburgerError, match="json_schema must be a dict"):
         DecodingConfig(json_schema="{}").validate()
     assert compile_schema({"type": "object"})
+
+
+def test_verify_mode_drafts_the_tokens_a_schema_forces(char_tokenizer):
+    """Verify mode drafts the schema's forced tokens (its keys and punctuation) without the MSD; the base keeps them,
+    and the answer stays the base's own masked greedy answer (plain decoding under the schema)."""
+    from tests.verify_helpers import drafting_model
+
+    model = drafting_model("llama", init="random")
+    cfg = DecodingConfig(max_new_tokens=64, json_schema=SCHEMA)
+    verified = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], cfg).run()[0]
+    plain = Generation(model, char_tokenizer, [PROMPTS[1]], DecodingConfig(max_new_tokens=64, confidence=1.0,
+                                                                            json_schema=SCHEMA)).run()[0]
+    assert verified.token_ids == plain.token_ids and accepted(verified.text)
+    forced = [a for a, by_lookup in zip(verified.accepted, verified.looked_up) if by_lookup]
+    assert sum(forced) >= len('{"name":"",') and verified.tau > 1.5  # (keys, quotes and commas come free)
