@@ -102,16 +102,21 @@ class Grammar:
         packed = torch.frombuffer(bytearray(self.matcher.compute_bitmask()), dtype=torch.uint8)
         return ((packed[:, None] & self._bits) != 0).flatten()[:self.vocab].to(self.device)
 
-    def __call__(self, logits: torch.Tensor, after: list[int] = ()) -> torch.Tensor:
-        """One position's logits [V] with the tokens the schema does not allow after the answer (and ``after``) at
-        -inf. A position after a draft the schema refuses is never tested (that draft is not kept): unchanged."""
-        if self.matcher.is_error():  # (a token forced past the schema: it holds nothing more)
-            return logits
+    def mask(self, after: list[int] = ()) -> torch.Tensor | None:
+        """The tokens [V] the schema allows after the answer and the tokens ``after`` (drafts), or None where it refuses
+        one of those (a position no test reaches: that draft is not kept) or holds nothing more (a token was forced
+        past it)."""
+        if self.matcher.is_error():
+            return None
         taken = self.matcher.try_consume_tokens(list(after)) if after else 0
         try:
-            if taken < len(after):
-                return logits
-            return logits.float().masked_fill(~self.allowed(), -torch.inf)
+            return self.allowed() if taken == len(after) else None
         finally:
             if taken:
                 self.matcher.rollback(taken)
+
+    def __call__(self, logits: torch.Tensor, after: list[int] = ()) -> torch.Tensor:
+        """One position's logits [V] with the tokens the schema does not allow after the answer (and ``after``) at
+        -inf (unchanged where `mask` is None)."""
+        allowed = self.mask(after)
+        return logits if allowed is None else logits.float().masked_fill(~allowed, -torch.inf)

@@ -363,7 +363,8 @@ class VerifyGeneration(Generation):
         while live:
             h = self.drafter.decoder(x, msd_cache, start)[:, -1]
             start += x.shape[1]
-            tokens, dists = self._draw_drafts(h, [rows[b].cfg for b in live], [rows[b].generator for b in live])
+            masks = [None if rows[b].grammar is None else rows[b].grammar.mask(out[b].tokens) for b in live]
+            tokens, dists = self._draw_drafts(h, [rows[b].cfg for b in live], [rows[b].generator for b in live], masks)
             for b, t, q in zip(live, tokens.tolist(), dists):
                 out[b].tokens.append(t)
                 if q is not None:  # the draft distribution, for the acceptance test
@@ -379,20 +380,22 @@ class VerifyGeneration(Generation):
             x, live = embeddings[:, None], going
         return out
 
-    def _draw_drafts(self, hidden: torch.Tensor, cfgs: list[DecodingConfig],
-                     generators: list) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+    def _draw_drafts(self, hidden: torch.Tensor, cfgs: list[DecodingConfig], generators: list,
+                     masks: list[torch.Tensor | None] | None = None) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
         """Each row's next draft [N] from the MSD's states ``hidden`` [N, d], and for a sampled row the distribution
         [V] it was drawn from (the acceptance test's q). With a draft vocabulary only its rows of the LM head are
         multiplied, and a sampled row's distribution is warped and drawn over them alone, then placed in the full
         vocabulary (zero elsewhere): the same drafts as over the full head with every other logit at -inf, at a
-        twelfth of the warping."""
+        twelfth of the warping. ``masks``: the tokens [V] a row's JSON schema allows (None: all; ignored where it allows
+        none the drafts could be)."""
         if self._draft_head is None:
-            return draw_each(self.model.decode_logits(hidden).float(), cfgs, generators)
+            return draw_each(_masked(self.model.decode_logits(hidden).float(), masks), cfgs, generators)
         vocab, weight, bias = self._draft_head
         sub = hidden.to(weight.dtype) @ weight
         if bias is not None:
             sub = sub + bias
-        picks, dists = draw_each(self.model.logits_of(sub).float(), cfgs, generators)
+        sub_masks = masks and [None if m is None else m[vocab] for m in masks]
+        picks, dists = draw_each(_masked(self.model.logits_of(sub).float(), sub_masks), cfgs, generators)
         size = self.model.vocab_size
         return vocab[picks], [None if q is None else q.new_zeros(size).index_copy_(0, vocab, q) for q in dists]
 
@@ -522,6 +525,18 @@ class VerifyGeneration(Generation):
             cache.reject_last(b, width - 1 - n)
         cache.drop_last(width - 1 - max(kept))
         cache.compact_if_holey()
+
+
+def _masked(logits: torch.Tensor, masks: list[torch.Tensor | None] | None) -> torch.Tensor:
+    """``logits`` [N, V] with each row's tokens outside its mask at -inf (rows whose mask is None or empty: as they
+    are)."""
+    if not masks or all(m is None for m in masks):
+        return logits
+    out = logits.clone()
+    for b, m in enumerate(masks):
+        if m is not None and bool(m.any()):
+            out[b] = out[b].masked_fill(~m, -torch.inf)
+    return out
 
 
 def verify_generate(model: HamburgerModel, tokenizer, prompt_ids: list[int], config: DecodingConfig | None = None,

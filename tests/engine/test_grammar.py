@@ -78,3 +78,24 @@ def test_verify_mode_drafts_the_tokens_a_schema_forces(char_tokenizer):
     assert verified.token_ids == plain.token_ids and accepted(verified.text)
     forced = [a for a, by_lookup in zip(verified.accepted, verified.looked_up) if by_lookup]
     assert sum(forced) >= len('{"name":"",') and verified.tau > 1.5  # (keys, quotes and commas come free)
+
+
+@pytest.mark.parametrize("draft_vocab", [None, torch.arange(0, 100, 2)])
+def test_the_msd_drafts_only_what_the_schema_allows(draft_vocab, char_tokenizer):
+    """The MSD's drafts under a schema are drawn among the tokens it allows next, over the full head or a draft
+    vocabulary's rows, greedy and sampled; a row whose allowed tokens the draft vocabulary lacks drafts as it would."""
+    from tests.verify_helpers import drafting_model
+
+    model = drafting_model("llama", init="random")
+    cfgs = [DecodingConfig(), DecodingConfig(temperature=1.0, seed=3), DecodingConfig()]
+    gen = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]] * 3, cfgs, draft_vocab=draft_vocab)
+    hidden = torch.randn(3, model.base.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    digits = torch.zeros(100, dtype=torch.bool)
+    digits[torch.tensor(char_tokenizer.encode("0123456789", add_special_tokens=False))] = True
+    none = torch.zeros(100, dtype=torch.bool)
+    with torch.no_grad():
+        tokens, dists = gen._draw_drafts(hidden, cfgs, [None, torch.Generator().manual_seed(3), None],
+                                         [digits, digits, none])
+        free, _ = gen._draw_drafts(hidden, cfgs, [None, torch.Generator().manual_seed(3), None])
+    assert digits[tokens[0]] and digits[tokens[1]] and tokens[2] == free[2]
+    assert float(dists[1][~digits].sum()) == 0.0  # (the acceptance test's q is the masked distribution)
