@@ -92,16 +92,15 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         parsed = await asyncio.get_running_loop().run_in_executor(
             workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
         refuse_if_draining()
-        reqs = lifecycle.submit_all(scheduler, parsed.prompt_ids, parsed.choice_configs(), parsed.mode,
-                                    model.context_length)
+        reqs = lifecycle.submit_all(scheduler, *parsed.answers(), parsed.mode, model.context_length)
         rid = completion_id(kind)
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
-            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs)
+            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n)
             return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks), media_type=SSE_MEDIA_TYPE,
                                      headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
-        return completion_body(kind, rid, model_name, results, logprobs, parsed.echo)
+        return completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):

@@ -4,7 +4,8 @@ A `scheduler.Request` carries an asyncio queue that receives ("event", GroupEven
 or ("error", exception); this module is the only reader of that queue:
 
 - `submit` queues a request (400 if the prompt fills the context, 429 with Retry-After when the queue is
-  full, 503 while the scheduler drains); `submit_all` queues one per answer of an HTTP request (`n`), all or none;
+  full, 503 while the scheduler drains); `submit_all` queues one per answer of an HTTP request (`n` per prompt), all
+  or none;
 - `collect` waits for a non-streamed request's result, watching the client: one that goes away cancels it;
   `collect_all` waits for all of them (one that fails cancels the others);
 - `stream` is the async generator of a streamed HTTP request's server-sent events (`protocol.Chunks`), its answers'
@@ -54,12 +55,13 @@ def submit(scheduler: Scheduler, ids: list[int], config: DecodingConfig, mode: s
     return req
 
 
-def submit_all(scheduler: Scheduler, ids: list[int], configs: list[DecodingConfig], mode: str,
+def submit_all(scheduler: Scheduler, prompts: list[list[int]], configs: list[DecodingConfig], mode: str,
                context_length: int) -> list[Request]:
-    """One request per config (the answers of one HTTP request); if one is refused, those queued are cancelled."""
+    """One request per answer of one HTTP request (its prompt's ids and its config); if one is refused, those queued
+    are cancelled."""
     reqs: list[Request] = []
     try:
-        for config in configs:
+        for ids, config in zip(prompts, configs, strict=True):
             reqs.append(submit(scheduler, ids, config, mode, context_length))
     except APIError:
         for req in reqs:

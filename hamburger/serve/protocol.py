@@ -50,6 +50,7 @@ MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
 MAX_STOP = 4  # stop strings per request, as OpenAI allows
 MAX_CHOICES = 16  # the most answers (`n`) one request asks for: each is a row of the server's batches
+MAX_PROMPTS = 64  # the most prompts in one completions request, and prompts times `n` (its rows)
 JSON_TYPES = ("application/json",)
 
 
@@ -288,11 +289,18 @@ def chat_prompt(body: dict, tokenizer) -> list[int]:
         raise bad(f"the chat template failed on these messages: {e}", "messages") from e
 
 
-def completion_prompt(body: dict, tokenizer) -> tuple[list[int], str]:
-    """A completions request's prompt: its token ids, and its text (as given; decoded from ids given)."""
+def completion_prompts(body: dict, tokenizer) -> list[tuple[list[int], str]]:
+    """A completions request's prompts (one, or a batch: a list of strings or of token-id lists, up to `MAX_PROMPTS`):
+    each one's token ids, and its text (as given; decoded from ids given)."""
     prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
-        prompt = prompt[0]  # a batch of one
+    batch = prompt if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt) \
+        else [prompt]
+    if len(batch) > MAX_PROMPTS:
+        raise bad(f"'prompt' may hold at most {MAX_PROMPTS} prompts, got {len(batch)}", "prompt", "invalid_value")
+    return [_one_prompt(p, tokenizer) for p in batch]
+
+
+def _one_prompt(prompt, tokenizer) -> tuple[list[int], str]:
     if isinstance(prompt, str):
         try:
             return encode_prompt(tokenizer, prompt, raw=True), prompt
@@ -302,8 +310,7 @@ def completion_prompt(body: dict, tokenizer) -> tuple[list[int], str]:
     if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool)
                                                    and 0 <= t < vocab for t in prompt):
         return list(prompt), tokenizer.decode(prompt)
-    raise bad("'prompt' must be one non-empty string or one list of token ids (several prompts are not "
-              "supported: send one request per prompt)", "prompt")
+    raise bad("'prompt' must be a non-empty string, a list of token ids, or a list of either (a batch)", "prompt")
 
 
 def parse_mode(body: dict, default: str) -> str:
@@ -328,18 +335,28 @@ class Echo:
 
 @dataclass
 class Parsed:
-    """What a request asks for: its generation config, decoding mode, prompt ids, streaming options,
-    ``logprobs``: the alternatives per token of its tokens' log-probabilities (None: none asked, `parse_logprobs`),
-    ``n``: how many answers (choices), and ``echo``: the prompt each answer begins with (completions' `echo`)."""
+    """What a request asks for: its generation config, decoding mode, the token ids of its prompts (one, or the
+    completions API's batch), streaming options, ``logprobs``: the alternatives per token of its tokens'
+    log-probabilities (None: none asked, `parse_logprobs`), ``n``: how many answers (choices) per prompt, and
+    ``echo``: with completions' `echo`, each prompt as each of its answers begins with it."""
 
     config: DecodingConfig
     mode: str
-    prompt_ids: list[int]
+    prompts: list[list[int]]
     stream: bool
     include_usage: bool
     logprobs: int | None = None
     n: int = 1
-    echo: Echo | None = None
+    echo: list[Echo] | None = None
+
+    def answers(self) -> tuple[list[list[int]], list[DecodingConfig]]:
+        """Each answer's prompt and config, prompt by prompt (its `n` answers together: choice index = prompt's index
+        * n + answer's): every prompt's answers are those a request with it alone gets (`choice_configs`)."""
+        return [p for p in self.prompts for _ in range(self.n)], self.choice_configs() * len(self.prompts)
+
+    def echoes(self) -> list[Echo] | None:
+        """Each answer's `Echo` (None: no echo)."""
+        return None if self.echo is None else [e for e in self.echo for _ in range(self.n)]
 
     def choice_configs(self) -> list[DecodingConfig]:
         """The config of each answer: a seeded request's answers draw with the seeds seed, seed + 1, ... (seed - 1,
@@ -360,8 +377,10 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     if kind == "chat":
-        return Parsed(config, mode, chat_prompt(body, tokenizer), stream, include_usage, logprobs, n)
-    ids, text = completion_prompt(body, tokenizer)
+        return Parsed(config, mode, [chat_prompt(body, tokenizer)], stream, include_usage, logprobs, n)
+    prompts = completion_prompts(body, tokenizer)
+    if len(prompts) * n > MAX_PROMPTS:
+        raise bad(f"{len(prompts)} prompts times 'n' {n} make more than {MAX_PROMPTS} answers", "n", "invalid_value")
     echo = body.get("echo")
     if echo is not None and not isinstance(echo, bool):
         raise bad(f"'echo' must be a boolean, got {echo!r}", "echo")
@@ -370,7 +389,8 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
                   "unsupported_parameter")
     if echo and logprobs is not None:  # the prompt's log-probabilities too, from the prefill's reading of it
         config = replace(config, prompt_logprobs=logprobs)
-    return Parsed(config, mode, ids, stream, include_usage, logprobs, n, Echo(text, ids) if echo else None)
+    return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
+                  [Echo(text, ids) for ids, text in prompts] if echo else None)
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -384,15 +404,14 @@ def finish_reason(result: GenerationResult) -> str:
     return FINISH[result.finish_reason]
 
 
-def usage(results: GenerationResult | list[GenerationResult]) -> dict:
+def usage(results: GenerationResult | list[GenerationResult], n: int = 1) -> dict:
     """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots). Several answers
-    to one request (`n`): the prompt once, the rest summed over them (each answer's row held its own copy of the
-    prompt's KV), tau their tokens per forward."""
+    to one request (`n` per prompt, prompt by prompt): each prompt once, the rest summed over them (each answer's row
+    held its own copy of its prompt's KV), tau their tokens per forward."""
     rs = results if isinstance(results, list) else [results]
     tokens, forwards = sum(r.tokens for r in rs), sum(r.forwards for r in rs)
-    first = rs[0]
-    return {"prompt_tokens": first.prompt_tokens, "completion_tokens": tokens,
-            "total_tokens": first.prompt_tokens + tokens,
+    first, prompt = rs[0], sum(r.prompt_tokens for r in rs[::n])
+    return {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens,
             "hamburger": {"base_forwards": forwards, "tau": round(tokens / forwards if len(rs) > 1 else first.tau, 4),
                           "groups": sum(len(r.groups) for r in rs), "kv_slots": sum(r.kv_slots for r in rs),
                           "kv_slots_ordinary": sum(r.kv_slots_ordinary for r in rs),
@@ -497,12 +516,14 @@ def _token_entry(text: str, logprob: float) -> dict:
 
 
 def completion_body(kind: str, rid: str, model: str, results: GenerationResult | list[GenerationResult],
-                    logprobs: TokenLogprobs | None = None, echo: Echo | None = None) -> dict:
+                    logprobs: TokenLogprobs | None = None, echoes: list[Echo] | None = None, n: int = 1) -> dict:
     """The answer to a non-streamed request: a chat.completion or a text_completion, one choice per result (with its
-    tokens' ``logprobs`` where the request asked for them; with ``echo`` the prompt's first)."""
+    tokens' ``logprobs`` where the request asked for them; with ``echoes``, one per result, its prompt's first), ``n``
+    results per prompt."""
     rs = results if isinstance(results, list) else [results]
     choices = []
     for index, result in enumerate(rs):
+        echo = echoes[index] if echoes else None
         rendered = None if logprobs is None else logprobs.of_result(result, echo and echo.ids)
         if kind == "chat":
             choices.append({"index": index, "message": {"role": "assistant", "content": result.text},
@@ -511,7 +532,7 @@ def completion_body(kind: str, rid: str, model: str, results: GenerationResult |
             choices.append({"index": index, "text": (echo.text if echo else "") + result.text, "logprobs": rendered,
                             "finish_reason": finish_reason(result)})
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
-            "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs)}
+            "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs, n)}
 
 
 @dataclass(frozen=True)
@@ -527,6 +548,7 @@ class Chunks:
     model: str
     include_usage: bool = False
     logprobs: TokenLogprobs | None = None
+    n: int = 1  # answers per prompt (`usage`)
 
     @property
     def object(self) -> str:
@@ -556,7 +578,7 @@ class Chunks:
 
     def close(self, results: list[GenerationResult]) -> list:
         """What ends the stream once every answer is in: the usage chunk (if asked), then "[DONE]"."""
-        return [*([{**self._chunk([]), "usage": usage(results)}] if self.include_usage else []), "[DONE]"]
+        return [*([{**self._chunk([]), "usage": usage(results, self.n)}] if self.include_usage else []), "[DONE]"]
 
 
 @dataclass

@@ -253,6 +253,19 @@ def test_response_formats_hold_answers_to_json(server, checkpoint):
     assert error_of(e)["param"] == "response_format" and "unusable JSON schema" in error_of(e)["message"]
 
 
+def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
+    """The completions API's batch of prompts with `n`: every prompt's answers, prompt by prompt, as the engine gives
+    them; `usage` counts each prompt once."""
+    client, tok = server.client(), checkpoint[2]
+    prompts = ["Once upon", "The sea"]
+    out = client.completions.create(model="ckpt", prompt=prompts, max_tokens=6, n=2, temperature=0.9, seed=3)
+    refs = [expect(checkpoint, p, 6, raw=True, temperature=0.9, seed=3 + j) for p in prompts for j in range(2)]
+    assert [c.index for c in out.choices] == [0, 1, 2, 3]
+    assert [c.text for c in out.choices] == [r.text for r in refs]
+    assert out.usage.prompt_tokens == sum(len(encode_prompt(tok, p, raw=True)) for p in prompts)
+    assert out.usage.completion_tokens == sum(r.tokens for r in refs)
+
+
 def test_penalties_and_bias_are_the_engines(server, checkpoint):
     """`presence_penalty`, `frequency_penalty`, `logit_bias` (token ids as JSON's string keys) and the extension
     `repetition_penalty`, through the official client: the engine's answer under the same settings."""
@@ -340,8 +353,8 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="ckpt", prompt="y" * too_long, max_tokens=2)
     assert error_of(e)["code"] == "context_length_exceeded"
-    with pytest.raises(openai.BadRequestError):
-        client.completions.create(model="ckpt", prompt=["a", "b"], max_tokens=2)
+    with pytest.raises(openai.BadRequestError):  # (more prompts in one request than it may hold)
+        client.completions.create(model="ckpt", prompt=["a"] * 65, max_tokens=2)
     r = httpx.get(server.url + "/v1/nope")
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
     assert client.chat.completions.create(**kw).choices[0].finish_reason in ("stop", "length")

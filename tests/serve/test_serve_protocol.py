@@ -185,7 +185,7 @@ def test_echoed_logprobs_begin_with_the_prompts(char_tokenizer):
     assert legacy == {"tokens": ["a", "b", "c"], "token_logprobs": [None, -1.5, math.log(0.5)],
                       "top_logprobs": [None, {"a": -0.2, "b": -1.5}, {"c": -0.6}], "text_offset": [0, 1, 2]}
     body = completion_body("completion", "cmpl-1", "m", res, TokenLogprobs("completion", char_tokenizer, 1),
-                           Echo("ab", [a, b]))
+                           [Echo("ab", [a, b])])
     assert body["choices"][0]["text"] == "abc" and body["choices"][0]["logprobs"] == legacy
 
 
@@ -199,9 +199,9 @@ def test_echo_refusals(body, param, char_tokenizer):
 def test_an_echo_with_logprobs_asks_the_engine_for_the_prompts(char_tokenizer):
     parsed = prepare(json.dumps({"prompt": [5, 6], "echo": True, "logprobs": 2}).encode(), "completion",
                      char_tokenizer, 8, None)
-    assert parsed.config.prompt_logprobs == 2 and parsed.echo == Echo(char_tokenizer.decode([5, 6]), [5, 6])
+    assert parsed.config.prompt_logprobs == 2 and parsed.echo == [Echo(char_tokenizer.decode([5, 6]), [5, 6])]
     plain = prepare(json.dumps({"prompt": "hi", "echo": True}).encode(), "completion", char_tokenizer, 8, None)
-    assert plain.config.prompt_logprobs is None and plain.echo.text == "hi"
+    assert plain.config.prompt_logprobs is None and plain.echo[0].text == "hi"
 
 
 def test_group_chunks_carry_their_tokens_logprobs(char_tokenizer):
@@ -336,7 +336,7 @@ def test_stream_events_in_order_and_cancel_on_close():
 
 def queued(s: FakeScheduler, pushes: list[list]) -> list:
     """One request per list of ``pushes`` (the answers of one HTTP request), each with those items in its queue."""
-    reqs = lifecycle.submit_all(s, [1], [None] * len(pushes), "hamburger", 10)
+    reqs = lifecycle.submit_all(s, [[1]] * len(pushes), [None] * len(pushes), "hamburger", 10)
     for req, push in zip(reqs, pushes):
         for item in push:
             req.queue.put_nowait(item)
@@ -349,7 +349,7 @@ def test_several_answers_stream_interleaved_and_end_together():
     async def go(pushes):
         s = FakeScheduler()
         reqs = queued(s, pushes)
-        chunks = Chunks("chat", "chatcmpl-1", "m", include_usage=True)
+        chunks = Chunks("chat", "chatcmpl-1", "m", include_usage=True, n=2)
         return [x async for x in lifecycle.stream(s, reqs, chunks)], s.cancelled, reqs
 
     out, cancelled, _ = asyncio.run(go([[("event", event("he")), ("done", result(text="he"))],
@@ -363,7 +363,7 @@ def test_several_answers_stream_interleaved_and_end_together():
     assert by_index[0] == [({"role": "assistant", "content": ""}, None), ({"content": "he"}, None), ({}, "stop")]
     assert by_index[1] == [({"role": "assistant", "content": ""}, None), ({"content": "hello"}, None),
                            ({"content": " world"}, "stop")]
-    assert payloads[-1]["usage"] == usage([result(text="he"), result(text="hello world")])
+    assert payloads[-1]["usage"] == usage([result(text="he"), result(text="hello world")], n=2)
     out, cancelled, reqs = asyncio.run(go([[("error", RuntimeError("oom"))], [("event", event("x"))]]))
     assert json.loads(out[-1][len("data: "):])["error"]["type"] == "server_error" and cancelled == [reqs[1]]
 
@@ -398,7 +398,7 @@ def test_submitting_several_answers_is_all_or_none():
     async def go():
         s = Full()
         with pytest.raises(APIError) as e:
-            lifecycle.submit_all(s, [1], [None, None], "hamburger", 10)
+            lifecycle.submit_all(s, [[1], [1]], [None, None], "hamburger", 10)
         return e.value.status, s.submitted, s.cancelled
 
     status, submitted, cancelled = asyncio.run(go())
@@ -407,18 +407,33 @@ def test_submitting_several_answers_is_all_or_none():
 
 def test_answers_of_a_seeded_request_draw_with_successive_seeds():
     config = DecodingConfig(temperature=0.7, seed=5)
-    parsed = Parsed(config, "hamburger", [1], False, False, n=3)
+    parsed = Parsed(config, "hamburger", [[1]], False, False, n=3)
     assert [c.seed for c in parsed.choice_configs()] == [5, 6, 7]
-    top = Parsed(DecodingConfig(seed=(1 << 64) - 1), "hamburger", [1], False, False, n=2)
+    top = Parsed(DecodingConfig(seed=(1 << 64) - 1), "hamburger", [[1]], False, False, n=2)
     assert [c.seed for c in top.choice_configs()] == [(1 << 64) - 1, (1 << 64) - 2]
-    assert Parsed(DecodingConfig(), "hamburger", [1], False, False, n=2).choice_configs() == [DecodingConfig()] * 2
+    assert Parsed(DecodingConfig(), "hamburger", [[1]], False, False, n=2).choice_configs() == [DecodingConfig()] * 2
+
+
+def test_a_batch_of_prompts_gets_each_prompts_answers(char_tokenizer):
+    """The completions API's batch: every prompt's `n` answers, prompt by prompt, each drawn as a request with that
+    prompt alone; each echo its own prompt; the rows a request may make are bounded."""
+    body = {"prompt": ["ab", [5, 6, 7]], "n": 2, "seed": 9, "temperature": 1.0, "echo": True}
+    parsed = prepare(json.dumps(body).encode(), "completion", char_tokenizer, 8, None)
+    prompts, configs = parsed.answers()
+    assert prompts == [ids(char_tokenizer, "ab")] * 2 + [[5, 6, 7]] * 2 and [c.seed for c in configs] == [9, 10] * 2
+    assert [e.text for e in parsed.echoes()] == ["ab", "ab"] + [char_tokenizer.decode([5, 6, 7])] * 2
+    for bad_body in ({"prompt": ["a"] * 65}, {"prompt": ["a"] * 5, "n": 13}, {"prompt": ["a", 5]}, {"prompt": []}):
+        with pytest.raises(APIError) as e:
+            prepare(json.dumps(bad_body).encode(), "completion", char_tokenizer, 8, None)
+        assert e.value.status == 400
 
 
 def test_usage_and_body_of_several_answers():
     a, b = result(text="a"), result(text="b", tokens=5, forwards=3)
-    use = usage([a, b])
+    use = usage([a, b], n=2)
     assert (use["prompt_tokens"], use["completion_tokens"], use["total_tokens"]) == (4, 8, 12)
+    assert usage([a, b])["prompt_tokens"] == 8  # (two prompts of 4 tokens, an answer each)
     assert use["hamburger"]["base_forwards"] == 5 and use["hamburger"]["tau"] == 1.6
     assert use["hamburger"]["kv_slots"] == 10 and use["hamburger"]["groups"] == 4
-    body = completion_body("completion", "cmpl-1", "m", [a, b])
+    body = completion_body("completion", "cmpl-1", "m", [a, b], n=2)
     assert [(c["index"], c["text"]) for c in body["choices"]] == [(0, "a"), (1, "b")] and body["usage"] == use
