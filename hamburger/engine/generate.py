@@ -55,6 +55,9 @@ class GroupEvent:
     finish_reason: str | None = None  # "eos", "length" or "stop" on the row's last event
     # each token's most likely tokens, (id, log-probability) (`DecodingConfig.top_logprobs`; empty without)
     alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
+    # on a row's first event, with `DecodingConfig.prompt_logprobs`: as `GenerationResult`'s (empty elsewhere)
+    prompt_logprobs: list[float] = field(default_factory=list)
+    prompt_alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
 
 
 @dataclass
@@ -573,9 +576,10 @@ class Generation:
         shown_to = len(text) if row.done else safe_prefix(text, row.cfg.stop)
         delta = text[row.shown:shown_to] if shown_to > row.shown else ""
         row.shown = max(row.shown, shown_to)
-        n = len(row.group)
+        n, first = len(row.group), len(row.groups) == 1
         return GroupEvent(index, list(row.group), delta, row.p_continue[-n:], row.probs[-n:], row.reason,
-                          row.alternatives[-n:] if row.cfg.top_logprobs else [])
+                          row.alternatives[-n:] if row.cfg.top_logprobs else [],
+                          row.prompt_logprobs if first else [], row.prompt_alternatives if first else [])
 
     def _measure_kv(self, cache: SlotCache, active: list[int], finished: list[int]) -> None:
         """The batch's KV bytes (for the peak), and what the rows at ``finished`` (positions in ``active``, the

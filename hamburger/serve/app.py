@@ -97,8 +97,8 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
             chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n)
-            return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks), media_type=SSE_MEDIA_TYPE,
-                                     headers=SSE_HEADERS)
+            return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks, parsed.echoes()),
+                                     media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
         return completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n)
 

@@ -25,7 +25,8 @@ from contextlib import aclosing
 
 from hamburger.engine.generate import GenerationResult
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.serve.protocol import APIError, Chunks, StreamedAnswer, bad, internal_error, shutting_down, sse
+from hamburger.serve.protocol import (APIError, Chunks, Echo, StreamedAnswer, bad, internal_error, shutting_down,
+                                      sse)
 from hamburger.serve.scheduler import QueueFull, Request, Scheduler, ShuttingDown
 
 log = logging.getLogger("hamburger.serve")
@@ -132,11 +133,12 @@ async def _merged(reqs: list[Request]) -> AsyncIterator[tuple[int, str, object]]
             task.cancel()
 
 
-async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks) -> AsyncIterator[str]:
+async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks,
+                 echoes: list[Echo] | None = None) -> AsyncIterator[str]:
     """The server-sent events of a streamed HTTP request: for each answer a role chunk (chat), one chunk per group of
-    tokens and its final chunk, interleaved as they come; then the usage chunk (if asked) and [DONE]; or, when an
-    answer fails, an error event (the others are cancelled)."""
-    answers = [StreamedAnswer(chunks, index) for index in range(len(reqs))]
+    tokens (with ``echoes``, the first begins with its answer's prompt) and its final chunk, interleaved as they come;
+    then the usage chunk (if asked) and [DONE]; or, when an answer fails, an error event (the others are cancelled)."""
+    answers = [StreamedAnswer(chunks, index, echoes[index] if echoes else None) for index in range(len(reqs))]
     results, ended = [None] * len(reqs), [False] * len(reqs)
     try:
         if chunks.kind == "chat":

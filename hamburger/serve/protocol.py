@@ -384,9 +384,6 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     echo = body.get("echo")
     if echo is not None and not isinstance(echo, bool):
         raise bad(f"'echo' must be a boolean, got {echo!r}", "echo")
-    if echo and stream:
-        raise bad("'echo' is not supported with 'stream' (send the request without one of them)", "echo",
-                  "unsupported_parameter")
     if echo and logprobs is not None:  # the prompt's log-probabilities too, from the prefill's reading of it
         config = replace(config, prompt_logprobs=logprobs)
     return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
@@ -480,14 +477,20 @@ class TokenLogprobs:
         n = self.shown_tokens(result.token_ids, len(result.text), result.finish_reason)
         if prompt_ids is None:
             return self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n])
-        prompt = self._render(prompt_ids[1:], result.prompt_logprobs, result.prompt_alternatives,
-                              len(self.token_text(prompt_ids[0])))
         answer = self.render(result.token_ids[:n], result.token_probs[:n], result.alternatives[:n],
-                             sum(len(self.token_text(t)) for t in prompt_ids))
-        return {"tokens": [self.token_text(prompt_ids[0]), *prompt["tokens"], *answer["tokens"]],
-                "token_logprobs": [None, *prompt["token_logprobs"], *answer["token_logprobs"]],
-                "top_logprobs": [None, *prompt["top_logprobs"], *answer["top_logprobs"]],
-                "text_offset": [0, *prompt["text_offset"], *answer["text_offset"]]}
+                             self.text_length(prompt_ids))
+        return joined(self.of_prompt(prompt_ids, result.prompt_logprobs, result.prompt_alternatives), answer)
+
+    def of_prompt(self, ids: list[int], logprobs: list[float], alternatives: list) -> dict:
+        """The completions API's object for an echoed prompt's tokens ``ids``: the first without a log-probability
+        (null, as its alternatives), each other's under the model's reading of the prompt (``logprobs``)."""
+        rest = self._render(ids[1:], logprobs, alternatives, len(self.token_text(ids[0])))
+        return joined({"tokens": [self.token_text(ids[0])], "token_logprobs": [None], "top_logprobs": [None],
+                       "text_offset": [0]}, rest)
+
+    def text_length(self, ids: list[int]) -> int:
+        """The characters of the tokens' texts, each decoded alone (where the next token's `text_offset` lies)."""
+        return sum(len(self.token_text(t)) for t in ids)
 
     def shown_tokens(self, ids: list[int], chars: int, finish: str | None, start: int = 0) -> int:
         """How many of an answer's tokens ``ids`` its first ``chars`` characters show: while it goes on (``finish``
@@ -505,6 +508,11 @@ class TokenLogprobs:
         while k < len(ids) and length(k + 1) <= chars:
             k += 1
         return k
+
+
+def joined(first: dict, second: dict) -> dict:
+    """Two of the completions API's log-probability objects, one after the other."""
+    return {key: first[key] + second[key] for key in first}
 
 
 def _logprob(value: float) -> float:
@@ -586,16 +594,23 @@ class StreamedAnswer:
     """One answer of a streamed request (choice ``index``) as its chunks go out: the characters sent, and with
     log-probabilities its tokens so far and how many of them were sent. A token's log-probability goes with the chunk
     that shows the whole of its text: text held back (a possible stop string) holds its tokens back too, and a stop
-    string's cut ends them, so the chunks carry exactly the tokens the answer's `TokenLogprobs.of_result` holds."""
+    string's cut ends them, so the chunks carry exactly the tokens the answer's `TokenLogprobs.of_result` holds. With
+    ``echo`` the first chunk begins with the prompt, and its log-probabilities with the prompt's."""
 
     chunks: Chunks
     index: int = 0
+    echo: Echo | None = None
     shown: int = 0  # characters of the answer sent
     ids: list[int] = field(default_factory=list)
     probs: list[float] = field(default_factory=list)
     alternatives: list = field(default_factory=list)
     sent: int = 0  # tokens whose log-probabilities were sent
     offset: int = 0  # their texts' characters (the completions API's `text_offset` of the next one)
+    sent_prompt: bool = False  # the echoed prompt went out
+
+    def __post_init__(self):
+        if self.echo is not None and self.chunks.logprobs is not None:  # (the answer's offsets follow the prompt's)
+            self.offset = self.chunks.logprobs.text_length(self.echo.ids)
 
     def group(self, event: GroupEvent) -> dict:
         """The chunk of one group of tokens: its text, and the log-probabilities of the tokens it shows."""
@@ -603,7 +618,14 @@ class StreamedAnswer:
         self.probs += event.token_probs
         self.alternatives += event.alternatives
         self.shown += len(event.text)
-        return self.chunks.text(event.text, logprobs=self._logprobs(event.finish_reason), index=self.index)
+        logprobs, text = self._logprobs(event.finish_reason), event.text
+        if self.echo is not None and not self.sent_prompt:  # (the first group comes with the prompt's reading)
+            text, self.sent_prompt = self.echo.text + text, True
+            lp = self.chunks.logprobs
+            if lp is not None:
+                prompt = lp.of_prompt(self.echo.ids, event.prompt_logprobs, event.prompt_alternatives)
+                logprobs = prompt if logprobs is None else joined(prompt, logprobs)
+        return self.chunks.text(text, logprobs=logprobs, index=self.index)
 
     def finish(self, result: GenerationResult) -> dict:
         """The final chunk once ``result`` is in: the text held back (a possible stop string, when a row is cut), its

@@ -231,6 +231,16 @@ def test_echo_scores_a_prompt_as_lm_eval_asks(server, checkpoint):
     assert greedy == (expected[len(context) - 1:].argmax(-1).tolist() == continuation)
     plain = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=4, echo=True).choices[0]
     assert plain.text == "Once upon" + expect(checkpoint, "Once upon", 4, raw=True).text and plain.logprobs is None
+    kw = dict(model="ckpt", prompt="Once upon", max_tokens=8, echo=True, logprobs=2)
+    whole = client.completions.create(**kw).choices[0]
+    chunks = [c.choices[0] for c in client.completions.create(**kw, stream=True)]
+    assert "".join(c.text for c in chunks) == whole.text
+    streamed = [c.logprobs for c in chunks if c.logprobs]
+    assert sum((lp.tokens for lp in streamed), []) == whole.logprobs.tokens
+    assert sum((lp.text_offset for lp in streamed), []) == whole.logprobs.text_offset
+    token_logprobs = sum((lp.token_logprobs for lp in streamed), [])
+    assert token_logprobs[0] is None and token_logprobs[1:] == pytest.approx(whole.logprobs.token_logprobs[1:],
+                                                                             abs=1e-9)
 
 
 def test_response_formats_hold_answers_to_json(server, checkpoint):

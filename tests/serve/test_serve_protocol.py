@@ -189,11 +189,26 @@ def test_echoed_logprobs_begin_with_the_prompts(char_tokenizer):
     assert body["choices"][0]["text"] == "abc" and body["choices"][0]["logprobs"] == legacy
 
 
-@pytest.mark.parametrize("body,param", [({"echo": 1}, "echo"), ({"echo": True, "stream": True}, "echo")])
+@pytest.mark.parametrize("body,param", [({"echo": 1}, "echo"), ({"echo": "yes"}, "echo")])
 def test_echo_refusals(body, param, char_tokenizer):
     with pytest.raises(APIError) as e:
         prepare(json.dumps({"prompt": "hi", **body}).encode(), "completion", char_tokenizer, 8, None)
     assert e.value.status == 400 and e.value.param == param
+
+
+def test_a_streamed_echo_begins_with_the_prompt(char_tokenizer):
+    """Streamed, the first chunk of an echoed answer carries the prompt's text and log-probabilities before the first
+    group's: the chunks add up to the unstreamed answer."""
+    a, b, c = ids(char_tokenizer, "abc")
+    lp = TokenLogprobs("completion", char_tokenizer, 1)
+    answer = StreamedAnswer(Chunks("completion", "x", "m", logprobs=lp), echo=Echo("ab", [a, b]))
+    first = GroupEvent(row=0, token_ids=[c], text="c", p_continue=[0.5], token_probs=[0.5], finish_reason="length",
+                       alternatives=[[(c, -0.6)]], prompt_logprobs=[-1.5], prompt_alternatives=[[(a, -0.2)]])
+    chunk = answer.group(first)["choices"][0]
+    res = result(text="c", token_ids=[c], tokens=1, token_probs=[0.5], alternatives=[[(c, -0.6)]],
+                 prompt_logprobs=[-1.5], prompt_alternatives=[[(a, -0.2)]], finish="length")
+    assert chunk["text"] == "abc" and chunk["logprobs"] == lp.of_result(res, prompt_ids=[a, b])
+    assert answer.finish(res)["choices"][0]["text"] == ""
 
 
 def test_an_echo_with_logprobs_asks_the_engine_for_the_prompts(char_tokenizer):
