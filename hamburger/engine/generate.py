@@ -217,16 +217,16 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
-        self.rows.append(_Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
-                              self.model.config.gate, self.model.config.prefilter))
-        self.rows[-1].traced = self.trace_logits or config.top_logprobs > 0
-        row = self.rows[-1]
+        row = _Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
+                   self.model.config.gate, self.model.config.prefilter)
+        row.traced = self.trace_logits or config.top_logprobs > 0
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
-        if config.json_schema is not None:
+        if config.json_schema is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema needs the model's tokenizer")
             row.grammar = Grammar(config.json_schema, self.tokenizer, self.model.vocab_size, sorted(self.eos),
                                   self.model.device)
+        self.rows.append(row)
         self.logits.append([])
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)

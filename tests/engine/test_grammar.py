@@ -60,6 +60,10 @@ def test_the_device_loop_and_bad_schemas_are_refused(char_tokenizer):
     for bad in ({"type": "frob"}, {"$ref": "#/missing"}):
         with pytest.raises(HamburgerError, match="unusable JSON schema"):
             Generation(model, char_tokenizer, [[1, 40]], DecodingConfig(json_schema=bad))
+    running = Generation(model, char_tokenizer, [[1, 40]], DecodingConfig(max_new_tokens=3))
+    with pytest.raises(HamburgerError, match="unusable JSON schema"):
+        running.add([1, 41], DecodingConfig(json_schema={"type": "frob"}))
+    assert len(running.run()) == 1  # (the refused request left no row behind)
     with pytest.raises(HamburgerError, match="json_schema must be a dict"):
         DecodingConfig(json_schema="{}").validate()
     assert compile_schema({"type": "object"})
