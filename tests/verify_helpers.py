@@ -1,5 +1,5 @@
-"""Tiny models that draft and fold, and the folded layouts' specification: what the verify and verify_fold tests share
-(plain helpers; fixtures live in tests/conftest.py)."""
+"""Tiny models that draft and fold, and the folded layouts' specification: what the verify and verify_fold tests share,
+and `engine_of`, a batch of any of the four engines (plain helpers; fixtures live in tests/conftest.py)."""
 
 import math
 
@@ -11,7 +11,9 @@ from hamburger.core.packing import group_tensors
 from hamburger.data.segment import SegmentSettings, log_softmax_entropy
 from hamburger.engine.folding import Folding, FoldState
 from hamburger.engine.full_heads import head_channels
-from tests.helpers import adapted, tiny_hamburger
+from tests.helpers import adapted, tiny_hamburger, tiny_long_group_model
+
+ENGINES = ["host", "device", "verify", "verify_fold"]  # hamburger mode's two micro loops, and the two verify modes
 
 
 def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> HamburgerModel:
@@ -20,6 +22,19 @@ def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> Hambu
     with torch.no_grad():
         model.stop_head.net[2].bias.fill_(-3.0)
     return model
+
+
+def engine_of(kind: str, tokenizer, prompts: list[list[int]], configs, **kw):
+    """A batch of the engine ``kind`` (`ENGINES`) over a model whose groups (hamburger mode) or drafts (verify) hold
+    several tokens; ``kw``: the engine's options (e.g. `trace_logits`, `prefill_chunk`)."""
+    from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
+    from hamburger.engine.generate import Generation
+    from hamburger.engine.verify import VerifyGeneration
+
+    if kind in ("host", "device"):
+        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, micro_loop=kind, **kw)
+    fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
+    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, fold=fold, **kw)
 
 
 def fed_groups(res) -> list[int]:

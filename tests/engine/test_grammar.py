@@ -11,8 +11,8 @@ from hamburger.engine.grammar import Grammar, compile_schema
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
-from tests.engine.test_penalties import engine
 from tests.helpers import PROMPTS, tiny_long_group_model
+from tests.verify_helpers import drafting_model, engine_of
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "n", "ok"],
           "properties": {"name": {"type": "string", "maxLength": 5}, "n": {"type": "integer", "minimum": 0,
@@ -32,7 +32,7 @@ def test_answers_hold_to_the_schema(kind, char_tokenizer):
                DecodingConfig(max_new_tokens=64, confidence=0.5, json_schema=SCHEMA, temperature=1.0, seed=4),
                DecodingConfig(max_new_tokens=64, confidence=0.5, json_schema=SCHEMA, temperature=1.0, seed=5),
                DecodingConfig(max_new_tokens=16, confidence=0.5)]
-    results = engine(kind, char_tokenizer, configs, trace=False).run()
+    results = engine_of(kind, char_tokenizer, [PROMPTS[1]] * len(configs), configs).run()
     for result in results[:3]:
         assert result.finish_reason == "eos" and accepted(result.text), result.text
     assert kind != "host" or max(g for r in results[:3] for g in r.groups) > 1  # (micro tokens are among them)
@@ -72,8 +72,6 @@ def test_the_device_loop_and_bad_schemas_are_refused(char_tokenizer):
 def test_verify_mode_drafts_the_tokens_a_schema_forces(char_tokenizer):
     """Verify mode drafts the schema's forced tokens (its keys and punctuation) without the MSD; the base keeps them,
     and the answer stays the base's own masked greedy answer (plain decoding under the schema)."""
-    from tests.verify_helpers import drafting_model
-
     model = drafting_model("llama", init="random")
     cfg = DecodingConfig(max_new_tokens=64, json_schema=SCHEMA)
     verified = VerifyGeneration(model, char_tokenizer, [PROMPTS[1]], cfg).run()[0]
@@ -88,8 +86,6 @@ def test_verify_mode_drafts_the_tokens_a_schema_forces(char_tokenizer):
 def test_the_msd_drafts_only_what_the_schema_allows(draft_vocab, char_tokenizer):
     """The MSD's drafts under a schema are drawn among the tokens it allows next, over the full head or a draft
     vocabulary's rows, greedy and sampled; a row whose allowed tokens the draft vocabulary lacks drafts as it would."""
-    from tests.verify_helpers import drafting_model
-
     model = drafting_model("llama", init="random")
     cfgs = [DecodingConfig(), DecodingConfig(temperature=1.0, seed=3), DecodingConfig()]
     gen = VerifyGeneration(model, char_tokenizer, [PROMPTS[0]] * 3, cfgs, draft_vocab=draft_vocab)

@@ -7,26 +7,16 @@ import math
 import pytest
 import torch
 
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.sampling import DecodingConfig, top_alternatives
-from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS, tiny_long_group_model
-from tests.verify_helpers import drafting_model
-
-ENGINES = ["host", "device", "verify", "verify_fold"]
+from tests.verify_helpers import ENGINES, engine_of
 
 
 def engine(kind: str, tokenizer, configs: list[DecodingConfig]):
-    """A batch of the engine ``kind`` with every emitted token's logits traced (`trace_logits`), over models whose
-    groups (hamburger) or drafts (verify) hold several tokens."""
-    prompts = PROMPTS[:len(configs)]
-    if kind in ("host", "device"):
-        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, trace_logits=True,
-                          micro_loop=kind)
-    fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
-    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, trace_logits=True, fold=fold)
+    """`engine_of` on the first prompts, every emitted token's logits traced."""
+    return engine_of(kind, tokenizer, PROMPTS[:len(configs)], configs, trace_logits=True)
 
 
 @pytest.mark.parametrize("kind", ENGINES)

@@ -7,7 +7,6 @@ from collections import Counter
 import pytest
 import torch
 
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
 from hamburger.engine.penalties import PenaltyBatch, Penalties, penalize
@@ -15,20 +14,14 @@ from hamburger.engine.sampling import DecodingConfig, along as adjusted_along
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS, tiny_long_group_model
-from tests.verify_helpers import drafting_model
+from tests.verify_helpers import ENGINES, drafting_model, engine_of
 
-ENGINES = ["host", "device", "verify", "verify_fold"]
 PROMPT = PROMPTS[1]
 
 
-def engine(kind: str, tokenizer, configs: list[DecodingConfig], prompts=None, trace=True):
-    """A batch of the engine ``kind``, every emitted token's logits traced, over models whose groups (hamburger) or
-    drafts (verify) hold several tokens; every row on ``PROMPT`` unless ``prompts``."""
-    prompts = prompts or [PROMPT] * len(configs)
-    if kind in ("host", "device"):
-        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, trace_logits=trace, micro_loop=kind)
-    fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
-    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, trace_logits=trace, fold=fold)
+def engine(kind: str, tokenizer, configs: list[DecodingConfig], trace=True):
+    """`engine_of` with every row on ``PROMPT`` (and every emitted token's logits traced)."""
+    return engine_of(kind, tokenizer, [PROMPT] * len(configs), configs, trace_logits=trace)
 
 
 def reference(logits: torch.Tensor, prompt: list[int], answer: list[int], cfg: DecodingConfig) -> torch.Tensor:

@@ -3,21 +3,12 @@ chunks, run once per distinct prompt and each row gets a copy; every row decodes
 
 import pytest
 
-from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.engine.verify import VerifyGeneration
 from tests.helpers import PROMPTS, tiny_long_group_model
-from tests.verify_helpers import drafting_model
+from tests.verify_helpers import engine_of
 
 LONG = [1] + [4 + (7 * k) % 95 for k in range(20)]
-
-
-def make(kind: str, tokenizer, prompts, configs, **kw):
-    if kind == "hamburger":
-        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, **kw)
-    fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
-    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, fold=fold, **kw)
 
 
 def forward_batches(gen) -> list[tuple[int, int]]:
@@ -35,12 +26,12 @@ SAMPLED = [DecodingConfig(max_new_tokens=16, confidence=0.5, temperature=1.0, se
 CONFIGS = [SAMPLED[0], DecodingConfig(max_new_tokens=16, confidence=0.5, prompt_logprobs=2), *SAMPLED[1:]]
 
 
-@pytest.mark.parametrize("kind", ["hamburger", "verify", "verify_fold"])
+@pytest.mark.parametrize("kind", ["host", "verify", "verify_fold"])
 @pytest.mark.parametrize("chunk", [None, 6])
 def test_rows_with_one_prompt_read_it_once_and_decode_as_alone(kind, chunk, char_tokenizer):
     prompt = LONG if chunk else PROMPTS[1]
     prompts = [prompt, PROMPTS[0], prompt, prompt]  # three answers to one prompt (seeds 1-3), and another prompt
-    gen = make(kind, char_tokenizer, prompts, CONFIGS, prefill_chunk=chunk)
+    gen = engine_of(kind, char_tokenizer, prompts, CONFIGS, prefill_chunk=chunk)
     batches = forward_batches(gen)
     results = gen.run()
     if chunk:  # the short prompt whole, the long one a chunk of 6 positions per step, once for its three rows
@@ -49,7 +40,7 @@ def test_rows_with_one_prompt_read_it_once_and_decode_as_alone(kind, chunk, char
         assert batches[0] == (2, len(prompt))
     assert len({tuple(r.token_ids) for r in results[:1] + results[2:]}) == 3  # (the seeds still draw apart)
     for p, cfg, result in zip(prompts, CONFIGS, results):
-        alone = make(kind, char_tokenizer, [p], [cfg]).run()[0]
+        alone = engine_of(kind, char_tokenizer, [p], [cfg]).run()[0]
         assert (result.token_ids, result.groups, result.prompt_logprobs) == (alone.token_ids, alone.groups,
                                                                             alone.prompt_logprobs)
 
