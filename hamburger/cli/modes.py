@@ -110,9 +110,9 @@ def generation_model(args: argparse.Namespace, device: str):
     return on_base(model, reference), tokenizer
 
 
-def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
+def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs, prompt_cache=None):
     """The engine run for `generate` and `chat`: verify mode, folding (verify_fold) or lossless (verify), or
-    HAMburger (lossy, one KV slot per group)."""
+    HAMburger (lossy, one KV slot per group); ``prompt_cache``: the `PromptCache` it reads prompts on from."""
     from hamburger.engine.generate import Generation
 
     if args.mode != "hamburger":
@@ -125,5 +125,6 @@ def make_generation(args: argparse.Namespace, model, tokenizer, ids, configs):
         return VerifyGeneration(model, tokenizer, ids, configs, draft=args.draft, draft_vocab=model.draft_vocab,
                                 fold=parse_folding(spec) if (spec := folding_spec(args)) else None,
                                 lookup=PromptLookup(tokens=lookup) if lookup else None,
-                                ngrams=model_ngrams(model, args.ngrams), full_heads=args.full_heads)
-    return Generation(model, tokenizer, ids, configs)
+                                ngrams=model_ngrams(model, args.ngrams), full_heads=args.full_heads,
+                                prompt_cache=prompt_cache)
+    return Generation(model, tokenizer, ids, configs, prompt_cache=prompt_cache)

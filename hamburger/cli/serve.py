@@ -7,6 +7,7 @@ import argparse
 from hamburger.cli.options import add_model, add_runtime, device_of
 from hamburger.engine.folding import DEFAULT_FOLD
 from hamburger.engine.lookup import LOOKUP_TOKENS
+from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK
 from hamburger.serve.protocol import MODES
 
@@ -20,7 +21,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
           confidence=args.confidence, mode=args.mode, max_request_bytes=args.max_request_bytes,
           prefill_chunk=args.prefill_chunk, drain_timeout=args.drain_timeout, dtype=args.dtype, device=device,
           base=args.base, log_level=args.log_level, fold=args.fold, lookup=args.lookup, draft_rows=args.draft_rows,
-          ngrams=args.ngrams)
+          ngrams=args.ngrams, prompt_cache=args.prompt_cache)
     return 0
 
 
@@ -77,6 +78,11 @@ def register(sub) -> None:
     p.add_argument("--prefill-chunk", type=int, default=PREFILL_CHUNK,
                    help="prefill longer prompts this many tokens at a time, between the running requests' steps, "
                         "so one long prompt does not stall them (0: whole prompts at once; default %(default)s)")
+    p.add_argument("--prompt-cache", type=float, default=PROMPT_CACHE_MIB, metavar="MIB",
+                   help="keep the KV cache of the prompts read, up to this many MiB per mode, least recently used "
+                        "forgotten: a prompt that begins with a kept one (a chat's next turn, a shared system "
+                        "prompt) reads only the rest, with the same answer; usage.prompt_tokens_details.cached_tokens "
+                        "counts the tokens not read again (0: keep none; default %(default)s)")
     p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
                    help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
                         "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")

@@ -19,8 +19,10 @@ the other layers hold every slot.
 
 from __future__ import annotations
 
+import copy
+
 import torch
-from transformers import DynamicCache, StaticCache
+from transformers import DynamicCache, PretrainedConfig, StaticCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer, StaticLayer, StaticSlidingWindowLayer
 
 from hamburger.core.masks import FOREVER, by_layer_type, sliding_layers, sliding_window, slot_mask
@@ -355,3 +357,33 @@ class SlotCache:
         if self.positions is not None:
             self.positions = self.positions.gather(1, index)
         self.filled = width
+
+
+def rows_copy(cache: SlotCache, rows: list[int]) -> SlotCache:
+    """A cache of its own holding ``rows`` of the dynamic ``cache``, which stays as it was: its bookkeeping copied, and
+    the tensors `select_rows` indexes (every row's keys, values, masks, positions, stores) copied with those rows. The
+    few it does not index (a rotation, the full heads' splits) and the base's config are shared: nothing writes them."""
+    if cache.static:
+        raise HamburgerError("a static KV cache cannot be copied by rows")
+    shared: dict[int, object] = {}
+    _share_leaves(cache, shared, set())
+    part = copy.deepcopy(cache, shared)
+    part.select_rows(torch.tensor(rows, dtype=torch.long, device=cache.valid.device))
+    return part
+
+
+def _share_leaves(x, shared: dict[int, object], seen: set[int]) -> None:
+    """Map every tensor and config reachable from ``x`` to itself in ``shared`` (a `copy.deepcopy` memo)."""
+    if id(x) in seen:
+        return
+    seen.add(id(x))
+    if isinstance(x, (torch.Tensor, PretrainedConfig)):
+        shared[id(x)] = x
+    elif isinstance(x, (list, tuple, set)):
+        for y in x:
+            _share_leaves(y, shared, seen)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _share_leaves(y, shared, seen)
+    elif hasattr(x, "__dict__") and not isinstance(x, type):  # (an object's state; a class deep-copies as itself)
+        _share_leaves(vars(x), shared, seen)

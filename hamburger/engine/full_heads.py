@@ -160,6 +160,10 @@ class FullHeadCache(SlotCache):
         super().compact_if_holey()
         self.store.compact_if_holey()
 
+    def compact(self) -> None:
+        super().compact()
+        self.store.compact()
+
     # ------------------------------------------------------------------ measuring
     def kv_bytes(self) -> int:
         return super().kv_bytes() + self.store.kv_bytes()

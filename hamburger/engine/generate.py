@@ -10,6 +10,8 @@ one merged slot in that forward, its split slots leaving the cache); finished ro
 With `prefill_chunk` a prompt longer than that is prefilled a chunk per macro step, between the running
 rows' steps, and joins the batch when its last chunk is in: one long prompt no longer stalls the others. Rows that
 arrive with the same prompt (a request's several answers) share one reading of it, copied into each row's cache.
+With a `PromptCache` (`engine/prompt_cache.py`) every prompt's reading is kept, and a prompt that begins with a kept
+one's tokens reads from where that one can be cut (a chunked prefill that starts there).
 
 A request's `reread` (`DecodingConfig`) re-reads doubted merged groups: after a macro step fed a row a merged
 group, if the next token's top probability is below it, the merged slot becomes a hole in the cache and one more
@@ -30,12 +32,13 @@ import torch
 
 from hamburger.core.model import HamburgerModel
 from hamburger.core.packing import group_tensors, input_sizes
-from hamburger.engine.cache import SlotCache
+from hamburger.engine.cache import SlotCache, rows_copy
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
 from hamburger.engine.grammar import Grammar
 from hamburger.engine.penalties import Penalties
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
+from hamburger.engine.prompt_cache import PromptCache
 from hamburger.errors import HamburgerError
 from hamburger.engine.sampling import Adjust, DecodingConfig, knob_gates, top_alternatives
 
@@ -87,6 +90,7 @@ class GenerationResult:
     # token's is not known: one fewer than the prompt's tokens), and its most likely alternatives
     prompt_logprobs: list[float] = field(default_factory=list)
     prompt_alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
+    cached_tokens: int = 0  # prompt tokens its prefill did not read, taken from a `PromptCache`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,6 +128,7 @@ class _Row:
         self.grammar: Grammar | None = None  # the JSON schema its answer is held to
         self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
         self.prompt_alternatives: list[list[tuple[int, float]]] = []
+        self.cached = 0  # its prompt's first tokens, taken from a prompt cache
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
@@ -173,7 +178,8 @@ class Generation:
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
                  configs: DecodingConfig | list[DecodingConfig], trace_logits: bool = False,
                  static_cache: bool = False, prefill_chunk: int | None = None,
-                 poll: Callable[[], None] | None = None, micro_loop: str = "host"):
+                 poll: Callable[[], None] | None = None, micro_loop: str = "host",
+                 prompt_cache: PromptCache | None = None):
         if not prompts:
             raise HamburgerError("no prompts given")
         cfgs = configs if isinstance(configs, list) else [configs] * len(prompts)
@@ -200,6 +206,10 @@ class Generation:
             raise HamburgerError("prefill_chunk must be >= 1, and needs the dynamic cache")
         self.prefill_chunk = prefill_chunk
         self._chunking: list[_Chunked] = []  # the long prompts being read
+        # prompts read before (by this engine's model and kind of cache), kept across batches; rows read on from them
+        if prompt_cache is not None and static_cache:
+            raise HamburgerError("a prompt cache needs the dynamic KV cache")
+        self.prompt_cache = prompt_cache
         # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
         self.poll = poll
         self.logits: list[list[torch.Tensor]] = []
@@ -338,21 +348,32 @@ class Generation:
     # ------------------------------------------------------------------ base forwards
     def _prefill_step(self) -> list[tuple]:
         """Prefill what is due this step: every new prompt up to `prefill_chunk` tokens (together), and one
-        chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first).
-        Returns (rows, cache, hidden, features) for the rows now complete."""
+        chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first); a prompt
+        that begins with one the prompt cache keeps is read on from there, as a long one (its first chunk may be its
+        last). Returns (rows, cache, hidden, features) for the rows now complete."""
         new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
         chunk = self.prefill_chunk
-        short = [i for i in new if chunk is None or len(self.rows[i].prompt_ids) <= chunk]
-        for i in (i for i in new if i not in short):  # a long prompt: read with an equal one not begun yet, if any
-            same = next((c for c in self._chunking if c.done == 0 and
-                         self.rows[c.rows[0]].prompt_ids == self.rows[i].prompt_ids), None)
-            if same is None:
-                self._chunking.append(_Chunked([i]))
-            else:
-                same.rows.append(i)
         started = time.perf_counter()
+        short = []
         for i in new:
-            self.rows[i].started = started
+            row = self.rows[i]
+            row.started = started
+            # a prompt read with an equal one not begun yet, if any (one that asks for its whole prompt's
+            # log-probabilities only with one read from its start)
+            same = next((c for c in self._chunking if c.done == c.start and (c.start == 0 or row.cfg.prompt_logprobs
+                                                                             is None)
+                         and self.rows[c.rows[0]].prompt_ids == row.prompt_ids), None)
+            hit = self._cached(row) if same is None else None
+            if same is not None:
+                same.rows.append(i)
+                row.cached = same.start
+            elif hit is not None:
+                self._chunking.append(_Chunked([i], hit.cache, hit.length, hit.inputs, hit.length, hit.cuts))
+                row.cached = hit.length
+            elif chunk is None or len(row.prompt_ids) <= chunk:
+                short.append(i)
+            else:
+                self._chunking.append(_Chunked([i]))
         ready = [(short, *self._prefill([self.rows[i] for i in short]))] if short else []
         for c in self._chunking:  # rows cancelled while waiting
             c.rows = [i for i in c.rows if not self.rows[i].done]
@@ -360,13 +381,42 @@ class Generation:
         if self._chunking:
             entry = min(self._chunking, key=lambda c: len(self.rows[c.rows[0]].prompt_ids) - c.done)
             rows = [self.rows[i] for i in entry.rows]
-            cache, hidden, features = self._prefill_chunk(rows, entry.done, entry.done + chunk, entry.cache,
-                                                          entry.earlier)
-            entry.cache, entry.done, entry.earlier = cache, entry.done + chunk, features
-            if entry.done >= len(rows[0].prompt_ids):
+            total = len(rows[0].prompt_ids)
+            end = total if chunk is None else min(entry.done + chunk, total)
+            cache, hidden, features = self._prefill_chunk(rows, entry, end)
+            if end == total:
                 self._chunking.remove(entry)
+                self._keep(rows[0].prompt_ids, cache, entry.cuts)
                 ready.append((entry.rows, *copied(cache, hidden, features, [0] * len(rows))))
         return ready
+
+    def _cached(self, row: _Row):
+        """The prompt cache's `Hit` for ``row``'s prompt (None: no cache, no kept prompt it begins with, or the row
+        asks for every prompt token's log-probability, which needs them all read)."""
+        if self.prompt_cache is None or row.cfg.prompt_logprobs is not None:
+            return None
+        return self.prompt_cache.find(row.prompt_ids)
+
+    def _keep(self, prompt_ids: list[int], cache: SlotCache, cuts: dict[int, torch.Tensor], row: int = 0) -> None:
+        """Give the prompt cache, if any, a copy of row ``row`` of ``cache``, which read ``prompt_ids`` to its end."""
+        if self.prompt_cache is not None:
+            part = rows_copy(cache, [row])
+            if part.num_slots > len(prompt_ids):  # (left padding of a batch's prefill)
+                part.compact()
+            self.prompt_cache.add(prompt_ids, part, cuts)
+
+    def _cut_inputs(self, final: torch.Tensor, features: torch.Tensor, start: int, total: int,
+                    previous: torch.Tensor | None = None) -> dict[int, torch.Tensor]:
+        """The micro-step decoder's inputs at the prompt lengths the prompt cache may cut a prompt of ``total`` tokens
+        at (`PromptCache.cuts`) among those one forward read, from token ``start`` on: ``final`` [1, S, d] and
+        ``features`` [1, S, m, d], after ``previous`` (`decode_features`); {} without a prompt cache."""
+        if self.prompt_cache is None:
+            return {}
+        out = {}
+        for cut in self.prompt_cache.cuts(start, start + final.shape[1], total):
+            last = torch.tensor([cut - start - 1], device=final.device)
+            out[cut] = self.model.decode_features(final, features, last=last, previous=previous)[1][0].clone()
+        return out
 
     def _new_cache(self, batch_size: int, capacity: int | None = None) -> SlotCache:
         """An empty cache for ``batch_size`` rows (static with ``capacity`` slots)."""
@@ -376,20 +426,21 @@ class Generation:
         cache.reach = self.model.config.max_steps * max(1, self.model.config.fold_tail)
         return cache
 
-    def _prefill_chunk(self, rows: list[_Row], start: int, end: int, cache: SlotCache | None,
-                       earlier: torch.Tensor | None = None):
-        """Feed prompt tokens [start, end) of the prompt of ``rows`` (one prompt, read once for them all) into its own
-        cache of one row (made on the first chunk); ``earlier``: the MSD's inputs at the previous chunk's last slot
-        (None on the first)."""
-        model = self.model
+    def _prefill_chunk(self, rows: list[_Row], entry: "_Chunked", end: int):
+        """Feed prompt tokens [``entry.done``, ``end``) of the prompt of ``rows`` (one prompt, read once for them all)
+        into the entry's cache of one row (made on the first chunk); returns (cache, hidden, features) after them."""
+        model, start = self.model, entry.done
         ids = torch.tensor([rows[0].prompt_ids[start:end]], device=model.device)
         positions = torch.arange(start, start + ids.shape[1], device=model.device)[None]
-        cache = cache or self._new_cache(1)
+        cache = entry.cache or self._new_cache(1)
         mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
         final, features = model.base_forward(model.embed(ids), positions, mask, cache.kv)
         for row in rows:
             self._score_prompt(row, final[0], start)
-        return cache, *model.decode_features(final, features, previous=earlier)
+        entry.cuts.update(self._cut_inputs(final, features, start, len(rows[0].prompt_ids), entry.earlier))
+        hidden, features = model.decode_features(final, features, previous=entry.earlier)
+        entry.cache, entry.done, entry.earlier = cache, end, features
+        return cache, hidden, features
 
     def _score_prompt(self, row: _Row, final: torch.Tensor, start: int) -> None:
         """For a row that asks (`DecodingConfig.prompt_logprobs`), the log-probability of each prompt token that the
@@ -433,6 +484,10 @@ class Generation:
                                              mask, cache.kv)
         for b, r in zip(index, rows):
             self._score_prompt(r, final[b, width - lengths[b]:], 0)
+        for b, prompt in enumerate(distinct):
+            pad = width - lengths[b]
+            self._keep(list(prompt), cache, self._cut_inputs(final[b:b + 1, pad:], features[b:b + 1, pad:], 0,
+                                                             lengths[b]), b)
         hidden, features = model.decode_features(final, features, valid.to(model.device))
         return (cache, hidden, features) if len(distinct) == len(rows) else copied(cache, hidden, features, index)
 
@@ -605,7 +660,8 @@ class Generation:
             else 0.0,
             finish_reason=row.reason or "length", confidence=row.confidence,
             p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives,
-            prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives)
+            prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives,
+            cached_tokens=row.cached)
 
 
 @dataclass
@@ -616,6 +672,8 @@ class _Chunked:
     cache: SlotCache | None = None
     done: int = 0  # its tokens read
     earlier: torch.Tensor | None = None  # the MSD's inputs at the last chunk's last slot
+    start: int = 0  # the tokens a prompt cache gave it (`Hit.length`)
+    cuts: dict[int, torch.Tensor] = field(default_factory=dict)  # the MSD's inputs where a prompt cache may cut it
 
 
 def copied(cache: SlotCache, hidden: torch.Tensor, features: torch.Tensor, index: list[int]) -> tuple:

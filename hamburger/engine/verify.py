@@ -145,6 +145,7 @@ class VerifyGeneration(Generation):
     test is decided (default `HEAD_CHUNK` on a CPU, where a few rows cost about one; all at once elsewhere).
     ``full_heads``: with ``fold``, these (layer, key/value head) pairs keep every slot the fold takes out
     (`engine/full_heads.py`; None: the model's `HamburgerConfig.full_heads`, [] none).
+    ``prompt_cache``: as in `Generation` (one per engine: a verify engine's prompt caches hold its kind of cache).
     """
 
     def __init__(self, model: HamburgerModel, tokenizer, prompts: list[list[int]],
@@ -153,7 +154,7 @@ class VerifyGeneration(Generation):
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
                  trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
                  head_chunk: int | None = None, ngrams: NgramDrafts | None = None, drafter: Drafter | None = None,
-                 full_heads: list | None = None):
+                 full_heads: list | None = None, prompt_cache=None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
@@ -190,7 +191,7 @@ class VerifyGeneration(Generation):
         self.max_draft = max_draft if max_draft is not None else (
             draft if draft is not None else model.config.max_steps - 1)
         super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll,
-                         trace_logits=trace_logits)
+                         trace_logits=trace_logits, prompt_cache=prompt_cache)
 
     def add(self, prompt_ids: list[int], config: DecodingConfig) -> int:
         if config.confidence is None:

@@ -40,11 +40,13 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
                max_batch_size: int = 8, max_queue: int = 64, confidence: float | None = None,
                default_max_tokens: int = 512, max_request_bytes: int = MAX_REQUEST_BYTES,
                prefill_chunk: int | None = PREFILL_CHUNK, mode: str = "hamburger", verify_model=None,
-               fold=None, lookup=None, draft_rows: int | None = None, ngrams=None, fold_model=None):
+               fold=None, lookup=None, draft_rows: int | None = None, ngrams=None, fold_model=None,
+               prompt_cache_mib: float = 0):
     """The FastAPI app; its scheduler thread starts and stops with the app's lifespan. Set
     `app.state.draining` (see `drain.DrainingServer`) and new requests get 503 while the running ones finish.
     ``mode``: the decoding mode of requests without a `mode` field; ``verify_model``, ``fold``, ``lookup``,
-    ``draft_rows``, ``ngrams`` and ``fold_model``: what the verify modes run (see `scheduler.Scheduler`)."""
+    ``draft_rows``, ``ngrams`` and ``fold_model``: what the verify modes run (see `scheduler.Scheduler`).
+    ``prompt_cache_mib``: the MiB of prompts' KV caches each mode keeps across requests (0: none)."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
     from fastapi.responses import JSONResponse, StreamingResponse
@@ -53,7 +55,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     if mode not in MODES:
         raise HamburgerError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
-                          lookup, draft_rows, ngrams, fold_model)
+                          lookup, draft_rows, ngrams, fold_model, int(prompt_cache_mib * 2 ** 20))
     created = int(time.time())
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
@@ -127,7 +129,8 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     async def health():
         state = {"status": "draining" if app.state.draining else "ok", "model": model_name,
                  "running": scheduler.running, "waiting": scheduler.waiting, "batches": scheduler.batches,
-                 "cancelled": scheduler.cancelled}
+                 "cancelled": scheduler.cancelled,
+                 "prompt_cache": {mode: kept.stats() for mode, kept in scheduler.prompt_caches.items()}}
         return JSONResponse(state, status_code=503 if app.state.draining else 200)
 
     return app

@@ -404,11 +404,14 @@ def finish_reason(result: GenerationResult) -> str:
 def usage(results: GenerationResult | list[GenerationResult], n: int = 1) -> dict:
     """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots). Several answers
     to one request (`n` per prompt, prompt by prompt): each prompt once, the rest summed over them (each answer's row
-    held its own copy of its prompt's KV), tau their tokens per forward."""
+    held its own copy of its prompt's KV), tau their tokens per forward. ``prompt_tokens_details.cached_tokens``: the
+    prompt tokens a prompt cache gave (OpenAI's field), each prompt's first answer's."""
     rs = results if isinstance(results, list) else [results]
     tokens, forwards = sum(r.tokens for r in rs), sum(r.forwards for r in rs)
     first, prompt = rs[0], sum(r.prompt_tokens for r in rs[::n])
+    cached = sum(r.cached_tokens for r in rs[::n])
     return {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens,
+            "prompt_tokens_details": {"cached_tokens": cached},
             "hamburger": {"base_forwards": forwards, "tau": round(tokens / forwards if len(rs) > 1 else first.tau, 4),
                           "groups": sum(len(r.groups) for r in rs), "kv_slots": sum(r.kv_slots for r in rs),
                           "kv_slots_ordinary": sum(r.kv_slots_ordinary for r in rs),

@@ -17,6 +17,10 @@ Both verify modes also draft by prompt lookup when the scheduler has a ``lookup`
 takes requests of one mode; a waiting request of another mode stops admission into the running batch, which then
 drains, and the next batch starts with it.
 
+With ``prompt_cache_bytes`` each mode's engine keeps the KV cache of the prompts it read, up to that many bytes, across
+batches (`engine/prompt_cache.py`): a chat's next turn, or a prompt that begins like an earlier one, reads only what is
+new.
+
 `drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
 refused; the running rows go on until they finish or the time is up, then each is cut and answered with
 what it has (finish_reason "cancelled"). `idle` tells when nothing runs any more.
@@ -35,6 +39,7 @@ from hamburger.engine.folding import DEFAULT_FOLD, Folding, parse_folding
 from hamburger.engine.generate import Generation
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
+from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
 
@@ -70,13 +75,14 @@ class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
                  prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
                  lookup: PromptLookup | None = None, draft_rows: int | None = None, ngrams: NgramDrafts | None = None,
-                 fold_model=None):
+                 fold_model=None, prompt_cache_bytes: int = 0):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
         (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
         "verify_fold" requests (default `folding.DEFAULT_FOLD`), which run ``fold_model`` (default ``model``; a
         checkpoint's fold reader, `loading.fold_model`). ``lookup``: both verify modes also draft by prompt
         lookup. ``draft_rows``: both verify modes draft only in forwards of at most that many rows
-        (`VerifyGeneration`). ``ngrams``: both verify modes also draft from this n-gram table (`engine/ngrams.py`)."""
+        (`VerifyGeneration`). ``ngrams``: both verify modes also draft from this n-gram table (`engine/ngrams.py`).
+        ``prompt_cache_bytes``: the most bytes of prompts' KV caches each mode keeps (0: none; see the module's doc)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
@@ -87,6 +93,10 @@ class Scheduler:
         if draft_rows is not None and draft_rows < 0:
             raise ValueError("draft_rows must be >= 0")
         self.draft_rows, self.ngrams = draft_rows, ngrams
+        if prompt_cache_bytes < 0:
+            raise ValueError("prompt_cache_bytes must be >= 0")
+        self.prompt_cache_bytes = prompt_cache_bytes
+        self.prompt_caches: dict[str, PromptCache] = {}  # one per mode: each engine keeps its own kind of cache
         self.max_batch_size, self.max_queue = max_batch_size, max_queue
         self._waiting: deque[Request] = deque()
         self._cond = threading.Condition()
@@ -199,13 +209,16 @@ class Scheduler:
 
     def _engine(self, mode: str):
         """The engine of a mode, bound to its model: called with (tokenizer, prompts, configs, ...)."""
+        kept = None
+        if self.prompt_cache_bytes:
+            kept = self.prompt_caches.setdefault(mode, PromptCache(self.prompt_cache_bytes))
         if mode == "verify":
             return partial(VerifyGeneration, self.verify_model, lookup=self.lookup, ngrams=self.ngrams,
-                           draft_vocab=self.verify_model.draft_vocab, draft_rows=self.draft_rows)
+                           draft_vocab=self.verify_model.draft_vocab, draft_rows=self.draft_rows, prompt_cache=kept)
         if mode == "verify_fold":
             return partial(VerifyGeneration, self.fold_model, fold=self.fold, lookup=self.lookup, ngrams=self.ngrams,
-                           draft_vocab=self.fold_model.draft_vocab, draft_rows=self.draft_rows)
-        return partial(Generation, self.model)
+                           draft_vocab=self.fold_model.draft_vocab, draft_rows=self.draft_rows, prompt_cache=kept)
+        return partial(Generation, self.model, prompt_cache=kept)
 
     @staticmethod
     def _close(run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:

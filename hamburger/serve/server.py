@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hamburger.engine.folding import DEFAULT_FOLD
 from hamburger.engine.lookup import LOOKUP_TOKENS
+from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.errors import HamburgerError
 from hamburger.serve.app import DRAIN_TIMEOUT, MAX_REQUEST_BYTES, PREFILL_CHUNK, create_app
 
@@ -21,13 +22,15 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
           confidence: float | None = None, mode: str = "verify", max_request_bytes: int = MAX_REQUEST_BYTES,
           prefill_chunk: int = PREFILL_CHUNK, drain_timeout: float = DRAIN_TIMEOUT, dtype: str = "float32",
           device: str = "cpu", base: str | None = None, log_level: str = "info", fold: str = DEFAULT_FOLD,
-          lookup: int = LOOKUP_TOKENS, draft_rows: int | None = None, ngrams: int | None = None) -> None:
+          lookup: int = LOOKUP_TOKENS, draft_rows: int | None = None, ngrams: int | None = None,
+          prompt_cache: float = PROMPT_CACHE_MIB) -> None:
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
     ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 when set. ``fold`` (a
     `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify modes also
     draft up to N tokens by prompt lookup; ``ngrams`` N: up to N from the checkpoint's n-gram table where lookup
     finds none (None: the table's own count; 0: none); ``draft_rows`` N: they draft only in forwards of at most N
-    rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU)."""
+    rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU); ``prompt_cache``: MiB of prompts' KV caches each
+    mode keeps across requests (0: none)."""
     import uvicorn
 
     from hamburger.core.loading import fold_model, load_model
@@ -47,6 +50,8 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
         raise HamburgerError("--prefill-chunk must be >= 0 (0: no chunking)")
     if drain_timeout < 0:
         raise HamburgerError("--drain-timeout must be >= 0")
+    if prompt_cache < 0:
+        raise HamburgerError("--prompt-cache must be >= 0 (0: keep no prompt)")
     if lookup < 0:
         raise HamburgerError("--lookup must be >= 0 (0: no prompt lookup drafts)")
     if ngrams is not None and ngrams < 0:
@@ -62,7 +67,8 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
                      folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows,  # (the scheduler validates)
-                     model_ngrams(model, ngrams), fold_model(model_dir, folding, model, dtype, base, device))
+                     model_ngrams(model, ngrams), fold_model(model_dir, folding, model, dtype, base, device),
+                     prompt_cache)
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
     print(f"hamburger serve: {name} on http://{host}:{port}/v1 (batches of up to {max_batch_size}, "

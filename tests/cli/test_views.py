@@ -77,3 +77,25 @@ def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, mon
     captured = capsys.readouterr()
     assert captured.err.count("tau") == 3  # one summary per answered turn
     assert "conversation reset" in captured.err
+
+
+def test_chat_reads_only_each_new_turn(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """`hamburger chat` keeps the conversation's cache (`--prompt-cache`): each turn after the first reads only its new
+    messages, and the answers are those of a chat that reads everything every turn."""
+    char_tokenizer.chat_template = TEMPLATE
+    try:
+        ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    finally:
+        char_tokenizer.chat_template = None
+    outputs = {}
+    for cache in ("256", "0"):
+        monkeypatch.setattr("sys.stdin", io.StringIO("hello there\nand again\nonce more\n"))
+        assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5", "--device", "cpu",
+                     "--mode", "hamburger", "--prompt-cache", cache]) == 0
+        outputs[cache] = capsys.readouterr()
+    summaries = [line for line in outputs["256"].err.splitlines() if "tau" in line]
+    assert len(summaries) == 3 and "cached" not in summaries[0]
+    assert all("prompt tokens cached" in line for line in summaries[1:])
+    assert "cached" not in outputs["0"].err and outputs["256"].out == outputs["0"].out
+    assert main(["chat", "--model", str(ckpt), "--prompt-cache", "-1"]) != 0
+    assert "--prompt-cache must be >= 0" in capsys.readouterr().err

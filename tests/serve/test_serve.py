@@ -14,6 +14,7 @@ httpx = pytest.importorskip("httpx")
 
 from hamburger.engine.generate import Generation, generate  # noqa: E402
 from hamburger.engine.prompt import encode_prompt  # noqa: E402
+from hamburger.engine.prompt_cache import BLOCK  # noqa: E402
 from hamburger.engine.sampling import DecodingConfig  # noqa: E402
 from tests.helpers import FOLD, KEY, LOOKUP, MAX_QUEUE, error_of, long_body, tiny_long_group_model  # noqa: E402
 
@@ -65,6 +66,37 @@ def test_chat_completion_equals_engine(server, checkpoint):
     assert ext["base_forwards"] == ref.forwards and ext["kv_slots"] == ref.kv_slots
     assert ext["kv_slots_ordinary"] == ref.kv_slots_ordinary and ext["confidence"] == 0.5
     assert ext["tau"] == pytest.approx(ref.tau, abs=1e-3) and ext["tau"] > 1
+
+
+def reused(checkpoint, kept: list[dict], asked: list[dict]) -> int:
+    """The prompt tokens of chat ``asked`` a prompt cache that read chat ``kept`` gives: its whole prompt where the
+    prompt asked begins with it, else the whole blocks they share."""
+    a, b = (encode_prompt(checkpoint[2], m) for m in (kept, asked))
+    common = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return common if common == len(a) else common // BLOCK * BLOCK
+
+
+@pytest.mark.parametrize("mode", ["hamburger", "verify", "verify_fold"])
+def test_a_conversation_reads_only_its_new_turn(mode, server, checkpoint):
+    """The server keeps the prompts it read (`--prompt-cache`, on by default): a chat's next turn reads only what the
+    last prompt did not hold, OpenAI's `cached_tokens` counts the rest, and the answers are the engine's."""
+    client = server.client()
+    system = {"role": "system", "content": f"You are a terse assistant in {mode} mode. " * 2}
+    turns = [system, {"role": "user", "content": "Hi there"}]
+    first = client.chat.completions.create(model="ckpt", messages=turns, max_tokens=10, extra_body={"mode": mode})
+    turns += [{"role": "assistant", "content": first.choices[0].message.content},
+              {"role": "user", "content": "And then?"}]
+    second = client.chat.completions.create(model="ckpt", messages=turns, max_tokens=10, extra_body={"mode": mode})
+    assert first.usage.prompt_tokens_details.cached_tokens == 0
+    # (this template's generation prompt is not how it writes an assistant's turn: the cut before that)
+    assert second.usage.prompt_tokens_details.cached_tokens == reused(checkpoint, turns[:2], turns) >= 5 * BLOCK
+    if mode == "hamburger":
+        assert second.choices[0].message.content == expect(checkpoint, turns, 10).text
+    bye = [system, {"role": "user", "content": "Bye"}]
+    other = client.chat.completions.create(model="ckpt", messages=bye, max_tokens=4, extra_body={"mode": mode})
+    assert other.usage.prompt_tokens_details.cached_tokens == reused(checkpoint, turns, bye) > 0  # (the system's)
+    kept = server.health()["prompt_cache"][mode]
+    assert kept["hits"] >= 2 and 0 < kept["bytes"] <= kept["max_bytes"] == 256 * 2 ** 20
 
 
 def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):

@@ -30,9 +30,12 @@ def event(text: str) -> GroupEvent:
 # ------------------------------------------------------------------------------ shapes
 def test_usage_counts_and_the_hamburger_extension():
     assert usage(result()) == {
-        "prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7,
+        "prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 0},
         "hamburger": {"base_forwards": 2, "tau": 1.2346, "groups": 2, "kv_slots": 5, "kv_slots_ordinary": 6,
                       "kv_bytes": 640, "rereads": 0, "confidence": 0.5, "mode": "hamburger"}}
+    # a prompt cache's tokens: each prompt's once, as its tokens (two prompts of two answers)
+    answers = [result(cached_tokens=c) for c in (3, 3, 2, 2)]
+    assert usage(answers, n=2)["prompt_tokens_details"] == {"cached_tokens": 5}
     assert usage(result(cls=VerifyResult))["hamburger"]["mode"] == "verify"
     assert usage(result(cls=VerifyResult, folded=True))["hamburger"]["mode"] == "verify_fold"
 

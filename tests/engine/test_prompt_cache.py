@@ -1,0 +1,194 @@
+"""Prompt caching (`engine/prompt_cache.py`): a prompt that begins with one read before reads only the rest, and every
+engine gives the same answers as when it reads everything; the store keeps, cuts, replaces and forgets prompts as
+its doc says."""
+
+import pytest
+import torch
+
+from hamburger.engine.cache import SlotCache, rows_copy
+from hamburger.engine.full_heads import FullHeadCache
+from hamburger.engine.generate import Generation
+from hamburger.engine.prompt_cache import PromptCache
+from hamburger.engine.sampling import DecodingConfig
+from hamburger.engine.verify import VerifyGeneration
+from hamburger.errors import HamburgerError
+from tests.helpers import tiny_hamburger
+from tests.verify_helpers import ENGINES, FOLDINGS, engine_of, folding_model
+
+
+def text(n: int, seed: int) -> list[int]:
+    return [4 + (7 * k + 13 * seed + k * k * seed) % 95 for k in range(n)]
+
+
+SYSTEM = [1] + text(40, 1)  # a shared start, 41 tokens: cut at 32 (block 16) for another question
+FIRST = SYSTEM + text(9, 2)  # 50 tokens
+FOLLOW_UP = FIRST + text(30, 3)  # the first prompt, then more: it reads 30 new tokens
+OTHER = SYSTEM + text(12, 4)  # the shared start only
+# (prompt, tokens the cache gives it, in this order); FIRST again: the cut before its last token (48)
+TURNS = [(FIRST, 0), (FOLLOW_UP, 50), (OTHER, 32), (FIRST, 48), ([1] + text(20, 5), 0)]
+
+
+def answers(kind, tokenizer, prompt_cache=None, chunk=None, configs=None):
+    out = []
+    for prompt, _ in TURNS:
+        cfg = configs or DecodingConfig(max_new_tokens=16, confidence=0.5, ignore_eos=True)
+        run = engine_of(kind, tokenizer, [prompt], cfg, prefill_chunk=chunk, prompt_cache=prompt_cache)
+        out.append(run.run()[0])
+    return out
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+@pytest.mark.parametrize("chunk", [None, 8])
+def test_a_cached_prompt_gives_the_same_answers(kind, chunk, char_tokenizer):
+    """Each engine, whole or chunked prefill: the same tokens, groups and KV slots with the cache as without; each
+    prompt takes the longest cut of a kept prompt it begins with."""
+    plain = answers(kind, char_tokenizer, chunk=chunk)
+    store = PromptCache(1 << 30)
+    cached = answers(kind, char_tokenizer, store, chunk)
+    for a, b, (_, reused) in zip(plain, cached, TURNS):
+        assert (a.token_ids, a.groups, a.kv_slots, a.forwards) == (b.token_ids, b.groups, b.kv_slots, b.forwards)
+        assert (a.cached_tokens, b.cached_tokens) == (0, reused)
+    assert store.hits == 3 and store.tokens_reused == 50 + 32 + 48
+    assert len(store) == 3  # FOLLOW_UP took FIRST's place; OTHER and the last prompt are kept too
+
+
+def test_sampled_rows_and_several_answers_read_on_from_the_cache(char_tokenizer):
+    """Seeded sampling draws the same tokens after a cached prompt; rows with the same prompt share one reading."""
+    configs = [DecodingConfig(max_new_tokens=12, temperature=0.9, seed=s, confidence=0.5) for s in (1, 2, 3)]
+    for kind in ("host", "verify"):
+        store = PromptCache(1 << 30)
+        engine_of(kind, char_tokenizer, [FIRST], configs[0], prompt_cache=store).run()
+        with_cache = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs, prompt_cache=store).run()
+        without = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs).run()
+        assert [r.token_ids for r in with_cache] == [r.token_ids for r in without]
+        assert [r.cached_tokens for r in with_cache] == [50] * 3 and store.hits == 1
+
+
+def test_msd_context_reads_on_from_a_cut(char_tokenizer):
+    """A model whose micro-step decoder reads earlier slots' final states gets them at the cut too."""
+    model = tiny_hamburger("llama", seed=3, msd_context=3)
+    with torch.no_grad():
+        model.stop_head.net[2].bias.fill_(-3.0)
+    cfg = DecodingConfig(max_new_tokens=16, confidence=0.5, ignore_eos=True)
+    store = PromptCache(1 << 30)
+    for prompt, reused in TURNS:
+        for chunk in (None, 8):
+            want = Generation(model, char_tokenizer, [prompt], cfg, prefill_chunk=chunk).run()[0]
+            got = Generation(model, char_tokenizer, [prompt], cfg, prefill_chunk=chunk, prompt_cache=store).run()[0]
+            assert (got.token_ids, got.groups) == (want.token_ids, want.groups)
+    assert store.hits == 2 * len(TURNS) - 2  # (each prompt's second run, and the first of those that begin alike)
+
+
+def test_a_sliding_window_cache_that_forgot_slots_is_cut_only_at_its_end(char_tokenizer):
+    """A base whose layers slide over 8 positions forgets slots while reading a long prompt in chunks: that reading is
+    kept, and read on from at its end only."""
+    model = tiny_hamburger("mistral-sliding", seed=3)
+    cfg = DecodingConfig(max_new_tokens=12, confidence=0.5, ignore_eos=True)
+    store = PromptCache(1 << 30)
+    for prompt, reused in [(FIRST, 0), (FOLLOW_UP, 50), (OTHER, 0)]:
+        want = Generation(model, char_tokenizer, [prompt], cfg).run()[0]
+        got = Generation(model, char_tokenizer, [prompt], cfg, prefill_chunk=8, prompt_cache=store).run()[0]
+        assert got.token_ids == want.token_ids and got.cached_tokens == reused
+    assert all(kept.cache.forgotten for kept in store._kept)
+
+
+def test_full_heads_caches_are_kept_and_cut(char_tokenizer):
+    """Verify mode with a fold and full heads (a cache with a store of its own), prompts read in one batch with left
+    padding: the kept copies hold no padding, and the answers are the same."""
+    model, folding = folding_model("llama"), FOLDINGS["segments 2, keep first"]
+    cfg = DecodingConfig(max_new_tokens=16, confidence=0.2, ignore_eos=True)
+    store = PromptCache(1 << 30)
+
+    def run(prompts, cache=None):
+        return VerifyGeneration(model, char_tokenizer, prompts, cfg, fold=folding, full_heads=[(0, 1), (3, 0)],
+                                prompt_cache=cache).run()
+
+    first = run([FIRST, [1] + text(20, 5)], store)
+    assert all(isinstance(k.cache, FullHeadCache) and k.cache.num_slots == len(k.tokens) and k.cache.valid.all()
+               and k.cache.store.num_slots == len(k.tokens) for k in store._kept)
+    assert [r.token_ids for r in first] == [r.token_ids for r in run([FIRST, [1] + text(20, 5)])]
+    again = run([FOLLOW_UP, OTHER], store)
+    assert [r.token_ids for r in again] == [r.token_ids for r in run([FOLLOW_UP, OTHER])]
+    assert [r.cached_tokens for r in again] == [50, 32]
+
+
+def test_prompt_logprobs_rows_read_their_whole_prompt(char_tokenizer):
+    """A row that asks for its prompt's log-probabilities reads every token, and gets them all."""
+    store = PromptCache(1 << 30)
+    cfg = DecodingConfig(max_new_tokens=4, prompt_logprobs=1)
+    engine_of("host", char_tokenizer, [FIRST], cfg, prompt_cache=store).run()
+    res = engine_of("host", char_tokenizer, [FOLLOW_UP], cfg, prompt_cache=store).run()[0]
+    assert res.cached_tokens == 0 and len(res.prompt_logprobs) == len(FOLLOW_UP) - 1
+    assert store.lookups == 0
+
+
+def one_row_cache(model, prompt: list[int]) -> SlotCache:
+    cache = SlotCache(model.base.config, 1)
+    ids = torch.tensor([prompt])
+    positions = torch.arange(len(prompt))[None]
+    mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
+    model.base_forward(model.embed(ids), positions, mask, cache.kv)
+    return cache
+
+
+def inputs_at(cuts):
+    return {c: torch.full((2, 4), float(c)) for c in cuts}
+
+
+def test_the_store_keeps_cuts_replaces_and_forgets():
+    model = tiny_hamburger("llama")
+    store = PromptCache(1 << 30, block=4)
+    assert store.cuts(0, 10, 10) == [4, 8, 10] and store.cuts(5, 9, 20) == [8] and store.cuts(0, 8, 9) == [4, 8]
+    assert store.cuts(0, 8, 8) == [4, 8] and store.cuts(8, 9, 9) == [9]
+    a = text(10, 1)
+    with torch.inference_mode():
+        store.add(a, one_row_cache(model, a), inputs_at([4, 8, 10]))
+        hit = store.find(a + [5, 6])  # a's end
+        assert (hit.length, hit.cache.num_slots, sorted(hit.cuts)) == (10, 10, [4, 8, 10])
+        assert hit.inputs.shape == (1, 2, 4) and float(hit.inputs[0, 0, 0]) == 10.0
+        hit = store.find(a[:9] + [99])  # 9 tokens in common: the block before
+        assert (hit.length, hit.cache.num_slots, sorted(hit.cuts)) == (8, 8, [4, 8])
+        assert store.find(a) .length == 8  # (one token is always read)
+        assert store.find([a[0], 99, 98, 97, 96]) is None and store.find(a[:3] + [99, 98]) is None
+        # the copies are the caller's own: the kept cache still holds the whole prompt
+        assert store._kept[0].cache.num_slots == 10
+        b = a + text(6, 2)
+        store.add(b, one_row_cache(model, b), inputs_at([4, 8, 10, 12, 16]))  # b can be cut where a ends: a goes
+        assert len(store) == 1 and store.find(a + [1]).length == 10
+        c = a[:6] + text(6, 3)
+        store.add(c, one_row_cache(model, c), inputs_at([4, 8, 12]))  # begins with 6 of a's tokens: both kept
+        assert len(store) == 2 and store.find(b + [3]).length == 16 and store.find(c + [3]).length == 12
+        both = sum(k.bytes for k in store._kept)
+        small = PromptCache(both - 1, block=4)  # no room for both: the least recently used goes
+        for p, cuts in ((b, [4, 8, 10, 12, 16]), (c, [4, 8, 12])):
+            small.add(p, one_row_cache(model, p), inputs_at(cuts))
+        assert len(small) == 1 and small.find(c + [3]).length == 12
+        assert small.find(b + [3]).length == 4  # (c's first block only: b went)
+        nothing = PromptCache(0)
+        nothing.add(a, one_row_cache(model, a), inputs_at([10]))
+        assert len(nothing) == 0 and nothing.find(a + [1]) is None
+        with pytest.raises(HamburgerError, match="one-row cache"):
+            store.add(a, one_row_cache(model, a), inputs_at([4]))  # no inputs at its end
+    with pytest.raises(HamburgerError):
+        PromptCache(-1)
+
+
+def test_rows_copy_leaves_the_cache_as_it_was():
+    model = tiny_hamburger("llama")
+    with torch.inference_mode():
+        cache = one_row_cache(model, text(12, 1))
+        cache.merge(one_row_cache(model, text(12, 2)))
+        part = rows_copy(cache, [1])
+        layer, mine = cache.kv.layers[0], part.kv.layers[0]
+        assert part.batch_size == 1 and cache.batch_size == 2
+        assert torch.equal(mine.keys[0], layer.keys[1]) and mine.keys.data_ptr() != layer.keys.data_ptr()
+        cache.extend(torch.ones(2, 1, dtype=torch.bool))  # the original goes on; the copy does not move
+        assert part.num_slots == 12 and part.valid.shape == (1, 12)
+    with pytest.raises(HamburgerError, match="static"):
+        rows_copy(SlotCache(model.base.config, 1, capacity=8), [0])
+
+
+def test_a_prompt_cache_needs_the_dynamic_cache(char_tokenizer):
+    with pytest.raises(HamburgerError, match="dynamic"):
+        Generation(tiny_hamburger("llama"), char_tokenizer, [FIRST], DecodingConfig(), static_cache=True,
+                   prompt_cache=PromptCache(1 << 20))
