@@ -77,6 +77,15 @@ def test_msd_context_reads_on_from_a_cut(char_tokenizer):
             got = Generation(model, char_tokenizer, [prompt], cfg, prefill_chunk=chunk, prompt_cache=store).run()[0]
             assert (got.token_ids, got.groups) == (want.token_ids, want.groups)
     assert store.hits == 2 * len(TURNS) - 2  # (each prompt's second run, and the first of those that begin alike)
+    # the decoder's inputs kept at each cut are those of a whole reading when chunks of 5 put cuts within the context
+    # of a chunk's start (16 and 32, its first and third token)
+    whole, chunked = PromptCache(1 << 30), PromptCache(1 << 30)
+    for store, chunk in ((whole, None), (chunked, 5)):
+        Generation(model, char_tokenizer, [FIRST], cfg, prefill_chunk=chunk, prompt_cache=store).run()
+    (a,), (b,) = whole._kept, chunked._kept
+    assert sorted(a.cuts) == sorted(b.cuts) == [16, 32, 48, 50]
+    for cut in a.cuts:
+        torch.testing.assert_close(a.cuts[cut], b.cuts[cut], rtol=1e-5, atol=1e-5)
 
 
 def test_a_sliding_window_cache_that_forgot_slots_is_cut_only_at_its_end(char_tokenizer):
@@ -164,6 +173,10 @@ def test_the_store_keeps_cuts_replaces_and_forgets():
             small.add(p, one_row_cache(model, p), inputs_at(cuts))
         assert len(small) == 1 and small.find(c + [3]).length == 12
         assert small.find(b + [3]).length == 4  # (c's first block only: b went)
+        d = a[:6]
+        store.add(d, one_row_cache(model, d), inputs_at([4, 6]))
+        store.add(a, one_row_cache(model, a), inputs_at([4, 8, 10]))  # a begins with d, but cannot be cut at 6
+        assert store.find(d + [3]).length == 6
         nothing = PromptCache(0)
         nothing.add(a, one_row_cache(model, a), inputs_at([10]))
         assert len(nothing) == 0 and nothing.find(a + [1]) is None
