@@ -38,6 +38,7 @@ _EXPORTS = {
     "verify_generate": "hamburger.engine.verify",
     "VerifyGeneration": "hamburger.engine.verify",
     "Folding": "hamburger.engine.folding",
+    "PromptCache": "hamburger.engine.prompt_cache",
     "HamburgerError": "hamburger.errors",
 }
 __all__ = ["__version__", *_EXPORTS]

@@ -26,10 +26,11 @@ def option(verb: str, dest: str):
 
 
 def test_public_api_is_importable_from_the_package():
-    from hamburger import (DecodingConfig, Folding, VerifyGeneration, encode_prompt, generate, load_model,
-                           verify_generate)
+    from hamburger import (DecodingConfig, Folding, PromptCache, VerifyGeneration, encode_prompt, generate,
+                           load_model, verify_generate)
 
     assert callable(load_model) and callable(generate) and callable(verify_generate) and callable(encode_prompt)
+    assert PromptCache(1 << 20).stats()["max_bytes"] == 1 << 20
     assert DecodingConfig(max_new_tokens=3).validate().max_new_tokens == 3 and VerifyGeneration
     assert Folding(window=4).validate(max_steps=4).window == 4
     light = subprocess.run([sys.executable, "-c", "import hamburger, sys; print('torch' in sys.modules)"],
