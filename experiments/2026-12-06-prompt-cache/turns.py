@@ -2,11 +2,10 @@
 server's default; the prompt's reading is the same in every mode):
 
 1. A conversation: 8 user turns, each a dev chat prompt, each reply the engine's own (up to 64 tokens). Every turn's
-   prompt is the whole conversation so far. The replies are decoded once without a cache and once with one (a store
-   kept across the turns), and compared token for token.
-2. TTFT per turn on those fixed prompts (`prefill_s`: the prompt's reading and the first token), without a cache and
-   with one that holds the conversation's earlier turns (as the server's or `hamburger chat`'s would), alternated,
-   median of 5 runs each.
+   prompt is the whole conversation so far. It is held without a cache and with one kept across its turns (as the
+   server's or `hamburger chat`'s is: it keeps each prompt, and in lossless verify mode each prompt with its reply),
+   alternated, 5 times each: each turn's TTFT (`prefill_s`: the prompt's reading and the first token), median, and
+   whether every reply was the same token for token.
 3. A shared system prompt: a system message of about 600 tokens (dev summarisation texts), then 4 other dev chat
    questions, each a conversation of its own; TTFT without a cache and with one that read the first question's prompt.
 
@@ -27,7 +26,7 @@ from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration, on_base
 
-TURNS, REPLY, REPS, QUESTIONS = 8, 64, 5, 4
+TURNS, REPLY, REPS, QUESTIONS = 8, 64, 5, 4  # (3 questions after the one that fills the store)
 CONTEXT_CHARS = 2400  # the system prompt's context: about 600 tokens
 STORE = 256 * 2 ** 20  # `serve`'s and `chat`'s default
 
@@ -77,22 +76,24 @@ def main() -> None:
     chats = category_prompts("chat", TURNS + QUESTIONS, seed=0)
     questions = [c["prompt"] for c in chats[:TURNS]]
 
-    prompts, plain = conversation(verifier, tokenizer, questions, None)
-    store = PromptCache(STORE)
-    _, cached = conversation(verifier, tokenizer, questions, store)
+    runs = {"none": [], "cache": []}
+    for _ in range(REPS):
+        for name in runs:
+            store = PromptCache(STORE) if name == "cache" else None
+            prompts, results = conversation(verifier, tokenizer, questions, store)
+            runs[name].append((prompts, results, store))
+    prompts, plain, _ = runs["none"][0]
+    _, cached, store = runs["cache"][0]
     out["conversation"] = {
         "prompt_tokens": [len(p) for p in prompts],
-        "same_replies": [a.token_ids == b.token_ids for a, b in zip(plain, cached)],
-        "reply_tokens": [len(a.token_ids) for a in plain],
-        "cached_tokens": [b.cached_tokens for b in cached],
-        "store": store.stats()}
-
-    samples = {"none": [], "cache": []}
-    for _ in range(REPS):
-        samples["none"].append(ttft(verifier, tokenizer, prompts, None))
-        # (the cache holds the turns before each one: it read them as the conversation went)
-        samples["cache"].append(ttft(verifier, tokenizer, prompts, []))
-    out["conversation"]["ttft"] = {k: medians(v) for k, v in samples.items()}
+        "reply_tokens": [len(r.token_ids) for r in plain],
+        "same_replies": all([r.token_ids for r in results] == [r.token_ids for r in plain]
+                            for name in runs for _, results, _ in runs[name]),
+        "cached_tokens": [r.cached_tokens for r in cached],
+        "store": store.stats(),
+        "ttft": {name: [{"ttft_ms": round(1000 * statistics.median(results[k].prefill_s for _, results, _ in v), 1),
+                         "cached_tokens": v[0][1][k].cached_tokens} for k in range(TURNS)]
+                 for name, v in runs.items()}}
 
     context = " ".join(p["prompt"] for p in category_prompts("summarisation", 8))[:CONTEXT_CHARS]
     system = {"role": "system", "content": "Answer using this context. " + context}

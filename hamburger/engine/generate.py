@@ -129,6 +129,7 @@ class _Row:
         self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
         self.prompt_alternatives: list[list[tuple[int, float]]] = []
         self.cached = 0  # its prompt's first tokens, taken from a prompt cache
+        self.cuts: dict[int, torch.Tensor] = {}  # the MSD's inputs where a prompt cache may cut its prompt
         self.group: list[int] = []
         self.merged = False  # a merged slot (a group of 2+ tokens) was fed: the cache holds one
         self.merged_earlier = False  # the same before the last macro step (a re-read group leaves the cache)
@@ -387,6 +388,8 @@ class Generation:
             if end == total:
                 self._chunking.remove(entry)
                 self._keep(rows[0].prompt_ids, cache, entry.cuts)
+                for row in rows:
+                    row.cuts = entry.cuts
                 ready.append((entry.rows, *copied(cache, hidden, features, [0] * len(rows))))
         return ready
 
@@ -401,7 +404,7 @@ class Generation:
         """Give the prompt cache, if any, a copy of row ``row`` of ``cache``, which read ``prompt_ids`` to its end."""
         if self.prompt_cache is not None:
             part = rows_copy(cache, [row])
-            if part.num_slots > len(prompt_ids):  # (left padding of a batch's prefill)
+            if part.num_slots > len(prompt_ids):  # (a batch's left padding, rejected drafts' holes)
                 part.compact()
             self.prompt_cache.add(prompt_ids, part, cuts)
 
@@ -482,12 +485,13 @@ class Generation:
         mask = cache.extend(valid.to(model.device), positions)
         final, features = model.base_forward(model.embed(ids.to(model.device)), positions.to(model.device),
                                              mask, cache.kv)
+        cuts = [self._cut_inputs(final[b:b + 1, width - n:], features[b:b + 1, width - n:], 0, n)
+                for b, n in enumerate(lengths)]
         for b, r in zip(index, rows):
             self._score_prompt(r, final[b, width - lengths[b]:], 0)
+            r.cuts = cuts[b]
         for b, prompt in enumerate(distinct):
-            pad = width - lengths[b]
-            self._keep(list(prompt), cache, self._cut_inputs(final[b:b + 1, pad:], features[b:b + 1, pad:], 0,
-                                                             lengths[b]), b)
+            self._keep(list(prompt), cache, cuts[b], b)
         hidden, features = model.decode_features(final, features, valid.to(model.device))
         return (cache, hidden, features) if len(distinct) == len(rows) else copied(cache, hidden, features, index)
 

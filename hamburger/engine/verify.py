@@ -239,6 +239,7 @@ class VerifyGeneration(Generation):
                 yield from self._events(cache, active, new)
             if self.poll:  # once per base forward (and between prefill chunks): the caller adds and cancels rows
                 self.poll()
+            self._keep_answers(cache, active, features)
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
                 if not (self._pending or self._chunking):
@@ -259,6 +260,20 @@ class VerifyGeneration(Generation):
                 r.forwards += 1
                 r.decode_s += elapsed
             yield from self._events(cache, active, active)
+
+    def _keep_answers(self, cache: SlotCache, active: list[int], features: torch.Tensor) -> None:
+        """Lossless verify mode's cache holds a row's prompt and answer one slot per token, as a plain decode's: the
+        prompt cache, if any, keeps that of each row that finished (not cancelled), its prompt and every answer token
+        but the last (never fed), so a chat's next turn reads neither again where its template writes the answer back
+        as the same tokens. It is cut at its end (``features``: the MSD's inputs at each row's last kept slot) or at
+        the prompt's cuts."""
+        if self.prompt_cache is None or self.fold is not None:
+            return
+        for pos, i in enumerate(active):
+            row = self.rows[i]
+            if row.done and row.reason != "cancelled" and len(row.tokens) > 1:
+                tokens = row.prompt_ids + row.tokens[:-1]
+                self._keep(tokens, cache, {**row.cuts, len(tokens): features[pos].clone()}, pos)
 
     def _events(self, cache: SlotCache, active: list[int], which: list[int]) -> Iterator[GroupEvent]:
         """Close the step's group of each row in ``which``; record the KV use of rows that finished."""

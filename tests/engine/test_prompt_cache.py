@@ -13,7 +13,7 @@ from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import tiny_hamburger
-from tests.verify_helpers import ENGINES, FOLDINGS, engine_of, folding_model
+from tests.verify_helpers import ENGINES, FOLDINGS, drafting_model, engine_of, folding_model
 
 
 def text(n: int, seed: int) -> list[int]:
@@ -49,7 +49,37 @@ def test_a_cached_prompt_gives_the_same_answers(kind, chunk, char_tokenizer):
         assert (a.token_ids, a.groups, a.kv_slots, a.forwards) == (b.token_ids, b.groups, b.kv_slots, b.forwards)
         assert (a.cached_tokens, b.cached_tokens) == (0, reused)
     assert store.hits == 3 and store.tokens_reused == 50 + 32 + 48
-    assert len(store) == 3  # FOLLOW_UP took FIRST's place; OTHER and the last prompt are kept too
+    # FOLLOW_UP took FIRST's place; OTHER and the last prompt are kept too. Lossless verify keeps each prompt with its
+    # answer (`test_lossless_verify_keeps_each_answer`), and FOLLOW_UP does not write FIRST's answer back: both stay
+    assert len(store) == (4 if kind == "verify" else 3)
+
+
+def test_lossless_verify_keeps_each_answer(char_tokenizer):
+    """Lossless verify mode keeps a finished row's prompt and answer (all but its last token, never fed): a next prompt
+    that writes the answer back reads from there; rows that finish at other steps, after rejected drafts, each keep
+    theirs. A folding cache holds merged slots: verify_fold keeps prompts only."""
+    model = drafting_model("llama", init="random")  # (drafts the base rejects)
+    configs = [DecodingConfig(max_new_tokens=16, confidence=0.2), DecodingConfig(max_new_tokens=9, confidence=0.2)]
+    store = PromptCache(1 << 30)
+    firsts = VerifyGeneration(model, char_tokenizer, [FIRST, OTHER], configs, prompt_cache=store).run()
+    assert all(len(r.token_ids) > 2 for r in firsts)
+    assert any(a < d for r in firsts for a, d in zip(r.accepted, r.drafts))  # (rejected drafts: holes in the cache)
+    for first, prompt in zip(firsts, (FIRST, OTHER)):  # the decoder's inputs kept at the end: a reading's of it all
+        kept = prompt + first.token_ids[:-1]
+        read = PromptCache(1 << 30)
+        VerifyGeneration(model, char_tokenizer, [kept], configs[0], prompt_cache=read).run()
+        (mine,) = [k for k in store._kept if k.tokens.tolist() == kept]
+        torch.testing.assert_close(mine.cuts[len(kept)], read._kept[0].cuts[len(kept)], rtol=1e-4, atol=1e-4)
+    nexts = [FIRST + firsts[0].token_ids + text(7, 6), OTHER + firsts[1].token_ids + text(5, 7)]
+    plain = VerifyGeneration(model, char_tokenizer, nexts, configs).run()
+    cached = VerifyGeneration(model, char_tokenizer, nexts, configs, prompt_cache=store).run()
+    assert [(r.token_ids, r.drafts, r.accepted) for r in cached] == [(r.token_ids, r.drafts, r.accepted) for r in plain]
+    assert [r.cached_tokens for r in cached] == [len(FIRST) + len(firsts[0].token_ids) - 1,
+                                                 len(OTHER) + len(firsts[1].token_ids) - 1]
+    folding = PromptCache(1 << 30)
+    VerifyGeneration(model, char_tokenizer, [FIRST, OTHER], configs, fold=FOLDINGS["segments 2, keep first"],
+                     prompt_cache=folding).run()
+    assert sorted(len(k.tokens) for k in folding._kept) == [len(FIRST), len(OTHER)]
 
 
 def test_sampled_rows_and_several_answers_read_on_from_the_cache(char_tokenizer):
