@@ -359,17 +359,14 @@ class Generation:
         for i in new:
             row = self.rows[i]
             row.started = started
-            # a prompt read with an equal one not begun yet, if any (one that asks for its whole prompt's
-            # log-probabilities only with one read from its start)
-            same = next((c for c in self._chunking if c.done == c.start and (c.start == 0 or row.cfg.prompt_logprobs
-                                                                             is None)
-                         and self.rows[c.rows[0]].prompt_ids == row.prompt_ids), None)
+            same = self._equal_unread(row)
             hit = self._cached(row) if same is None else None
             if same is not None:
                 same.rows.append(i)
                 row.cached = same.start
             elif hit is not None:
-                self._chunking.append(_Chunked([i], hit.cache, hit.length, hit.inputs, hit.length, hit.cuts))
+                self._chunking.append(_Chunked([i], cache=hit.cache, done=hit.length, earlier=hit.inputs,
+                                               start=hit.length, cuts=hit.cuts))
                 row.cached = hit.length
             elif chunk is None or len(row.prompt_ids) <= chunk:
                 short.append(i)
@@ -392,6 +389,13 @@ class Generation:
                     row.cuts = entry.cuts
                 ready.append((entry.rows, *copied(cache, hidden, features, [0] * len(rows))))
         return ready
+
+    def _equal_unread(self, row: _Row) -> "_Chunked | None":
+        """A prompt being read in chunks that equals ``row``'s and has not been begun: ``row`` is read with it (not
+        one a prompt cache began, if ``row`` asks for its whole prompt's log-probabilities)."""
+        whole = row.cfg.prompt_logprobs is not None
+        return next((c for c in self._chunking if c.done == c.start and not (whole and c.start)
+                     and self.rows[c.rows[0]].prompt_ids == row.prompt_ids), None)
 
     def _cached(self, row: _Row):
         """The prompt cache's `Hit` for ``row``'s prompt (None: no cache, no kept prompt it begins with, or the row

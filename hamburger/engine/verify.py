@@ -45,6 +45,7 @@ from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
 from hamburger.engine.ngrams import NgramDrafts
+from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.sampling import (DecodingConfig, along, choice_logits, choose_tokens, draw_each, sample,
                                        warped_probs)
 from hamburger.errors import HamburgerError
@@ -154,7 +155,7 @@ class VerifyGeneration(Generation):
                  prefill_chunk: int | None = None, poll=None, fold: Folding | None = None,
                  trace_logits: bool = False, lookup: PromptLookup | None = None, draft_rows: int | None = None,
                  head_chunk: int | None = None, ngrams: NgramDrafts | None = None, drafter: Drafter | None = None,
-                 full_heads: list | None = None, prompt_cache=None):
+                 full_heads: list | None = None, prompt_cache: PromptCache | None = None):
         if draft is not None and draft < 0:
             raise HamburgerError(f"draft must be >= 0, got {draft}")
         if draft_rows is not None and draft_rows < 0:
