@@ -240,7 +240,6 @@ class VerifyGeneration(Generation):
                 yield from self._events(cache, active, new)
             if self.poll:  # once per base forward (and between prefill chunks): the caller adds and cancels rows
                 self.poll()
-            self._keep_answers(cache, active, features)
             keep = [pos for pos, i in enumerate(active) if not rows[i].done]
             if not keep:
                 if not (self._pending or self._chunking):
@@ -260,6 +259,7 @@ class VerifyGeneration(Generation):
             for r in live:
                 r.forwards += 1
                 r.decode_s += elapsed
+            self._keep_answers(cache, active, features)  # (before their events: a caller may release them then)
             yield from self._events(cache, active, active)
 
     def _keep_answers(self, cache: SlotCache, active: list[int], features: torch.Tensor) -> None:

@@ -61,7 +61,12 @@ def test_lossless_verify_keeps_each_answer(char_tokenizer):
     model = drafting_model("llama", init="random")  # (drafts the base rejects)
     configs = [DecodingConfig(max_new_tokens=16, confidence=0.2), DecodingConfig(max_new_tokens=9, confidence=0.2)]
     store = PromptCache(1 << 30)
-    firsts = VerifyGeneration(model, char_tokenizer, [FIRST, OTHER], configs, prompt_cache=store).run()
+    run = VerifyGeneration(model, char_tokenizer, [FIRST, OTHER], configs, prompt_cache=store)
+    firsts = [None, None]
+    for event in run:  # (as the server's scheduler does: a row's result is read, and the row released, at its end)
+        if event.finish_reason is not None:
+            firsts[event.row] = run.result(event.row)
+            run.release(event.row)
     assert all(len(r.token_ids) > 2 for r in firsts)
     assert any(a < d for r in firsts for a, d in zip(r.accepted, r.drafts))  # (rejected drafts: holes in the cache)
     for first, prompt in zip(firsts, (FIRST, OTHER)):  # the decoder's inputs kept at the end: a reading's of it all

@@ -99,6 +99,18 @@ def test_a_conversation_reads_only_its_new_turn(mode, server, checkpoint):
     assert kept["hits"] >= 2 and 0 < kept["bytes"] <= kept["max_bytes"] == 256 * 2 ** 20
 
 
+def test_lossless_verify_keeps_each_answer_for_the_next_prompt(server, checkpoint):
+    """In lossless verify mode the server keeps a prompt with its answer: a prompt that writes the answer back reads
+    on from the answer's last fed token (all but its last)."""
+    client = server.client()
+    first = client.completions.create(model="ckpt", prompt="Once upon a time, in verify mode,", max_tokens=6,
+                                      extra_body={"mode": "verify"})
+    assert first.choices[0].finish_reason == "length" and first.usage.completion_tokens == 6
+    follow_up = "Once upon a time, in verify mode," + first.choices[0].text + " and then"
+    second = client.completions.create(model="ckpt", prompt=follow_up, max_tokens=4, extra_body={"mode": "verify"})
+    assert second.usage.prompt_tokens_details.cached_tokens == first.usage.prompt_tokens + 6 - 1
+
+
 def test_verify_mode_request_is_the_base_greedy_answer(server, checkpoint):
     """The request field `mode: verify` runs lossless verify mode (drafting also by the server's --lookup): the base's
     own greedy answer, streamed or not."""
