@@ -350,8 +350,8 @@ class Generation:
     def _prefill_step(self) -> list[tuple]:
         """Prefill what is due this step: every new prompt up to `prefill_chunk` tokens (together), and one
         chunk of the longer prompt with the fewest tokens left (a shorter one that arrives later goes first); a prompt
-        that begins with one the prompt cache keeps is read on from there, as a long one (its first chunk may be its
-        last). Returns (rows, cache, hidden, features) for the rows now complete."""
+        that begins with one the prompt cache keeps is read on from there, as a long one, and at once where a chunk
+        holds the rest (a forward of its own). Returns (rows, cache, hidden, features) for the rows now complete."""
         new, self._pending = [i for i in self._pending if i in self._kept], []  # (a released row is gone)
         chunk = self.prefill_chunk
         started = time.perf_counter()
@@ -376,19 +376,27 @@ class Generation:
         for c in self._chunking:  # rows cancelled while waiting
             c.rows = [i for i in c.rows if not self.rows[i].done]
         self._chunking = [c for c in self._chunking if c.rows]
+        left = lambda c: len(self.rows[c.rows[0]].prompt_ids) - c.done  # noqa: E731
+        # every prompt begun from the prompt cache with at most a chunk left is read now, as new short ones are
+        for entry in [c for c in self._chunking if c.start and (chunk is None or left(c) <= chunk)]:
+            ready += self._read_chunk(entry)
         if self._chunking:
-            entry = min(self._chunking, key=lambda c: len(self.rows[c.rows[0]].prompt_ids) - c.done)
-            rows = [self.rows[i] for i in entry.rows]
-            total = len(rows[0].prompt_ids)
-            end = total if chunk is None else min(entry.done + chunk, total)
-            cache, hidden, features = self._prefill_chunk(rows, entry, end)
-            if end == total:
-                self._chunking.remove(entry)
-                self._keep(rows[0].prompt_ids, cache, entry.cuts)
-                for row in rows:
-                    row.cuts = entry.cuts
-                ready.append((entry.rows, *copied(cache, hidden, features, [0] * len(rows))))
+            ready += self._read_chunk(min(self._chunking, key=left))
         return ready
+
+    def _read_chunk(self, entry: "_Chunked") -> list[tuple]:
+        """Read the next chunk of ``entry``'s prompt: [(rows, cache, hidden, features)] if it was the last, else []."""
+        rows = [self.rows[i] for i in entry.rows]
+        total = len(rows[0].prompt_ids)
+        end = total if self.prefill_chunk is None else min(entry.done + self.prefill_chunk, total)
+        cache, hidden, features = self._prefill_chunk(rows, entry, end)
+        if end < total:
+            return []
+        self._chunking.remove(entry)
+        self._keep(rows[0].prompt_ids, cache, entry.cuts)
+        for row in rows:
+            row.cuts = entry.cuts
+        return [(entry.rows, *copied(cache, hidden, features, [0] * len(rows)))]
 
     def _equal_unread(self, row: _Row) -> "_Chunked | None":
         """A prompt being read in chunks that equals ``row``'s and has not been begun: ``row`` is read with it (not

@@ -99,6 +99,22 @@ def test_sampled_rows_and_several_answers_read_on_from_the_cache(char_tokenizer)
         assert [r.cached_tokens for r in with_cache] == [50] * 3 and store.hits == 1
 
 
+@pytest.mark.parametrize("chunk", [None, 64])
+def test_prompts_begun_from_the_cache_join_together(chunk, char_tokenizer):
+    """Requests that arrive together and read on from the cache, each with at most a chunk left, are all read in the
+    step they arrive in (as new short prompts are): their first groups come before any row's second."""
+    model = tiny_hamburger("llama", seed=3)
+    cfg = DecodingConfig(max_new_tokens=6, confidence=1.0, ignore_eos=True)  # (one token a group: a step an event)
+    store = PromptCache(1 << 30)
+    Generation(model, char_tokenizer, [FIRST], cfg, prompt_cache=store).run()
+    prompts = [FIRST + text(5 + k, 10 + k) for k in range(3)]
+    run = Generation(model, char_tokenizer, prompts, cfg, prefill_chunk=chunk, prompt_cache=store)
+    order = [e.row for e in run]
+    assert sorted(order[:3]) == [0, 1, 2] and [r.cached_tokens for r in run.results] == [50] * 3
+    assert [r.token_ids for r in run.results] == [r.token_ids for r in Generation(model, char_tokenizer, prompts,
+                                                                                   cfg).run()]
+
+
 def test_msd_context_reads_on_from_a_cut(char_tokenizer):
     """A model whose micro-step decoder reads earlier slots' final states gets them at the cut too."""
     model = tiny_hamburger("llama", seed=3, msd_context=3)
