@@ -130,7 +130,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         state = {"status": "draining" if app.state.draining else "ok", "model": model_name,
                  "running": scheduler.running, "waiting": scheduler.waiting, "batches": scheduler.batches,
                  "cancelled": scheduler.cancelled,
-                 "prompt_cache": {mode: kept.stats() for mode, kept in scheduler.prompt_caches.items()}}
+                 "prompt_cache": {mode: kept.stats() for mode, kept in list(scheduler.prompt_caches.items())}}
         return JSONResponse(state, status_code=503 if app.state.draining else 200)
 
     return app
