@@ -24,17 +24,24 @@ def drafting_model(family: str, init: str = "copy_last", seed: int = 3) -> Hambu
     return model
 
 
-def engine_of(kind: str, tokenizer, prompts: list[list[int]], configs, **kw):
-    """A batch of the engine ``kind`` (`ENGINES`) over a model whose groups (hamburger mode) or drafts (verify) hold
-    several tokens; ``kw``: the engine's options (e.g. `trace_logits`, `prefill_chunk`)."""
+def engine_model(kind: str) -> HamburgerModel:
+    """The model `engine_of` runs the engine ``kind`` on: its groups (hamburger mode) or drafts (verify) hold several
+    tokens."""
+    return tiny_long_group_model() if kind in ("host", "device") else drafting_model("llama")
+
+
+def engine_of(kind: str, tokenizer, prompts: list[list[int]], configs, model: HamburgerModel | None = None, **kw):
+    """A batch of the engine ``kind`` (`ENGINES`) over ``model`` (default: a new `engine_model`); ``kw``: the
+    engine's options (e.g. `trace_logits`, `prefill_chunk`)."""
     from hamburger.engine.folding import DEFAULT_FOLD, parse_folding
     from hamburger.engine.generate import Generation
     from hamburger.engine.verify import VerifyGeneration
 
+    model = model or engine_model(kind)
     if kind in ("host", "device"):
-        return Generation(tiny_long_group_model(), tokenizer, prompts, configs, micro_loop=kind, **kw)
+        return Generation(model, tokenizer, prompts, configs, micro_loop=kind, **kw)
     fold = parse_folding(DEFAULT_FOLD) if kind == "verify_fold" else None
-    return VerifyGeneration(drafting_model("llama"), tokenizer, prompts, configs, fold=fold, **kw)
+    return VerifyGeneration(model, tokenizer, prompts, configs, fold=fold, **kw)
 
 
 def fed_groups(res) -> list[int]:

@@ -208,8 +208,10 @@ class Generation:
         self.prefill_chunk = prefill_chunk
         self._chunking: list[_Chunked] = []  # the long prompts being read
         # prompts read before (by this engine's model and kind of cache), kept across batches; rows read on from them
-        if prompt_cache is not None and static_cache:
-            raise HamburgerError("a prompt cache needs the dynamic KV cache")
+        if prompt_cache is not None:
+            if static_cache:
+                raise HamburgerError("a prompt cache needs the dynamic KV cache")
+            prompt_cache.bind(self._engine_key())
         self.prompt_cache = prompt_cache
         # Called once per macro step after its events, and between prefill chunks: the place to `add` and `cancel`.
         self.poll = poll
@@ -242,6 +244,10 @@ class Generation:
         self._pending.append(len(self.rows) - 1)
         self._kept.add(len(self.rows) - 1)
         return len(self.rows) - 1
+
+    def _engine_key(self) -> tuple:
+        """What a prompt cache's caches are alike for (`PromptCache.bind`): the model and the engine's kind."""
+        return id(self.model), type(self).__name__
 
     @property
     def active_rows(self) -> int:

@@ -52,9 +52,19 @@ class PromptCache:
             raise HamburgerError(f"a prompt cache needs max_bytes >= 0 and block >= 1, got {max_bytes} and {block}")
         self.max_bytes, self.block = max_bytes, block
         self._kept: list[_Kept] = []  # least recently used first
+        self.engine: tuple | None = None  # the engine whose caches it holds (`bind`)
         self.lookups = 0  # prompts looked up
         self.hits = 0  # of those, prompts that began with a kept one's tokens
         self.tokens_reused = 0  # prompt tokens those hits did not read again
+
+    def bind(self, engine: tuple) -> None:
+        """Hold the caches of ``engine`` alone (a key of its model and its kind of cache): another engine's prompt
+        reading may differ (adapters, another model) and its cache may be of another kind."""
+        if self.engine is None:
+            self.engine = engine
+        elif engine != self.engine:
+            raise HamburgerError("this prompt cache holds another engine's prompts (another model, mode or folding): "
+                                 "give each engine a store of its own")
 
     @property
     def bytes(self) -> int:

@@ -194,6 +194,9 @@ class VerifyGeneration(Generation):
         super().__init__(model, tokenizer, prompts, configs, prefill_chunk=prefill_chunk, poll=poll,
                          trace_logits=trace_logits, prompt_cache=prompt_cache)
 
+    def _engine_key(self) -> tuple:
+        return *super()._engine_key(), self.fold, tuple(map(tuple, self.full_heads))
+
     def add(self, prompt_ids: list[int], config: DecodingConfig) -> int:
         if config.confidence is None:
             config = replace(config, confidence=VERIFY_CONFIDENCE)

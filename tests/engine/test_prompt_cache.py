@@ -13,7 +13,7 @@ from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import tiny_hamburger
-from tests.verify_helpers import ENGINES, FOLDINGS, drafting_model, engine_of, folding_model
+from tests.verify_helpers import ENGINES, FOLDINGS, drafting_model, engine_model, engine_of, folding_model
 
 
 def text(n: int, seed: int) -> list[int]:
@@ -28,11 +28,11 @@ OTHER = SYSTEM + text(12, 4)  # the shared start only
 TURNS = [(FIRST, 0), (FOLLOW_UP, 50), (OTHER, 32), (FIRST, 48), ([1] + text(20, 5), 0)]
 
 
-def answers(kind, tokenizer, prompt_cache=None, chunk=None, configs=None):
-    out = []
+def answers(kind, tokenizer, prompt_cache=None, chunk=None):
+    out, model = [], engine_model(kind)
     for prompt, _ in TURNS:
-        cfg = configs or DecodingConfig(max_new_tokens=16, confidence=0.5, ignore_eos=True)
-        run = engine_of(kind, tokenizer, [prompt], cfg, prefill_chunk=chunk, prompt_cache=prompt_cache)
+        cfg = DecodingConfig(max_new_tokens=16, confidence=0.5, ignore_eos=True)
+        run = engine_of(kind, tokenizer, [prompt], cfg, model, prefill_chunk=chunk, prompt_cache=prompt_cache)
         out.append(run.run()[0])
     return out
 
@@ -91,10 +91,10 @@ def test_sampled_rows_and_several_answers_read_on_from_the_cache(char_tokenizer)
     """Seeded sampling draws the same tokens after a cached prompt; rows with the same prompt share one reading."""
     configs = [DecodingConfig(max_new_tokens=12, temperature=0.9, seed=s, confidence=0.5) for s in (1, 2, 3)]
     for kind in ("host", "verify"):
-        store = PromptCache(1 << 30)
-        engine_of(kind, char_tokenizer, [FIRST], configs[0], prompt_cache=store).run()
-        with_cache = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs, prompt_cache=store).run()
-        without = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs).run()
+        store, model = PromptCache(1 << 30), engine_model(kind)
+        engine_of(kind, char_tokenizer, [FIRST], configs[0], model, prompt_cache=store).run()
+        with_cache = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs, model, prompt_cache=store).run()
+        without = engine_of(kind, char_tokenizer, [FOLLOW_UP] * 3, configs, model).run()
         assert [r.token_ids for r in with_cache] == [r.token_ids for r in without]
         assert [r.cached_tokens for r in with_cache] == [50] * 3 and store.hits == 1
 
@@ -174,10 +174,10 @@ def test_full_heads_caches_are_kept_and_cut(char_tokenizer):
 
 def test_prompt_logprobs_rows_read_their_whole_prompt(char_tokenizer):
     """A row that asks for its prompt's log-probabilities reads every token, and gets them all."""
-    store = PromptCache(1 << 30)
+    store, model = PromptCache(1 << 30), engine_model("host")
     cfg = DecodingConfig(max_new_tokens=4, prompt_logprobs=1)
-    engine_of("host", char_tokenizer, [FIRST], cfg, prompt_cache=store).run()
-    res = engine_of("host", char_tokenizer, [FOLLOW_UP], cfg, prompt_cache=store).run()[0]
+    engine_of("host", char_tokenizer, [FIRST], cfg, model, prompt_cache=store).run()
+    res = engine_of("host", char_tokenizer, [FOLLOW_UP], cfg, model, prompt_cache=store).run()[0]
     assert res.cached_tokens == 0 and len(res.prompt_logprobs) == len(FOLLOW_UP) - 1
     assert store.lookups == 0
 
@@ -252,7 +252,18 @@ def test_rows_copy_leaves_the_cache_as_it_was():
         rows_copy(SlotCache(model.base.config, 1, capacity=8), [0])
 
 
-def test_a_prompt_cache_needs_the_dynamic_cache(char_tokenizer):
+def test_a_prompt_cache_needs_the_dynamic_cache_and_one_engine(char_tokenizer):
+    model = tiny_hamburger("llama")
     with pytest.raises(HamburgerError, match="dynamic"):
-        Generation(tiny_hamburger("llama"), char_tokenizer, [FIRST], DecodingConfig(), static_cache=True,
+        Generation(model, char_tokenizer, [FIRST], DecodingConfig(), static_cache=True,
                    prompt_cache=PromptCache(1 << 20))
+    store = PromptCache(1 << 20)
+    Generation(model, char_tokenizer, [FIRST], DecodingConfig(max_new_tokens=2), prompt_cache=store).run()
+    Generation(model, char_tokenizer, [FIRST], DecodingConfig(max_new_tokens=2), prompt_cache=store).run()
+    for other in (lambda: Generation(tiny_hamburger("llama"), char_tokenizer, [FIRST], DecodingConfig(),
+                                     prompt_cache=store),  # another model
+                  lambda: VerifyGeneration(model, char_tokenizer, [FIRST], DecodingConfig(), prompt_cache=store),
+                  lambda: VerifyGeneration(model, char_tokenizer, [FIRST], DecodingConfig(), prompt_cache=store,
+                                           fold=FOLDINGS["segments 2, keep first"])):
+        with pytest.raises(HamburgerError, match="another engine"):
+            other()
