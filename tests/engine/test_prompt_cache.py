@@ -267,3 +267,8 @@ def test_a_prompt_cache_needs_the_dynamic_cache_and_one_engine(char_tokenizer):
                                            fold=FOLDINGS["segments 2, keep first"])):
         with pytest.raises(HamburgerError, match="another engine"):
             other()
+    verifying = PromptCache(1 << 20)  # verify mode, then a fold of it
+    VerifyGeneration(model, char_tokenizer, [FIRST], DecodingConfig(max_new_tokens=2), prompt_cache=verifying).run()
+    with pytest.raises(HamburgerError, match="another engine"):
+        VerifyGeneration(model, char_tokenizer, [FIRST], DecodingConfig(), prompt_cache=verifying,
+                         fold=FOLDINGS["segments 2, keep first"])
