@@ -10,7 +10,8 @@ to P slots and reads from token P on (`Generation`'s chunked prefill), with the 
 A kept prompt can be cut where it ended, or at a multiple of ``block`` tokens (where the engine keeps the micro-step
 decoder's inputs, which reading on needs: `cuts`). At least one token is always read, since the first group comes
 from the prompt's last position. The store holds up to ``max_bytes`` of caches and forgets the least recently used;
-a prompt that extends a kept one (a conversation's next turn) takes its place.
+a prompt that extends a kept one (a conversation's next turn) takes its place. A store holds one engine's prompts
+(`bind`): another model, mode or folding reads prompts otherwise, or keeps another kind of cache.
 """
 
 from __future__ import annotations
