@@ -6,6 +6,8 @@ Requests with the same system prompt, or few-shot examples, begin alike too. A p
 merging starts with the answer), so the cache after reading a prompt is the base's ordinary KV cache of it, whatever
 the engine does next; a later prompt whose first P tokens are those of a kept one takes a copy of the kept cache cut
 to P slots and reads from token P on (`Generation`'s chunked prefill), with the same tokens as if it read everything.
+Lossless verify mode, whose cache holds an answer one plain slot per token too, keeps each prompt with its answer
+(`VerifyGeneration`), so a chat's next turn reads only its new message.
 
 A kept prompt can be cut where it ended, or at a multiple of ``block`` tokens (where the engine keeps the micro-step
 decoder's inputs, which reading on needs: `cuts`). At least one token is always read, since the first group comes
