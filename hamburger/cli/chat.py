@@ -3,8 +3,9 @@
 Each reply streams group by group (shaded by the stop head's confidence on a terminal) and ends
 with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: verify_fold,
 verify mode on a smaller KV cache; lossless verify is `--mode verify`). Each turn sends the whole conversation
-again, and reads only what the last one did not (`--prompt-cache`). Commands: /reset forgets the conversation,
-/exit (or Ctrl-D) quits. With a pipe on stdin, every line is one user turn.
+again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end).
+Commands: /reset forgets the conversation, /exit (or Ctrl-D) quits. With a pipe on stdin, every line is one user
+turn.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def register(sub) -> None:
     p.add_argument("--no-color", action="store_true", help="never colour the output")
     p.add_argument("--prompt-cache", type=float, default=PROMPT_CACHE_MIB, metavar="MIB",
                    help="keep the KV cache of the conversation read so far, up to this many MiB: each turn reads "
-                        "only its new messages, with the same reply (0: read the whole conversation every turn; "
-                        "default %(default)s)")
+                        "on from the last turn's prompt (--mode verify: from the last reply's end), with the same "
+                        "reply (0: read the whole conversation every turn; default %(default)s)")
     add_runtime(p)
     p.set_defaults(func=cmd_chat)
