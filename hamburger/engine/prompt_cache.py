@@ -26,7 +26,7 @@ from hamburger.engine.cache import SlotCache, rows_copy
 from hamburger.errors import HamburgerError
 
 BLOCK = 16  # prompt tokens between the places a kept prompt can be cut short (vLLM's block size)
-PROMPT_CACHE_MIB = 256  # `serve`'s and `chat`'s default store: about 5,800 tokens of SmolLM2-135M's cache in fp32
+PROMPT_CACHE_MIB = 256  # `serve`'s and `chat`'s default store: about 5,750 tokens of SmolLM2-135M's in fp32
 
 
 @dataclass(eq=False)  # (one is found by identity)
