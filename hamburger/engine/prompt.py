@@ -5,8 +5,10 @@ from __future__ import annotations
 from hamburger.errors import HamburgerError
 
 
-def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None) -> list[int]:
-    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages."""
+def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None,
+                  tools: list[dict] | None = None) -> list[int]:
+    """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages (``tools``: the
+    template's `tools`, the functions a model may call)."""
     if isinstance(prompt, str) and not prompt.strip():
         raise HamburgerError("the prompt is empty")
     if raw or getattr(tokenizer, "chat_template", None) is None:
@@ -16,7 +18,8 @@ def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
     if system:
         messages = [{"role": "system", "content": system}] + messages
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                        **({"tools": tools} if tools is not None else {}))
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
 

@@ -98,11 +98,11 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         rid = completion_id(kind)
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
-            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n)
+            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n, parsed.tools)
             return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks, parsed.echoes()),
                                      media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
-        return completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n)
+        return completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n, parsed.tools)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):

@@ -24,14 +24,16 @@ from hamburger.engine.grammar import compile_schema
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
+from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools
 
-ROLES = {"system", "developer", "user", "assistant"}
+ROLES = {"system", "developer", "user", "assistant", "tool"}
+MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode"}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
-IGNORED = {"user", "metadata", "store", "service_tier", "parallel_tool_calls"}  # no effect on the output
+IGNORED = {"user", "metadata", "store", "service_tier"}  # no effect on the output
 
 
 def _off(*neutral):
@@ -40,11 +42,11 @@ def _off(*neutral):
 
 # Fields accepted only at their neutral value: anything else would change what the client expects.
 NEUTRAL = {
-    "chat": {"tools": _off([]), "functions": _off([]), "tool_choice": _off("none", "auto"),
-             "function_call": _off("none", "auto")},
+    "chat": {"functions": _off([]), "function_call": _off("none", "auto")},
     "completion": {"suffix": _off(""), "best_of": _off(1)},
 }
-EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format"},
+EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format", "tools",
+                  "tool_choice", "parallel_tool_calls"},
          "completion": {"prompt", "logprobs", "echo"}}
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
@@ -267,22 +269,26 @@ def _text_content(content, i: int) -> str:
     raise bad(f"messages[{i}].content must be a string or a list of text parts", f"messages[{i}].content")
 
 
-def chat_prompt(body: dict, tokenizer) -> list[int]:
+def chat_prompt(body: dict, tokenizer, tools: Tools | None = None) -> list[int]:
+    """The token ids of a chat request's `messages` (with the ``tools`` a call may name, `serve/tools.py`)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise bad("'messages' must be a non-empty list", "messages")
     out = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise bad(f"messages[{i}] needs a role among {sorted(ROLES)} (tools are not supported)",
-                      f"messages[{i}].role")
-        if set(m) - {"role", "content", "name"}:
-            raise bad(f"messages[{i}] has unsupported fields {sorted(set(m) - {'role', 'content', 'name'})}",
-                      f"messages[{i}]")
+            raise bad(f"messages[{i}] needs a role among {sorted(ROLES)}", f"messages[{i}].role")
+        if set(m) - MESSAGE_FIELDS:
+            raise bad(f"messages[{i}] has unsupported fields {sorted(set(m) - MESSAGE_FIELDS)}", f"messages[{i}]")
         role = "system" if m["role"] == "developer" else m["role"]
-        out.append({"role": role, "content": _text_content(m.get("content"), i)})
+        calling = role == "assistant" and m.get("tool_calls") and m.get("content") is None
+        out.append({**m, "role": role, "content": "" if calling else _text_content(m.get("content"), i)})
     try:
-        return encode_prompt(tokenizer, out)
+        conversation = Conversation.of(out, tools, tokenizer)
+    except ToolsError as e:
+        raise bad(str(e), e.param) from e
+    try:
+        return encode_prompt(tokenizer, conversation.messages, tools=conversation.tools)
     except HamburgerError as e:
         raise bad(str(e), "messages") from e
     except Exception as e:  # the chat template itself may refuse a conversation
@@ -311,6 +317,18 @@ def _one_prompt(prompt, tokenizer) -> tuple[list[int], str]:
                                                    and 0 <= t < vocab for t in prompt):
         return list(prompt), tokenizer.decode(prompt)
     raise bad("'prompt' must be a non-empty string, a list of token ids, or a list of either (a batch)", "prompt")
+
+
+def parse_chat_tools(body: dict, config: DecodingConfig) -> Tools | None:
+    """A chat request's `Tools` (None: it answers in text); 400 for malformed ones, or with a `response_format`."""
+    try:
+        tools = parse_tools(body)
+    except ToolsError as e:
+        raise bad(str(e), e.param, "invalid_value") from e
+    if tools is not None and config.json_schema is not None:
+        raise bad("'response_format' cannot hold an answer that may call 'tools' (send 'tool_choice': \"none\")",
+                  "response_format", "invalid_value")
+    return tools
 
 
 def parse_mode(body: dict, default: str) -> str:
@@ -348,6 +366,7 @@ class Parsed:
     logprobs: int | None = None
     n: int = 1
     echo: list[Echo] | None = None
+    tools: Tools | None = None
 
     def answers(self) -> tuple[list[list[int]], list[DecodingConfig]]:
         """Each answer's prompt and config, prompt by prompt (its `n` answers together: choice index = prompt's index
@@ -377,7 +396,11 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     if kind == "chat":
-        return Parsed(config, mode, [chat_prompt(body, tokenizer)], stream, include_usage, logprobs, n)
+        tools = parse_chat_tools(body, config)
+        if tools is not None:
+            config = replace(config, json_schema=tools.schema())
+        return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
+                      tools=tools)
     prompts = completion_prompts(body, tokenizer)
     if len(prompts) * n > MAX_PROMPTS:
         raise bad(f"{len(prompts)} prompts times 'n' {n} make more than {MAX_PROMPTS} answers", "n", "invalid_value")
@@ -397,8 +420,10 @@ SSE_MEDIA_TYPE = "text/event-stream"
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy may hold the events back
 
 
-def finish_reason(result: GenerationResult) -> str:
-    return FINISH[result.finish_reason]
+def finish_reason(result: GenerationResult, calls: bool = False) -> str:
+    """OpenAI's finish reason of a result; ``calls``: its message holds tool calls."""
+    reason = FINISH[result.finish_reason]
+    return "tool_calls" if calls and reason == "stop" else reason
 
 
 def usage(results: GenerationResult | list[GenerationResult], n: int = 1) -> dict:
@@ -527,18 +552,23 @@ def _token_entry(text: str, logprob: float) -> dict:
 
 
 def completion_body(kind: str, rid: str, model: str, results: GenerationResult | list[GenerationResult],
-                    logprobs: TokenLogprobs | None = None, echoes: list[Echo] | None = None, n: int = 1) -> dict:
+                    logprobs: TokenLogprobs | None = None, echoes: list[Echo] | None = None, n: int = 1,
+                    tools: Tools | None = None) -> dict:
     """The answer to a non-streamed request: a chat.completion or a text_completion, one choice per result (with its
     tokens' ``logprobs`` where the request asked for them; with ``echoes``, one per result, its prompt's first), ``n``
-    results per prompt."""
+    results per prompt; with ``tools``, a chat message's calls read from its text (`Tools.calls`)."""
     rs = results if isinstance(results, list) else [results]
     choices = []
     for index, result in enumerate(rs):
         echo = echoes[index] if echoes else None
         rendered = None if logprobs is None else logprobs.of_result(result, echo and echo.ids)
         if kind == "chat":
-            choices.append({"index": index, "message": {"role": "assistant", "content": result.text},
-                            "logprobs": rendered, "finish_reason": finish_reason(result)})
+            message, calls = {"role": "assistant", "content": result.text}, []
+            if tools is not None:
+                message["content"], calls = tools.calls(result.text, finish_reason(result) == "stop")
+                message.update({"tool_calls": calls} if calls else {})
+            choices.append({"index": index, "message": message, "logprobs": rendered,
+                            "finish_reason": finish_reason(result, bool(calls))})
         else:
             choices.append({"index": index, "text": (echo.text if echo else "") + result.text, "logprobs": rendered,
                             "finish_reason": finish_reason(result)})
@@ -560,6 +590,7 @@ class Chunks:
     include_usage: bool = False
     logprobs: TokenLogprobs | None = None
     n: int = 1  # answers per prompt (`usage`)
+    tools: Tools | None = None  # a chat answer's text may be calls (`CallStream`)
 
     @property
     def object(self) -> str:
@@ -569,11 +600,13 @@ class Chunks:
         return {"id": self.rid, "object": self.object, "created": int(time.time()), "model": self.model,
                 "choices": choices}
 
-    def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None, index: int = 0) -> dict:
-        """A chunk of generated text (None: no text, as in a final chunk with nothing left to show)."""
+    def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None, index: int = 0,
+             delta: dict | None = None) -> dict:
+        """A chunk of generated text (None: no text, as in a final chunk with nothing left to show); a chat chunk's
+        ``delta`` in place of its text's (tool calls)."""
         if self.kind == "chat":
-            choice = {"index": index, "delta": {} if text is None else {"content": text}, "logprobs": logprobs,
-                      "finish_reason": finish}
+            delta = delta if delta is not None else {} if text is None else {"content": text}
+            choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
         else:
             choice = {"index": index, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
         out = self._chunk([choice])
@@ -610,8 +643,11 @@ class StreamedAnswer:
     sent: int = 0  # tokens whose log-probabilities were sent
     offset: int = 0  # their texts' characters (the completions API's `text_offset` of the next one)
     sent_prompt: bool = False  # the echoed prompt went out
+    calls: CallStream | None = None  # with tools: the text as content and calls
 
     def __post_init__(self):
+        if self.chunks.tools is not None:
+            self.calls = CallStream(self.chunks.tools)
         if self.echo is not None and self.chunks.logprobs is not None:  # (the answer's offsets follow the prompt's)
             self.offset = self.chunks.logprobs.text_length(self.echo.ids)
 
@@ -628,13 +664,18 @@ class StreamedAnswer:
             if lp is not None:
                 prompt = lp.of_prompt(self.echo.ids, event.prompt_logprobs, event.prompt_alternatives)
                 logprobs = prompt if logprobs is None else joined(prompt, logprobs)
-        return self.chunks.text(text, logprobs=logprobs, index=self.index)
+        delta = None if self.calls is None else self.calls.delta(text)
+        return self.chunks.text(text, logprobs=logprobs, index=self.index, delta=delta)
 
     def finish(self, result: GenerationResult) -> dict:
         """The final chunk once ``result`` is in: the text held back (a possible stop string, when a row is cut), its
         tokens' log-probabilities, and the finish reason."""
         text, self.shown = result.text[self.shown:] or None, len(result.text)
-        return self.chunks.text(text, finish_reason(result), self._logprobs(result.finish_reason), self.index)
+        logprobs = self._logprobs(result.finish_reason)
+        if self.calls is None:
+            return self.chunks.text(text, finish_reason(result), logprobs, self.index)
+        delta = self.calls.close(text or "", finish_reason(result) == "stop")
+        return self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta)
 
     def _logprobs(self, finish: str | None) -> dict | None:
         """The log-probabilities of the tokens shown and not sent yet (None: none asked, or none to send)."""

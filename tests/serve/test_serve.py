@@ -307,6 +307,75 @@ def test_response_formats_hold_answers_to_json(server, checkpoint):
     assert error_of(e)["param"] == "response_format" and "unusable JSON schema" in error_of(e)["message"]
 
 
+def collect_stream(stream) -> tuple[str, dict, str]:
+    """A streamed chat answer as a client adds it up: its content, its calls by index ({"name", "arguments", "id"}),
+    its finish reason."""
+    content, calls, finish = "", {}, None
+    for chunk in stream:
+        for choice in chunk.choices:
+            content += choice.delta.content or ""
+            for c in choice.delta.tool_calls or []:
+                entry = calls.setdefault(c.index, {"name": "", "arguments": "", "id": ""})
+                entry["id"] += c.id or ""
+                entry["name"] += (c.function and c.function.name) or ""
+                entry["arguments"] += (c.function and c.function.arguments) or ""
+            finish = choice.finish_reason or finish
+    return content, calls, finish
+
+
+def test_tool_calls_through_the_official_client(server, checkpoint):
+    """`tools` with `tool_choice` a named function or "required": the engine's answer held to the call's schema (the
+    tools in the system message: this template ignores them) read as calls, streamed and not; "auto": this model
+    writes text; a conversation that holds a call and its result goes on; malformed tools are a 400."""
+    from hamburger.serve.tools import Conversation, parse_tools
+
+    client, tok = server.client(), checkpoint[2]
+    digit = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+             "required": ["n"], "additionalProperties": False}
+    tools = [{"type": "function", "function": {"name": "pick", "description": "Pick a digit", "parameters": digit}},
+             {"type": "function", "function": {"name": "now", "description": "The time"}}]
+    messages = chat("Hi there")
+    for choice, parallel in [({"type": "function", "function": {"name": "pick"}}, True), ("required", False)]:
+        spec = parse_tools({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})
+        ref = expect(checkpoint, Conversation.of(messages, spec, tok).messages, 64, json_schema=spec.schema())
+        assert ref.finish_reason == "eos"
+        _, calls = spec.calls(ref.text, True)
+        want = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+        assert want and all(json.loads(arguments) is not None for _, arguments in want)
+        args = dict(model="ckpt", messages=messages, max_tokens=64, tools=tools, tool_choice=choice,
+                    parallel_tool_calls=parallel)
+        got = client.chat.completions.create(**args).choices[0]
+        assert got.finish_reason == "tool_calls" and got.message.content is None
+        assert [(c.function.name, c.function.arguments) for c in got.message.tool_calls] == want
+        assert all(c.type == "function" and c.id.startswith("call_") for c in got.message.tool_calls)
+        content, streamed, finish = collect_stream(client.chat.completions.create(**args, stream=True))
+        assert (content, finish) == ("", "tool_calls")
+        assert [(c["name"], c["arguments"]) for _, c in sorted(streamed.items())] == want
+        assert all(c["id"].startswith("call_") for c in streamed.values())
+    shown = Conversation.of(messages, parse_tools({"tools": tools}), tok).messages
+    ref = expect(checkpoint, shown, 12)
+    got = client.chat.completions.create(model="ckpt", messages=messages, max_tokens=12, tools=tools).choices[0]
+    assert "<tool_call>" not in ref.text and got.message.content == ref.text and not got.message.tool_calls
+    assert got.finish_reason == "length" and shown[0]["role"] == "system"
+    # the call and its result go back to the model, as this template reads them
+    history = messages + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "pick", "arguments": '{"n":3}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+    ref = expect(checkpoint, Conversation.of(history, None, tok).messages, 8)
+    got = client.chat.completions.create(model="ckpt", messages=history, max_tokens=8, tools=tools,
+                                         tool_choice="none")
+    assert got.choices[0].message.content == ref.text
+    assert got.usage.prompt_tokens == len(encode_prompt(tok, Conversation.of(history, None, tok).messages))
+    for bad, param in [(dict(tools=tools, tool_choice={"type": "function", "function": {"name": "gone"}}),
+                        "tool_choice"),
+                       (dict(tools=[{"type": "function", "function": {"name": "a b"}}]), "tools"),
+                       (dict(tools=tools, response_format={"type": "json_object"}), "response_format")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="ckpt", messages=messages, max_tokens=4, **bad)
+        assert error_of(e)["param"] == param
+
+
 def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
     """The completions API's batch of prompts with `n`: every prompt's answers, prompt by prompt, as the engine gives
     them; `usage` counts each prompt once."""
@@ -388,8 +457,9 @@ def test_errors_are_openai_shaped_and_the_server_keeps_serving(server, checkpoin
         (dict(top_p=0.0), "top_p"), (dict(n=17), "n"), (dict(max_tokens=0), "max_tokens"),
         (dict(top_logprobs=2), "top_logprobs"), (dict(extra_body={"confidence": 0}), "confidence"),
         (dict(extra_body={"confidence": 1.5}), "confidence"), (dict(extra_body={"frobnicate": 1}), "frobnicate"),
-        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {}}}]), "tools"),
-        (dict(stop=[""]), "stop"), (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0].role"),
+        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": []}}]), "tools"),
+        (dict(stop=[""]), "stop"), (dict(messages=[{"role": "robot", "content": "x"}]), "messages[0].role"),
+        (dict(messages=[{"role": "tool", "content": "x"}]), "messages[0]"),
         (dict(messages=[]), "messages"), (dict(messages=chat("x" * too_long)), None),
         (dict(extra_body={"mode": "fast"}), "mode"), (dict(extra_body={"reread": 1.5}), "reread"),
         (dict(presence_penalty=2.5), "presence_penalty"), (dict(frequency_penalty=-3), "frequency_penalty"),

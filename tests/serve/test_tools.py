@@ -1,0 +1,202 @@
+"""Function calling's pieces with no server (`serve/tools.py`): the request's tools, the schema an answer is held to,
+the calls read from an answer, the deltas of a streamed one, and the conversation a chat template reads."""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from hamburger.engine.grammar import Grammar
+from hamburger.engine.prompt import encode_prompt
+from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools, renders_tools
+from tests.helpers import CHAT_TEMPLATE
+
+DIGIT = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"],
+         "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "pick", "description": "Pick a digit", "parameters": DIGIT}},
+         {"type": "function", "function": {"name": "now"}}]
+# a template that shows tools and earlier calls, as Qwen's and Hermes' do (in short)
+TOOL_TEMPLATE = ("{% if tools %}<s>tools: {% for t in tools %}{{ t['function']['name'] }} {% endfor %}\n{% endif %}"
+                 "{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}"
+                 "{% for c in m.get('tool_calls', []) %}[{{ c['function']['name'] }} "
+                 "{{ c['function']['arguments']['n'] }}]{% endfor %}\n{% endfor %}"
+                 "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def tools(choice=None, parallel=True, listed=TOOLS) -> Tools:
+    return parse_tools({"tools": listed, "tool_choice": choice, "parallel_tool_calls": parallel})
+
+
+def grammar_accepts(schema: dict, text: str, tokenizer) -> bool:
+    """Whether an answer held to ``schema`` may be ``text`` and end there (one character per token)."""
+    g = Grammar(schema, tokenizer, len(tokenizer), [tokenizer.eos_token_id], torch.device("cpu"))
+    for token in tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]:
+        if not g.allowed()[token]:
+            return False
+        g.add(token)
+    return True
+
+
+# ------------------------------------------------------------------------------ the request
+def test_the_choice_and_its_defaults():
+    assert parse_tools({}) is None and parse_tools({"tools": [], "tool_choice": "auto"}) is None
+    assert tools().choice == "auto" and tools("none") is None and tools("required").choice == "required"
+    named = tools({"type": "function", "function": {"name": "pick"}})
+    assert named.choice == "pick" and named.parallel
+    assert [f.name for f in named.functions] == ["pick", "now"]
+    assert named.function("now").parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert not tools(parallel=False).parallel
+
+
+@pytest.mark.parametrize("body, param, words", [
+    ({"tools": {"a": 1}}, "tools", "must be a list"),
+    ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools", "1-64 letters"),
+    ({"tools": [{"type": "retrieval"}]}, "tools", "\"type\": \"function\""),
+    ({"tools": [TOOLS[0], TOOLS[0]]}, "tools", "twice"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "frob"}}}]}, "tools",
+     "unusable JSON schema"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "description": 3}}]}, "tools", "description"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "gone"}}}, "tool_choice",
+     "not among"),
+    ({"tools": TOOLS, "tool_choice": "always"}, "tool_choice", "must be"),
+    ({"tool_choice": "required"}, "tool_choice", "needs 'tools'"),
+    ({"tools": TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls", "boolean"),
+])
+def test_malformed_tools_are_refused(body, param, words):
+    with pytest.raises(ToolsError) as e:
+        parse_tools(body)
+    assert e.value.param == param and words in str(e.value)
+
+
+def test_each_choice_holds_the_answer_to_its_calls(char_tokenizer):
+    """A named function: its arguments; "required": an array of calls, one at most without parallel calls."""
+    named = tools({"type": "function", "function": {"name": "pick"}}).schema()
+    assert grammar_accepts(named, '{"n":4}', char_tokenizer)
+    assert not grammar_accepts(named, '{"n":42}', char_tokenizer)
+    required = tools("required").schema()
+    two = '[{"name":"pick","arguments":{"n":1}},{"name":"now","arguments":{}}]'
+    assert grammar_accepts(required, two, char_tokenizer)
+    assert not grammar_accepts(required, "[]", char_tokenizer)
+    assert not grammar_accepts(required, '[{"name":"gone","arguments":{}}]', char_tokenizer)
+    assert not grammar_accepts(tools("required", parallel=False).schema(), two, char_tokenizer)
+    assert grammar_accepts(tools("required", parallel=False).schema(), two[:two.index(",{")] + "]", char_tokenizer)
+    assert tools().schema() is None
+
+
+# ------------------------------------------------------------------------------ the calls in an answer
+def named_calls(calls):
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+
+
+def test_auto_reads_hermes_calls_and_keeps_the_rest_as_content():
+    auto = tools()
+    text = 'Let me look.\n<tool_call>\n{"name": "pick", "arguments": {"n": 3}}\n</tool_call>\n' \
+           '<tool_call>{"name": "now", "parameters": {}}</tool_call> then <tool_call>{"name": "gone"}</tool_call>' \
+           '<tool_call>{oops}</tool_call><tool_call>{"name": "pick", "arguments": {"n": 5}}'
+    content, calls = auto.calls(text, True)
+    assert named_calls(calls) == [("pick", '{"n":3}'), ("now", "{}"), ("pick", '{"n":5}')]
+    assert content == 'Let me look.\n\n then <tool_call>{"name": "gone"}</tool_call><tool_call>{oops}</tool_call>'
+    assert all(c["id"].startswith("call_") and c["type"] == "function" for c in calls)
+    assert len({c["id"] for c in calls}) == 3
+    assert auto.calls("No call here.", True) == ("No call here.", [])
+    assert auto.calls('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n', True)[0] is None
+
+
+def test_required_and_named_calls():
+    required = tools("required")
+    content, calls = required.calls('[{"name":"pick","arguments":{"n":2}},{"name":"now","arguments":{}}]', True)
+    assert content is None and named_calls(calls) == [("pick", '{"n":2}'), ("now", "{}")]
+    cut = '[{"name":"pick","argu'
+    assert required.calls(cut, False) == (cut, [])  # cut by its token limit: the text, no call
+    named = tools({"type": "function", "function": {"name": "pick"}})
+    assert named_calls(named.calls('{"n":7}', True)[1]) == [("pick", '{"n":7}')]
+    assert named_calls(named.calls('{"n', False)[1]) == [("pick", '{"n')]  # cut: arguments as far as they went
+
+
+@pytest.mark.parametrize("choice, text", [
+    ("auto", "Sure: <tool_call>{\"name\": \"pick\", \"arguments\": {\"n\": 1}}</tool_call> done <tool"),
+    ("auto", "  \n<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>"),
+    ("auto", "<tool_cal is not a call, nor <tool_call>{bad}</tool_call>"),
+    ("auto", "Plain text < with <tools"),
+    ("required", '[{"name":"pick","arguments":{"n":2}}]'),
+    ("pick", '{"n":7}'),
+])
+def test_streamed_deltas_add_up_to_the_message(choice, text):
+    """However an answer's text comes in pieces, its deltas add up to the message read from the whole; no content
+    goes out that may be the start of a call."""
+    spec = tools(choice if choice in ("auto", "required") else {"type": "function", "function": {"name": choice}})
+    content, calls = spec.calls(text, True)
+    for cuts in ([], [1], [5, 6, 7], list(range(1, len(text)))):
+        stream, deltas, at = CallStream(spec), [], 0
+        for cut in cuts + [len(text)]:
+            deltas.append(stream.delta(text[at:cut]))
+            at = cut
+        deltas.append(stream.close("", True))
+        got_content = "".join(d.get("content", "") for d in deltas)
+        assert got_content == (content or "")
+        assert "<tool_call>" not in got_content or not calls
+        got = {}
+        for d in deltas:
+            for c in d.get("tool_calls", []):
+                entry = got.setdefault(c["index"], {"name": "", "arguments": ""})
+                entry["name"] += c.get("function", {}).get("name", "")
+                entry["arguments"] += c.get("function", {}).get("arguments", "")
+        assert [(e["name"], e["arguments"]) for _, e in sorted(got.items())] == named_calls(calls)
+        assert stream.called == bool(calls)
+
+
+# ------------------------------------------------------------------------------ the conversation
+CONVERSATION = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "A digit?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_7", "type": "function", "function": {"name": "pick", "arguments": '{"n": 4}'}}]},
+    {"role": "tool", "tool_call_id": "call_7", "content": "4 picked"},
+]
+
+
+def test_a_template_that_ignores_tools_reads_them_in_the_system_message(char_tokenizer):
+    tok = copy.deepcopy(char_tokenizer)
+    tok.chat_template = CHAT_TEMPLATE
+    assert not renders_tools(tok)
+    spec = tools()
+    conv = Conversation.of(CONVERSATION, spec, tok)
+    assert conv.tools is None
+    assert conv.messages[0] == {"role": "system", "content": "Be brief.\n\n" + spec.system_note()}
+    assert '{"type": "function", "function": {"name": "pick", "description": "Pick a digit"' in spec.system_note()
+    assert conv.messages[2] == {"role": "assistant",
+                                "content": '<tool_call>{"name": "pick", "arguments": {"n": 4}}</tool_call>'}
+    assert conv.messages[3] == {"role": "user", "content": "<tool_response>\n4 picked\n</tool_response>"}
+    # without a system message the note is one; without tools, none
+    assert Conversation.of(CONVERSATION[1:2], spec, tok).messages[0] == {"role": "system",
+                                                                          "content": spec.system_note()}
+    assert Conversation.of(CONVERSATION[1:2], None, tok).messages == CONVERSATION[1:2]
+
+
+def test_a_template_that_renders_tools_gets_them_and_earlier_calls(char_tokenizer):
+    tok = copy.deepcopy(char_tokenizer)
+    tok.chat_template = TOOL_TEMPLATE
+    assert renders_tools(tok)
+    conv = Conversation.of(CONVERSATION, tools(), tok)
+    assert [t["function"]["name"] for t in conv.tools] == ["pick", "now"]
+    assert conv.messages[0] == CONVERSATION[0]
+    assert conv.messages[2]["tool_calls"][0]["function"] == {"name": "pick", "arguments": {"n": 4}}
+    assert conv.messages[3] == {"role": "tool", "content": "4 picked", "tool_call_id": "call_7", "name": "pick"}
+    text = tok.decode(encode_prompt(tok, conv.messages, tools=conv.tools))  # (its characters have no newline)
+    assert text == "<s>tools: pick now <s>system: Be brief.<s>user: A digit?<s>assistant: [pick 4]<s>tool: 4 picked" \
+                   "assistant:"
+    assert Conversation.of(CONVERSATION, None, tok).tools is None  # "none": the tools are not shown
+
+
+def test_malformed_earlier_calls_are_refused(char_tokenizer):
+    tok = copy.deepcopy(char_tokenizer)
+    tok.chat_template = CHAT_TEMPLATE
+    for bad, words in [({"role": "tool", "content": "x"}, "tool_call_id"),
+                       ({"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}, "assistant"),
+                       ({"role": "assistant", "content": None, "tool_calls": [{"function": {"arguments": "{}"}}]},
+                        "is not")]:
+        with pytest.raises(ToolsError) as e:
+            Conversation.of([{"role": "user", "content": "hi"}, bad], tools(), tok)
+        assert words in str(e.value) and e.value.param.startswith("messages[1]")
+    assert json.loads(tools().system_note().split("<tools>\n")[1].split("\n")[0])["function"]["name"] == "pick"
