@@ -565,7 +565,7 @@ def completion_body(kind: str, rid: str, model: str, results: GenerationResult |
         if kind == "chat":
             message, calls = {"role": "assistant", "content": result.text}, []
             if tools is not None:
-                message["content"], calls = tools.calls(result.text, finish_reason(result) == "stop")
+                message["content"], calls = tools.calls(result.text)
                 message.update({"tool_calls": calls} if calls else {})
             choices.append({"index": index, "message": message, "logprobs": rendered,
                             "finish_reason": finish_reason(result, bool(calls))})
@@ -674,7 +674,7 @@ class StreamedAnswer:
         logprobs = self._logprobs(result.finish_reason)
         if self.calls is None:
             return self.chunks.text(text, finish_reason(result), logprobs, self.index)
-        delta = self.calls.close(text or "", finish_reason(result) == "stop")
+        delta = self.calls.close(text or "")
         return self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta)
 
     def _logprobs(self, finish: str | None) -> dict | None:

@@ -76,14 +76,14 @@ class Tools:
                   "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
         return {"type": "array", "minItems": 1, "items": {"anyOf": calls}, **({} if self.parallel else {"maxItems": 1})}
 
-    def calls(self, text: str, finished: bool) -> tuple[str | None, list[dict]]:
-        """An answer's text -> (the message's content, its calls in OpenAI's shape). ``finished``: the answer ended
-        of itself (not cut by its token limit or a stop string)."""
+    def calls(self, text: str) -> tuple[str | None, list[dict]]:
+        """An answer's text -> (the message's content, its calls in OpenAI's shape); an answer that is not whole
+        calls (cut by its token limit) is content."""
         if self.choice not in ("auto", "required"):  # a named function: the text is its arguments, whole or cut
             return None, [call(self.choice, text)]
         if self.choice == "required":
             try:
-                found = [call(c["name"], compact(c["arguments"])) for c in json.loads(text)] if finished else []
+                found = [call(c["name"], compact(c["arguments"])) for c in json.loads(text)]
             except (ValueError, TypeError, KeyError):
                 found = []
             return (None, found) if found else (text, [])
@@ -206,7 +206,7 @@ class Conversation:
 
     messages: list[dict]
     tools: list[dict] | None = None
-    _names: dict = field(default_factory=dict)  # call id -> function name (a result's `name`)
+    names: dict = field(default_factory=dict)  # call id -> function name (a result's `name`)
 
     @classmethod
     def of(cls, messages: list[dict], tools: Tools | None, tokenizer) -> "Conversation":
@@ -228,7 +228,7 @@ class Conversation:
         if role == "tool":
             if not isinstance(m.get("tool_call_id"), str):
                 raise ToolsError(f"messages[{i}] (a tool's result) needs its 'tool_call_id'", f"messages[{i}]")
-            name = self._names.get(m["tool_call_id"], "")
+            name = self.names.get(m["tool_call_id"], "")
             if native:
                 return {"role": "tool", "content": content, "tool_call_id": m["tool_call_id"], "name": name}
             return {"role": "user", "content": f"<tool_response>\n{content}\n</tool_response>"}
@@ -239,7 +239,7 @@ class Conversation:
             raise ToolsError(f"messages[{i}].tool_calls must be a list, in an assistant's message",
                              f"messages[{i}].tool_calls")
         parsed = [_earlier_call(c, i) for c in calls]
-        self._names.update((c["id"], c["function"]["name"]) for c in parsed)
+        self.names.update((c["id"], c["function"]["name"]) for c in parsed)
         if native:
             return {"role": "assistant", "content": content or "", "tool_calls": parsed}
         text = "".join(f"{OPEN}{json.dumps({'name': c['function']['name'], 'arguments': c['function']['arguments']})}"
@@ -293,13 +293,12 @@ class CallStream:
         out, self.sent = self.text[self.sent:upto], upto
         return {"content": out}
 
-    def close(self, text: str, finished: bool) -> dict:
-        """The last delta, with the answer's last ``text``: what was held back, as content and calls. ``finished``:
-        the answer ended of itself."""
+    def close(self, text: str) -> dict:
+        """The last delta, with the answer's last ``text``: what was held back, as content and calls."""
         if self.tools.choice not in ("auto", "required"):
             return self.delta(text)
         self.text += text
-        content, calls = self.tools.calls(self.text, finished)
+        content, calls = self.tools.calls(self.text)
         rest = (content or "")[self.sent:]  # (what went out is the text before the first call: content's start)
         self.sent, self.called = len(self.text), bool(calls)
         return {**({"content": rest} if rest else {}),

@@ -339,7 +339,7 @@ def test_tool_calls_through_the_official_client(server, checkpoint):
         spec = parse_tools({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})
         ref = expect(checkpoint, Conversation.of(messages, spec, tok).messages, 64, json_schema=spec.schema())
         assert ref.finish_reason == "eos"
-        _, calls = spec.calls(ref.text, True)
+        _, calls = spec.calls(ref.text)
         want = [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
         assert want and all(json.loads(arguments) is not None for _, arguments in want)
         args = dict(model="ckpt", messages=messages, max_tokens=64, tools=tools, tool_choice=choice,

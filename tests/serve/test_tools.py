@@ -94,24 +94,24 @@ def test_auto_reads_hermes_calls_and_keeps_the_rest_as_content():
     text = 'Let me look.\n<tool_call>\n{"name": "pick", "arguments": {"n": 3}}\n</tool_call>\n' \
            '<tool_call>{"name": "now", "parameters": {}}</tool_call> then <tool_call>{"name": "gone"}</tool_call>' \
            '<tool_call>{oops}</tool_call><tool_call>{"name": "pick", "arguments": {"n": 5}}'
-    content, calls = auto.calls(text, True)
+    content, calls = auto.calls(text)
     assert named_calls(calls) == [("pick", '{"n":3}'), ("now", "{}"), ("pick", '{"n":5}')]
     assert content == 'Let me look.\n\n then <tool_call>{"name": "gone"}</tool_call><tool_call>{oops}</tool_call>'
     assert all(c["id"].startswith("call_") and c["type"] == "function" for c in calls)
     assert len({c["id"] for c in calls}) == 3
-    assert auto.calls("No call here.", True) == ("No call here.", [])
-    assert auto.calls('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n', True)[0] is None
+    assert auto.calls("No call here.") == ("No call here.", [])
+    assert auto.calls('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n')[0] is None
 
 
 def test_required_and_named_calls():
     required = tools("required")
-    content, calls = required.calls('[{"name":"pick","arguments":{"n":2}},{"name":"now","arguments":{}}]', True)
+    content, calls = required.calls('[{"name":"pick","arguments":{"n":2}},{"name":"now","arguments":{}}]')
     assert content is None and named_calls(calls) == [("pick", '{"n":2}'), ("now", "{}")]
     cut = '[{"name":"pick","argu'
-    assert required.calls(cut, False) == (cut, [])  # cut by its token limit: the text, no call
+    assert required.calls(cut) == (cut, [])  # cut by its token limit: the text, no call
     named = tools({"type": "function", "function": {"name": "pick"}})
-    assert named_calls(named.calls('{"n":7}', True)[1]) == [("pick", '{"n":7}')]
-    assert named_calls(named.calls('{"n', False)[1]) == [("pick", '{"n')]  # cut: arguments as far as they went
+    assert named_calls(named.calls('{"n":7}')[1]) == [("pick", '{"n":7}')]
+    assert named_calls(named.calls('{"n')[1]) == [("pick", '{"n')]  # cut: arguments as far as they went
 
 
 @pytest.mark.parametrize("choice, text", [
@@ -126,13 +126,13 @@ def test_streamed_deltas_add_up_to_the_message(choice, text):
     """However an answer's text comes in pieces, its deltas add up to the message read from the whole; no content
     goes out that may be the start of a call."""
     spec = tools(choice if choice in ("auto", "required") else {"type": "function", "function": {"name": choice}})
-    content, calls = spec.calls(text, True)
+    content, calls = spec.calls(text)
     for cuts in ([], [1], [5, 6, 7], list(range(1, len(text)))):
         stream, deltas, at = CallStream(spec), [], 0
         for cut in cuts + [len(text)]:
             deltas.append(stream.delta(text[at:cut]))
             at = cut
-        deltas.append(stream.close("", True))
+        deltas.append(stream.close(""))
         got_content = "".join(d.get("content", "") for d in deltas)
         assert got_content == (content or "")
         assert "<tool_call>" not in got_content or not calls
