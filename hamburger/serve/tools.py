@@ -31,7 +31,7 @@ NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 CALL = re.compile(re.escape(OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}  # a function without parameters
-_RENDERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> whether its template shows tools
+_TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> what its template does
 
 
 class ToolsError(ValueError):
@@ -187,15 +187,30 @@ def _choice(choice, functions: tuple[Function, ...]) -> str:
 # ------------------------------------------------------------------------------------ the prompt
 def renders_tools(tokenizer) -> bool:
     """Whether the tokenizer's chat template shows the model `tools` (it renders a conversation otherwise with them)."""
-    if tokenizer not in _RENDERS:
-        probe = [Function("probe", None, NO_PARAMETERS).spec()]
-        messages = [{"role": "user", "content": "x"}]
+    return _asks(tokenizer, "tools")
+
+
+def takes_system(tokenizer) -> bool:
+    """Whether the tokenizer's chat template takes a system message (Gemma's refuse one)."""
+    return _asks(tokenizer, "system")
+
+
+def _asks(tokenizer, question: str) -> bool:
+    """What a chat template does ("tools": renders them, "system": takes a system message), asked once a tokenizer."""
+    answers = _TEMPLATES.setdefault(tokenizer, {})
+    if question not in answers:
+        user = [{"role": "user", "content": "x"}]
         try:
-            _RENDERS[tokenizer] = tokenizer.apply_chat_template(messages, tools=probe, tokenize=False) != \
-                tokenizer.apply_chat_template(messages, tokenize=False)
-        except Exception:  # noqa: BLE001 - a template that fails on tools does not render them
-            _RENDERS[tokenizer] = False
-    return _RENDERS[tokenizer]
+            if question == "tools":
+                probe = [Function("probe", None, NO_PARAMETERS).spec()]
+                answers[question] = tokenizer.apply_chat_template(user, tools=probe, tokenize=False) != \
+                    tokenizer.apply_chat_template(user, tokenize=False)
+            else:
+                answers[question] = bool(tokenizer.apply_chat_template([{"role": "system", "content": "x"}, *user],
+                                                                       tokenize=False))
+        except Exception:  # noqa: BLE001 - a template that fails on them does neither
+            answers[question] = False
+    return answers[question]
 
 
 @dataclass
@@ -210,17 +225,26 @@ class Conversation:
 
     @classmethod
     def of(cls, messages: list[dict], tools: Tools | None, tokenizer) -> "Conversation":
-        """``messages``: OpenAI's, each checked (`message`); the tools shown when a call may be made."""
+        """``messages``: OpenAI's, each checked (`_message`); the tools shown when a call may be made. Where the
+        template ignores tools, results that follow one another make one user turn (templates that want roles to
+        alternate take it), and the tools' note goes in the system message, or before the first message's text where
+        the template takes none."""
         native = renders_tools(tokenizer)
         out = cls([], [f.spec() for f in tools.functions] if tools and native else None)
         for i, m in enumerate(messages):
-            out.messages.append(out._message(m, i, native))
-        if tools is not None and not native:
-            note = tools.system_note()
-            if out.messages and out.messages[0]["role"] == "system":
-                out.messages[0] = {**out.messages[0], "content": out.messages[0]["content"] + "\n\n" + note}
+            message = out._message(m, i, native)
+            if not native and m["role"] == "tool" and i and messages[i - 1]["role"] == "tool":
+                out.messages[-1]["content"] += "\n" + message["content"]
             else:
+                out.messages.append(message)
+        if tools is not None and not native:
+            note, first = tools.system_note(), out.messages[0]
+            if first["role"] == "system":
+                out.messages[0] = {**first, "content": first["content"] + "\n\n" + note}
+            elif takes_system(tokenizer):
                 out.messages.insert(0, {"role": "system", "content": note})
+            else:
+                out.messages[0] = {**first, "content": note + "\n\n" + first["content"]}
         return out
 
     def _message(self, m: dict, i: int, native: bool) -> dict:

@@ -174,6 +174,28 @@ def test_a_template_that_ignores_tools_reads_them_in_the_system_message(char_tok
     assert Conversation.of(CONVERSATION[1:2], None, tok).messages == CONVERSATION[1:2]
 
 
+def test_a_template_without_system_messages_reads_the_tools_in_the_first(char_tokenizer):
+    """A template that refuses a system message and wants roles to alternate (Gemma's, older Mistral's): the note
+    begins the first user message, and results that follow one another make one user turn."""
+    tok = copy.deepcopy(char_tokenizer)
+    tok.chat_template = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system') }}"
+                         "{% endif %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+                         "{{ raise_exception('alternate') }}{% endif %}<s>{{ m['role'] }}: {{ m['content'] }}"
+                         "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}")
+    spec = tools()
+    two = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "pick", "arguments": '{"n": 1}'}},
+        {"id": "b", "type": "function", "function": {"name": "now", "arguments": "{}"}}]}
+    results = [{"role": "tool", "tool_call_id": "a", "content": "1"},
+               {"role": "tool", "tool_call_id": "b", "content": "noon"}]
+    conv = Conversation.of([{"role": "user", "content": "Go"}, two, *results], spec, tok)
+    assert [m["role"] for m in conv.messages] == ["user", "assistant", "user"]
+    assert conv.messages[0]["content"] == spec.system_note() + "\n\nGo"
+    assert conv.messages[2]["content"] == "<tool_response>\n1\n</tool_response>\n" \
+                                          "<tool_response>\nnoon\n</tool_response>"
+    assert encode_prompt(tok, conv.messages)  # the template takes it
+
+
 def test_a_template_that_renders_tools_gets_them_and_earlier_calls(char_tokenizer):
     tok = copy.deepcopy(char_tokenizer)
     tok.chat_template = TOOL_TEMPLATE
