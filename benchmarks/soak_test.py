@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import signal
 import statistics
@@ -38,9 +39,18 @@ def dumps(obj) -> bytes:
 
 
 def kinds(max_tokens: int, limit: int) -> list[tuple[str, int, dict]]:
-    """(name, expected status, httpx request kwargs; "path" and "stream_break" are ours)."""
+    """(name, expected status, httpx request kwargs; "path" and "stream_break" are ours; a callable "content" makes
+    each request's body)."""
     chat = {"messages": [{"role": "user", "content": "Say something about rivers."}], "max_tokens": max_tokens}
     completion = {"prompt": "Once upon a time", "max_tokens": max_tokens}
+    numbers = itertools.count()
+    digit = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["n"],
+             "additionalProperties": False}
+    tool = {**chat, "tools": [{"type": "function", "function": {"name": "pick", "parameters": digit}}],
+            "tool_choice": {"type": "function", "function": {"name": "pick"}}}
+
+    def unique_chat():  # a prompt no earlier request sent: the prompt cache fills, then evicts
+        return dumps({**chat, "messages": [{"role": "user", "content": f"Say something about river {next(numbers)}."}]})
 
     async def big_chunks():  # no Content-Length: the server counts the bytes as they come
         for _ in range(limit // 65536 + 2):
@@ -48,6 +58,12 @@ def kinds(max_tokens: int, limit: int) -> list[tuple[str, int, dict]]:
 
     return [
         ("chat", 200, dict(path="/v1/chat/completions", content=dumps(chat), headers=JSON)),
+        ("chat_unique", 200, dict(path="/v1/chat/completions", content=unique_chat, headers=JSON)),
+        ("tool_call", 200, dict(path="/v1/chat/completions", content=dumps(tool), headers=JSON)),
+        ("response_stream", 200, dict(path="/v1/responses", headers=JSON, content=dumps(
+            {"input": "Say something about lakes.", "max_output_tokens": max_tokens, "stream": True}))),
+        ("tool_unknown", 400, dict(path="/v1/chat/completions", headers=JSON, content=dumps(
+            {**tool, "tool_choice": {"type": "function", "function": {"name": "gone"}}}))),
         ("completion_stream", 200, dict(path="/v1/completions", content=dumps({**completion, "stream": True}),
                                         headers=JSON)),
         ("completion_stop", 200, dict(path="/v1/completions", content=dumps({**completion, "stop": ["\n", "."]}),
@@ -160,6 +176,7 @@ def main() -> None:
         counts, bad, samples = asyncio.run(soak(url, proc.pid, args))
         after = httpx.post(url + "/v1/completions", headers=JSON, timeout=120,
                            content=dumps({"prompt": "Still there?", "max_tokens": 4}))
+        prompt_cache = httpx.get(url + "/health").json()["prompt_cache"]
         proc.send_signal(signal.SIGTERM)
         start = time.perf_counter()
         exit_code = proc.wait(120)
@@ -172,7 +189,7 @@ def main() -> None:
         "rss_mb_first": rss[0], "rss_mb_last": rss[-1], "rss_mb_max": max(rss),
         "rss_mb_per_min_second_half": slope_mb_per_min(samples),
         "health_ms_p50": health[len(health) // 2], "health_ms_max": health[-1],
-        "good_request_after": after.status_code, "sigterm_exit_code": exit_code, "sigterm_exit_s": round(exit_s, 2),
+        "prompt_cache": prompt_cache, "good_request_after": after.status_code, "sigterm_exit_code": exit_code, "sigterm_exit_s": round(exit_s, 2),
         "samples": samples}
     from hamburger.bench.machine import machine_info
 

@@ -1,6 +1,7 @@
 """`hamburger serve`: an OpenAI-compatible HTTP server (FastAPI + uvicorn) over a HAMburger checkpoint.
 
-Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health. Requests are
+Endpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (answered as a chat request:
+`responses`), GET /v1/models, GET /health. Requests are
 batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
@@ -23,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from hamburger.errors import HamburgerError
-from hamburger.serve import lifecycle, openmp
+from hamburger.serve import lifecycle, openmp, responses
 from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
@@ -91,18 +92,28 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         authorize(request.headers, api_key)
         check_content_type(request.headers.get("content-type"))
         raw = await request.body()  # `Guard` refuses it past --max-request-bytes
-        parsed = await asyncio.get_running_loop().run_in_executor(
-            workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
+        loop, asked = asyncio.get_running_loop(), None
+        if kind == "response":  # (answered as a chat request: `responses`)
+            parsed, asked = await loop.run_in_executor(
+                workers, responses.prepare_response, raw, tokenizer, default_max_tokens, confidence, mode)
+            kind = "chat"
+        else:
+            parsed = await loop.run_in_executor(
+                workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
         refuse_if_draining()
         reqs = lifecycle.submit_all(scheduler, *parsed.answers(), parsed.mode, model.context_length)
         rid = completion_id(kind)
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
             chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n, parsed.tools)
-            return StreamingResponse(lifecycle.stream(scheduler, reqs, chunks, parsed.echoes()),
-                                     media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
+            if asked is None:
+                events = lifecycle.stream(scheduler, reqs, chunks, parsed.echoes())
+            else:
+                events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked)
+            return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
-        return completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n, parsed.tools)
+        body = completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n, parsed.tools)
+        return body if asked is None else responses.response_body(model_name, asked, body)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):
@@ -111,6 +122,10 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     @app.post("/v1/completions")
     async def completions(request: HTTPRequest):
         return await complete(request, "completion")
+
+    @app.post("/v1/responses")
+    async def create_response(request: HTTPRequest):
+        return await complete(request, "response")
 
     @app.get("/v1/models")
     async def models(request: HTTPRequest):

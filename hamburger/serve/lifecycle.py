@@ -135,31 +135,39 @@ async def _merged(reqs: list[Request]) -> AsyncIterator[tuple[int, str, object]]
 
 async def stream(scheduler: Scheduler, reqs: list[Request], chunks: Chunks,
                  echoes: list[Echo] | None = None) -> AsyncIterator[str]:
-    """The server-sent events of a streamed HTTP request: for each answer a role chunk (chat), one chunk per group of
-    tokens (with ``echoes``, the first begins with its answer's prompt) and its final chunk, interleaved as they come;
-    then the usage chunk (if asked) and [DONE]; or, when an answer fails, an error event (the others are cancelled)."""
+    """The server-sent events of a streamed HTTP request: its `payloads`, each an event."""
+    async with aclosing(payloads(scheduler, reqs, chunks, echoes)) as items:
+        async for payload in items:
+            yield sse(payload)
+
+
+async def payloads(scheduler: Scheduler, reqs: list[Request], chunks: Chunks,
+                   echoes: list[Echo] | None = None) -> AsyncIterator[dict | str]:
+    """What a streamed request sends: for each answer a role chunk (chat), one chunk per group of tokens (with
+    ``echoes``, the first begins with its answer's prompt) and its final chunk, interleaved as they come; then the
+    usage chunk (if asked) and "[DONE]"; or, when an answer fails, an error body (the others are cancelled)."""
     answers = [StreamedAnswer(chunks, index, echoes[index] if echoes else None) for index in range(len(reqs))]
     results, ended = [None] * len(reqs), [False] * len(reqs)
     try:
         if chunks.kind == "chat":
             for index in range(len(reqs)):
-                yield sse(chunks.role(index))
+                yield chunks.role(index)
         async with aclosing(_merged(reqs)) as items:
             async for index, what, value in items:
                 if what == "event":
-                    yield sse(answers[index].group(value))
+                    yield answers[index].group(value)
                     continue
                 ended[index] = True
                 if what == "error":
-                    yield sse(failure(value).body())
+                    yield failure(value).body()
                     return
                 results[index] = value
-                yield sse(answers[index].finish(value))
+                yield answers[index].finish(value)
         for payload in chunks.close(results):
-            yield sse(payload)
+            yield payload
     except Exception as e:  # noqa: BLE001 - the headers are out: end the stream with an error event
         log.exception("stream %s failed", chunks.rid)
-        yield sse(internal_error(e).body())
+        yield internal_error(e).body()
     finally:
         for req, over in zip(reqs, ended):
             if not over:  # the client went away, or another answer failed: free its row

@@ -376,6 +376,54 @@ def test_tool_calls_through_the_official_client(server, checkpoint):
         assert error_of(e)["param"] == param
 
 
+def test_the_responses_api_through_the_official_client(server, checkpoint):
+    """`client.responses.create`: the engine's answer to the same messages as a response object (instructions a
+    system message), streamed as typed events that add up to it; a named function's call as chat makes it, as a
+    function_call item (streamed too, through the client's stream helper), and its output read back; refusals name
+    the Responses field."""
+    client = server.client()
+    ref = expect(checkpoint, [{"role": "system", "content": "Be brief."}, *chat("Hi there")], 10)
+    args = dict(model="ckpt", instructions="Be brief.", input="Hi there", max_output_tokens=10)
+    got = client.responses.create(**args)
+    assert got.output_text == ref.text and got.usage.output_tokens == ref.tokens
+    assert got.status == ("incomplete" if ref.finish_reason == "length" else "completed")
+    events = list(client.responses.create(**args, stream=True))
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    final = events[-1].response  # (completed, or incomplete at its token limit: the stream helper wants completed)
+    assert events[-1].type == f"response.{got.status}" and final.status == got.status
+    assert deltas == final.output_text == ref.text and final.usage.output_tokens == ref.tokens
+    digit = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+             "required": ["n"], "additionalProperties": False}
+    call = client.chat.completions.create(
+        model="ckpt", messages=chat("Hi there"), max_tokens=64, tool_choice={"type": "function", "function": {
+            "name": "pick"}}, tools=[{"type": "function", "function": {"name": "pick", "parameters": digit}}]
+    ).choices[0].message.tool_calls[0].function
+    tools = [{"type": "function", "name": "pick", "parameters": digit}]
+    with client.responses.stream(model="ckpt", input="Hi there", max_output_tokens=64, tools=tools,
+                                 tool_choice={"type": "function", "name": "pick"}) as stream:
+        streamed = stream.get_final_response()
+    got = client.responses.create(model="ckpt", input="Hi there", max_output_tokens=64, tools=tools,
+                                  tool_choice={"type": "function", "name": "pick"})
+    for response in (got, streamed):
+        assert [(o.type, o.name, o.arguments) for o in response.output] == [("function_call", "pick", call.arguments)]
+    history = [{"role": "user", "content": "Hi there"},
+               {"type": "function_call", "call_id": got.output[0].call_id, "name": "pick", "arguments": call.arguments},
+               {"type": "function_call_output", "call_id": got.output[0].call_id, "output": "3"}]
+    ref = client.chat.completions.create(model="ckpt", max_tokens=8, messages=[
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "pick", "arguments": call.arguments}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "3"}])
+    got = client.responses.create(model="ckpt", input=history, max_output_tokens=8)
+    assert got.output_text == ref.choices[0].message.content
+    for bad, param in [(dict(input="x", max_output_tokens=0), "max_output_tokens"),
+                       (dict(input=[{"role": "robot", "content": "x"}]), "input[0].role"),
+                       (dict(input="x", previous_response_id="resp_1"), "previous_response_id")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.responses.create(model="ckpt", **bad)
+        assert error_of(e)["param"] == param
+
+
 def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
     """The completions API's batch of prompts with `n`: every prompt's answers, prompt by prompt, as the engine gives
     them; `usage` counts each prompt once."""

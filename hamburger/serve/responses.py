@@ -1,0 +1,330 @@
+"""OpenAI's Responses API (`POST /v1/responses`: the official clients' `responses.create`, and the agent SDKs built on
+it), answered on the chat completions path: a request becomes a chat request (`to_chat`), which is answered as one,
+and its answer is written back as a response object (`response_body`) or as the Responses stream's typed events
+(`ResponseEvents`).
+
+Taken: `input` (a string, or a list of messages, function calls and function call outputs), `instructions` (a system
+message first), `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function tools), `tool_choice`,
+`parallel_tool_calls`, `text.format` (text, json_object, json_schema), `metadata`, `user`, and this server's chat
+extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). Nothing is stored (`store` is read as
+false): a response cannot be fetched or continued, so `previous_response_id`, `conversation` and `background` are
+refused, as are tools of other types and input that is not text.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import NamedTuple
+
+from hamburger.serve.protocol import APIError, Parsed, bad, parse_body, prepare
+
+RENAMED = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}  # chat -> ours
+IGNORED = {"store", "prompt_cache_key", "safety_identifier", "service_tier", "text"}  # (text: its format is read)
+ABSENT = ("previous_response_id", "conversation", "background", "prompt", "max_tool_calls")  # refused unless unset
+NEUTRAL = {"reasoning": (None, {}), "include": (None, []), "truncation": (None, "disabled"), "top_logprobs": (None, 0)}
+CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
+             "functions", "function_call"}  # chat's names for what this API names otherwise, or has not
+SSE_EVENT = "event: {type}\ndata: {data}\n\n"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+class Translation(NamedTuple):
+    """A Responses request as the chat request that answers it: ``chat`` its body, ``request`` the request as read,
+    ``origins`` each chat message's field in the request ("instructions", or "input[i]": input items may merge)."""
+
+    chat: dict
+    request: dict
+    origins: list[str]
+
+    def renamed(self, e: APIError) -> APIError:
+        """A chat request's error as the Responses request's: its field's name in this API."""
+        message = re.match(r"messages\[(\d+)\]", e.param or "")
+        if message:  # (a string, input or instructions, is the message's content)
+            origin = self.origins[int(message.group(1))]
+            e.param = origin if origin in ("input", "instructions") else origin + e.param[message.end():]
+        elif e.param and e.param.split(".", 1)[0] in RENAMED:
+            head = e.param.split(".", 1)[0]
+            e.param = RENAMED[head] + e.param[len(head):]
+        return e
+
+
+# ------------------------------------------------------------------------------------ the request
+def to_chat(raw: bytes) -> Translation:
+    """A Responses request body as the chat request that answers it; 400 for what this API or this server does not
+    take."""
+    body = parse_body(raw)
+    for key in CHAT_ONLY & set(body):
+        raise bad(f"unrecognized request argument supplied: {key}", key, "unsupported_parameter")
+    for key in ABSENT:
+        if body.get(key) not in (None, False):
+            raise bad(f"'{key}' is not supported: this server keeps no responses or conversations", key,
+                      "unsupported_parameter")
+    for key, neutral in NEUTRAL.items():
+        if body.get(key) not in neutral:
+            raise bad(f"'{key}' is not supported by this server (got {body[key]!r})", key, "unsupported_parameter")
+    chat = {k: v for k, v in body.items() if k not in ("input", "instructions", "max_output_tokens", "tools",
+                                                      "tool_choice", *IGNORED, *ABSENT, *NEUTRAL)}
+    chat["messages"], origins = _messages(body.get("input"), body.get("instructions"))
+    if body.get("max_output_tokens") is not None:
+        value = body["max_output_tokens"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad(f"'max_output_tokens' must be an integer of at least 1, got {value!r}", "max_output_tokens")
+        chat["max_tokens"] = value
+    if body.get("tools"):
+        chat["tools"] = [_tool(t, i) for i, t in enumerate(body["tools"])] if isinstance(body["tools"], list) else \
+            body["tools"]
+    if body.get("tool_choice") is not None:
+        choice = body["tool_choice"]
+        named = isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice
+        chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}} if named else choice
+    text_format = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
+    if text_format is not None:
+        chat["response_format"] = _format(text_format)
+    if body.get("stream"):
+        chat["stream_options"] = {"include_usage": True}  # (the completed event carries the usage)
+    return Translation(chat, body, origins)
+
+
+def prepare_response(raw: bytes, tokenizer, default_max_tokens: int, default_confidence: float | None,
+                     default_mode: str = "hamburger") -> tuple[Parsed, dict]:
+    """A Responses request body -> (the `Parsed` chat request that answers it, the request as read)."""
+    asked = to_chat(raw)
+    try:
+        return prepare(json.dumps(asked.chat).encode(), "chat", tokenizer, default_max_tokens, default_confidence,
+                       default_mode), asked.request
+    except APIError as e:
+        raise asked.renamed(e) from e
+
+
+def _messages(given, instructions) -> tuple[list[dict], list[str]]:
+    """The chat messages of `input` and `instructions`, and each one's field."""
+    if instructions is not None and not isinstance(instructions, str):
+        raise bad("'instructions' must be a string", "instructions")
+    out = [{"role": "system", "content": instructions}] if instructions else []
+    origins = ["instructions"] * len(out)
+    if isinstance(given, str):
+        return out + [{"role": "user", "content": given}], origins + ["input"]
+    if not isinstance(given, list) or not given:
+        raise bad("'input' must be a string or a non-empty list of items", "input")
+    for i, item in enumerate(given):
+        kind = item.get("type", "message") if isinstance(item, dict) else None
+        if kind == "message":
+            out.append({"role": item.get("role"), "content": _text(item.get("content"), i)})
+        elif kind == "function_call":
+            call = {"id": _field(item, "call_id", i), "type": "function",
+                    "function": {"name": _field(item, "name", i), "arguments": _field(item, "arguments", i)}}
+            if out and out[-1]["role"] == "assistant" and out[-1].get("tool_calls"):
+                out[-1]["tool_calls"].append(call)
+                continue
+            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": _field(item, "call_id", i),
+                        "content": _text(item.get("output"), i, "output")})
+        else:
+            raise bad(f"input[{i}] must be a message, a function_call or a function_call_output item", f"input[{i}]",
+                      "unsupported_parameter")
+        origins.append(f"input[{i}]")
+    return out, origins
+
+
+def _field(item: dict, key: str, i: int) -> str:
+    if not isinstance(item.get(key), str):
+        raise bad(f"input[{i}].{key} must be a string", f"input[{i}].{key}")
+    return item[key]
+
+
+def _text(content, i: int, key: str = "content") -> str:
+    """A message's content: a string, or text parts (input_text, output_text) joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
+                                         and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    raise bad(f"input[{i}].{key} must be a string or a list of text parts (this server reads text only)",
+              f"input[{i}].{key}")
+
+
+def _tool(tool, i: int) -> dict:
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise bad(f"tools[{i}] must be a function tool (this server calls no built-in tools)", "tools",
+                  "unsupported_parameter")
+    return {"type": "function", "function": {k: tool[k] for k in ("name", "description", "parameters", "strict")
+                                             if tool.get(k) is not None}}
+
+
+def _format(fmt) -> dict:
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "json_schema":
+        return {"type": "json_schema", "json_schema": {k: fmt.get(k) for k in ("name", "schema", "strict")}}
+    if kind in ("text", "json_object"):
+        return {"type": kind}
+    raise bad("'text.format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": \"json_schema\", "
+              "\"name\": ..., \"schema\": {...}}", "text.format", "invalid_value")
+
+
+# ------------------------------------------------------------------------------------ the answer
+def _usage(chat_usage: dict) -> dict:
+    return {"input_tokens": chat_usage["prompt_tokens"], "input_tokens_details": chat_usage["prompt_tokens_details"],
+            "output_tokens": chat_usage["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": chat_usage["total_tokens"], "hamburger": chat_usage["hamburger"]}
+
+
+def response_object(rid: str, model: str, request: dict, output: list[dict], status: str,
+                    usage: dict | None = None) -> dict:
+    """A response object: ``output`` its items, ``status`` "in_progress", "completed" or "incomplete" (its token
+    limit), the request's settings as they were taken."""
+    fmt = (request.get("text") or {}).get("format") or {"type": "text"}
+    return {"id": rid, "object": "response", "created_at": int(time.time()), "status": status, "model": model,
+            "output": output, "error": None,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "instructions": request.get("instructions"), "max_output_tokens": request.get("max_output_tokens"),
+            "temperature": request.get("temperature"), "top_p": request.get("top_p"),
+            "tools": request.get("tools") or [], "tool_choice": request.get("tool_choice") or "auto",
+            "parallel_tool_calls": request.get("parallel_tool_calls", True), "text": {"format": fmt},
+            "metadata": request.get("metadata") or {}, "previous_response_id": None, "store": False,
+            "usage": None if usage is None else _usage(usage)}
+
+
+def message_item(text: str, status: str = "completed") -> dict:
+    return {"type": "message", "id": new_id("msg"), "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}] if text is not None else []}
+
+
+def call_item(call: dict, status: str = "completed") -> dict:
+    return {"type": "function_call", "id": new_id("fc"), "call_id": call["id"], "name": call["function"]["name"],
+            "arguments": call["function"]["arguments"], "status": status}
+
+
+def response_body(model: str, request: dict, completion: dict) -> dict:
+    """The response object of a chat completion (one choice) that answered ``request``."""
+    choice = completion["choices"][0]
+    message, incomplete = choice["message"], choice["finish_reason"] == "length"
+    status = "incomplete" if incomplete else "completed"
+    output = [message_item(message["content"], status)] if message.get("content") or not message.get("tool_calls") \
+        else []
+    output += [call_item(c, status) for c in message.get("tool_calls") or []]
+    return response_object(new_id("resp"), model, request, output, status, completion["usage"])
+
+
+class ResponseEvents:
+    """A streamed chat answer's payloads (its chunks, its usage chunk, "[DONE]", or an error body) -> the Responses
+    stream's events, each numbered: response.created and .in_progress; for text a message item (output_item.added,
+    content_part.added, output_text.delta..., then output_text.done, content_part.done, output_item.done); for each
+    call a function_call item (output_item.added, function_call_arguments.delta..., .done, output_item.done); then
+    response.completed, or response.incomplete at the token limit; an error event where the answer failed."""
+
+    def __init__(self, model: str, request: dict):
+        self.model, self.request, self.rid = model, request, new_id("resp")
+        self.sequence, self.items, self.open = 0, [], None  # the items so far; the index of the one being written
+        self.calls: dict[int, int] = {}  # a chat call's index -> its item's
+        self.finish, self.usage = None, None
+
+    def _event(self, kind: str, **fields) -> dict:
+        """An event as things stand (its items copied: they grow on)."""
+        self.sequence += 1
+        return {"type": kind, "sequence_number": self.sequence - 1, **copy.deepcopy(fields)}
+
+    def start(self) -> list[dict]:
+        created = response_object(self.rid, self.model, self.request, [], "in_progress")
+        return [self._event("response.created", response=created), self._event("response.in_progress",
+                                                                               response=created)]
+
+    def feed(self, payload) -> list[dict]:
+        """The events of one chat payload."""
+        if payload == "[DONE]":
+            return self._close() + self._end()
+        if "error" in payload:
+            error = payload["error"]
+            return [self._event("error", code=error.get("code"), message=error.get("message"),
+                                param=error.get("param"))]
+        if payload.get("usage"):
+            self.usage = payload["usage"]
+        out = []
+        for choice in payload.get("choices", []):
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                out += self._text(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                out += self._call(call)
+            self.finish = choice.get("finish_reason") or self.finish
+        return out
+
+    def _text(self, text: str) -> list[dict]:
+        out = []
+        if self.open is None or self.items[self.open]["type"] != "message":
+            out += self._close()
+            self.items.append(message_item("", "in_progress"))
+            self.open = len(self.items) - 1
+            item = self.items[self.open]
+            out += [self._event("response.output_item.added", output_index=self.open, item={**item, "content": []}),
+                    self._event("response.content_part.added", output_index=self.open, item_id=item["id"],
+                                content_index=0, part={"type": "output_text", "text": "", "annotations": []})]
+        item = self.items[self.open]
+        item["content"][0]["text"] += text
+        return out + [self._event("response.output_text.delta", output_index=self.open, item_id=item["id"],
+                                  content_index=0, delta=text, logprobs=[])]
+
+    def _call(self, call: dict) -> list[dict]:
+        out, arguments = [], (call.get("function") or {}).get("arguments") or ""
+        if call["index"] not in self.calls:
+            out += self._close()
+            self.items.append(call_item({"id": call["id"], "function": {**call["function"], "arguments": ""}},
+                                        "in_progress"))
+            self.open = self.calls[call["index"]] = len(self.items) - 1
+            out.append(self._event("response.output_item.added", output_index=self.open, item=self.items[-1]))
+        at = self.calls[call["index"]]
+        if arguments:
+            self.items[at]["arguments"] += arguments
+            out.append(self._event("response.function_call_arguments.delta", output_index=at,
+                                   item_id=self.items[at]["id"], delta=arguments))
+        return out
+
+    def _close(self) -> list[dict]:
+        """The events that end the item being written."""
+        if self.open is None:
+            return []
+        at, item, self.open = self.open, self.items[self.open], None
+        item["status"] = "incomplete" if self.finish == "length" else "completed"
+        if item["type"] == "message":
+            part = item["content"][0]
+            out = [self._event("response.output_text.done", output_index=at, item_id=item["id"], content_index=0,
+                               text=part["text"], logprobs=[]),
+                   self._event("response.content_part.done", output_index=at, item_id=item["id"], content_index=0,
+                               part=part)]
+        else:
+            out = [self._event("response.function_call_arguments.done", output_index=at, item_id=item["id"],
+                               arguments=item["arguments"])]
+        return out + [self._event("response.output_item.done", output_index=at, item=item)]
+
+    def _end(self) -> list[dict]:
+        status = "incomplete" if self.finish == "length" else "completed"
+        for item in self.items:
+            item["status"] = status
+        final = response_object(self.rid, self.model, self.request, self.items, status, self.usage)
+        return [self._event(f"response.{status}", response=final)]
+
+
+async def stream(payloads: AsyncIterator, model: str, request: dict) -> AsyncIterator[str]:
+    """The server-sent events of a streamed response: its chat answer's ``payloads`` (`lifecycle.payloads`), as
+    events."""
+    events = ResponseEvents(model, request)
+    for event in events.start():
+        yield sse_event(event)
+    async with aclosing(payloads) as items:
+        async for payload in items:
+            for event in events.feed(payload):
+                yield sse_event(event)
+
+
+def sse_event(event: dict) -> str:
+    """One event of the Responses stream: its type named, then its JSON."""
+    return SSE_EVENT.format(type=event["type"], data=json.dumps(event))
