@@ -27,8 +27,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
-                       description="Serve POST /v1/chat/completions, POST /v1/completions, GET /v1/models and "
-                                   "GET /health. Concurrent requests are batched (up to --max-batch-size rows; waiting "
+                       description="Serve POST /v1/chat/completions (with function calling), POST /v1/completions, "
+                                   "POST /v1/responses, GET /v1/models and GET /health. Concurrent requests are batched (up to --max-batch-size rows; waiting "
                                    "requests join the running batch as rows finish); more than --max-queue waiting "
                                    "requests get 429.")
     add_model(p)
