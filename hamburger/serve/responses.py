@@ -26,8 +26,9 @@ from hamburger.serve.protocol import APIError, Parsed, bad, parse_body, prepare
 
 RENAMED = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}  # chat -> ours
 IGNORED = {"store", "prompt_cache_key", "safety_identifier", "service_tier", "text"}  # (text: its format is read)
-ABSENT = ("previous_response_id", "conversation", "background", "prompt", "max_tool_calls")  # refused unless unset
-NEUTRAL = {"reasoning": (None, {}), "include": (None, []), "truncation": (None, "disabled"), "top_logprobs": (None, 0)}
+ABSENT = ("previous_response_id", "conversation", "background", "prompt")  # what needs a store: refused unless unset
+NEUTRAL = {"reasoning": (None, {}), "include": (None, []), "truncation": (None, "disabled"), "top_logprobs": (None, 0),
+           "max_tool_calls": (None,)}
 CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
              "functions", "function_call"}  # chat's names for what this API names otherwise, or has not
 SSE_EVENT = "event: {type}\ndata: {data}\n\n"
@@ -62,11 +63,12 @@ def to_chat(raw: bytes) -> Translation:
     """A Responses request body as the chat request that answers it; 400 for what this API or this server does not
     take."""
     body = parse_body(raw)
-    for key in CHAT_ONLY & set(body):
-        raise bad(f"unrecognized request argument supplied: {key}", key, "unsupported_parameter")
+    chat_only = sorted(CHAT_ONLY & set(body))
+    if chat_only:
+        raise bad(f"unrecognized request argument supplied: {chat_only[0]}", chat_only[0], "unsupported_parameter")
     for key in ABSENT:
         if body.get(key) not in (None, False):
-            raise bad(f"'{key}' is not supported: this server keeps no responses or conversations", key,
+            raise bad(f"'{key}' is not supported: this server stores no responses, conversations or prompts", key,
                       "unsupported_parameter")
     for key, neutral in NEUTRAL.items():
         if body.get(key) not in neutral:
@@ -122,8 +124,8 @@ def _messages(given, instructions) -> tuple[list[dict], list[str]]:
         elif kind == "function_call":
             call = {"id": _field(item, "call_id", i), "type": "function",
                     "function": {"name": _field(item, "name", i), "arguments": _field(item, "arguments", i)}}
-            if out and out[-1]["role"] == "assistant" and out[-1].get("tool_calls"):
-                out[-1]["tool_calls"].append(call)
+            if out and out[-1]["role"] == "assistant":  # (an answer's text and calls are one message)
+                out[-1].setdefault("tool_calls", []).append(call)
                 continue
             out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":

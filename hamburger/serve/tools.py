@@ -26,6 +26,9 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 
+from hamburger.engine.grammar import compile_schema
+from hamburger.errors import HamburgerError
+
 MAX_TOOLS = 128  # as OpenAI allows
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -130,11 +133,8 @@ def call(name: str, arguments: str) -> dict:
 # ------------------------------------------------------------------------------------ the request
 def parse_tools(body: dict) -> Tools | None:
     """A chat request's `tools`, `tool_choice` and `parallel_tool_calls` -> `Tools` (None: answer in text)."""
-    from hamburger.engine.grammar import compile_schema
-    from hamburger.errors import HamburgerError
-
     tools, choice = body.get("tools") or [], body.get("tool_choice")
-    parallel = body.get("parallel_tool_calls", True)
+    parallel = True if body.get("parallel_tool_calls") is None else body["parallel_tool_calls"]
     if not isinstance(parallel, bool):
         raise ToolsError(f"'parallel_tool_calls' must be a boolean, got {parallel!r}", "parallel_tool_calls")
     if not isinstance(tools, list) or len(tools) > MAX_TOOLS:

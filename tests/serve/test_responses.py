@@ -45,6 +45,10 @@ def test_a_request_becomes_the_chat_request_that_answers_it():
         "response_format": {"type": "json_schema", "json_schema": {"name": "d", "schema": DIGIT, "strict": True}},
         "stream_options": {"include_usage": True}}
     assert chat_of(input="x", text={"format": {"type": "json_object"}})["response_format"] == {"type": "json_object"}
+    answer = chat_of(input=[{"role": "assistant", "content": "Let me see."},
+                            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])["messages"]
+    assert answer == [{"role": "assistant", "content": "Let me see.", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]
     assert chat_of(input="x", tool_choice="required", reasoning={}, include=[])["tool_choice"] == "required"
 
 
