@@ -1,8 +1,8 @@
 """`hamburger serve`: an OpenAI-compatible HTTP server (FastAPI + uvicorn) over a HAMburger checkpoint.
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (answered as a chat request:
-`responses`), GET /v1/models, GET /health. Requests are
-batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
+`responses`; GET and DELETE /v1/responses/{id} for the kept ones, `response_store`), GET /v1/models, GET /health.
+Requests are batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
 `submit_all`, `collect_all`, `stream`). Log-probabilities (`logprobs`, chat's `top_logprobs`) are those of the
@@ -29,12 +29,18 @@ from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
                                       prepare, shutting_down)
+from hamburger.serve.response_store import ResponseStore
 from hamburger.serve.scheduler import Scheduler
 
 MAX_REQUEST_BYTES = 1 << 20  # a full 8k-token context is ~40 KB of text: 1 MiB leaves room for any real request
 DRAIN_TIMEOUT = 30.0
 PREFILL_CHUNK = 256  # prompt tokens per prefill chunk: longer prompts are read between the running rows' steps
 HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}  # the `code` of Starlette's own errors
+
+
+def response_not_found(rid: str) -> APIError:
+    return APIError(404, f"no response {rid!r} is kept (it was not stored, or no longer is)", param="response_id",
+                    code="not_found")
 
 
 def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | None = None,
@@ -58,6 +64,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
                           lookup, draft_rows, ngrams, fold_model, int(prompt_cache_mib * 2 ** 20))
     created = int(time.time())
+    kept = ResponseStore()  # the Responses API's stored responses
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
     @asynccontextmanager
@@ -95,7 +102,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         loop, asked = asyncio.get_running_loop(), None
         if kind == "response":  # (answered as a chat request: `responses`)
             parsed, asked = await loop.run_in_executor(
-                workers, responses.prepare_response, raw, tokenizer, default_max_tokens, confidence, mode)
+                workers, responses.prepare_response, raw, tokenizer, default_max_tokens, confidence, mode, kept)
             kind = "chat"
         else:
             parsed = await loop.run_in_executor(
@@ -109,11 +116,11 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             if asked is None:
                 events = lifecycle.stream(scheduler, reqs, chunks, parsed.echoes())
             else:
-                events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked)
+                events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked, kept)
             return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
         body = completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n, parsed.tools)
-        return body if asked is None else responses.response_body(model_name, asked, body)
+        return body if asked is None else responses.kept(kept, asked, responses.response_body(model_name, asked, body))
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):
@@ -126,6 +133,21 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     @app.post("/v1/responses")
     async def create_response(request: HTTPRequest):
         return await complete(request, "response")
+
+    @app.get("/v1/responses/{rid}")
+    async def stored_response(rid: str, request: HTTPRequest):
+        authorize(request.headers, api_key)
+        found = kept.get(rid)
+        if found is None:
+            raise response_not_found(rid)
+        return found[0]
+
+    @app.delete("/v1/responses/{rid}")
+    async def delete_response(rid: str, request: HTTPRequest):
+        authorize(request.headers, api_key)
+        if not kept.delete(rid):
+            raise response_not_found(rid)
+        return {"id": rid, "object": "response.deleted", "deleted": True}
 
     @app.get("/v1/models")
     async def models(request: HTTPRequest):

@@ -6,9 +6,10 @@ and its answer is written back as a response object (`response_body`) or as the 
 Taken: `input` (a string, or a list of messages, function calls and function call outputs), `instructions` (a system
 message first), `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function tools), `tool_choice`,
 `parallel_tool_calls`, `text.format` (text, json_object, json_schema), `metadata`, `user`, and this server's chat
-extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). Nothing is stored (`store` is read as
-false): a response cannot be fetched or continued, so `previous_response_id`, `conversation` and `background` are
-refused, as are tools of other types and input that is not text.
+extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). With `store` (the default) a response
+is kept with its conversation (`response_store.py`): `previous_response_id` goes on from it (its messages and answer
+come before the new input; its instructions do not), and `GET /v1/responses/{id}` returns it. `conversation` and
+`background` are refused, as are tools of other types and input that is not text.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from contextlib import aclosing
 from typing import NamedTuple
 
 from hamburger.serve.protocol import APIError, Parsed, bad, parse_body, prepare
+from hamburger.serve.response_store import ResponseStore
 
 RENAMED = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}  # chat -> ours
 IGNORED = {"store", "prompt_cache_key", "safety_identifier", "service_tier", "text"}  # (text: its format is read)
-ABSENT = ("previous_response_id", "conversation", "background", "prompt")  # what needs a store: refused unless unset
+ABSENT = ("conversation", "background", "prompt")  # what this server keeps no state for: refused unless unset
 NEUTRAL = {"reasoning": (None, {}), "include": (None, []), "truncation": (None, "disabled"), "top_logprobs": (None, 0),
            "max_tool_calls": (None,)}
 CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
@@ -40,18 +42,22 @@ def new_id(prefix: str) -> str:
 
 class Translation(NamedTuple):
     """A Responses request as the chat request that answers it: ``chat`` its body, ``request`` the request as read,
-    ``origins`` each chat message's field in the request ("instructions", or "input[i]": input items may merge)."""
+    ``origins`` each chat message's field in the request ("instructions", "previous_response_id", or "input[i]": input
+    items may merge), ``history`` its messages but the instructions (what a response to it keeps), ``keep``: its
+    response is to be kept."""
 
     chat: dict
     request: dict
     origins: list[str]
+    history: list[dict]
+    keep: bool = False
 
     def renamed(self, e: APIError) -> APIError:
         """A chat request's error as the Responses request's: its field's name in this API."""
         message = re.match(r"messages\[(\d+)\]", e.param or "")
         if message:  # (a string, input or instructions, is the message's content)
             origin = self.origins[int(message.group(1))]
-            e.param = origin if origin in ("input", "instructions") else origin + e.param[message.end():]
+            e.param = origin if "[" not in origin else origin + e.param[message.end():]
         elif e.param and e.param.split(".", 1)[0] in RENAMED:
             head = e.param.split(".", 1)[0]
             e.param = RENAMED[head] + e.param[len(head):]
@@ -59,9 +65,9 @@ class Translation(NamedTuple):
 
 
 # ------------------------------------------------------------------------------------ the request
-def to_chat(raw: bytes) -> Translation:
-    """A Responses request body as the chat request that answers it; 400 for what this API or this server does not
-    take."""
+def to_chat(raw: bytes, store: ResponseStore | None = None) -> Translation:
+    """A Responses request body as the chat request that answers it (going on from a response ``store`` keeps); 400
+    for what this API or this server does not take."""
     body = parse_body(raw)
     chat_only = sorted(CHAT_ONLY & set(body))
     if chat_only:
@@ -74,8 +80,10 @@ def to_chat(raw: bytes) -> Translation:
         if body.get(key) not in neutral:
             raise bad(f"'{key}' is not supported by this server (got {body[key]!r})", key, "unsupported_parameter")
     chat = {k: v for k, v in body.items() if k not in ("input", "instructions", "max_output_tokens", "tools",
-                                                      "tool_choice", *IGNORED, *ABSENT, *NEUTRAL)}
-    chat["messages"], origins = _messages(body.get("input"), body.get("instructions"))
+                                                      "tool_choice", "previous_response_id", *IGNORED, *ABSENT,
+                                                      *NEUTRAL)}
+    earlier = _earlier(body.get("previous_response_id"), store)
+    chat["messages"], origins = _messages(body.get("input"), body.get("instructions"), earlier)
     if body.get("max_output_tokens") is not None:
         value = body["max_output_tokens"]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -93,26 +101,41 @@ def to_chat(raw: bytes) -> Translation:
         chat["response_format"] = _format(text_format)
     if body.get("stream"):
         chat["stream_options"] = {"include_usage": True}  # (the completed event carries the usage)
-    return Translation(chat, body, origins)
+    history = [m for m, origin in zip(chat["messages"], origins) if origin != "instructions"]
+    return Translation(chat, body, origins, history, store is not None and body.get("store") is not False)
+
+
+def _earlier(rid, store: ResponseStore | None) -> list[dict]:
+    """The conversation of the response a request goes on from (`previous_response_id`), [] for none."""
+    if rid is None:
+        return []
+    if store is None:
+        raise bad("'previous_response_id' is not supported: this server keeps no responses", "previous_response_id",
+                  "unsupported_parameter")
+    kept = store.get(rid) if isinstance(rid, str) else None
+    if kept is None:
+        raise bad(f"previous response {rid!r} not found (it was not stored, or no longer is)", "previous_response_id",
+                  "previous_response_not_found")
+    return [dict(m) for m in kept[1]]
 
 
 def prepare_response(raw: bytes, tokenizer, default_max_tokens: int, default_confidence: float | None,
-                     default_mode: str = "hamburger") -> tuple[Parsed, dict]:
-    """A Responses request body -> (the `Parsed` chat request that answers it, the request as read)."""
-    asked = to_chat(raw)
+                     default_mode: str = "hamburger", store: ResponseStore | None = None) -> tuple[Parsed, Translation]:
+    """A Responses request body -> (the `Parsed` chat request that answers it, its `Translation`)."""
+    asked = to_chat(raw, store)
     try:
         return prepare(json.dumps(asked.chat).encode(), "chat", tokenizer, default_max_tokens, default_confidence,
-                       default_mode), asked.request
+                       default_mode), asked
     except APIError as e:
         raise asked.renamed(e) from e
 
 
-def _messages(given, instructions) -> tuple[list[dict], list[str]]:
-    """The chat messages of `input` and `instructions`, and each one's field."""
+def _messages(given, instructions, earlier: list[dict]) -> tuple[list[dict], list[str]]:
+    """The chat messages of `instructions`, an ``earlier`` conversation and `input`, and each one's field."""
     if instructions is not None and not isinstance(instructions, str):
         raise bad("'instructions' must be a string", "instructions")
-    out = [{"role": "system", "content": instructions}] if instructions else []
-    origins = ["instructions"] * len(out)
+    out = ([{"role": "system", "content": instructions}] if instructions else []) + earlier
+    origins = ["instructions"] * (len(out) - len(earlier)) + ["previous_response_id"] * len(earlier)
     if isinstance(given, str):
         return out + [{"role": "user", "content": given}], origins + ["input"]
     if not isinstance(given, list) or not given:
@@ -180,10 +203,11 @@ def _usage(chat_usage: dict) -> dict:
             "total_tokens": chat_usage["total_tokens"], "hamburger": chat_usage["hamburger"]}
 
 
-def response_object(rid: str, model: str, request: dict, output: list[dict], status: str,
+def response_object(rid: str, model: str, asked: Translation, output: list[dict], status: str,
                     usage: dict | None = None) -> dict:
     """A response object: ``output`` its items, ``status`` "in_progress", "completed" or "incomplete" (its token
     limit), the request's settings as they were taken."""
+    request = asked.request
     fmt = (request.get("text") or {}).get("format") or {"type": "text"}
     return {"id": rid, "object": "response", "created_at": int(time.time()), "status": status, "model": model,
             "output": output, "error": None,
@@ -192,7 +216,8 @@ def response_object(rid: str, model: str, request: dict, output: list[dict], sta
             "temperature": request.get("temperature"), "top_p": request.get("top_p"),
             "tools": request.get("tools") or [], "tool_choice": request.get("tool_choice") or "auto",
             "parallel_tool_calls": request.get("parallel_tool_calls", True), "text": {"format": fmt},
-            "metadata": request.get("metadata") or {}, "previous_response_id": None, "store": False,
+            "metadata": request.get("metadata") or {}, "previous_response_id": request.get("previous_response_id"),
+            "store": asked.keep,
             "usage": None if usage is None else _usage(usage)}
 
 
@@ -206,15 +231,31 @@ def call_item(call: dict, status: str = "completed") -> dict:
             "arguments": call["function"]["arguments"], "status": status}
 
 
-def response_body(model: str, request: dict, completion: dict) -> dict:
-    """The response object of a chat completion (one choice) that answered ``request``."""
+def answer_message(output: list[dict]) -> dict:
+    """A response's output items as the assistant's chat message (what a request that goes on from it reads)."""
+    text = "".join(part["text"] for item in output if item["type"] == "message" for part in item["content"])
+    calls = [{"id": item["call_id"], "type": "function",
+              "function": {"name": item["name"], "arguments": item["arguments"]}}
+             for item in output if item["type"] == "function_call"]
+    return {"role": "assistant", "content": text or (None if calls else ""), **({"tool_calls": calls} if calls else {})}
+
+
+def kept(store: ResponseStore | None, asked: Translation, response: dict) -> dict:
+    """``response``, kept in ``store`` with its conversation where the request asked that."""
+    if store is not None and asked.keep:
+        store.add(response, asked.history + [answer_message(response["output"])])
+    return response
+
+
+def response_body(model: str, asked: Translation, completion: dict) -> dict:
+    """The response object of a chat completion (one choice) that answered ``asked``."""
     choice = completion["choices"][0]
     message, incomplete = choice["message"], choice["finish_reason"] == "length"
     status = "incomplete" if incomplete else "completed"
     output = [message_item(message["content"], status)] if message.get("content") or not message.get("tool_calls") \
         else []
     output += [call_item(c, status) for c in message.get("tool_calls") or []]
-    return response_object(new_id("resp"), model, request, output, status, completion["usage"])
+    return response_object(new_id("resp"), model, asked, output, status, completion["usage"])
 
 
 class ResponseEvents:
@@ -224,8 +265,8 @@ class ResponseEvents:
     call a function_call item (output_item.added, function_call_arguments.delta..., .done, output_item.done); then
     response.completed, or response.incomplete at the token limit; an error event where the answer failed."""
 
-    def __init__(self, model: str, request: dict):
-        self.model, self.request, self.rid = model, request, new_id("resp")
+    def __init__(self, model: str, asked: Translation, store: ResponseStore | None = None):
+        self.model, self.asked, self.store, self.rid = model, asked, store, new_id("resp")
         self.sequence, self.items, self.open = 0, [], None  # the items so far; the index of the one being written
         self.calls: dict[int, int] = {}  # a chat call's index -> its item's
         self.finish, self.usage = None, None
@@ -236,7 +277,7 @@ class ResponseEvents:
         return {"type": kind, "sequence_number": self.sequence - 1, **copy.deepcopy(fields)}
 
     def start(self) -> list[dict]:
-        created = response_object(self.rid, self.model, self.request, [], "in_progress")
+        created = response_object(self.rid, self.model, self.asked, [], "in_progress")
         return [self._event("response.created", response=created), self._event("response.in_progress",
                                                                                response=created)]
 
@@ -311,14 +352,16 @@ class ResponseEvents:
         status = "incomplete" if self.finish == "length" else "completed"
         for item in self.items:
             item["status"] = status
-        final = response_object(self.rid, self.model, self.request, self.items, status, self.usage)
+        final = kept(self.store, self.asked, response_object(self.rid, self.model, self.asked, self.items, status,
+                                                             self.usage))
         return [self._event(f"response.{status}", response=final)]
 
 
-async def stream(payloads: AsyncIterator, model: str, request: dict) -> AsyncIterator[str]:
+async def stream(payloads: AsyncIterator, model: str, asked: Translation,
+                 store: ResponseStore | None = None) -> AsyncIterator[str]:
     """The server-sent events of a streamed response: its chat answer's ``payloads`` (`lifecycle.payloads`), as
     events."""
-    events = ResponseEvents(model, request)
+    events = ResponseEvents(model, asked, store)
     for event in events.start():
         yield sse_event(event)
     async with aclosing(payloads) as items:

@@ -6,13 +6,18 @@ import json
 import pytest
 
 from hamburger.serve.protocol import APIError
-from hamburger.serve.responses import ResponseEvents, response_body, to_chat
+from hamburger.serve.response_store import ResponseStore
+from hamburger.serve.responses import ResponseEvents, answer_message, kept, response_body, to_chat
 
 DIGIT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
+def asked(kept_in=None, **body):
+    return to_chat(json.dumps(body).encode(), kept_in)
+
+
 def chat_of(**body) -> dict:
-    return to_chat(json.dumps(body).encode()).chat
+    return asked(**body).chat
 
 
 def test_a_request_becomes_the_chat_request_that_answers_it():
@@ -76,11 +81,11 @@ def test_what_it_cannot_take_is_refused(body, param):
 def test_a_chat_error_names_the_responses_field():
     """A message's error names its input item (after instructions, and merged calls), or the instructions."""
     call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
-    asked = to_chat(json.dumps({"instructions": "I", "input": [{"role": "user", "content": "x"}, call, call,
-                                                               {"role": "robot", "content": "y"}]}).encode())
-    assert len(asked.chat["messages"]) == 4
+    translated = asked(instructions="I", input=[{"role": "user", "content": "x"}, call, call,
+                                                {"role": "robot", "content": "y"}])
+    assert len(translated.chat["messages"]) == 4
     def renamed(param):
-        return asked.renamed(APIError(400, "x", param=param)).param
+        return translated.renamed(APIError(400, "x", param=param)).param
     assert renamed("messages[3].role") == "input[3].role" and renamed("messages[2]") == "input[1]"
     assert renamed("messages[0]") == "instructions" and renamed("messages") == "input"
     assert renamed("response_format") == "text.format" and renamed("temperature") == "temperature"
@@ -98,8 +103,8 @@ def completion(message: dict, finish: str = "stop") -> dict:
 
 
 def test_a_chat_answer_as_a_response_object():
-    asked = {"input": "x", "max_output_tokens": 3, "tools": [{"type": "function", "name": "pick"}]}
-    r = response_body("m", asked, completion({"content": "Hello"}, "length"))
+    request = {"input": "x", "max_output_tokens": 3, "tools": [{"type": "function", "name": "pick"}]}
+    r = response_body("m", asked(**request), completion({"content": "Hello"}, "length"))
     assert r["object"] == "response" and r["id"].startswith("resp_") and r["model"] == "m"
     assert (r["status"], r["incomplete_details"]) == ("incomplete", {"reason": "max_output_tokens"})
     assert [(o["type"], o["status"], o["content"]) for o in r["output"]] == [
@@ -107,16 +112,17 @@ def test_a_chat_answer_as_a_response_object():
     assert r["usage"] == {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 2}, "output_tokens": 3,
                           "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 8,
                           "hamburger": {"tau": 1.5}}
-    assert (r["max_output_tokens"], r["tools"], r["tool_choice"], r["text"]) == (
-        3, asked["tools"], "auto", {"format": {"type": "text"}})
-    r = response_body("m", asked, completion({"content": "Sure.", "tool_calls": [CALL]}, "tool_calls"))
+    assert (r["max_output_tokens"], r["tools"], r["tool_choice"], r["text"], r["store"]) == (
+        3, request["tools"], "auto", {"format": {"type": "text"}}, False)
+    r = response_body("m", asked(**request), completion({"content": "Sure.", "tool_calls": [CALL]}, "tool_calls"))
     assert r["status"] == "completed" and r["incomplete_details"] is None
     assert [o["type"] for o in r["output"]] == ["message", "function_call"]
     call = r["output"][1]
     assert (call["call_id"], call["name"], call["arguments"], call["status"]) == ("call_1", "pick", '{"n":4}',
                                                                                   "completed")
     assert call["id"].startswith("fc_")
-    assert [o["type"] for o in response_body("m", asked, completion({"content": None, "tool_calls": [CALL]}))
+    assert [o["type"] for o in response_body("m", asked(**request), completion({"content": None,
+                                                                                "tool_calls": [CALL]}))
             ["output"]] == ["function_call"]
 
 
@@ -127,7 +133,7 @@ def chunk(delta: dict | None = None, finish: str | None = None) -> dict:
 def test_a_streamed_answer_as_the_responses_events():
     """Text, then a named function's call as chat streams them: the events in order, numbered, their items adding up
     to the final response's."""
-    events = ResponseEvents("m", {"input": "x"})
+    events = ResponseEvents("m", asked(input="x"))
     payloads = [chunk({"role": "assistant", "content": ""}), chunk({"content": "Let "}), chunk({"content": "me."}),
                 chunk({"tool_calls": [{"index": 0, **CALL, "function": {"name": "pick", "arguments": '{"n"'}}]}),
                 chunk({"tool_calls": [{"index": 0, "function": {"arguments": ":4}"}}]}), chunk({}, "tool_calls"),
@@ -155,13 +161,63 @@ def test_a_streamed_answer_as_the_responses_events():
 
 
 def test_a_stream_cut_by_its_limit_or_failing():
-    events = ResponseEvents("m", {"input": "x"})
+    events = ResponseEvents("m", asked(input="x"))
     out = [e for p in [chunk({"content": "Hel"}), chunk({}, "length"), "[DONE]"] for e in events.feed(p)]
     assert out[-1]["type"] == "response.incomplete"
     assert out[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
     assert out[-1]["response"]["output"][0]["status"] == "incomplete" == out[-2]["item"]["status"]
     assert out[-2]["type"] == "response.output_item.done"
-    failed = ResponseEvents("m", {}).feed({"error": {"message": "boom", "type": "server_error", "param": None,
-                                                     "code": "internal_error"}})
+    error = {"error": {"message": "boom", "type": "server_error", "param": None, "code": "internal_error"}}
+    failed = ResponseEvents("m", asked(input="x")).feed(error)
     assert failed == [{"type": "error", "sequence_number": 0, "code": "internal_error", "message": "boom",
                        "param": None}]
+
+
+# ------------------------------------------------------------------------------ kept responses
+def test_a_kept_response_goes_on_with_its_conversation():
+    """A kept response: its conversation (messages, not instructions, and its answer as the assistant's message) comes
+    before the next request's input; errors in it name `previous_response_id`; `store` false keeps nothing."""
+    store = ResponseStore()
+    first = asked(store, instructions="Be brief.", input="A digit?")
+    assert first.keep and first.history == [{"role": "user", "content": "A digit?"}]
+    answer = completion({"content": "Let me.", "tool_calls": [CALL]}, "tool_calls")
+    response = kept(store, first, response_body("m", first, answer))
+    assert response["store"] is True and store.get(response["id"])[0] == response
+    second = asked(store, instructions="Be kind.", previous_response_id=response["id"],
+                   input=[{"type": "function_call_output", "call_id": "call_1", "output": "4"}])
+    assert second.chat["messages"] == [
+        {"role": "system", "content": "Be kind."}, {"role": "user", "content": "A digit?"},
+        {"role": "assistant", "content": "Let me.", "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "4"}]
+    assert second.origins == ["instructions", "previous_response_id", "previous_response_id", "input[0]"]
+    assert set(second.chat) == {"messages"}
+    assert second.renamed(APIError(400, "x", param="messages[2].content")).param == "previous_response_id"
+    assert response_body("m", second, completion({"content": "ok"}))["previous_response_id"] == response["id"]
+    unkept = asked(store, input="x", store=False)
+    assert not unkept.keep and kept(store, unkept, response_body("m", unkept, completion({"content": "y"})))
+    assert len(store) == 1 and not asked(None, input="x").keep
+    for store_, code in [(store, "previous_response_not_found"), (None, "unsupported_parameter")]:
+        with pytest.raises(APIError) as e:
+            asked(store_, input="x", previous_response_id="resp_gone")
+        assert (e.value.param, e.value.code) == ("previous_response_id", code)
+
+
+def test_an_answer_as_the_assistants_message():
+    text = {"type": "message", "content": [{"type": "output_text", "text": "Hi"}]}
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    assert answer_message([text]) == {"role": "assistant", "content": "Hi"}
+    assert answer_message([call]) == {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    assert answer_message([]) == {"role": "assistant", "content": ""}
+
+
+def test_the_store_keeps_the_most_recently_used_within_its_bytes():
+    store = ResponseStore(max_bytes=410)  # (each of the first three takes 136 bytes, the fourth 85)
+    for k in range(3):
+        store.add({"id": f"r{k}", "pad": "x" * 60}, [{"role": "user", "content": "y" * 20}])
+    assert len(store) == 3 and store.bytes <= 410
+    assert store.get("r0") is not None  # r0 is now the most recent: r1 goes first
+    store.add({"id": "r3", "pad": "x" * 60}, [])
+    assert store.get("r1") is None and store.get("r0") is not None and store.bytes <= 410
+    store.add({"id": "r0", "pad": ""}, [])  # kept again under its id: replaced, counted once
+    assert len(store) == 3 and store.delete("r0") and not store.delete("r0") and store.get("r0") is None

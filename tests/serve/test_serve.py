@@ -379,10 +379,11 @@ def test_tool_calls_through_the_official_client(server, checkpoint):
 def test_the_responses_api_through_the_official_client(server, checkpoint):
     """`client.responses.create`: the engine's answer to the same messages as a response object (instructions a
     system message), streamed as typed events that add up to it; a named function's call as chat makes it, as a
-    function_call item (streamed too, through the client's stream helper), and its output read back; refusals name
-    the Responses field."""
+    function_call item (streamed too, through the client's stream helper), and its output read back; kept responses
+    fetched, deleted and gone on from (`previous_response_id`); refusals name the Responses field."""
     client = server.client()
     ref = expect(checkpoint, [{"role": "system", "content": "Be brief."}, *chat("Hi there")], 10)
+    ref_text = ref.text
     args = dict(model="ckpt", instructions="Be brief.", input="Hi there", max_output_tokens=10)
     got = client.responses.create(**args)
     assert got.output_text == ref.text and got.usage.output_tokens == ref.tokens
@@ -416,9 +417,26 @@ def test_the_responses_api_through_the_official_client(server, checkpoint):
         {"role": "tool", "tool_call_id": "c", "content": "3"}])
     got = client.responses.create(model="ckpt", input=history, max_output_tokens=8)
     assert got.output_text == ref.choices[0].message.content
+    # kept responses: fetched back, and gone on from as the whole conversation sent again would be
+    first = client.responses.create(model="ckpt", input="Hi there", max_output_tokens=6)
+    assert first.store and client.responses.retrieve(first.id).output_text == first.output_text
+    turn = [{"role": "user", "content": "And then?"}]
+    whole = client.responses.create(model="ckpt", max_output_tokens=6, input=[
+        {"role": "user", "content": "Hi there"}, {"role": "assistant", "content": first.output_text}, *turn])
+    on = client.responses.create(model="ckpt", previous_response_id=first.id, input=turn, max_output_tokens=6)
+    assert on.output_text == whole.output_text and on.previous_response_id == first.id
+    assert on.usage.input_tokens == whole.usage.input_tokens
+    assert client.responses.retrieve(events[-1].response.id).output_text == ref_text  # (a streamed one too)
+    client.responses.delete(first.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
+    unkept = client.responses.create(model="ckpt", input="Hi there", max_output_tokens=2, store=False)
+    assert not unkept.store
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(unkept.id)
     for bad, param in [(dict(input="x", max_output_tokens=0), "max_output_tokens"),
                        (dict(input=[{"role": "robot", "content": "x"}]), "input[0].role"),
-                       (dict(input="x", previous_response_id="resp_1"), "previous_response_id")]:
+                       (dict(input="x", previous_response_id="resp_gone"), "previous_response_id")]:
         with pytest.raises(openai.BadRequestError) as e:
             client.responses.create(model="ckpt", **bad)
         assert error_of(e)["param"] == param
