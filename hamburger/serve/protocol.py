@@ -24,7 +24,7 @@ from hamburger.engine.grammar import compile_schema
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
-from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools
+from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools, renders_tools
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
@@ -319,12 +319,16 @@ def _one_prompt(prompt, tokenizer) -> tuple[list[int], str]:
     raise bad("'prompt' must be a non-empty string, a list of token ids, or a list of either (a batch)", "prompt")
 
 
-def parse_chat_tools(body: dict, config: DecodingConfig) -> Tools | None:
-    """A chat request's `Tools` (None: it answers in text); 400 for malformed ones, or with a `response_format`."""
+def parse_chat_tools(body: dict, config: DecodingConfig, tokenizer) -> Tools | None:
+    """A chat request's `Tools` (None: it answers in text); 400 for malformed ones, or with a `response_format`. A
+    model whose chat template does not render tools was not taught to call them, nor to stop after a few calls: it
+    makes one call at most (`parallel_tool_calls` allows several; it does not ask for them)."""
     try:
         tools = parse_tools(body)
     except ToolsError as e:
         raise bad(str(e), e.param, "invalid_value") from e
+    if tools is not None and not renders_tools(tokenizer):
+        tools = replace(tools, parallel=False)
     if tools is not None and config.json_schema is not None:
         raise bad("'response_format' cannot hold an answer that may call 'tools' (send 'tool_choice': \"none\")",
                   "response_format", "invalid_value")
@@ -396,7 +400,7 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     if kind == "chat":
-        tools = parse_chat_tools(body, config)
+        tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema())
         return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,

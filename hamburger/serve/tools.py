@@ -6,7 +6,8 @@ What an answer is, by `tool_choice`:
 - a named function ({"type": "function", "function": {"name": ...}}): that function's arguments, the answer held to
   its parameters' JSON schema (`engine/grammar.py`), as OpenAI's strict mode holds them.
 - "required": one or more calls, the answer held to a JSON array of {"name": ..., "arguments": {...}} objects (one at
-  most with `parallel_tool_calls` false).
+  most with `parallel_tool_calls` false, and where the template does not render tools: such a model, never taught to
+  call, repeats a call until its token limit when it may make several).
 - "auto" (the default with tools): the model chooses. Its text is free; each `<tool_call>{"name": ..., "arguments":
   {...}}</tool_call>` in it that names a tool and holds a JSON object of arguments is a call, the rest is the message's
   content. This is the Hermes convention, which the chat templates of Qwen2.5, Qwen3, Hermes and SmolLM3 teach; a

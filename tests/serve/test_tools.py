@@ -222,3 +222,16 @@ def test_malformed_earlier_calls_are_refused(char_tokenizer):
             Conversation.of([{"role": "user", "content": "hi"}, bad], tools(), tok)
         assert words in str(e.value) and e.value.param.startswith("messages[1]")
     assert json.loads(tools().system_note().split("<tools>\n")[1].split("\n")[0])["function"]["name"] == "pick"
+
+
+def test_a_model_not_taught_to_call_makes_one_call_at_most(char_tokenizer):
+    """"required" with parallel calls allowed: one call at most where the template ignores tools (a model that was
+    never taught to call repeats its call until its token limit), as many as the model likes where it renders them."""
+    from hamburger.serve.protocol import prepare
+
+    body = json.dumps({"messages": [{"role": "user", "content": "Go"}], "tools": TOOLS, "tool_choice": "required"})
+    for template, most in [(CHAT_TEMPLATE, 1), (TOOL_TEMPLATE, None)]:
+        tok = copy.deepcopy(char_tokenizer)
+        tok.chat_template = template
+        parsed = prepare(body.encode(), "chat", tok, 16, None)
+        assert parsed.tools.parallel == (most is None) and parsed.config.json_schema.get("maxItems") == most
