@@ -1,7 +1,8 @@
 """`hamburger serve`: an OpenAI-compatible HTTP server (FastAPI + uvicorn) over a HAMburger checkpoint.
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (answered as a chat request:
-`responses`; GET and DELETE /v1/responses/{id} for the kept ones, `response_store`), GET /v1/models, GET /health.
+`responses`; GET and DELETE /v1/responses/{id} for the kept ones, `response_store`), GET /v1/models, GET /health,
+GET /metrics (Prometheus' format, `metrics`).
 Requests are batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
@@ -36,6 +37,7 @@ MAX_REQUEST_BYTES = 1 << 20  # a full 8k-token context is ~40 KB of text: 1 MiB 
 DRAIN_TIMEOUT = 30.0
 PREFILL_CHUNK = 256  # prompt tokens per prefill chunk: longer prompts are read between the running rows' steps
 HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}  # the `code` of Starlette's own errors
+METRICS_MEDIA_TYPE = "text/plain; version=0.0.4"  # Prometheus' text exposition format
 
 
 def response_not_found(rid: str) -> APIError:
@@ -56,7 +58,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     ``prompt_cache_mib``: the MiB of prompts' KV caches each mode keeps across requests (0: none)."""
     from fastapi import FastAPI, Request as HTTPRequest  # (no `from __future__ import annotations` here:
     # FastAPI reads the handlers' annotations, and HTTPRequest is local)
-    from fastapi.responses import JSONResponse, StreamingResponse
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
     if mode not in MODES:
@@ -161,6 +163,10 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             raise APIError(404, f"the model {name!r} does not exist; this server serves {model_name!r}",
                            param="model", code="model_not_found")
         return model_card(model_name, created)
+
+    @app.get("/metrics")
+    async def metrics():
+        return PlainTextResponse(scheduler.metrics.render(scheduler), media_type=METRICS_MEDIA_TYPE)
 
     @app.get("/health")
     async def health():

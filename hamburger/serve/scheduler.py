@@ -42,6 +42,7 @@ from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
+from hamburger.serve.metrics import Metrics
 
 
 class QueueFull(Exception):
@@ -63,6 +64,8 @@ class Request:
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     cancelled: bool = False
     mode: str = "hamburger"  # "verify" / "verify_fold": verify mode (`verify.VerifyGeneration`), lossless / folding
+    arrived: float = field(default_factory=time.monotonic)
+    started: float | None = None  # when it got a row (`time.monotonic`)
 
     def push(self, kind: str, value) -> None:
         try:
@@ -106,6 +109,7 @@ class Scheduler:
         self.running = 0  # rows of the current batch (answered rows count until the batch ends)
         self.batches = 0  # batches run so far
         self.cancelled = 0  # requests dropped because their client went away
+        self.metrics = Metrics()  # the answers given (`GET /metrics`)
 
     def start(self) -> "Scheduler":
         self._thread.start()
@@ -171,6 +175,7 @@ class Scheduler:
                     elif batch and req.mode != batch[0].mode:
                         others.append(req)
                     else:
+                        req.started = time.monotonic()
                         batch.append(req)
                 self._waiting.extendleft(reversed(others))
                 if batch:
@@ -220,13 +225,14 @@ class Scheduler:
                            draft_vocab=self.fold_model.draft_vocab, draft_rows=self.draft_rows, prompt_cache=kept)
         return partial(Generation, self.model, prompt_cache=kept)
 
-    @staticmethod
-    def _close(run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:
-        """Answer a row ("done": its result; None: nothing) and forget it: a batch that runs for hours
-        under continuous traffic keeps no per-request state of the rows it finished."""
+    def _close(self, run: Generation, rows: dict[int, Request], row: int, answer: str | None) -> None:
+        """Answer a row ("done": its result, which `metrics` records; None: nothing) and forget it: a batch that runs
+        for hours under continuous traffic keeps no per-request state of the rows it finished."""
         req = rows.pop(row)
         if answer == "done":
-            req.push("done", run.result(row))
+            result = run.result(row)
+            req.push("done", result)
+            self.metrics.observe(result, req.mode, (req.started or req.arrived) - req.arrived)
         run.release(row)
 
     def _between_steps(self, run: Generation, rows: dict[int, Request], mode: str) -> None:
@@ -256,6 +262,7 @@ class Scheduler:
                     self.cancelled += 1
                     continue
                 try:
+                    req.started = time.monotonic()
                     rows[run.add(req.prompt_ids, req.config)] = req
                 except Exception as e:  # a request the engine refuses fails alone
                     req.push("error", e)

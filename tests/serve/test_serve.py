@@ -442,6 +442,26 @@ def test_the_responses_api_through_the_official_client(server, checkpoint):
         assert error_of(e)["param"] == param
 
 
+def test_metrics_count_what_the_server_answered(server):
+    """`GET /metrics` (no key, Prometheus' text format): an answer adds one request and its tokens."""
+    from tests.serve.test_metrics import samples
+
+    def now() -> dict:
+        r = httpx.get(server.url + "/metrics")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+        return samples(r.text)
+
+    before = now()
+    got = server.client().chat.completions.create(model="ckpt", messages=chat("Hi"), max_tokens=4)
+    after = now()
+    def answers(values: dict) -> float:  # (by the engine's finish reasons: eos, stop, length, cancelled)
+        return sum(v for k, v in values.items() if k.startswith('hamburger_requests_total{mode="hamburger"'))
+
+    assert answers(after) == answers(before) + 1
+    tokens = 'hamburger_generation_tokens_total{mode="hamburger"}'
+    assert after[tokens] == before.get(tokens, 0) + got.usage.completion_tokens
+
+
 def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
     """The completions API's batch of prompts with `n`: every prompt's answers, prompt by prompt, as the engine gives
     them; `usage` counts each prompt once."""
