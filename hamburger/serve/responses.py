@@ -5,11 +5,12 @@ and its answer is written back as a response object (`response_body`) or as the 
 
 Taken: `input` (a string, or a list of messages, function calls and function call outputs), `instructions` (a system
 message first), `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function tools), `tool_choice`,
-`parallel_tool_calls`, `text.format` (text, json_object, json_schema), `metadata`, `user`, and this server's chat
-extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). With `store` (the default) a response
-is kept with its conversation (`response_store.py`): `previous_response_id` goes on from it (its messages and answer
-come before the new input; its instructions do not), and `GET /v1/responses/{id}` returns it. `conversation` and
-`background` are refused, as are tools of other types and input that is not text.
+`parallel_tool_calls`, `text.format` (text, json_object, json_schema), `top_logprobs` and `include`'s
+"message.output_text.logprobs" (the text's tokens' log-probabilities, as chat's), `metadata`, `user`, and this
+server's chat extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). With `store` (the default) a
+response is kept with its conversation (`response_store.py`): `previous_response_id` goes on from it (its messages and
+answer come before the new input; its instructions do not), and `GET /v1/responses/{id}` returns it. `conversation`
+and `background` are refused, as are tools of other types and input that is not text.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from hamburger.serve.response_store import ResponseStore
 RENAMED = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}  # chat -> ours
 IGNORED = {"store", "prompt_cache_key", "safety_identifier", "service_tier", "text"}  # (text: its format is read)
 ABSENT = ("conversation", "background", "prompt")  # what this server keeps no state for: refused unless unset
-NEUTRAL = {"reasoning": (None, {}), "include": (None, []), "truncation": (None, "disabled"), "top_logprobs": (None, 0),
-           "max_tool_calls": (None,)}
+NEUTRAL = {"reasoning": (None, {}), "truncation": (None, "disabled"), "max_tool_calls": (None,)}
+LOGPROBS = "message.output_text.logprobs"  # the `include` entry that asks for the text's log-probabilities
 CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
              "functions", "function_call"}  # chat's names for what this API names otherwise, or has not
 SSE_EVENT = "event: {type}\ndata: {data}\n\n"
@@ -80,8 +81,8 @@ def to_chat(raw: bytes, store: ResponseStore | None = None) -> Translation:
         if body.get(key) not in neutral:
             raise bad(f"'{key}' is not supported by this server (got {body[key]!r})", key, "unsupported_parameter")
     chat = {k: v for k, v in body.items() if k not in ("input", "instructions", "max_output_tokens", "tools",
-                                                      "tool_choice", "previous_response_id", *IGNORED, *ABSENT,
-                                                      *NEUTRAL)}
+                                                      "tool_choice", "previous_response_id", "include",
+                                                      "top_logprobs", *IGNORED, *ABSENT, *NEUTRAL)}
     earlier = _earlier(body.get("previous_response_id"), store)
     chat["messages"], origins = _messages(body.get("input"), body.get("instructions"), earlier)
     if body.get("max_output_tokens") is not None:
@@ -101,6 +102,11 @@ def to_chat(raw: bytes, store: ResponseStore | None = None) -> Translation:
         chat["response_format"] = _format(text_format)
     if body.get("stream"):
         chat["stream_options"] = {"include_usage": True}  # (the completed event carries the usage)
+    include = body.get("include") or []
+    if not isinstance(include, list) or not all(isinstance(x, str) for x in include):
+        raise bad("'include' must be a list of strings", "include")
+    if LOGPROBS in include or body.get("top_logprobs"):  # (other entries name what this server never makes)
+        chat["logprobs"], chat["top_logprobs"] = True, body.get("top_logprobs") or 0
     history = [m for m, origin in zip(chat["messages"], origins) if origin != "instructions"]
     return Translation(chat, body, origins, history, store is not None and body.get("store") is not False)
 
@@ -221,9 +227,11 @@ def response_object(rid: str, model: str, asked: Translation, output: list[dict]
             "usage": None if usage is None else _usage(usage)}
 
 
-def message_item(text: str, status: str = "completed") -> dict:
+def message_item(text: str, status: str = "completed", logprobs: list | None = None) -> dict:
+    """A message item of ``text``; ``logprobs``: its tokens' (chat's `logprobs.content` entries, the same shape)."""
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs or []}
     return {"type": "message", "id": new_id("msg"), "status": status, "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}] if text is not None else []}
+            "content": [part] if text is not None else []}
 
 
 def call_item(call: dict, status: str = "completed") -> dict:
@@ -252,8 +260,9 @@ def response_body(model: str, asked: Translation, completion: dict) -> dict:
     choice = completion["choices"][0]
     message, incomplete = choice["message"], choice["finish_reason"] == "length"
     status = "incomplete" if incomplete else "completed"
-    output = [message_item(message["content"], status)] if message.get("content") or not message.get("tool_calls") \
-        else []
+    logprobs = (choice.get("logprobs") or {}).get("content")  # (every token's, calls' too, as chat gives them)
+    output = [message_item(message["content"], status, logprobs)] \
+        if message.get("content") or not message.get("tool_calls") else []
     output += [call_item(c, status) for c in message.get("tool_calls") or []]
     return response_object(new_id("resp"), model, asked, output, status, completion["usage"])
 
@@ -270,6 +279,7 @@ class ResponseEvents:
         self.sequence, self.items, self.open = 0, [], None  # the items so far; the index of the one being written
         self.calls: dict[int, int] = {}  # a chat call's index -> its item's
         self.finish, self.usage = None, None
+        self.logprobs: list[dict] = []  # tokens' log-probabilities not sent yet (they go with the next text)
 
     def _event(self, kind: str, **fields) -> dict:
         """An event as things stand (its items copied: they grow on)."""
@@ -294,6 +304,7 @@ class ResponseEvents:
         out = []
         for choice in payload.get("choices", []):
             delta = choice.get("delta") or {}
+            self.logprobs += (choice.get("logprobs") or {}).get("content") or []
             if delta.get("content"):
                 out += self._text(delta["content"])
             for call in delta.get("tool_calls") or []:
@@ -310,11 +321,13 @@ class ResponseEvents:
             item = self.items[self.open]
             out += [self._event("response.output_item.added", output_index=self.open, item={**item, "content": []}),
                     self._event("response.content_part.added", output_index=self.open, item_id=item["id"],
-                                content_index=0, part={"type": "output_text", "text": "", "annotations": []})]
+                                content_index=0, part=item["content"][0])]
         item = self.items[self.open]
+        logprobs, self.logprobs = self.logprobs, []
         item["content"][0]["text"] += text
+        item["content"][0]["logprobs"] += logprobs
         return out + [self._event("response.output_text.delta", output_index=self.open, item_id=item["id"],
-                                  content_index=0, delta=text, logprobs=[])]
+                                  content_index=0, delta=text, logprobs=logprobs)]
 
     def _call(self, call: dict) -> list[dict]:
         out, arguments = [], (call.get("function") or {}).get("arguments") or ""
@@ -339,8 +352,10 @@ class ResponseEvents:
         item["status"] = "incomplete" if self.finish == "length" else "completed"
         if item["type"] == "message":
             part = item["content"][0]
+            part["logprobs"] += self.logprobs
+            self.logprobs = []
             out = [self._event("response.output_text.done", output_index=at, item_id=item["id"], content_index=0,
-                               text=part["text"], logprobs=[]),
+                               text=part["text"], logprobs=part["logprobs"]),
                    self._event("response.content_part.done", output_index=at, item_id=item["id"], content_index=0,
                                part=part)]
         else:

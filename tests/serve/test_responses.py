@@ -55,6 +55,11 @@ def test_a_request_becomes_the_chat_request_that_answers_it():
     assert answer == [{"role": "assistant", "content": "Let me see.", "tool_calls": [
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]
     assert chat_of(input="x", tool_choice="required", reasoning={}, include=[])["tool_choice"] == "required"
+    # the text's log-probabilities: asked by `include`, or by `top_logprobs`; what this server never makes is no error
+    for body, top in [({"include": ["message.output_text.logprobs"]}, 0), ({"top_logprobs": 3}, 3),
+                      ({"include": ["reasoning.encrypted_content"]}, None)]:
+        chat = chat_of(input="x", **body)
+        assert (chat.get("logprobs"), chat.get("top_logprobs")) == ((True, top) if top is not None else (None, None))
 
 
 @pytest.mark.parametrize("body, param", [
@@ -71,6 +76,8 @@ def test_a_request_becomes_the_chat_request_that_answers_it():
     ({"input": "x", "tools": [{"type": "web_search"}]}, "tools"),
     ({"input": "x", "text": {"format": {"type": "yaml"}}}, "text.format"),
     ({"input": "x", "instructions": 3}, "instructions"),
+    ({"input": "x", "include": "message.output_text.logprobs"}, "include"),
+    ({"input": "x", "logprobs": True}, "logprobs"),
 ])
 def test_what_it_cannot_take_is_refused(body, param):
     with pytest.raises(APIError) as e:
@@ -108,7 +115,7 @@ def test_a_chat_answer_as_a_response_object():
     assert r["object"] == "response" and r["id"].startswith("resp_") and r["model"] == "m"
     assert (r["status"], r["incomplete_details"]) == ("incomplete", {"reason": "max_output_tokens"})
     assert [(o["type"], o["status"], o["content"]) for o in r["output"]] == [
-        ("message", "incomplete", [{"type": "output_text", "text": "Hello", "annotations": []}])]
+        ("message", "incomplete", [{"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}])]
     assert r["usage"] == {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 2}, "output_tokens": 3,
                           "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 8,
                           "hamburger": {"tau": 1.5}}
@@ -126,8 +133,30 @@ def test_a_chat_answer_as_a_response_object():
             ["output"]] == ["function_call"]
 
 
-def chunk(delta: dict | None = None, finish: str | None = None) -> dict:
-    return {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}], "usage": None}
+def chunk(delta: dict | None = None, finish: str | None = None, logprobs: list | None = None) -> dict:
+    return {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish,
+                         "logprobs": None if logprobs is None else {"content": logprobs}}], "usage": None}
+
+
+def entry(token: str, logprob: float) -> dict:
+    return {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []}
+
+
+def test_the_texts_log_probabilities_go_with_it():
+    """Chat's entries become the output text's: with its delta (those held back, with the next text), all of them
+    in the done event and the final response, as the unstreamed answer holds them."""
+    a, b, c = entry("He", -0.1), entry("llo", -0.2), entry("!", -0.3)
+    events = ResponseEvents("m", asked(input="x"))
+    out = [e for p in [chunk({"content": "He"}, logprobs=[a]), chunk({}, logprobs=[b]),
+                       chunk({"content": "llo"}), chunk({"content": "!"}, "stop", [c]), "[DONE]"]
+           for e in events.feed(p)]
+    deltas = [e for e in out if e["type"] == "response.output_text.delta"]
+    assert [d["logprobs"] for d in deltas] == [[a], [b], [c]]
+    done = next(e for e in out if e["type"] == "response.output_text.done")
+    assert done["logprobs"] == [a, b, c] == out[-1]["response"]["output"][0]["content"][0]["logprobs"]
+    whole = completion({"content": "Hello!"})
+    whole["choices"][0]["logprobs"] = {"content": [a, b, c], "refusal": None}
+    assert response_body("m", asked(input="x"), whole)["output"][0]["content"][0]["logprobs"] == [a, b, c]
 
 
 def test_a_streamed_answer_as_the_responses_events():

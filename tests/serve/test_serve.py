@@ -417,6 +417,13 @@ def test_the_responses_api_through_the_official_client(server, checkpoint):
         {"role": "tool", "tool_call_id": "c", "content": "3"}])
     got = client.responses.create(model="ckpt", input=history, max_output_tokens=8)
     assert got.output_text == ref.choices[0].message.content
+    # the text's log-probabilities, as chat gives them
+    lp = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=5, logprobs=True,
+                                        top_logprobs=2).choices[0].logprobs.content
+    got = client.responses.create(model="ckpt", input="Hi there", max_output_tokens=5, top_logprobs=2,
+                                  include=["message.output_text.logprobs"]).output[0].content[0].logprobs
+    assert [(e.token, e.logprob, [t.token for t in e.top_logprobs]) for e in got] == \
+        [(e.token, e.logprob, [t.token for t in e.top_logprobs]) for e in lp] and len(got) == 5
     # kept responses: fetched back, and gone on from as the whole conversation sent again would be
     first = client.responses.create(model="ckpt", input="Hi there", max_output_tokens=6)
     assert first.store and client.responses.retrieve(first.id).output_text == first.output_text
