@@ -143,15 +143,16 @@ def entry(token: str, logprob: float) -> dict:
 
 
 def test_the_texts_log_probabilities_go_with_it():
-    """Chat's entries become the output text's: with its delta (those held back, with the next text), all of them
-    in the done event and the final response, as the unstreamed answer holds them."""
+    """Chat's entries become the output text's: with its delta (those held back, with the next text; those after
+    the last text, at its end), all of them in the done event and the final response, as the unstreamed answer holds
+    them."""
     a, b, c = entry("He", -0.1), entry("llo", -0.2), entry("!", -0.3)
     events = ResponseEvents("m", asked(input="x"))
     out = [e for p in [chunk({"content": "He"}, logprobs=[a]), chunk({}, logprobs=[b]),
-                       chunk({"content": "llo"}), chunk({"content": "!"}, "stop", [c]), "[DONE]"]
+                       chunk({"content": "llo"}), chunk({"content": "!"}), chunk({}, "stop", [c]), "[DONE]"]
            for e in events.feed(p)]
     deltas = [e for e in out if e["type"] == "response.output_text.delta"]
-    assert [d["logprobs"] for d in deltas] == [[a], [b], [c]]
+    assert [d["logprobs"] for d in deltas] == [[a], [b], []]  # (the last one's came after its text)
     done = next(e for e in out if e["type"] == "response.output_text.done")
     assert done["logprobs"] == [a, b, c] == out[-1]["response"]["output"][0]["content"][0]["logprobs"]
     whole = completion({"content": "Hello!"})
