@@ -3,8 +3,8 @@ Responses API model: an agent with a function tool (made to call it), the same a
 output, and an agent without tools, run and streamed. Prints one JSON line per run: what the SDK returned.
 
     hamburger serve --port 8123 &                      # the default model, lossless verify mode
-    python -m venv /tmp/agents && /tmp/agents/bin/pip install openai-agents
-    /tmp/agents/bin/python experiments/2026-12-06-tool-calls/agents_sdk.py --url http://127.0.0.1:8123/v1 \
+    python -m venv agents-env && agents-env/bin/pip install openai-agents
+    agents-env/bin/python experiments/2026-12-06-tool-calls/agents_sdk.py --url http://127.0.0.1:8123/v1 \
         > experiments/2026-12-06-tool-calls/agents_sdk.jsonl
 """
 
