@@ -85,7 +85,7 @@ def main() -> None:
             for _ in range(REPS):
                 for way in runs:
                     runs[way].append(decode(way, models, tokenizer, ids, spec.schema()))
-            base, verify = runs["base"][0][0], runs["verify"][0][0]
+            base = runs["base"][0][0]
             content, calls = spec.calls(base.text)
             rows.append({
                 "request": text, "intended": intended, "choice": spec.choice, "prompt_tokens": len(ids),
