@@ -66,7 +66,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
                           lookup, draft_rows, ngrams, fold_model, int(prompt_cache_mib * 2 ** 20))
     created = int(time.time())
-    kept = ResponseStore()  # the Responses API's stored responses
+    stored = ResponseStore()  # the Responses API's kept responses
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
 
     @asynccontextmanager
@@ -104,7 +104,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         loop, asked = asyncio.get_running_loop(), None
         if kind == "response":  # (answered as a chat request: `responses`)
             parsed, asked = await loop.run_in_executor(
-                workers, responses.prepare_response, raw, tokenizer, default_max_tokens, confidence, mode, kept)
+                workers, responses.prepare_response, raw, tokenizer, default_max_tokens, confidence, mode, stored)
             kind = "chat"
         else:
             parsed = await loop.run_in_executor(
@@ -118,11 +118,11 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             if asked is None:
                 events = lifecycle.stream(scheduler, reqs, chunks, parsed.echoes())
             else:
-                events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked, kept)
+                events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked, stored)
             return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
         body = completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n, parsed.tools)
-        return body if asked is None else responses.kept(kept, asked, responses.response_body(model_name, asked, body))
+        return body if asked is None else responses.kept(stored, asked, responses.response_body(model_name, asked, body))
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: HTTPRequest):
@@ -139,7 +139,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     @app.get("/v1/responses/{rid}")
     async def stored_response(rid: str, request: HTTPRequest):
         authorize(request.headers, api_key)
-        found = kept.get(rid)
+        found = stored.get(rid)
         if found is None:
             raise response_not_found(rid)
         return found[0]
@@ -147,7 +147,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     @app.delete("/v1/responses/{rid}")
     async def delete_response(rid: str, request: HTTPRequest):
         authorize(request.headers, api_key)
-        if not kept.delete(rid):
+        if not stored.delete(rid):
             raise response_not_found(rid)
         return {"id": rid, "object": "response.deleted", "deleted": True}
 

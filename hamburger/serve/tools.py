@@ -67,6 +67,11 @@ class Tools:
     choice: str
     parallel: bool = True
 
+    @property
+    def named(self) -> bool:
+        """The choice is a function's name: the answer is its arguments."""
+        return self.choice not in ("auto", "required")
+
     def function(self, name: str) -> Function | None:
         return next((f for f in self.functions if f.name == name), None)
 
@@ -83,7 +88,7 @@ class Tools:
     def calls(self, text: str) -> tuple[str | None, list[dict]]:
         """An answer's text -> (the message's content, its calls in OpenAI's shape); an answer that is not whole
         calls (cut by its token limit) is content."""
-        if self.choice not in ("auto", "required"):  # a named function: the text is its arguments, whole or cut
+        if self.named:  # the text is the function's arguments, whole or cut
             return None, [call(self.choice, text)]
         if self.choice == "required":
             try:
@@ -303,7 +308,7 @@ class CallStream:
     def delta(self, text: str) -> dict:
         """The delta of the answer's next ``text``."""
         self.text += text
-        if self.tools.choice not in ("auto", "required"):  # a named function's arguments
+        if self.tools.named:  # a named function's arguments
             self.sent = len(self.text)
             if not self.called:
                 self.called = True
@@ -320,7 +325,7 @@ class CallStream:
 
     def close(self, text: str) -> dict:
         """The last delta, with the answer's last ``text``: what was held back, as content and calls."""
-        if self.tools.choice not in ("auto", "required"):
+        if self.tools.named:
             return self.delta(text)
         self.text += text
         content, calls = self.tools.calls(self.text)
