@@ -185,13 +185,15 @@ def save_tiny(tmp_path, char_tokenizer, seed=3):
     return model, ckpt, base_dir
 
 
-def save_tiny_lora(tmp_path, char_tokenizer):
-    """A tiny checkpoint whose base carries non-zero LoRA adapters (as after `train --set base_mode=lora`)."""
+def save_tiny_lora(tmp_path, char_tokenizer, scope: str = "all"):
+    """A tiny checkpoint whose base carries non-zero LoRA adapters (as after `train --set base_mode=lora`) acting at
+    ``scope`` (its `lora_scope`)."""
     from hamburger.core.base import BaseInfo, weights_fingerprint
     from hamburger.core.checkpoint import save_checkpoint
     from hamburger.core.lora import add_lora, lora_modules
 
     model, _, base_dir = save_tiny(tmp_path, char_tokenizer)
+    model.config.lora_scope = scope
     add_lora(model.base, r=2, alpha=4.0)
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():

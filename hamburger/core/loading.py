@@ -40,8 +40,10 @@ def load_model(spec: str | None = None, dtype: str = "float32", base: str | None
     """A HAMburger checkpoint folder (or the default model) -> (model, tokenizer, base info), ready for
     inference (LoRA adapters folded into the base weights, unless they act at merged slots only) on
     ``device`` (cpu, cuda or auto; checked before anything loads). With ``reference`` a 4th item: the
-    unchanged base to compare against (see `checkpoint.load_reference`), on the same device. ``fold_reader``: the
-    checkpoint's fold reader instead of its own adapters, where it has one (`checkpoint.load_checkpoint`)."""
+    unchanged base to compare against (see `checkpoint.load_reference`), on the same device, holding every weight it
+    has in common with the model once (`share_weights`: all of the base's, where the adapters stay apart from it, as
+    scoped adapters do). ``fold_reader``: the checkpoint's fold reader instead of its own adapters, where it has one
+    (`checkpoint.load_checkpoint`)."""
     from hamburger.core.base import pick_device
     from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, load_reference
 
@@ -55,7 +57,10 @@ def load_model(spec: str | None = None, dtype: str = "float32", base: str | None
     loaded[0].to(where)
     if not reference:
         return loaded
-    return (*loaded, load_reference(path, loaded[0], dtype, base).to(where))
+    unchanged = load_reference(path, loaded[0], dtype, base)
+    if unchanged is not loaded[0]:
+        share_weights(unchanged, loaded[0])  # (before `.to`, which would copy each shared weight to the device)
+    return (*loaded, unchanged.to(where))
 
 
 def reads_with_fold_reader(spec: str | None, folding) -> bool:
@@ -83,7 +88,8 @@ def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: s
 def share_weights(model, source) -> int:
     """Point each parameter of ``model`` equal to ``source``'s of the same name (a LoRA layer's wrapped weight is
     named as the plain one) at ``source``'s tensor, so that two loads of one checkpoint with different adapters hold
-    their base and grafted modules once; for inference only (training either would train both). Returns how many."""
+    their base and grafted modules once; for inference only (training either would train both). ``model`` may be on
+    another device: its shared parameters move to ``source``'s. Returns how many."""
     import torch
 
     def plain(name: str) -> str:
@@ -94,8 +100,8 @@ def share_weights(model, source) -> int:
     with torch.no_grad():
         for name, p in model.named_parameters():
             q = theirs.get(plain(name))
-            if (q is not None and q is not p and (q.shape, q.dtype, q.device) == (p.shape, p.dtype, p.device)
-                    and torch.equal(p, q)):
+            if (q is not None and q is not p and (q.shape, q.dtype) == (p.shape, p.dtype)
+                    and torch.equal(p, q.to(p.device))):
                 p.data = q.data
                 shared += 1
     return shared

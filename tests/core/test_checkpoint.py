@@ -81,6 +81,29 @@ def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
     assert load_reference(frozen_ckpt, frozen) is frozen  # nothing changed the base: share it
 
 
+def test_the_reference_shares_the_base_weights_the_adapters_left_alone(tmp_path, char_tokenizer):
+    """`load_model`'s reference holds the unchanged base once: scoped adapters stay apart from the base, so it shares
+    every base weight with the model; adapters merged into the weights leave only the layers they skip shared."""
+    from hamburger import load_model
+
+    pristine = tiny_hamburger("llama", seed=3).base
+    prompt = [1, 40, 41, 42]
+    expected = pristine.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
+                                 attention_mask=torch.ones(1, len(prompt), dtype=torch.long))[0, len(prompt):]
+    for scope in ("merged", "all"):
+        ckpt = save_tiny_lora(tmp_path / scope, char_tokenizer, scope)[1]
+        model, _, _, reference = load_model(str(ckpt), reference=True)
+        assert reference is not model
+        held = {p.data_ptr() for p in model.parameters()}
+        shared = {name for name, p in reference.base.named_parameters() if p.data_ptr() in held}
+        adapted = {name for name, _ in pristine.named_parameters() if name.endswith("_proj.weight")}
+        assert adapted and shared == ({name for name, _ in pristine.named_parameters()} - (adapted if scope == "all"
+                                                                                             else set())), scope
+        out = reference.base.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
+                                      attention_mask=torch.ones(1, len(prompt), dtype=torch.long))[0, len(prompt):]
+        assert out.tolist() == expected.tolist(), scope
+
+
 def test_merged_adapters_match_unmerged(tmp_path, char_tokenizer):
     model, ckpt = save_tiny_lora(tmp_path, char_tokenizer)
     cfg = DecodingConfig(max_new_tokens=16, confidence=0.5)
