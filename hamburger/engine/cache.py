@@ -328,6 +328,23 @@ class SlotCache:
             self.positions = self.positions[:, :-n]
         self.filled -= n
 
+    def plain(self) -> bool:
+        """Whether the cache is a plain dynamic one of whole slots: `SpareSlotsLayer`s, every slot in every layer (no
+        sliding window), no store of its own (as `full_heads.FullHeadCache` has): what `drop_first` and `joined`
+        take."""
+        return (type(self) is SlotCache and not self.static and self.positions is None
+                and all(isinstance(layer, SpareSlotsLayer) for layer in self.kv.layers))
+
+    def drop_first(self, n: int) -> None:
+        """Remove the first ``n`` slots of every row, their memory too (a `plain` cache only)."""
+        if not self.plain() or not 0 <= n <= self.filled:
+            raise HamburgerError(f"cannot drop the first {n} of {self.filled} slots from this cache")
+        for layer in self.kv.layers:
+            if layer.is_initialized:
+                layer.keys, layer.values = layer.keys[..., n:, :].clone(), layer.values[..., n:, :].clone()
+        self.valid = self.valid[:, n:]
+        self.filled -= n
+
     def compact_if_holey(self) -> None:
         """`compact` once more than `COMPACT_AT` of the slots are holes (invalid: padding, rejected or re-read)."""
         if not self.static and int((~self.valid).sum()) > COMPACT_AT * self.valid.numel():
@@ -370,6 +387,25 @@ def rows_copy(cache: SlotCache, rows: list[int]) -> SlotCache:
     part = copy.deepcopy(cache, shared)
     part.select_rows(torch.tensor(rows, dtype=torch.long, device=cache.valid.device))
     return part
+
+
+def joined(parts: list[tuple[SlotCache, int]]) -> SlotCache:
+    """A cache of its own holding the first ``n`` slots of each ``(cache, n)`` of ``parts`` (`SlotCache.plain` ones with
+    as many rows), one after the other: a text's cache, then those of what read on from it."""
+    first = parts[0][0]
+    if not all(cache.plain() and cache.batch_size == first.batch_size and 0 <= n <= cache.filled
+               for cache, n in parts):
+        raise HamburgerError("only plain caches with as many rows can be joined, each cut within its slots")
+    shared: dict[int, object] = {}
+    _share_leaves(first, shared, set())
+    out = copy.deepcopy(first, shared)  # (its bookkeeping; every tensor is replaced below)
+    for i, layer in enumerate(out.kv.layers):
+        if layer.is_initialized:
+            layer.keys = torch.cat([cache.kv.layers[i].keys[..., :n, :] for cache, n in parts], -2)
+            layer.values = torch.cat([cache.kv.layers[i].values[..., :n, :] for cache, n in parts], -2)
+    out.valid = torch.cat([cache.valid[:, :n] for cache, n in parts], 1)
+    out.filled = sum(n for _, n in parts)
+    return out
 
 
 def _share_leaves(x, shared: dict[int, object], seen: set[int]) -> None:

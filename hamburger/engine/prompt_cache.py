@@ -11,9 +11,13 @@ Lossless verify mode, whose cache holds an answer one plain slot per token too, 
 
 A kept prompt can be cut where it ended, or at a multiple of ``block`` tokens (where the engine keeps the micro-step
 decoder's inputs, which reading on needs: `cuts`). At least one token is always read, since the first group comes
-from the prompt's last position. The store holds up to ``max_bytes`` of caches and forgets the least recently used;
-a prompt that extends a kept one (a conversation's next turn) takes its place. A store holds one engine's prompts
-(`bind`): another model, mode or folding reads prompts otherwise, or keeps another kind of cache.
+from the prompt's last position. A prompt that begins like a kept one holds only its own slots after the longest cut
+of that one it begins with: the store holds a shared start (a system prompt, few-shot examples, a conversation's
+earlier turns) once, as vLLM's blocks do (a cache of another kind, a sliding window's or one with a store of its own,
+is kept whole: `SlotCache.plain`). The store holds up to ``max_bytes`` of caches and forgets the least recently used
+prompt no other one reads on from (a prompt is used whenever one that reads on from it is). A kept prompt that a new
+one holds whole (begins with it and can be cut where it ends) and no other one reads on from goes. A store holds one
+engine's prompts (`bind`): another model, mode or folding reads prompts otherwise, or keeps another kind of cache.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from hamburger.engine.cache import SlotCache, rows_copy
+from hamburger.engine.cache import SlotCache, joined, rows_copy
 from hamburger.errors import HamburgerError
 
 BLOCK = 16  # prompt tokens between the places a kept prompt can be cut short (vLLM's block size)
@@ -32,9 +36,13 @@ PROMPT_CACHE_MIB = 256  # `serve`'s and `chat`'s default store: about 5,750 toke
 @dataclass(eq=False)  # (one is found by identity)
 class _Kept:
     tokens: torch.Tensor  # [P] the prompt's token ids, on the CPU
-    cache: SlotCache  # one row: the prompt's P slots
-    cuts: dict[int, torch.Tensor]  # prompt length -> the micro-step decoder's inputs at its last slot
-    bytes: int
+    cache: SlotCache  # one row: the prompt's slots from ``shared`` on
+    cuts: dict[int, torch.Tensor]  # prompt length -> the micro-step decoder's inputs at its last slot (up to
+    # ``shared``: the very tensors of ``start``'s)
+    bytes: int  # of its own slots and inputs
+    start: "_Kept | None" = None  # the kept prompt whose first ``shared`` slots are this one's
+    shared: int = 0
+    readers: int = 0  # kept prompts whose ``start`` this is
 
 
 @dataclass
@@ -87,54 +95,96 @@ class PromptCache:
         """The longest cut of a kept prompt that ``prompt_ids`` begins with (one token short of it, at most), copied;
         None: none."""
         self.lookups += 1
-        prompt = torch.tensor(prompt_ids, dtype=torch.long)
-        best, best_cut = None, 0
-        for kept in self._kept:
-            n = min(len(kept.tokens), len(prompt) - 1)
-            if n <= best_cut:
-                continue
-            differ = torch.nonzero(kept.tokens[:n] != prompt[:n])
-            common = int(differ[0, 0]) if differ.numel() else n
-            # (a cache whose sliding layers forgot slots holds what queries after its end see: it is cut nowhere else)
-            cut = max((c for c in kept.cuts if c <= common and (c == len(kept.tokens) or not kept.cache.forgotten)),
-                      default=0)
-            if cut > best_cut:
-                best, best_cut = kept, cut
+        best, best_cut = self._longest(torch.tensor(prompt_ids, dtype=torch.long), self._kept)
         if best is None:
             return None
-        self._kept.remove(best)
-        self._kept.append(best)
-        cache = rows_copy(best.cache, [0])
-        cache.drop_last(len(best.tokens) - best_cut)
+        self._use(best)
         self.hits += 1
         self.tokens_reused += best_cut
-        return Hit(cache, best_cut, best.cuts[best_cut][None],
+        return Hit(_copy(best, best_cut), best_cut, best.cuts[best_cut][None],
                    {c: inputs for c, inputs in best.cuts.items() if c <= best_cut})
 
     def add(self, prompt_ids: list[int], cache: SlotCache, cuts: dict[int, torch.Tensor]) -> None:
         """Keep the cache of a prompt read to its end (``cache``: one row, the store's own from now on; ``cuts``: the
-        micro-step decoder's inputs at its `cuts`, its end's included). It replaces the kept prompts it begins with
-        and can be cut where they end, and is not kept where a kept one holds it so; the least recently used go while
-        the store holds more than ``max_bytes``."""
+        micro-step decoder's inputs at its `cuts`, its end's included). It holds its own slots only after the longest
+        cut of a kept prompt it begins with; it replaces the kept prompts it holds whole that no other reads on from,
+        and is not kept where a kept one holds it whole; the least recently used go while the store holds more than
+        ``max_bytes``."""
         tokens = torch.tensor(prompt_ids, dtype=torch.long)
         if len(tokens) not in cuts or cache.batch_size != 1 or cache.num_slots != len(tokens):
             raise HamburgerError("a kept prompt needs its own one-row cache of one slot per token and its end's inputs")
-        size = cache.kv_bytes() + sum(t.numel() * t.element_size() for t in cuts.values())
-        if size > self.max_bytes:
-            return
         holder = next((k for k in self._kept if _holds(k.tokens, k.cuts, tokens)), None)
         if holder is not None:  # (a kept prompt begins with this one and can be cut where it ends)
-            self._kept.remove(holder)
-            self._kept.append(holder)
+            self._use(holder)
             return
-        self._kept = [k for k in self._kept if not _holds(tokens, cuts, k.tokens)]
-        self._kept.append(_Kept(tokens, cache, cuts, size))
+        # the kept prompt whose start this one holds in common (a cache of another kind is kept whole)
+        start, shared = self._longest(tokens, [k for k in self._kept if k.cache.plain()] if cache.plain() else [])
+        while start is not None and start.start is not None and shared <= start.shared:
+            start = start.start  # (the kept prompt that holds those slots itself)
+        if start is not None:
+            cache.drop_first(shared)
+            cuts = {c: t for c, t in start.cuts.items() if c <= shared} | {c: t for c, t in cuts.items() if c > shared}
+        size = cache.kv_bytes() + sum(t.numel() * t.element_size() for c, t in cuts.items() if c > shared)
+        if size > self.max_bytes:
+            return
+        for k in [k for k in self._kept if not k.readers and _holds(tokens, cuts, k.tokens)]:
+            if k is not start:
+                self._forget(k)
+        kept = _Kept(tokens, cache, cuts, size, start, shared)
+        if start is not None:
+            start.readers += 1
+        self._kept.append(kept)
+        self._use(kept)
         while self.bytes > self.max_bytes:
-            self._kept.pop(0)
+            self._forget(next(k for k in self._kept if not k.readers))
+
+    def _longest(self, prompt: torch.Tensor, kept: list[_Kept]) -> tuple[_Kept | None, int]:
+        """The prompt of ``kept`` with the longest cut ``prompt`` begins with (one token short of it, at most), and that
+        cut; (None, 0): none."""
+        best, best_cut = None, 0
+        for k in kept:
+            n = min(len(k.tokens), len(prompt) - 1)
+            if n <= best_cut:
+                continue
+            differ = torch.nonzero(k.tokens[:n] != prompt[:n])
+            common = int(differ[0, 0]) if differ.numel() else n
+            # (a cache whose sliding layers forgot slots holds what queries after its end see: it is cut nowhere else)
+            cut = max((c for c in k.cuts if c <= common and (c == len(k.tokens) or not k.cache.forgotten)), default=0)
+            if cut > best_cut:
+                best, best_cut = k, cut
+        return best, best_cut
+
+    def _use(self, kept: _Kept) -> None:
+        """Make ``kept``, then each prompt it reads on from, the most recently used."""
+        while kept is not None:
+            self._kept.remove(kept)
+            self._kept.append(kept)
+            kept = kept.start
+
+    def _forget(self, kept: _Kept) -> None:
+        """Drop ``kept`` (which no kept prompt reads on from)."""
+        self._kept.remove(kept)
+        if kept.start is not None:
+            kept.start.readers -= 1
 
     def stats(self) -> dict:
         return {"prompts": len(self._kept), "bytes": self.bytes, "max_bytes": self.max_bytes,
                 "lookups": self.lookups, "hits": self.hits, "tokens_reused": self.tokens_reused}
+
+
+def _copy(kept: _Kept, length: int) -> SlotCache:
+    """A cache of its own holding the first ``length`` slots of the kept prompt ``kept``."""
+    parts = []  # (a kept prompt's own slots, how many of them), last first
+    while kept.start is not None:
+        if length > kept.shared:
+            parts.append((kept.cache, length - kept.shared))
+            length = kept.shared
+        kept = kept.start
+    if parts or kept.cache.plain():
+        return joined([(kept.cache, length), *reversed(parts)])
+    cache = rows_copy(kept.cache, [0])
+    cache.drop_last(len(kept.tokens) - length)
+    return cache
 
 
 def _holds(tokens: torch.Tensor, cuts: dict, other: torch.Tensor) -> bool:

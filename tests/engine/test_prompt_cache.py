@@ -49,9 +49,15 @@ def test_a_cached_prompt_gives_the_same_answers(kind, chunk, char_tokenizer):
         assert (a.token_ids, a.groups, a.kv_slots, a.forwards) == (b.token_ids, b.groups, b.kv_slots, b.forwards)
         assert (a.cached_tokens, b.cached_tokens) == (0, reused)
     assert store.hits == 3 and store.tokens_reused == 50 + 32 + 48
-    # FOLLOW_UP took FIRST's place; OTHER and the last prompt are kept too. Lossless verify keeps each prompt with its
-    # answer (`test_lossless_verify_keeps_each_answer`), and FOLLOW_UP does not write FIRST's answer back: both stay
-    assert len(store) == (4 if kind == "verify" else 3)
+    # Each kept prompt holds its own slots after the longest cut of a kept one it begins with: FOLLOW_UP's after FIRST,
+    # OTHER's after the cut of the start they share. Lossless verify keeps each prompt with its answer too (16 tokens,
+    # the last never fed: `test_lossless_verify_keeps_each_answer`). A folding cache is of another kind: kept whole,
+    # and FOLLOW_UP takes FIRST's place.
+    held = {len(k.tokens): (k.shared, k.cache.num_slots) for k in store._kept}
+    assert held == {"verify_fold": {80: (0, 80), 53: (0, 53), 21: (0, 21)},
+                    "verify": {50: (0, 50), 65: (50, 15), 80: (50, 30), 95: (80, 15), 53: (32, 21), 68: (53, 15),
+                               21: (0, 21), 36: (21, 15)}}.get(kind, {50: (0, 50), 80: (50, 30), 53: (32, 21),
+                                                                       21: (0, 21)})
 
 
 def test_lossless_verify_keeps_each_answer(char_tokenizer):
@@ -213,17 +219,31 @@ def test_the_store_keeps_cuts_replaces_and_forgets():
         # the copies are the caller's own: the kept cache still holds the whole prompt
         assert store._kept[0].cache.num_slots == 10
         b = a + text(6, 2)
-        store.add(b, one_row_cache(model, b), inputs_at([4, 8, 10, 12, 16]))  # b can be cut where a ends: a goes
-        assert len(store) == 1 and store.find(a + [1]).length == 10
+        store.add(b, one_row_cache(model, b), inputs_at([4, 8, 12, 16]))  # b holds its own 6 slots after a's
+        whole_b = one_row_cache(model, b)
+        assert len(store) == 2 and store._kept[-1].tokens.tolist() == a and store.find(a + [1]).length == 10
+        hit = store.find(b + [3])
+        assert hit.length == 16 and sorted(hit.cuts) == [4, 8, 10, 12, 16] and float(hit.inputs[0, 0, 0]) == 16.0
+        for mine, whole in zip(hit.cache.kv.layers, whole_b.kv.layers):
+            torch.testing.assert_close(mine.keys, whole.keys)
+            torch.testing.assert_close(mine.values, whole.values)
+        assert hit.cache.num_slots == 16 and hit.cache.valid.all()
         c = a[:6] + text(6, 3)
-        store.add(c, one_row_cache(model, c), inputs_at([4, 8, 12]))  # begins with 6 of a's tokens: both kept
-        assert len(store) == 2 and store.find(b + [3]).length == 16 and store.find(c + [3]).length == 12
-        both = sum(k.bytes for k in store._kept)
-        small = PromptCache(both - 1, block=4)  # no room for both: the least recently used goes
-        for p, cuts in ((b, [4, 8, 10, 12, 16]), (c, [4, 8, 12])):
+        store.add(c, one_row_cache(model, c), inputs_at([4, 8, 12]))  # begins with 6 of a's tokens: a's first block
+        assert len(store) == 3 and store.find(b + [3]).length == 16 and store.find(c + [3]).length == 12
+        assert sorted((len(k.tokens), k.shared, k.cache.num_slots, k.readers) for k in store._kept) == [
+            (10, 0, 10, 2), (12, 4, 8, 0), (16, 10, 6, 0)]
+        assert store.bytes == sum(k.bytes for k in store._kept) < 3 * whole_b.kv_bytes()
+        slot = whole_b.kv_bytes() // 16
+        own = [10 * slot + 3 * 2 * 4 * 4, 6 * slot + 2 * 2 * 4 * 4, 8 * slot + 2 * 2 * 4 * 4]  # (+ own inputs' bytes)
+        small = PromptCache(sum(own) - 1, block=4)  # no room for all three: the least recently used that no other
+        for p, cuts in ((a, [4, 8, 10]), (b, [4, 8, 12, 16]), (c, [4, 8, 12])):  # reads on from goes
             small.add(p, one_row_cache(model, p), inputs_at(cuts))
-        assert len(small) == 1 and small.find(c + [3]).length == 12
-        assert small.find(b + [3]).length == 4  # (c's first block only: b went)
+        assert small.bytes == own[0] + own[2] and small.find(b + [3]).length == 10 and small.find(c + [3]).length == 12
+        tiny = PromptCache(own[0] + own[2] - 1, block=4)  # a is used whenever c is: c goes first, then a
+        for p, cuts in ((a, [4, 8, 10]), (c, [4, 8, 12])):
+            tiny.add(p, one_row_cache(model, p), inputs_at(cuts))
+        assert len(tiny) == 1 and tiny.find(a + [1]).length == 10
         d = a[:6]
         store.add(d, one_row_cache(model, d), inputs_at([4, 6]))
         store.add(a, one_row_cache(model, a), inputs_at([4, 8, 10]))  # a begins with d, but cannot be cut at 6
