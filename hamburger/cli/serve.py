@@ -81,8 +81,9 @@ def register(sub) -> None:
     p.add_argument("--prompt-cache", type=float, default=PROMPT_CACHE_MIB, metavar="MIB",
                    help="keep the KV cache of the prompts read, up to this many MiB per mode, least recently used "
                         "forgotten: a prompt that begins with a kept one (a chat's next turn, a shared system "
-                        "prompt) reads only the rest, with the same answer; usage.prompt_tokens_details.cached_tokens "
-                        "counts the tokens not read again (0: keep none; default %(default)s)")
+                        "prompt) reads only the rest, with the same answer, and holds only its own slots after "
+                        "their common start; usage.prompt_tokens_details.cached_tokens counts the tokens not read "
+                        "again (0: keep none; default %(default)s)")
     p.add_argument("--drain-timeout", type=float, default=DRAIN_TIMEOUT,
                    help="on SIGTERM/SIGINT: seconds the running requests get to finish before they are cut "
                         "(finish_reason 'length'); new requests get 503 meanwhile (default %(default)s)")
