@@ -296,7 +296,7 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
         from hamburger.core.loading import fold_model
 
         for spec, folding in foldings.items():
-            fold_runners[spec] = fold_model(model_dir, folding, model, settings.dtype, base, settings.device)
+            fold_runners[spec] = fold_model(model_dir, folding, model, settings.dtype, base)
         model_facts["fold_reader"] = {spec: m is not model for spec, m in fold_runners.items()}
         model_facts["fold_reader_sampled_only"] = {spec: m.fold_reader_sampled_only for spec, m in fold_runners.items()}
     result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners)

@@ -73,16 +73,15 @@ def reads_with_fold_reader(spec: str | None, folding) -> bool:
             and bool(read_meta(spec or default_model()).get("fold_reader")))
 
 
-def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: str | None = None,
-               device: str = "cpu"):
+def fold_model(spec: str | None, folding, model, dtype: str = "float32", base: str | None = None):
     """The model verify mode folding by ``folding`` decodes with: the checkpoint ``spec``'s own ``model`` (as
-    `load_model` gave it), or a second load of it with its fold reader (`reads_with_fold_reader`), holding every
-    weight the two have in common once (`share_weights`)."""
+    `load_model` gave it), or a second load of it with its fold reader (`reads_with_fold_reader`) on ``model``'s
+    device, holding every weight the two have in common once (`share_weights`)."""
     if not reads_with_fold_reader(spec, folding):
         return model
-    reader = load_model(spec, dtype, base, device=device, fold_reader=True)[0]
+    reader = load_model(spec, dtype, base, fold_reader=True)[0]  # (on the CPU: shared before `.to` copies anything)
     share_weights(reader, model)
-    return reader
+    return reader.to(model.device)
 
 
 def share_weights(model, source) -> int:

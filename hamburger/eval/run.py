@@ -453,8 +453,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))
     model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
-    fold_runner = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base,
-                                                           device)
+    fold_runner = model if not verify_fold else fold_model(model_dir, parse_folding(verify_fold), model, dtype, base)
     machine = machine_info(torch.get_num_threads(), dtype, model.device.type)  # (the commit whose code runs)
     meta = {**run_meta(model_dir, info, limit, max_new_tokens, gsm8k_file, chat_file), "verify_fold": verify_fold,
             "verify_confidence": verify_confidence, "verify_lookup": verify_lookup if verify or verify_fold else None,

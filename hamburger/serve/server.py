@@ -67,7 +67,7 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     app = create_app(model, tokenizer, name, api_key, max_batch_size, max_queue, confidence, max_tokens,
                      max_request_bytes, prefill_chunk, mode, on_base(model, reference),
                      folding, PromptLookup(tokens=lookup) if lookup else None, draft_rows,  # (the scheduler validates)
-                     model_ngrams(model, ngrams), fold_model(model_dir, folding, model, dtype, base, device),
+                     model_ngrams(model, ngrams), fold_model(model_dir, folding, model, dtype, base),
                      prompt_cache)
     if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
         print(f"hamburger serve: warning: listening on {host} without --api-key", file=sys.stderr)
