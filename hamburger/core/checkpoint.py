@@ -32,8 +32,8 @@ from safetensors.torch import load_file, save_file
 from hamburger.core.base import BaseInfo, load_base
 from hamburger.core.config import HamburgerConfig
 from hamburger.errors import HamburgerError
-from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, load_lora_state_dict, lora_modules,
-                                 lora_state_dict, merge_lora)
+from hamburger.core.lora import (LoraLinear, adapter_sets, add_lora, has_lora, load_lora_state_dict, lora_modules,
+                                 lora_state_dict, merge_lora, without_adapters)
 from hamburger.core.model import HamburgerModel
 from hamburger.core.modules import Drafter
 from hamburger.engine.ngrams import NGRAM_FILE as DRAFT_NGRAMS_FILE, NgramDrafts
@@ -295,13 +295,17 @@ def _write_beside(path: str | Path, name: str, write) -> Path:
 def load_reference(path: str | Path, model: HamburgerModel, dtype: str | torch.dtype = "float32",
                    base: str | None = None) -> HamburgerModel:
     """The model to compare against: the checkpoint's *unchanged* base, as a HAMburger model that decodes
-    it exactly at confidence 1.0. ``model`` itself when training left the base untouched (frozen base);
-    a fresh load of the original base when the checkpoint carries LoRA adapters or a fine-tuned base.
+    it exactly at confidence 1.0. ``model`` itself when training left the base untouched (frozen base); ``model``'s
+    base without its adapters (`lora.without_adapters`: the same weights, no copy) when they stay apart from it (not
+    merged into its weights); a fresh load of the original base when they were merged or the base was fine-tuned.
     """
     meta = read_meta(path)
     if not meta.get("lora") and not meta.get("base_weights"):
         return model
-    base_model, _, _ = load_base(base or meta["base"]["spec"], dtype)
+    if not meta.get("base_weights") and has_lora(model.base):
+        base_model = without_adapters(model.base)
+    else:
+        base_model, _, _ = load_base(base or meta["base"]["spec"], dtype)
     return HamburgerModel(base_model, HamburgerConfig.from_dict(meta["config"])).eval()
 
 

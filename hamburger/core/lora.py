@@ -12,6 +12,7 @@ several adapter sets (`sets`), each gated on its own, so that different kinds of
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from contextlib import contextmanager
@@ -231,6 +232,30 @@ def _unwrap(model: nn.Module, merge: bool) -> list[str]:
         setattr(parent, name.rsplit(".", 1)[-1], module.base_layer)
         names.append(name)
     return names
+
+
+def without_adapters(model: nn.Module) -> nn.Module:
+    """A module tree of its own that computes ``model`` with every LoRA adapter off, holding no weight of its own: each
+    module a shallow copy of ``model``'s (its parameters, buffers and other attributes the very same objects), each
+    `LoraLinear` its wrapped layer, and no hooks (those on ``model`` belong to whoever put them there). For inference
+    only: training either would train both."""
+    copies: dict[int, nn.Module] = {}
+
+    def copied(module: nn.Module) -> nn.Module:
+        if isinstance(module, LoraLinear):
+            module = module.base_layer
+        if id(module) not in copies:
+            out = copy.copy(module)
+            copies[id(module)] = out
+            for name, value in vars(module).items():
+                if "hooks" in name and isinstance(value, dict):
+                    setattr(out, name, type(value)())
+            out._parameters, out._buffers = dict(module._parameters), dict(module._buffers)
+            out._non_persistent_buffers_set = set(module._non_persistent_buffers_set)
+            out._modules = {name: None if child is None else copied(child) for name, child in module._modules.items()}
+        return copies[id(module)]
+
+    return copied(model)
 
 
 @contextmanager

@@ -82,8 +82,8 @@ def test_reference_is_the_unchanged_base(tmp_path, char_tokenizer):
 
 
 def test_the_reference_shares_the_base_weights_the_adapters_left_alone(tmp_path, char_tokenizer):
-    """`load_model`'s reference holds the unchanged base once: scoped adapters stay apart from the base, so it shares
-    every base weight with the model; adapters merged into the weights leave only the layers they skip shared."""
+    """`load_model`'s reference holds the unchanged base once: scoped adapters stay apart from the base, so it is the
+    model's base without them; adapters merged into the weights leave only the layers they skip shared."""
     from hamburger import load_model
 
     pristine = tiny_hamburger("llama", seed=3).base
@@ -99,6 +99,9 @@ def test_the_reference_shares_the_base_weights_the_adapters_left_alone(tmp_path,
         adapted = {name for name, _ in pristine.named_parameters() if name.endswith("_proj.weight")}
         assert adapted and shared == ({name for name, _ in pristine.named_parameters()} - (adapted if scope == "all"
                                                                                              else set())), scope
+        if scope == "merged":  # (the model's base without its adapters: the very parameters, not a second load)
+            ours = {id(p) for p in model.parameters()}
+            assert all(id(p) in ours for p in reference.base.parameters())
         out = reference.base.generate(torch.tensor([prompt]), max_new_tokens=12, do_sample=False,
                                       attention_mask=torch.ones(1, len(prompt), dtype=torch.long))[0, len(prompt):]
         assert out.tolist() == expected.tolist(), scope

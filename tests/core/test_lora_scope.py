@@ -235,3 +235,29 @@ def test_merged_model_continues_as_merged_and_after_exactly(tmp_path, char_token
     with torch.no_grad():
         torch.testing.assert_close(loaded.training_forward(batch).token_logits,
                                    trainer.model.training_forward(batch).token_logits, rtol=1e-5, atol=1e-5)
+
+
+def test_without_adapters_is_the_base_on_the_same_weights():
+    """`without_adapters`: a module tree that computes the base exactly, on the very weights of the adapted one (no
+    copy), without its LoRA layers or its hooks; the adapted model is left as it was."""
+    from hamburger.core.lora import has_lora, without_adapters
+
+    model = adapted(tiny_hamburger("llama", seed=3))
+    pristine = tiny_base("llama", seed=3)
+    layers = model.base.model.layers
+
+    def tap(module, inputs, output):
+        raise AssertionError("the adapted model's hook ran")
+
+    handle = layers[1].register_forward_hook(tap)
+    plain = without_adapters(model.base)
+    ids = torch.tensor([[1, 40, 41, 42, 43, 7]])
+    with torch.no_grad():
+        assert torch.equal(plain(ids).logits, pristine(ids).logits)
+        handle.remove()
+        adapted_logits = model.base(ids).logits
+        assert not torch.allclose(adapted_logits, pristine(ids).logits)  # (the adapters still act on the original)
+    assert has_lora(model.base) and not has_lora(plain)
+    held = {id(t) for t in [*model.base.parameters(), *model.base.buffers()]}
+    assert all(id(p) in held for p in [*plain.parameters(), *plain.buffers()])
+    assert len(list(plain.parameters())) == len(list(pristine.parameters()))
