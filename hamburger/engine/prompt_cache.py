@@ -22,6 +22,8 @@ engine's prompts (`bind`): another model, mode or folding reads prompts otherwis
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import torch
@@ -33,9 +35,15 @@ BLOCK = 16  # prompt tokens between the places a kept prompt can be cut short (v
 PROMPT_CACHE_MIB = 256  # `serve`'s and `chat`'s default store: about 5,750 tokens of SmolLM2-135M's in fp32
 
 
+def _key(ids: list[int]) -> bytes:
+    """Token ids as bytes, 8 to an id: a prompt begins with another's first n tokens where their first 8n bytes are
+    equal (one C comparison)."""
+    return array("q", ids).tobytes()
+
+
 @dataclass(eq=False)  # (one is found by identity)
 class _Kept:
-    tokens: torch.Tensor  # [P] the prompt's token ids, on the CPU
+    key: bytes  # the prompt's token ids (`_key`)
     cache: SlotCache  # one row: the prompt's slots from ``shared`` on
     cuts: dict[int, torch.Tensor]  # prompt length -> the micro-step decoder's inputs at its last slot (up to
     # ``shared``: the very tensors of ``start``'s)
@@ -43,6 +51,33 @@ class _Kept:
     start: "_Kept | None" = None  # the kept prompt whose first ``shared`` slots are this one's
     shared: int = 0
     readers: int = 0  # kept prompts whose ``start`` this is
+
+    def __post_init__(self):
+        # the lengths it can be cut at, in order (a cache whose sliding layers forgot slots holds what queries after its
+        # end see: it is cut nowhere else)
+        self.points = [len(self)] if self.cache.forgotten else sorted(self.cuts)
+
+    def __len__(self) -> int:
+        return len(self.key) // 8
+
+    def cut(self, prompt: bytes, most: int, least: int = 0) -> int:
+        """The longest length in (``least``, ``most``] tokens it can be cut at that ``prompt`` (`_key`) begins with; 0:
+        none. (Whether a prompt begins with its first n tokens only turns false as n grows: a binary search.)"""
+        first = lo = bisect_right(self.points, least)
+        hi = bisect_right(self.points, most)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            end = 8 * self.points[mid]
+            if self.key[:end] == prompt[:end]:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.points[lo - 1] if lo > first else 0
+
+    def holds(self, prompt: bytes) -> bool:
+        """Whether it begins with the whole ``prompt`` (`_key`) and can be cut where that ends."""
+        n, at = len(prompt) // 8, bisect_left(self.points, len(prompt) // 8)
+        return at < len(self.points) and self.points[at] == n and self.key.startswith(prompt)
 
 
 @dataclass
@@ -95,7 +130,7 @@ class PromptCache:
         """The longest cut of a kept prompt that ``prompt_ids`` begins with (one token short of it, at most), copied;
         None: none."""
         self.lookups += 1
-        best, best_cut = self._longest(torch.tensor(prompt_ids, dtype=torch.long), self._kept)
+        best, best_cut = self._longest(_key(prompt_ids), self._kept)
         if best is None:
             return None
         self._use(best)
@@ -110,15 +145,15 @@ class PromptCache:
         cut of a kept prompt it begins with; it replaces the kept prompts it holds whole that no other reads on from,
         and is not kept where a kept one holds it whole; the least recently used go while the store holds more than
         ``max_bytes``."""
-        tokens = torch.tensor(prompt_ids, dtype=torch.long)
-        if len(tokens) not in cuts or cache.batch_size != 1 or cache.num_slots != len(tokens):
+        if len(prompt_ids) not in cuts or cache.batch_size != 1 or cache.num_slots != len(prompt_ids):
             raise HamburgerError("a kept prompt needs its own one-row cache of one slot per token and its end's inputs")
-        holder = next((k for k in self._kept if _holds(k.tokens, k.cuts, tokens)), None)
+        key = _key(prompt_ids)
+        holder = next((k for k in self._kept if k.holds(key)), None)
         if holder is not None:  # (a kept prompt begins with this one and can be cut where it ends)
             self._use(holder)
             return
         # the kept prompt whose start this one holds in common (a cache of another kind is kept whole)
-        start, shared = self._longest(tokens, [k for k in self._kept if k.cache.plain()] if cache.plain() else [])
+        start, shared = self._longest(key, [k for k in self._kept if k.cache.plain()] if cache.plain() else [])
         while start is not None and start.start is not None and shared <= start.shared:
             start = start.start  # (the kept prompt that holds those slots itself)
         if start is not None:
@@ -127,10 +162,9 @@ class PromptCache:
         size = cache.kv_bytes() + sum(t.numel() * t.element_size() for c, t in cuts.items() if c > shared)
         if size > self.max_bytes:
             return
-        for k in [k for k in self._kept if not k.readers and _holds(tokens, cuts, k.tokens)]:
-            if k is not start:
-                self._forget(k)
-        kept = _Kept(tokens, cache, cuts, size, start, shared)
+        kept = _Kept(key, cache, cuts, size, start, shared)
+        for k in [k for k in self._kept if not k.readers and k is not start and kept.holds(k.key)]:
+            self._forget(k)
         if start is not None:
             start.readers += 1
         self._kept.append(kept)
@@ -138,18 +172,12 @@ class PromptCache:
         while self.bytes > self.max_bytes:
             self._forget(next(k for k in self._kept if not k.readers))
 
-    def _longest(self, prompt: torch.Tensor, kept: list[_Kept]) -> tuple[_Kept | None, int]:
-        """The prompt of ``kept`` with the longest cut ``prompt`` begins with (one token short of it, at most), and that
-        cut; (None, 0): none."""
+    def _longest(self, prompt: bytes, kept: list[_Kept]) -> tuple[_Kept | None, int]:
+        """The prompt of ``kept`` with the longest cut ``prompt`` (`_key`) begins with (one token short of it, at most),
+        and that cut; (None, 0): none."""
         best, best_cut = None, 0
         for k in kept:
-            n = min(len(k.tokens), len(prompt) - 1)
-            if n <= best_cut:
-                continue
-            differ = torch.nonzero(k.tokens[:n] != prompt[:n])
-            common = int(differ[0, 0]) if differ.numel() else n
-            # (a cache whose sliding layers forgot slots holds what queries after its end see: it is cut nowhere else)
-            cut = max((c for c in k.cuts if c <= common and (c == len(k.tokens) or not k.cache.forgotten)), default=0)
+            cut = k.cut(prompt, len(prompt) // 8 - 1, best_cut)
             if cut > best_cut:
                 best, best_cut = k, cut
         return best, best_cut
@@ -183,11 +211,5 @@ def _copy(kept: _Kept, length: int) -> SlotCache:
     if parts or kept.cache.plain():
         return joined([(kept.cache, length), *reversed(parts)])
     cache = rows_copy(kept.cache, [0])
-    cache.drop_last(len(kept.tokens) - length)
+    cache.drop_last(len(kept) - length)
     return cache
-
-
-def _holds(tokens: torch.Tensor, cuts: dict, other: torch.Tensor) -> bool:
-    """Whether a prompt of ``tokens`` with ``cuts`` begins with ``other`` and can be cut where it ends."""
-    n = len(other)
-    return n in cuts and n <= len(tokens) and torch.equal(tokens[:n], other)

@@ -8,7 +8,7 @@ import torch
 from hamburger.engine.cache import SlotCache, rows_copy
 from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation
-from hamburger.engine.prompt_cache import PromptCache
+from hamburger.engine.prompt_cache import PromptCache, _key
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -53,7 +53,7 @@ def test_a_cached_prompt_gives_the_same_answers(kind, chunk, char_tokenizer):
     # OTHER's after the cut of the start they share. Lossless verify keeps each prompt with its answer too (16 tokens,
     # the last never fed: `test_lossless_verify_keeps_each_answer`). A folding cache is of another kind: kept whole,
     # and FOLLOW_UP takes FIRST's place.
-    held = {len(k.tokens): (k.shared, k.cache.num_slots) for k in store._kept}
+    held = {len(k): (k.shared, k.cache.num_slots) for k in store._kept}
     assert held == {"verify_fold": {80: (0, 80), 53: (0, 53), 21: (0, 21)},
                     "verify": {50: (0, 50), 65: (50, 15), 80: (50, 30), 95: (80, 15), 53: (32, 21), 68: (53, 15),
                                21: (0, 21), 36: (21, 15)}}.get(kind, {50: (0, 50), 80: (50, 30), 53: (32, 21),
@@ -79,7 +79,7 @@ def test_lossless_verify_keeps_each_answer(char_tokenizer):
         kept = prompt + first.token_ids[:-1]
         read = PromptCache(1 << 30)
         VerifyGeneration(model, char_tokenizer, [kept], configs[0], prompt_cache=read).run()
-        (mine,) = [k for k in store._kept if k.tokens.tolist() == kept]
+        (mine,) = [k for k in store._kept if k.key == _key(kept)]
         torch.testing.assert_close(mine.cuts[len(kept)], read._kept[0].cuts[len(kept)], rtol=1e-4, atol=1e-4)
     nexts = [FIRST + firsts[0].token_ids + text(7, 6), OTHER + firsts[1].token_ids + text(5, 7)]
     plain = VerifyGeneration(model, char_tokenizer, nexts, configs).run()
@@ -90,7 +90,7 @@ def test_lossless_verify_keeps_each_answer(char_tokenizer):
     folding = PromptCache(1 << 30)
     VerifyGeneration(model, char_tokenizer, [FIRST, OTHER], configs, fold=FOLDINGS["segments 2, keep first"],
                      prompt_cache=folding).run()
-    assert sorted(len(k.tokens) for k in folding._kept) == [len(FIRST), len(OTHER)]
+    assert sorted(len(k) for k in folding._kept) == [len(FIRST), len(OTHER)]
 
 
 def test_sampled_rows_and_several_answers_read_on_from_the_cache(char_tokenizer):
@@ -170,8 +170,8 @@ def test_full_heads_caches_are_kept_and_cut(char_tokenizer):
                                 prompt_cache=cache).run()
 
     first = run([FIRST, [1] + text(20, 5)], store)
-    assert all(isinstance(k.cache, FullHeadCache) and k.cache.num_slots == len(k.tokens) and k.cache.valid.all()
-               and k.cache.store.num_slots == len(k.tokens) for k in store._kept)
+    assert all(isinstance(k.cache, FullHeadCache) and k.cache.num_slots == len(k) and k.cache.valid.all()
+               and k.cache.store.num_slots == len(k) for k in store._kept)
     assert [r.token_ids for r in first] == [r.token_ids for r in run([FIRST, [1] + text(20, 5)])]
     again = run([FOLLOW_UP, OTHER], store)
     assert [r.token_ids for r in again] == [r.token_ids for r in run([FOLLOW_UP, OTHER])]
@@ -221,7 +221,7 @@ def test_the_store_keeps_cuts_replaces_and_forgets():
         b = a + text(6, 2)
         store.add(b, one_row_cache(model, b), inputs_at([4, 8, 12, 16]))  # b holds its own 6 slots after a's
         whole_b = one_row_cache(model, b)
-        assert len(store) == 2 and store._kept[-1].tokens.tolist() == a and store.find(a + [1]).length == 10
+        assert len(store) == 2 and store._kept[-1].key == _key(a) and store.find(a + [1]).length == 10
         hit = store.find(b + [3])
         assert hit.length == 16 and sorted(hit.cuts) == [4, 8, 10, 12, 16] and float(hit.inputs[0, 0, 0]) == 16.0
         for mine, whole in zip(hit.cache.kv.layers, whole_b.kv.layers):
@@ -231,7 +231,7 @@ def test_the_store_keeps_cuts_replaces_and_forgets():
         c = a[:6] + text(6, 3)
         store.add(c, one_row_cache(model, c), inputs_at([4, 8, 12]))  # begins with 6 of a's tokens: a's first block
         assert len(store) == 3 and store.find(b + [3]).length == 16 and store.find(c + [3]).length == 12
-        assert sorted((len(k.tokens), k.shared, k.cache.num_slots, k.readers) for k in store._kept) == [
+        assert sorted((len(k), k.shared, k.cache.num_slots, k.readers) for k in store._kept) == [
             (10, 0, 10, 2), (12, 4, 8, 0), (16, 10, 6, 0)]
         assert store.bytes == sum(k.bytes for k in store._kept) < 3 * whole_b.kv_bytes()
         slot = whole_b.kv_bytes() // 16
@@ -292,3 +292,25 @@ def test_a_prompt_cache_needs_the_dynamic_cache_and_one_engine(char_tokenizer):
     with pytest.raises(HamburgerError, match="another engine"):
         VerifyGeneration(model, char_tokenizer, [FIRST], DecodingConfig(), prompt_cache=verifying,
                          fold=FOLDINGS["segments 2, keep first"])
+
+
+def test_a_kept_prompt_finds_its_longest_cut_a_prompt_begins_with():
+    """`_Kept.cut` (a binary search over the cuts, comparing bytes) agrees with a plain search over every cut, and
+    `holds` with its definition, for prompts that share starts of every length."""
+    from hamburger.engine.prompt_cache import _Kept
+
+    gen = torch.Generator().manual_seed(0)
+    forgot = type("Forgot", (), {"forgotten": 0})
+    for trial in range(200):
+        tokens = torch.randint(0, 5, (int(torch.randint(1, 40, (1,), generator=gen)),), generator=gen).tolist()
+        cuts = sorted({len(tokens), *(c for c in range(4, len(tokens), 4) if torch.rand(1, generator=gen) < 0.8)})
+        forgot.forgotten = int(trial % 5 == 0)
+        kept = _Kept(_key(tokens), forgot(), dict.fromkeys(cuts), 0)
+        keep = int(torch.randint(0, len(tokens) + 1, (1,), generator=gen))
+        prompt = tokens[:keep] + torch.randint(0, 5, (int(torch.randint(0, 10, (1,), generator=gen)),),
+                                               generator=gen).tolist()
+        most, least = max(len(prompt) - 1, 0), int(torch.randint(0, 8, (1,), generator=gen))
+        points = [len(tokens)] if forgot.forgotten else cuts
+        want = max((c for c in points if least < c <= most and prompt[:c] == tokens[:c]), default=0)
+        assert kept.cut(_key(prompt), most, least) == want, (tokens, cuts, prompt, most, least)
+        assert kept.holds(_key(prompt)) == (len(prompt) in points and tokens[:len(prompt)] == prompt)
