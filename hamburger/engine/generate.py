@@ -35,7 +35,7 @@ from hamburger.core.packing import group_tensors, input_sizes
 from hamburger.engine.cache import SlotCache, rows_copy
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
-from hamburger.engine.grammar import Grammar
+from hamburger.engine.grammar import Grammar, compile_config
 from hamburger.engine.penalties import Penalties
 from hamburger.engine.prompt import cut_at_stop, eos_ids, safe_prefix
 from hamburger.engine.prompt_cache import PromptCache
@@ -234,10 +234,10 @@ class Generation:
                    self.model.config.gate, self.model.config.prefilter)
         row.traced = self.trace_logits or config.top_logprobs > 0
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
-        if config.json_schema is not None:  # (refused before the row joins anything)
+        if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
-                raise HamburgerError("a JSON schema needs the model's tokenizer")
-            row.grammar = Grammar(config.json_schema, self.tokenizer, self.model.vocab_size, sorted(self.eos),
+                raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")
+            row.grammar = Grammar(compile_config(config), self.tokenizer, self.model.vocab_size, sorted(self.eos),
                                   self.model.device)
         self.rows.append(row)
         self.logits.append([])

@@ -1,4 +1,5 @@
-"""Structured output: an answer held to a JSON schema (OpenAI's `response_format`; `DecodingConfig.json_schema`).
+"""Structured output: an answer held to a JSON schema (OpenAI's `response_format`; `DecodingConfig.json_schema`) or to
+an llguidance Lark grammar (`DecodingConfig.grammar`: text with tool calls in it, `serve/tools.py`).
 
 At each token a row chooses (a group's first, from the base, and its later ones, from the micro-step decoder; in the
 verify modes the base's test of each draft), the tokens the schema does not allow next get -inf: llguidance's matcher
@@ -40,6 +41,25 @@ def compile_schema(schema) -> str:
     return grammar
 
 
+def compile_lark(text: str) -> str:
+    """An llguidance grammar for a Lark grammar in llguidance's syntax; a clear error for one it cannot use."""
+    from llguidance import LLMatcher
+
+    try:
+        grammar = LLMatcher.grammar_from_lark(text)
+    except (ValueError, TypeError) as e:
+        raise HamburgerError(f"unusable grammar: {e}") from e
+    error = LLMatcher.validate_grammar(grammar)
+    if error:
+        raise HamburgerError(f"unusable grammar: {error}")
+    return grammar
+
+
+def compile_config(config) -> str:
+    """The llguidance grammar a `DecodingConfig` holds its answer to (its JSON schema or its grammar)."""
+    return compile_schema(config.json_schema) if config.json_schema is not None else compile_lark(config.grammar)
+
+
 class _Characters:
     """A tokenizer as llguidance's `TokenizerWrapper` reads one: each token's bytes (its text decoded alone), its
     special tokens, and encoding."""
@@ -75,17 +95,18 @@ class Grammar:
     """One row's constraint: a matcher that has read the row's answer so far. Called like `penalties.Penalties` (the
     logits of a choice, and the drafts before a verify position); `add` each token the row takes."""
 
-    def __init__(self, schema: dict, tokenizer, vocab: int, eos: list[int], device: torch.device):
+    def __init__(self, grammar: str, tokenizer, vocab: int, eos: list[int], device: torch.device):
+        """``grammar``: an llguidance grammar (`compile_schema`, `compile_lark`)."""
         from llguidance import LLMatcher
 
         if not eos:
-            raise HamburgerError("a JSON schema needs an end-of-sequence id to end the answer with")
+            raise HamburgerError("a constrained answer needs an end-of-sequence id to end with")
         try:
-            self.matcher = LLMatcher(ll_tokenizer(tokenizer, vocab, eos), compile_schema(schema))
+            self.matcher = LLMatcher(ll_tokenizer(tokenizer, vocab, eos), grammar)
         except ValueError as e:
-            raise HamburgerError(f"unusable JSON schema: {e}") from e
+            raise HamburgerError(f"unusable grammar: {e}") from e
         if self.matcher.is_error():
-            raise HamburgerError(f"unusable JSON schema: {self.matcher.get_error()}")
+            raise HamburgerError(f"unusable grammar: {self.matcher.get_error()}")
         self.vocab, self.device = vocab, device
         self._bits = torch.tensor([1 << k for k in range(8)], dtype=torch.uint8)
 

@@ -42,6 +42,7 @@ class DecodingConfig:
         `prompt_alternatives`), under the model's reading of the prompt (one slot per token, as its prefill reads it).
     json_schema: hold the answer to this JSON schema (a dict; `engine/grammar.py`): at each choice the tokens it does not
         allow next are left out, and the answer ends once the schema is complete. None: free text.
+    grammar: hold the answer to this grammar instead (a Lark grammar in llguidance's syntax, as text), the same way.
     presence_penalty, frequency_penalty (OpenAI's, in [-2, 2]), repetition_penalty (> 0, 1 = off; CTRL's, as
         transformers'), logit_bias ({token id: bias in [-100, 100]}): what the request's own text and its bias do to
         the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
@@ -67,6 +68,7 @@ class DecodingConfig:
     repetition_penalty: float = 1.0
     logit_bias: dict[int, float] = field(default_factory=dict)
     json_schema: dict | None = None
+    grammar: str | None = None
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -100,6 +102,10 @@ class DecodingConfig:
             raise HamburgerError(f"logit_bias must map token ids (>= 0) to numbers in [-{MAX_BIAS:g}, {MAX_BIAS:g}]")
         if self.json_schema is not None and not isinstance(self.json_schema, dict):
             raise HamburgerError(f"json_schema must be a dict (a JSON object), got {type(self.json_schema).__name__}")
+        if self.grammar is not None and (not isinstance(self.grammar, str) or not self.grammar.strip()):
+            raise HamburgerError(f"grammar must be a non-empty string (a Lark grammar), got {self.grammar!r}")
+        if self.grammar is not None and self.json_schema is not None:
+            raise HamburgerError("an answer is held to a JSON schema or to a grammar, not both")
         return self
 
     @property

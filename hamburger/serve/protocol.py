@@ -402,7 +402,7 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     if kind == "chat":
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
-            config = replace(config, json_schema=tools.schema())
+            config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
         return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
                       tools=tools)
     prompts = completion_prompts(body, tokenizer)

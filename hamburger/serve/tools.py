@@ -8,10 +8,12 @@ What an answer is, by `tool_choice`:
 - "required": one or more calls, the answer held to a JSON array of {"name": ..., "arguments": {...}} objects (one at
   most with `parallel_tool_calls` false, and where the template does not render tools: such a model, never taught to
   call, repeats a call until its token limit when it may make several).
-- "auto" (the default with tools): the model chooses. Its text is free; each `<tool_call>{"name": ..., "arguments":
-  {...}}</tool_call>` in it that names a tool and holds a JSON object of arguments is a call, the rest is the message's
-  content. This is the Hermes convention, which the chat templates of Qwen2.5, Qwen3, Hermes and SmolLM3 teach; a
-  model that never learned to call writes text, and the answer holds no call.
+- "auto" (the default with tools): the model chooses. Its text is free until it writes `<tool_call>`: from there the
+  answer is held (a grammar, `Tools.grammar`) to `{"name": ..., "arguments": {...}}` naming a tool, with arguments
+  valid under its schema, laid out as the templates show it, then `</tool_call>`; then text again, or another call
+  where several are allowed. Each such call is a call, the rest is the message's content. This is the Hermes
+  convention, which the chat templates of Qwen2.5, Qwen3, Hermes and SmolLM3 teach; a model that never learned to call
+  writes text, and the answer holds no call.
 
 The tools reach the model through the chat template's `tools` where the template renders them. A template that
 ignores them (SmolLM2's) gets them in the system message, with the convention above, and earlier calls and results
@@ -35,6 +37,7 @@ NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 CALL = re.compile(re.escape(OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}  # a function without parameters
+HERMES_LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}  # (Python's json.dumps)
 _TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> what its template does
 
 
@@ -84,6 +87,22 @@ class Tools:
         calls = [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
                   "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
         return {"type": "array", "minItems": 1, "items": {"anyOf": calls}, **({} if self.parallel else {"maxItems": 1})}
+
+    def grammar(self) -> str | None:
+        """The Lark grammar (llguidance's) an "auto" answer is held to: free text, in which `<tool_call>` begins a call
+        that must name a tool and hold its arguments (one call at most unless `parallel`); None: another choice."""
+        if self.choice != "auto":
+            return None
+        calls = [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
+                  "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
+        call = {"anyOf": calls, "x-guidance": HERMES_LAYOUT}
+        return "\n".join([
+            "%llguidance {}",
+            f"start: call{'*' if self.parallel else '?'} TAIL",
+            "TEXT: /(?s:.*)/",
+            f"TAIL: /(?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/",  # (after the calls: text that begins no call)
+            f"head[lazy]: TEXT {json.dumps(OPEN)}",  # (text up to the first marker)
+            f'call: head "\\n"? %json {json.dumps(call)} "\\n"? {json.dumps(CLOSE)}'])
 
     def calls(self, text: str) -> tuple[str | None, list[dict]]:
         """An answer's text -> (the message's content, its calls in OpenAI's shape); an answer that is not whole

@@ -2,6 +2,7 @@
 first token and its micro tokens alike, the answer is JSON the schema accepts, and ends there; bad schemas are refused."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -40,10 +41,25 @@ def test_answers_hold_to_the_schema(kind, char_tokenizer):
     assert not free.text.startswith("{")  # (the row without a schema is free: this tiny model writes no JSON)
 
 
+@pytest.mark.parametrize("kind", ["host", "verify"])
+def test_answers_hold_to_a_lark_grammar(kind, char_tokenizer):
+    """`DecodingConfig.grammar`: an llguidance Lark grammar holds the answer as a schema does; bad ones are refused."""
+    grammar = 'start: "id-" /[0-9]{2,4}/ ("!" | "?")'
+    configs = [DecodingConfig(max_new_tokens=32, confidence=0.5, grammar=grammar),
+               DecodingConfig(max_new_tokens=32, confidence=0.5, grammar=grammar, temperature=1.0, seed=3)]
+    for result in engine_of(kind, char_tokenizer, [PROMPTS[1]] * 2, configs).run():
+        assert result.finish_reason == "eos" and re.fullmatch(r"id-[0-9]{2,4}[!?]", result.text), result.text
+    for bad, words in (("start: undefined_rule", "unusable grammar"), ("", "grammar must be a non-empty string")):
+        with pytest.raises(HamburgerError, match=words):
+            engine_of(kind, char_tokenizer, [PROMPTS[1]], [DecodingConfig(grammar=bad).validate()]).run()
+    with pytest.raises(HamburgerError, match="not both"):
+        DecodingConfig(grammar=grammar, json_schema=SCHEMA).validate()
+
+
 def test_the_mask_reads_the_drafts_before_a_position(char_tokenizer):
     """A verify position after drafts sees the schema's state after them; after a draft it refuses, nothing is masked
     (that position is never tested)."""
-    grammar = Grammar({"type": "integer"}, char_tokenizer, 100, [2, 3], torch.device("cpu"))
+    grammar = Grammar(compile_schema({"type": "integer"}), char_tokenizer, 100, [2, 3], torch.device("cpu"))
     digit, letter = (char_tokenizer.encode(c, add_special_tokens=False)[0] for c in "7a")
     logits = torch.zeros(100)
     assert torch.isfinite(grammar(logits))[digit] and not torch.isfinite(grammar(logits))[letter]

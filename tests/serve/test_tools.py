@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from hamburger.engine.grammar import Grammar
+from hamburger.engine.grammar import Grammar, compile_lark, compile_schema
 from hamburger.engine.prompt import encode_prompt
 from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools, renders_tools
 from tests.helpers import CHAT_TEMPLATE
@@ -28,9 +28,11 @@ def tools(choice=None, parallel=True, listed=TOOLS) -> Tools:
     return parse_tools({"tools": listed, "tool_choice": choice, "parallel_tool_calls": parallel})
 
 
-def grammar_accepts(schema: dict, text: str, tokenizer) -> bool:
-    """Whether an answer held to ``schema`` may be ``text`` and end there (one character per token)."""
-    g = Grammar(schema, tokenizer, len(tokenizer), [tokenizer.eos_token_id], torch.device("cpu"))
+def grammar_accepts(spec: dict | str, text: str, tokenizer) -> bool:
+    """Whether an answer held to ``spec`` (a JSON schema, or a Lark grammar) may be ``text`` and end there (one
+    character per token)."""
+    compiled = compile_schema(spec) if isinstance(spec, dict) else compile_lark(spec)
+    g = Grammar(compiled, tokenizer, len(tokenizer), [tokenizer.eos_token_id], torch.device("cpu"))
     for token in tokenizer.encode(text, add_special_tokens=False) + [tokenizer.eos_token_id]:
         if not g.allowed()[token]:
             return False
@@ -82,6 +84,28 @@ def test_each_choice_holds_the_answer_to_its_calls(char_tokenizer):
     assert not grammar_accepts(tools("required", parallel=False).schema(), two, char_tokenizer)
     assert grammar_accepts(tools("required", parallel=False).schema(), two[:two.index(",{")] + "]", char_tokenizer)
     assert tools().schema() is None
+
+
+def test_auto_holds_each_call_it_begins(char_tokenizer):
+    """"auto": any text, and each `<tool_call>` in it holds a call naming a tool, its arguments valid under the tool's
+    schema, laid out as the templates show it; one call at most where several are not allowed."""
+    auto = tools().grammar()
+    one = '<tool_call>\n{"name": "pick", "arguments": {"n": 4}}\n</tool_call>'
+    assert grammar_accepts(auto, "No call: just text, with <tags> and {braces}.", char_tokenizer)
+    assert grammar_accepts(auto, "Let me see. " + one, char_tokenizer)
+    assert grammar_accepts(auto, one + " and " + one.replace('"n": 4', '"n": 7') + " done", char_tokenizer)
+    assert grammar_accepts(auto, '<tool_call>{"name": "now", "arguments": {}}</tool_call>', char_tokenizer)
+    for wrong in (one.replace("pick", "gone"), one.replace('"n": 4', '"n": 42'), one.replace('": ', '":'),
+                  one.replace("</tool_call>", ""), "text <tool_call> and more text",
+                  '<tool_call>{"name": "pick"}</tool_call>'):
+        assert not grammar_accepts(auto, wrong, char_tokenizer), wrong
+    single = tools(parallel=False).grammar()
+    assert grammar_accepts(single, one + " done", char_tokenizer)
+    assert not grammar_accepts(single, one + one, char_tokenizer)
+    named = tools({"type": "function", "function": {"name": "pick"}})
+    assert tools("required").grammar() is None and named.grammar() is None and tools().schema() is None
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in tools().calls("See. " + one)[1]] == [
+        ("pick", '{"n":4}')]
 
 
 # ------------------------------------------------------------------------------ the calls in an answer
