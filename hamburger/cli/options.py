@@ -91,6 +91,9 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
                        help="hold the answer to this JSON schema (inline JSON, or a file holding it; '{\"type\": "
                             "\"object\"}' for any JSON object): tokens it does not allow are never chosen, and the "
                             "answer ends when it is complete")
+        p.add_argument("--grammar", type=grammar, metavar="LARK",
+                       help="hold the answer to this grammar instead (Lark, in llguidance's syntax: inline, or a file "
+                            "holding it; e.g. 'start: \"yes\" | \"no\"'), as --json-schema does")
         p.add_argument("--logit-bias", type=bias_entry, action="append", metavar="ID=BIAS",
                        help="add BIAS in [-100, 100] to token ID's logit before any penalty (repeatable; -100 all but "
                             "bans it). Penalties and biases change the choices; the probabilities shown stay the "
@@ -105,7 +108,16 @@ def decoding_config(args: argparse.Namespace):
                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                           stop=args.stop or [], repetition_penalty=args.repetition_penalty,
                           presence_penalty=args.presence_penalty, frequency_penalty=args.frequency_penalty,
-                          logit_bias=dict(args.logit_bias or []), json_schema=args.json_schema).validate()
+                          logit_bias=dict(args.logit_bias or []), json_schema=args.json_schema,
+                          grammar=args.grammar).validate()
+
+
+def grammar(text: str) -> str:
+    """--grammar: a Lark grammar, or the path of a file holding one (checked by `grammar.compile_lark` when a model uses
+    it)."""
+    from pathlib import Path
+
+    return Path(text).read_text() if "\n" not in text and ":" not in text and Path(text).is_file() else text
 
 
 def json_schema(text: str) -> dict:

@@ -37,8 +37,8 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
 
 @pytest.mark.parametrize("mode", [["--mode", "verify"], ["--mode", "hamburger", "--confidence", "0.5"]])
 def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys):
-    """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it, --json-schema holds it to a
-    schema; bad values are refused."""
+    """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it, --json-schema and --grammar
+    hold it to a schema or a grammar; bad values are refused."""
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     run = ["generate", "--model", str(ckpt), "--raw", "--json", "--max-new-tokens", "12", *mode]
 
@@ -61,6 +61,13 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     with pytest.raises(SystemExit):
         main([*run, "--json-schema", "[1", "abc"])
     assert "not JSON, nor a file holding it" in capsys.readouterr().err
+    lark = tmp_path / "answer.lark"
+    lark.write_text('start: "yes" | "no"\n')
+    for grammar in (str(lark), 'start: "yes" | "no"'):
+        assert main([*run, "--grammar", grammar, "abc"]) == 0
+        assert json.loads(capsys.readouterr().out)["text"] in ("yes", "no")
+    assert main([*run, "--grammar", "start: nowhere", "abc"]) == 1
+    assert "unusable grammar" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])
