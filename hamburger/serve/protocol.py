@@ -24,13 +24,14 @@ from hamburger.engine.grammar import compile_schema
 from hamburger.engine.prompt import encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
+from hamburger.serve.structured import LEGACY, StructuredError, parse_structured
 from hamburger.serve.tools import CallStream, Conversation, Tools, ToolsError, parse_tools, renders_tools
 
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
-            "mode"}
+            "mode", "structured_outputs", *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier"}  # no effect on the output
@@ -240,6 +241,14 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
     logprobs = parse_logprobs(body, kind)
+    try:
+        schema, grammar = parse_structured(body)  # (vLLM's structured outputs)
+    except StructuredError as e:
+        raise bad(str(e), e.param, "invalid_value") from e
+    answer_format = parse_response_format(body) if kind == "chat" else None
+    if answer_format is not None and (schema is not None or grammar is not None):
+        raise bad("'response_format' and structured outputs both hold the answer: send one", "response_format",
+                  "invalid_value")
     config = DecodingConfig(
         max_new_tokens=max_tokens,
         confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
@@ -252,7 +261,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)),
-        json_schema=parse_response_format(body) if kind == "chat" else None)
+        json_schema=answer_format if answer_format is not None else schema, grammar=grammar)
     try:
         config.validate()
     except HamburgerError as e:
@@ -329,9 +338,10 @@ def parse_chat_tools(body: dict, config: DecodingConfig, tokenizer) -> Tools | N
         raise bad(str(e), e.param, "invalid_value") from e
     if tools is not None and not renders_tools(tokenizer):
         tools = replace(tools, parallel=False)
-    if tools is not None and config.json_schema is not None:
-        raise bad("'response_format' cannot hold an answer that may call 'tools' (send 'tool_choice': \"none\")",
-                  "response_format", "invalid_value")
+    if tools is not None and (config.json_schema is not None or config.grammar is not None):
+        held_by = "response_format" if body.get("response_format") is not None else "structured_outputs"
+        raise bad(f"'{held_by}' cannot hold an answer that may call 'tools' (send 'tool_choice': \"none\")", held_by,
+                  "invalid_value")
     return tools
 
 

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import math
+import re
 import time
 from contextlib import ExitStack
 
@@ -305,6 +306,39 @@ def test_response_formats_hold_answers_to_json(server, checkpoint):
         client.chat.completions.create(model="ckpt", messages=chat("Hi"), max_tokens=4, response_format={
             "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "frob"}}})
     assert error_of(e)["param"] == "response_format" and "unusable JSON schema" in error_of(e)["message"]
+
+
+def test_vllm_structured_outputs_hold_answers(server, checkpoint):
+    """vLLM's `structured_outputs` and its older `guided_*` fields, through the official client's `extra_body`: a
+    choice, a regex, a grammar in GBNF and a JSON schema hold the answer, as the engine holds it; malformed ones, two
+    at once, or one beside `response_format` are 400s."""
+    client = server.client()
+
+    def answer(create, prompt, **extra):
+        return create(model="ckpt", max_tokens=12, extra_body=extra, **prompt).choices[0]
+
+    chat_prompt, text_prompt = {"messages": chat("Is it blue?")}, {"prompt": "My number is"}
+    got = answer(client.chat.completions.create, chat_prompt, structured_outputs={"choice": ["yes", "no"]})
+    assert got.message.content == expect(checkpoint, chat("Is it blue?"), 12, grammar='start: "yes" | "no"').text
+    assert got.message.content in ("yes", "no") and got.finish_reason == "stop"
+    number = answer(client.completions.create, text_prompt, guided_regex="[0-9]{3}").text
+    assert re.fullmatch("[0-9]{3}", number)
+    assert number == expect(checkpoint, "My number is", 12, raw=True, grammar="start: /[0-9]{3}/").text
+    gbnf = answer(client.chat.completions.create, chat_prompt, structured_outputs={"grammar": 'root ::= "A" [0-9]'})
+    assert re.fullmatch("A[0-9]", gbnf.message.content)
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    held = answer(client.chat.completions.create, chat_prompt, guided_json=json.dumps(schema)).message.content
+    assert isinstance(json.loads(held)["ok"], bool)
+    for extra, param in (({"structured_outputs": {"regex": "("}}, "structured_outputs"),
+                         ({"structured_outputs": {"choice": []}}, "structured_outputs"),
+                         ({"structured_outputs": {"lark": "start: /a/"}}, "structured_outputs"),
+                         ({"guided_choice": ["a"], "guided_regex": "b"}, "guided_regex"),
+                         ({"guided_json": "{not json"}, "guided_json"),
+                         ({"response_format": {"type": "json_object"}, "guided_regex": "a"}, "response_format")):
+        with pytest.raises(openai.BadRequestError) as e:
+            answer(client.chat.completions.create, chat_prompt, **extra)
+        assert error_of(e)["param"] == param, (extra, error_of(e))
 
 
 def collect_stream(stream) -> tuple[str, dict, str]:
