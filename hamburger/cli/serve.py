@@ -28,9 +28,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
                        description="Serve POST /v1/chat/completions (with function calling), POST /v1/completions, "
-                                   "POST /v1/responses, GET /v1/models and GET /health. Concurrent requests are "
-                                   "batched (up to --max-batch-size rows; waiting requests join the running batch as "
-                                   "rows finish); more than --max-queue waiting requests get 429.")
+                                   "POST /v1/responses, GET /v1/models, GET /health and GET /metrics; answers can be "
+                                   "held to a JSON schema (response_format) or, as vLLM's structured_outputs ask, to a "
+                                   "regex, a choice or a grammar. Concurrent requests are batched (up to "
+                                   "--max-batch-size rows; waiting requests join the running batch as rows finish); more "
+                                   "than --max-queue waiting requests get 429.")
     add_model(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
