@@ -237,13 +237,14 @@ def test_merged_model_continues_as_merged_and_after_exactly(tmp_path, char_token
                                    trainer.model.training_forward(batch).token_logits, rtol=1e-5, atol=1e-5)
 
 
-def test_without_adapters_is_the_base_on_the_same_weights():
+@pytest.mark.parametrize("family", ["llama", "gemma3", "phi3", "deepseek_v3"])
+def test_without_adapters_is_the_base_on_the_same_weights(family):
     """`without_adapters`: a module tree that computes the base exactly, on the very weights of the adapted one (no
     copy), without its LoRA layers or its hooks; the adapted model is left as it was."""
     from hamburger.core.lora import has_lora, without_adapters
 
-    model = adapted(tiny_hamburger("llama", seed=3))
-    pristine = tiny_base("llama", seed=3)
+    model = adapted(tiny_hamburger(family, seed=3))
+    pristine = tiny_base(family, seed=3)
     layers = model.base.model.layers
 
     def tap(module, inputs, output):
