@@ -3,12 +3,13 @@ first token and its micro tokens alike, the answer is JSON the schema accepts, a
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 import torch
 
 from hamburger.engine.generate import Generation
-from hamburger.engine.grammar import Grammar, compile_schema
+from hamburger.engine.grammar import Grammar, compile_lark, compile_schema
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -54,6 +55,23 @@ def test_answers_hold_to_a_lark_grammar(kind, char_tokenizer):
             engine_of(kind, char_tokenizer, [PROMPTS[1]], [DecodingConfig(grammar=bad).validate()]).run()
     with pytest.raises(HamburgerError, match="not both"):
         DecodingConfig(grammar=grammar, json_schema=SCHEMA).validate()
+
+
+@pytest.mark.parametrize("kind", ["host", "verify"])
+def test_a_grammar_that_allows_the_text_changes_nothing(kind, char_tokenizer):
+    """Tool choice "auto"'s grammar allows any text without a call: greedy answers that write none are the free ones,
+    token for token. It leaves out only the special tokens but the end-of-sequence ones (the padding and BOS ids here),
+    which text never holds: a sampled draw over what is left may differ."""
+    from hamburger.serve.tools import parse_tools
+
+    tools = parse_tools({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto"})
+    allowed = Grammar(compile_lark(tools.grammar()), char_tokenizer, 100, [2, 3], torch.device("cpu")).allowed()
+    assert (~allowed).nonzero().flatten().tolist() == [0, 1]
+    config = DecodingConfig(max_new_tokens=24, confidence=0.5)
+    free = engine_of(kind, char_tokenizer, PROMPTS, config).run()
+    held = engine_of(kind, char_tokenizer, PROMPTS, replace(config, grammar=tools.grammar())).run()
+    assert all("<tool_call>" not in r.text for r in free)
+    assert [r.token_ids for r in held] == [r.token_ids for r in free]
 
 
 def test_the_mask_reads_the_drafts_before_a_position(char_tokenizer):
