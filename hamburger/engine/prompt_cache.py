@@ -25,6 +25,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import torch
 
@@ -97,7 +98,8 @@ class PromptCache:
         if max_bytes < 0 or block < 1:
             raise HamburgerError(f"a prompt cache needs max_bytes >= 0 and block >= 1, got {max_bytes} and {block}")
         self.max_bytes, self.block = max_bytes, block
-        self._kept: list[_Kept] = []  # least recently used first
+        self._kept: dict[_Kept, None] = {}  # least recently used first (a dict: moved to the end at once)
+        self._bytes = 0
         self.engine: tuple | None = None  # the engine whose caches it holds (`bind`)
         self.lookups = 0  # prompts looked up
         self.hits = 0  # of those, prompts that began with a kept one's tokens
@@ -114,7 +116,7 @@ class PromptCache:
 
     @property
     def bytes(self) -> int:
-        return sum(k.bytes for k in self._kept)
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -167,12 +169,13 @@ class PromptCache:
             self._forget(k)
         if start is not None:
             start.readers += 1
-        self._kept.append(kept)
+        self._kept[kept] = None
+        self._bytes += kept.bytes
         self._use(kept)
         while self.bytes > self.max_bytes:
             self._forget(next(k for k in self._kept if not k.readers))
 
-    def _longest(self, prompt: bytes, kept: list[_Kept]) -> tuple[_Kept | None, int]:
+    def _longest(self, prompt: bytes, kept: Iterable[_Kept]) -> tuple[_Kept | None, int]:
         """The prompt of ``kept`` with the longest cut ``prompt`` (`_key`) begins with (one token short of it, at most),
         and that cut; (None, 0): none."""
         best, best_cut = None, 0
@@ -185,13 +188,13 @@ class PromptCache:
     def _use(self, kept: _Kept) -> None:
         """Make ``kept``, then each prompt it reads on from, the most recently used."""
         while kept is not None:
-            self._kept.remove(kept)
-            self._kept.append(kept)
+            self._kept[kept] = self._kept.pop(kept)
             kept = kept.start
 
     def _forget(self, kept: _Kept) -> None:
         """Drop ``kept`` (which no kept prompt reads on from)."""
-        self._kept.remove(kept)
+        del self._kept[kept]
+        self._bytes -= kept.bytes
         if kept.start is not None:
             kept.start.readers -= 1
 

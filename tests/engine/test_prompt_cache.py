@@ -80,7 +80,7 @@ def test_lossless_verify_keeps_each_answer(char_tokenizer):
         read = PromptCache(1 << 30)
         VerifyGeneration(model, char_tokenizer, [kept], configs[0], prompt_cache=read).run()
         (mine,) = [k for k in store._kept if k.key == _key(kept)]
-        torch.testing.assert_close(mine.cuts[len(kept)], read._kept[0].cuts[len(kept)], rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(mine.cuts[len(kept)], next(iter(read._kept)).cuts[len(kept)], rtol=1e-4, atol=1e-4)
     nexts = [FIRST + firsts[0].token_ids + text(7, 6), OTHER + firsts[1].token_ids + text(5, 7)]
     plain = VerifyGeneration(model, char_tokenizer, nexts, configs).run()
     cached = VerifyGeneration(model, char_tokenizer, nexts, configs, prompt_cache=store).run()
@@ -217,11 +217,11 @@ def test_the_store_keeps_cuts_replaces_and_forgets():
         assert store.find(a) .length == 8  # (one token is always read)
         assert store.find([a[0], 99, 98, 97, 96]) is None and store.find(a[:3] + [99, 98]) is None
         # the copies are the caller's own: the kept cache still holds the whole prompt
-        assert store._kept[0].cache.num_slots == 10
+        assert next(iter(store._kept)).cache.num_slots == 10
         b = a + text(6, 2)
         store.add(b, one_row_cache(model, b), inputs_at([4, 8, 12, 16]))  # b holds its own 6 slots after a's
         whole_b = one_row_cache(model, b)
-        assert len(store) == 2 and store._kept[-1].key == _key(a) and store.find(a + [1]).length == 10
+        assert len(store) == 2 and list(store._kept)[-1].key == _key(a) and store.find(a + [1]).length == 10
         hit = store.find(b + [3])
         assert hit.length == 16 and sorted(hit.cuts) == [4, 8, 10, 12, 16] and float(hit.inputs[0, 0, 0]) == 16.0
         for mine, whole in zip(hit.cache.kv.layers, whole_b.kv.layers):
