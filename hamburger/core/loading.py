@@ -41,9 +41,9 @@ def load_model(spec: str | None = None, dtype: str = "float32", base: str | None
     inference (LoRA adapters folded into the base weights, unless they act at merged slots only) on
     ``device`` (cpu, cuda or auto; checked before anything loads). With ``reference`` a 4th item: the
     unchanged base to compare against (see `checkpoint.load_reference`), on the same device, holding every weight it
-    has in common with the model once (`share_weights`: all of the base's, where the adapters stay apart from it, as
-    scoped adapters do). ``fold_reader``: the checkpoint's fold reader instead of its own adapters, where it has one
-    (`checkpoint.load_checkpoint`)."""
+    has in common with the model once (the model's base without its adapters where they stay apart from its weights;
+    else `share_weights`, e.g. the layers merged adapters left alone). ``fold_reader``: the checkpoint's fold reader
+    instead of its own adapters, where it has one (`checkpoint.load_checkpoint`)."""
     from hamburger.core.base import pick_device
     from hamburger.core.checkpoint import is_checkpoint, load_checkpoint, load_reference
 
