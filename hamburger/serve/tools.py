@@ -84,18 +84,20 @@ class Tools:
             return None
         if self.choice != "required":
             return self.function(self.choice).parameters
-        calls = [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
-                  "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
-        return {"type": "array", "minItems": 1, "items": {"anyOf": calls}, **({} if self.parallel else {"maxItems": 1})}
+        return {"type": "array", "minItems": 1, "items": {"anyOf": self._call_schemas()},
+                **({} if self.parallel else {"maxItems": 1})}
+
+    def _call_schemas(self) -> list[dict]:
+        """The JSON schema of a call to each tool: {"name": its name, "arguments": what its parameters allow}."""
+        return [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
+                 "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
 
     def grammar(self) -> str | None:
         """The Lark grammar (llguidance's) an "auto" answer is held to: free text, in which `<tool_call>` begins a call
         that must name a tool and hold its arguments (one call at most unless `parallel`); None: another choice."""
         if self.choice != "auto":
             return None
-        calls = [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
-                  "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
-        call = {"anyOf": calls, "x-guidance": HERMES_LAYOUT}
+        call = {"anyOf": self._call_schemas(), "x-guidance": HERMES_LAYOUT}
         return "\n".join([
             "%llguidance {}",
             f"start: call{'*' if self.parallel else '?'} TAIL",
