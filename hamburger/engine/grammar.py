@@ -31,27 +31,27 @@ def compile_schema(schema) -> str:
 
     if not isinstance(schema, dict):
         raise HamburgerError(f"a JSON schema must be a JSON object, got {type(schema).__name__}")
-    try:
-        grammar = LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=LAYOUT)
-    except (ValueError, TypeError) as e:
-        raise HamburgerError(f"unusable JSON schema: {e}") from e
-    error = LLMatcher.validate_grammar(grammar)
-    if error:
-        raise HamburgerError(f"unusable JSON schema: {error}")
-    return grammar
+    return _checked(lambda: LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults=LAYOUT), "JSON schema")
 
 
 def compile_lark(text: str) -> str:
     """An llguidance grammar for a Lark grammar in llguidance's syntax; a clear error for one it cannot use."""
     from llguidance import LLMatcher
 
+    return _checked(lambda: LLMatcher.grammar_from_lark(text), "grammar")
+
+
+def _checked(make, what: str) -> str:
+    """The grammar ``make()`` gives, validated by llguidance; "unusable ``what``: why" where it cannot be used."""
+    from llguidance import LLMatcher
+
     try:
-        grammar = LLMatcher.grammar_from_lark(text)
+        grammar = make()
     except (ValueError, TypeError) as e:
-        raise HamburgerError(f"unusable grammar: {e}") from e
+        raise HamburgerError(f"unusable {what}: {e}") from e
     error = LLMatcher.validate_grammar(grammar)
     if error:
-        raise HamburgerError(f"unusable grammar: {error}")
+        raise HamburgerError(f"unusable {what}: {error}")
     return grammar
 
 
