@@ -60,6 +60,12 @@ def kinds(max_tokens: int, limit: int) -> list[tuple[str, int, dict]]:
         ("chat", 200, dict(path="/v1/chat/completions", content=dumps(chat), headers=JSON)),
         ("chat_unique", 200, dict(path="/v1/chat/completions", content=unique_chat, headers=JSON)),
         ("tool_call", 200, dict(path="/v1/chat/completions", content=dumps(tool), headers=JSON)),
+        ("tool_auto", 200, dict(path="/v1/chat/completions", content=dumps({**tool, "tool_choice": "auto"}),
+                                headers=JSON)),
+        ("structured_choice", 200, dict(path="/v1/completions", headers=JSON, content=dumps(
+            {**completion, "structured_outputs": {"choice": ["yes", "no", "maybe"]}}))),
+        ("structured_bad_regex", 400, dict(path="/v1/completions", headers=JSON, content=dumps(
+            {**completion, "guided_regex": "("}))),
         ("response_stream", 200, dict(path="/v1/responses", headers=JSON, content=dumps(
             {"input": "Say something about lakes.", "max_output_tokens": max_tokens, "stream": True}))),
         ("tool_unknown", 400, dict(path="/v1/chat/completions", headers=JSON, content=dumps(
