@@ -1,6 +1,6 @@
 """Soak test of `hamburger serve`: a bounded mix of good and hostile requests from a few concurrent clients on
-kept-alive connections, for --duration seconds; the server's RSS and /health latency are sampled every
---sample s. Every answer must have the status its kind expects (200, or the OpenAI-shaped 4xx); at the end
+kept-alive connections, for --duration seconds; the server's RSS, /health latency and prompt cache bytes are sampled
+every --sample s. Every answer must have the status its kind expects (200, or the OpenAI-shaped 4xx); at the end
 one more good request must succeed and SIGTERM must drain and exit 0.
 
     python benchmarks/soak_test.py --duration 180 --out benchmarks/results/soak/results.json
@@ -139,7 +139,8 @@ async def sampler(url: str, pid: int, end: float, every: float, samples: list):
             health = (await http.get(url + "/health")).json()
             samples.append({"t_s": round(time.monotonic() - start, 1), "rss_mb": round(proc.memory_info().rss / 2**20, 1),
                             "health_ms": round(1000 * (time.perf_counter() - t), 1), "running": health["running"],
-                            "waiting": health["waiting"]})
+                            "waiting": health["waiting"], "prompt_cache_mb": round(sum(
+                                c["bytes"] for c in health.get("prompt_cache", {}).values()) / 2**20, 1)})
             await asyncio.sleep(every)
 
 
