@@ -3,8 +3,9 @@ it), answered on the chat completions path: a request becomes a chat request (`t
 and its answer is written back as a response object (`response_body`) or as the Responses stream's typed events
 (`ResponseEvents`).
 
-Taken: `input` (a string, or a list of messages, function calls and function call outputs), `instructions` (a system
-message first), `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function tools), `tool_choice`,
+Taken: `input` (a string, or a list of messages, function and custom tool calls and their outputs), `instructions` (a
+system message first), `max_output_tokens`, `temperature`, `top_p`, `stream`, `tools` (function and custom tools),
+`tool_choice` (its names, "custom" and "allowed_tools" too),
 `parallel_tool_calls`, `text.format` (text, json_object, json_schema), `top_logprobs` and `include`'s
 "message.output_text.logprobs" (the text's tokens' log-probabilities, as chat's), `metadata`, `user`, and this
 server's chat extensions (`confidence`, `mode`, `top_k`, `seed`, `stop`, penalties, ...). With `store` (the default) a
@@ -35,6 +36,10 @@ LOGPROBS = "message.output_text.logprobs"  # the `include` entry that asks for t
 CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
              "functions", "function_call"}  # chat's names for what this API names otherwise, or has not
 SSE_EVENT = "event: {type}\ndata: {data}\n\n"
+PAYLOAD = {"function": "arguments", "custom": "input"}  # what a call of each kind carries
+DELTA_EVENT = {"function": "function_call_arguments", "custom": "custom_tool_call_input"}  # (its stream events)
+TOOL_FIELDS = {"function": ("name", "description", "parameters", "strict"),
+               "custom": ("name", "description", "format")}  # what chat takes of each tool
 
 
 def new_id(prefix: str) -> str:
@@ -94,9 +99,7 @@ def to_chat(raw: bytes, store: ResponseStore | None = None) -> Translation:
         chat["tools"] = [_tool(t, i) for i, t in enumerate(body["tools"])] if isinstance(body["tools"], list) else \
             body["tools"]
     if body.get("tool_choice") is not None:
-        choice = body["tool_choice"]
-        named = isinstance(choice, dict) and choice.get("type") == "function" and "name" in choice
-        chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}} if named else choice
+        chat["tool_choice"] = _choice(body["tool_choice"])
     text_format = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
     if text_format is not None:
         chat["response_format"] = _format(text_format)
@@ -150,19 +153,21 @@ def _messages(given, instructions, earlier: list[dict]) -> tuple[list[dict], lis
         kind = item.get("type", "message") if isinstance(item, dict) else None
         if kind == "message":
             out.append({"role": item.get("role"), "content": _text(item.get("content"), i)})
-        elif kind == "function_call":
-            call = {"id": _field(item, "call_id", i), "type": "function",
-                    "function": {"name": _field(item, "name", i), "arguments": _field(item, "arguments", i)}}
+        elif kind in ("function_call", "custom_tool_call"):
+            payload = "arguments" if kind == "function_call" else "input"
+            call_type = "function" if kind == "function_call" else "custom"
+            call = {"id": _field(item, "call_id", i), "type": call_type,
+                    call_type: {"name": _field(item, "name", i), payload: _field(item, payload, i)}}
             if out and out[-1]["role"] == "assistant":  # (an answer's text and calls are one message)
                 out[-1].setdefault("tool_calls", []).append(call)
                 continue
             out.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             out.append({"role": "tool", "tool_call_id": _field(item, "call_id", i),
                         "content": _text(item.get("output"), i, "output")})
         else:
-            raise bad(f"input[{i}] must be a message, a function_call or a function_call_output item", f"input[{i}]",
-                      "unsupported_parameter")
+            raise bad(f"input[{i}] must be a message, a function_call, a custom_tool_call or their output item",
+                      f"input[{i}]", "unsupported_parameter")
         origins.append(f"input[{i}]")
     return out, origins
 
@@ -185,11 +190,29 @@ def _text(content, i: int, key: str = "content") -> str:
 
 
 def _tool(tool, i: int) -> dict:
-    if not isinstance(tool, dict) or tool.get("type") != "function":
-        raise bad(f"tools[{i}] must be a function tool (this server calls no built-in tools)", "tools",
+    """A Responses tool (its fields beside its type) as chat's (its fields under its type)."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    if kind not in TOOL_FIELDS:
+        raise bad(f"tools[{i}] must be a function or a custom tool (this server calls no built-in tools)", "tools",
                   "unsupported_parameter")
-    return {"type": "function", "function": {k: tool[k] for k in ("name", "description", "parameters", "strict")
-                                             if tool.get(k) is not None}}
+    spec = {k: tool[k] for k in TOOL_FIELDS[kind] if tool.get(k) is not None}
+    fmt = spec.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar":  # (its grammar's fields beside its type, as chat's not)
+        spec["format"] = {"type": "grammar", "grammar": {k: v for k, v in fmt.items() if k != "type"}}
+    return {"type": kind, kind: spec}
+
+
+def _choice(choice):
+    """A Responses `tool_choice` as chat's: a named tool's name under its type, and so the allowed tools'."""
+    def named(ref):
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        return {"type": kind, kind: {"name": ref["name"]}} if kind in TOOL_FIELDS and "name" in ref else ref
+
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        tools = choice.get("tools")
+        return {"type": "allowed_tools", "allowed_tools": {
+            "mode": choice.get("mode"), "tools": [named(t) for t in tools] if isinstance(tools, list) else tools}}
+    return named(choice)
 
 
 def _format(fmt) -> dict:
@@ -235,6 +258,10 @@ def message_item(text: str, status: str = "completed", logprobs: list | None = N
 
 
 def call_item(call: dict, status: str = "completed") -> dict:
+    """The output item of a chat call: a function_call, or a custom_tool_call (which has no status)."""
+    if call.get("type") == "custom":
+        return {"type": "custom_tool_call", "id": new_id("ctc"), "call_id": call["id"],
+                "name": call["custom"]["name"], "input": call["custom"]["input"]}
     return {"type": "function_call", "id": new_id("fc"), "call_id": call["id"], "name": call["function"]["name"],
             "arguments": call["function"]["arguments"], "status": status}
 
@@ -243,8 +270,9 @@ def answer_message(output: list[dict]) -> dict:
     """A response's output items as the assistant's chat message (what a request that goes on from it reads)."""
     text = "".join(part["text"] for item in output if item["type"] == "message" for part in item["content"])
     calls = [{"id": item["call_id"], "type": "function",
-              "function": {"name": item["name"], "arguments": item["arguments"]}}
-             for item in output if item["type"] == "function_call"]
+              "function": {"name": item["name"], "arguments": item["arguments"]}} if item["type"] == "function_call"
+             else {"id": item["call_id"], "type": "custom", "custom": {"name": item["name"], "input": item["input"]}}
+             for item in output if item["type"] in ("function_call", "custom_tool_call")]
     return {"role": "assistant", "content": text or (None if calls else ""), **({"tool_calls": calls} if calls else {})}
 
 
@@ -271,7 +299,8 @@ class ResponseEvents:
     """A streamed chat answer's payloads (its chunks, its usage chunk, "[DONE]", or an error body) -> the Responses
     stream's events, each numbered: response.created and .in_progress; for text a message item (output_item.added,
     content_part.added, output_text.delta..., then output_text.done, content_part.done, output_item.done); for each
-    call a function_call item (output_item.added, function_call_arguments.delta..., .done, output_item.done); then
+    call a function_call item (output_item.added, function_call_arguments.delta..., .done, output_item.done), or a
+    custom_tool_call item (its custom_tool_call_input.delta... and .done); then
     response.completed, or response.incomplete at the token limit; an error event where the answer failed."""
 
     def __init__(self, model: str, asked: Translation, store: ResponseStore | None = None):
@@ -330,18 +359,22 @@ class ResponseEvents:
                                   content_index=0, delta=text, logprobs=logprobs)]
 
     def _call(self, call: dict) -> list[dict]:
-        out, arguments = [], (call.get("function") or {}).get("arguments") or ""
+        out = []
         if call["index"] not in self.calls:
             out += self._close()
-            self.items.append(call_item({"id": call["id"], "function": {**call["function"], "arguments": ""}},
+            kind = call.get("type", "function")
+            self.items.append(call_item({"id": call["id"], "type": kind, kind: {**call[kind], PAYLOAD[kind]: ""}},
                                         "in_progress"))
             self.open = self.calls[call["index"]] = len(self.items) - 1
             out.append(self._event("response.output_item.added", output_index=self.open, item=self.items[-1]))
         at = self.calls[call["index"]]
-        if arguments:
-            self.items[at]["arguments"] += arguments
-            out.append(self._event("response.function_call_arguments.delta", output_index=at,
-                                   item_id=self.items[at]["id"], delta=arguments))
+        item = self.items[at]
+        kind = "custom" if item["type"] == "custom_tool_call" else "function"
+        delta = (call.get(kind) or {}).get(PAYLOAD[kind]) or ""
+        if delta:
+            item[PAYLOAD[kind]] += delta
+            out.append(self._event(f"response.{DELTA_EVENT[kind]}.delta", output_index=at, item_id=item["id"],
+                                   delta=delta))
         return out
 
     def _close(self) -> list[dict]:
@@ -349,7 +382,8 @@ class ResponseEvents:
         if self.open is None:
             return []
         at, item, self.open = self.open, self.items[self.open], None
-        item["status"] = "incomplete" if self.finish == "length" else "completed"
+        if "status" in item:
+            item["status"] = "incomplete" if self.finish == "length" else "completed"
         if item["type"] == "message":
             part = item["content"][0]
             part["logprobs"] += self.logprobs
@@ -358,6 +392,9 @@ class ResponseEvents:
                                text=part["text"], logprobs=part["logprobs"]),
                    self._event("response.content_part.done", output_index=at, item_id=item["id"], content_index=0,
                                part=part)]
+        elif item["type"] == "custom_tool_call":
+            out = [self._event("response.custom_tool_call_input.done", output_index=at, item_id=item["id"],
+                               input=item["input"])]
         else:
             out = [self._event("response.function_call_arguments.done", output_index=at, item_id=item["id"],
                                arguments=item["arguments"])]
@@ -366,7 +403,8 @@ class ResponseEvents:
     def _end(self) -> list[dict]:
         status = "incomplete" if self.finish == "length" else "completed"
         for item in self.items:
-            item["status"] = status
+            if "status" in item:
+                item["status"] = status
         final = kept(self.store, self.asked, response_object(self.rid, self.model, self.asked, self.items, status,
                                                              self.usage))
         return [self._event(f"response.{status}", response=final)]

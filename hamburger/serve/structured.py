@@ -52,16 +52,15 @@ def parse_structured(body: dict) -> tuple[dict | None, str | None]:
             schema = json.loads(value) if isinstance(value, str) else value
             compile_schema(schema)
             return schema, None
-        grammar = _lark(kind, value)
+        grammar = lark_of(kind, value)
         compile_lark(grammar)
         return None, grammar
     except (HamburgerError, ValueError) as e:
         raise StructuredError(f"{param} ({kind}): {e}", param) from e
 
 
-def _lark(kind: str, value) -> str:
+def lark_of(kind: str, value) -> str:
     """The Lark grammar of a regex, a choice or a grammar (Lark or GBNF)."""
-    from llguidance import regex_to_lark
     from llguidance.gbnf_to_lark import any_to_lark
 
     if kind == "choice":
@@ -71,8 +70,15 @@ def _lark(kind: str, value) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"a {kind} is a non-empty string")
     if kind == "regex":
-        return f"start: /{regex_to_lark(value)}/"
+        return f"start: {regex_term(value)}"
     try:
         return any_to_lark(value)
     except Exception as e:  # (its converter raises whatever its parser meets)
         raise ValueError(f"neither Lark nor GBNF: {e}") from e
+
+
+def regex_term(pattern: str) -> str:
+    """A regex as a Lark regex literal (llguidance's)."""
+    from llguidance import regex_to_lark
+
+    return f"/{regex_to_lark(pattern)}/"

@@ -1,5 +1,6 @@
-"""Function calling: OpenAI's `tools`, `tool_choice` and `parallel_tool_calls`, and a conversation's earlier calls (an
-assistant message's `tool_calls`, a `tool` message's result).
+"""Tool calling: OpenAI's `tools` (functions, and custom tools that take text), `tool_choice` and
+`parallel_tool_calls`, and a conversation's earlier calls (an assistant message's `tool_calls`, a `tool` message's
+result).
 
 What an answer is, by `tool_choice`:
 - "none" (the default without tools): text; the tools are not shown to the model.
@@ -7,13 +8,19 @@ What an answer is, by `tool_choice`:
   its parameters' JSON schema (`engine/grammar.py`), as OpenAI's strict mode holds them.
 - "required": one or more calls, the answer held to a JSON array of {"name": ..., "arguments": {...}} objects (one at
   most with `parallel_tool_calls` false, and where the template does not render tools: such a model, never taught to
-  call, repeats a call until its token limit when it may make several).
+  call, repeats a call until its token limit when it may make several); with custom tools, see "auto".
+- a named custom tool ({"type": "custom", "custom": {"name": ...}}): its input, held to the tool's grammar (its
+  `format`: Lark or a regex) or free text.
 - "auto" (the default with tools): the model chooses. Its text is free until it writes `<tool_call>`: from there the
   answer is held (a grammar, `Tools.grammar`) to `{"name": ..., "arguments": {...}}` naming a tool, with arguments
   valid under its schema, laid out as the templates show it, then `</tool_call>`; then text again, or another call
   where several are allowed. Each such call is a call, the rest is the message's content. This is the Hermes
   convention, which the chat templates of Qwen2.5, Qwen3, Hermes and SmolLM3 teach; a model that never learned to call
-  writes text, and the answer holds no call.
+  writes text, and the answer holds no call. A custom tool's call is `{"name": ...}`, a newline, then its input as it
+  is (no JSON to escape it, which is why custom tools exist), held to its grammar, up to `</tool_call>`; with custom
+  tools among those that may be called, "required" is such calls alone, one after another.
+- `{"type": "allowed_tools", "allowed_tools": {"mode": "auto" or "required", "tools": [...]}}`: that mode, with calls
+  to the tools named there only (all are shown to the model).
 
 The tools reach the model through the chat template's `tools` where the template renders them. A template that
 ignores them (SmolLM2's) gets them in the system message, with the convention above, and earlier calls and results
@@ -29,14 +36,16 @@ import uuid
 import weakref
 from dataclasses import dataclass, field
 
-from hamburger.engine.grammar import compile_schema
+from hamburger.engine.grammar import compile_lark, compile_schema
 from hamburger.errors import HamburgerError
+from hamburger.serve.structured import lark_of, regex_term
 
 MAX_TOOLS = 128  # as OpenAI allows
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-CALL = re.compile(re.escape(OPEN) + r"\s*(.*?)\s*(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
+CALL = re.compile(re.escape(OPEN) + r"(.*?)(" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)  # (a call's body; closed?)
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}  # a function without parameters
+SYNTAX = {"lark": "Lark grammar", "regex": "regular expression"}  # (a custom tool's `format`)
 HERMES_LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}  # (Python's json.dumps)
 _TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> what its template does
 
@@ -63,63 +72,132 @@ class Function:
 
 
 @dataclass(frozen=True)
-class Tools:
-    """A request's tools and ``choice``: "auto", "required" or a tool's name ("none" is no `Tools`)."""
+class Custom:
+    """A custom tool: its input is text, free (``syntax`` None) or held to a grammar (``syntax`` "lark" or "regex",
+    its ``definition``: the tool's `format`)."""
 
-    functions: tuple[Function, ...]
+    name: str
+    description: str | None
+    syntax: str | None = None
+    definition: str = ""
+
+    @property
+    def lark(self) -> str | None:
+        """The Lark grammar (llguidance's) of the input as a whole (None: free text)."""
+        return None if self.syntax is None else lark_of("regex" if self.syntax == "regex" else "grammar",
+                                                         self.definition)
+
+    def spec(self) -> dict:
+        """The tool as the chat templates' `tools` (which know functions only) and the system note show it: a function
+        whose description says how its call is written."""
+        how = (f"A custom tool: its input is text, not JSON. Call it as {OPEN}{_header(self.name)}, a new line, "
+               f"then the input, then {CLOSE}.")
+        if self.syntax is not None:
+            how += f" The input follows this {SYNTAX[self.syntax]}: {self.definition}"
+        description = f"{self.description} {how}" if self.description else how
+        return {"type": "function", "function": {"name": self.name, "description": description,
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+    def body(self, k: int) -> list[str]:
+        """The Lark rules of a call to this tool (rule `custom{k}`) after `<tool_call>`: `{"name": ...}`, a newline,
+        then the input, held to its grammar, up to `</tool_call>`. Free text and a regex end at the first marker
+        (lazily: a greedy one might never end); a Lark grammar's ends where its last lexeme does."""
+        header = {"type": "object", "properties": {"name": {"const": self.name}}, "required": ["name"],
+                  "additionalProperties": False, "x-guidance": HERMES_LAYOUT}
+        first = f"custom{k}: %json {json.dumps(header)} \"\\n\" "
+        if self.syntax == "lark":
+            return [first + f"%lark {{\n{self.lark}\n}} {json.dumps(CLOSE)}"]
+        text = "TEXT" if self.syntax is None else regex_term(self.definition)
+        return [first + f"input{k}", f"input{k}[lazy]: {text} {json.dumps(CLOSE)}"]
+
+
+@dataclass(frozen=True)
+class Tools:
+    """A request's tools (``listed``, all shown to the model) and ``choice``: "auto", "required" or a tool's name
+    ("none" is no `Tools`); ``allowed``: the names a call may name (None: all)."""
+
+    listed: tuple[Function | Custom, ...]
     choice: str
     parallel: bool = True
+    allowed: frozenset[str] | None = None
 
     @property
     def named(self) -> bool:
-        """The choice is a function's name: the answer is its arguments."""
+        """The choice is a tool's name: the answer is its arguments (a function's) or its input (a custom tool's)."""
         return self.choice not in ("auto", "required")
 
-    def function(self, name: str) -> Function | None:
-        return next((f for f in self.functions if f.name == name), None)
+    @property
+    def callable(self) -> tuple[Function | Custom, ...]:
+        return tuple(t for t in self.listed if self.allowed is None or t.name in self.allowed)
+
+    @property
+    def hermes(self) -> bool:
+        """The answer's calls are written as `<tool_call>` blocks (`grammar`), not a JSON array (`schema`)."""
+        return self.choice == "auto" or (self.choice == "required" and
+                                         any(isinstance(t, Custom) for t in self.callable))
+
+    def tool(self, name: str) -> Function | Custom | None:
+        return next((t for t in self.listed if t.name == name), None)
 
     def schema(self) -> dict | None:
-        """The JSON schema the answer is held to (None: free text, "auto")."""
-        if self.choice == "auto":
+        """The JSON schema the answer is held to (None: `grammar`, or free text)."""
+        if self.named:
+            named = self.tool(self.choice)
+            return named.parameters if isinstance(named, Function) else None
+        if self.hermes:
             return None
-        if self.choice != "required":
-            return self.function(self.choice).parameters
         return {"type": "array", "minItems": 1, "items": {"anyOf": self._call_schemas()},
                 **({} if self.parallel else {"maxItems": 1})}
 
     def _call_schemas(self) -> list[dict]:
-        """The JSON schema of a call to each tool: {"name": its name, "arguments": what its parameters allow}."""
+        """The JSON schema of a call to each function that may be called: {"name": its name, "arguments": what its
+        parameters allow}."""
         return [{"type": "object", "properties": {"name": {"const": f.name}, "arguments": f.parameters},
-                 "required": ["name", "arguments"], "additionalProperties": False} for f in self.functions]
+                 "required": ["name", "arguments"], "additionalProperties": False}
+                for f in self.callable if isinstance(f, Function)]
 
     def grammar(self) -> str | None:
-        """The Lark grammar (llguidance's) an "auto" answer is held to: free text, in which `<tool_call>` begins a call
-        that must name a tool and hold its arguments (one call at most unless `parallel`); None: another choice."""
-        if self.choice != "auto":
+        """The Lark grammar (llguidance's) the answer is held to; None: `schema`, or free text. A named custom tool's:
+        its input's. "auto": free text, in which `<tool_call>` begins a call that must name a tool and hold its
+        arguments or input (one call at most unless `parallel`); "required" with custom tools: such calls alone."""
+        if self.named:
+            named = self.tool(self.choice)
+            return named.lark if isinstance(named, Custom) else None
+        if not self.hermes:
             return None
-        call = {"anyOf": self._call_schemas(), "x-guidance": HERMES_LAYOUT}
-        return "\n".join([
-            "%llguidance {}",
-            f"start: call{'*' if self.parallel else '?'} TAIL",
-            "TEXT: /(?s:.*)/",
-            f"TAIL: /(?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/",  # (after the calls: text that begins no call)
-            f"head[lazy]: TEXT {json.dumps(OPEN)}",  # (text up to the first marker)
-            f'call: head "\\n"? %json {json.dumps(call)} "\\n"? {json.dumps(CLOSE)}'])
+        many = ("*" if self.parallel else "?") if self.choice == "auto" else ("+" if self.parallel else "")
+        calls, bodies, rules = self._call_schemas(), [], []
+        if calls:
+            bodies.append("functions")
+            rules.append(f"functions: %json {json.dumps({'anyOf': calls, 'x-guidance': HERMES_LAYOUT})} "
+                         f"\"\\n\"? {json.dumps(CLOSE)}")
+        for k, tool in enumerate(t for t in self.callable if isinstance(t, Custom)):
+            bodies.append(f"custom{k}")
+            rules += tool.body(k)
+        if self.choice == "auto":
+            lines = [f"start: call{many} TAIL",
+                     f"TAIL: /(?s:.*)/ & ~/(?s:.*){OPEN}(?s:.*)/",  # (after the calls: text that begins no call)
+                     f"head[lazy]: TEXT {json.dumps(OPEN)}"]  # (text up to a call's marker)
+        else:  # (calls alone, a newline between two)
+            lines = [f"start: call{many}", f'head: "\\n"? {json.dumps(OPEN)}']
+        return "\n".join(["%llguidance {}", *lines, "TEXT: /(?s:.*)/", f'call: head "\\n"? ({" | ".join(bodies)})',
+                          *rules])
 
     def calls(self, text: str) -> tuple[str | None, list[dict]]:
         """An answer's text -> (the message's content, its calls in OpenAI's shape); an answer that is not whole
         calls (cut by its token limit) is content."""
-        if self.named:  # the text is the function's arguments, whole or cut
-            return None, [call(self.choice, text)]
-        if self.choice == "required":
+        if self.named:  # the text is the function's arguments, or the custom tool's input, whole or cut
+            return None, [call(self.tool(self.choice), text)]
+        if not self.hermes:
+            names = {t.name: t for t in self.callable}
             try:
-                found = [call(c["name"], compact(c["arguments"])) for c in json.loads(text)]
-            except (ValueError, TypeError, KeyError):
+                found = [call(names[c["name"]], compact(c["arguments"])) for c in json.loads(text)]
+            except (ValueError, TypeError, KeyError, AttributeError):
                 found = []
             return (None, found) if found else (text, [])
         found, kept, at = [], [], 0
         for match in CALL.finditer(text):
-            one = self._hermes_call(match.group(1))
+            one = self._hermes_call(match.group(1), closed=bool(match.group(2)))
             if one is not None:
                 found.append(one)
                 kept.append(text[at:match.start()])
@@ -129,21 +207,35 @@ class Tools:
         content = "".join(kept) + text[at:]
         return content if content.strip() else None, found
 
-    def _hermes_call(self, body: str) -> dict | None:
+    def _hermes_call(self, body: str, closed: bool) -> dict | None:
+        """The call a `<tool_call>` block's ``body`` holds (None: none): a function's JSON, or a custom tool's header
+        and input (only where ``closed``: a cut input is no input)."""
+        names = {t.name: t for t in self.callable}
         try:
             value = json.loads(body)
         except ValueError:
+            value = None
+        if isinstance(value, dict) and isinstance(names.get(value.get("name")), Function):
+            arguments = value.get("arguments", value.get("parameters", {}))
+            return call(names[value["name"]], compact(arguments)) if isinstance(arguments, dict) else None
+        start = len(body) - len(body.lstrip("\n"))
+        try:
+            header, end = json.JSONDecoder().raw_decode(body, start)
+        except ValueError:
             return None
-        if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not self.function(value["name"]):
+        tool = names.get(header.get("name")) if isinstance(header, dict) and header.keys() == {"name"} else None
+        if not isinstance(tool, Custom) or not closed or not body.startswith("\n", end):
             return None
-        arguments = value.get("arguments", value.get("parameters", {}))
-        return call(value["name"], compact(arguments)) if isinstance(arguments, dict) else None
+        return call(tool, body[end + 1:])
 
     def system_note(self) -> str:
         """What a chat template that ignores tools gets in the system message."""
-        listed = "\n".join(json.dumps(f.spec(), ensure_ascii=False) for f in self.functions)
+        listed = "\n".join(json.dumps(t.spec(), ensure_ascii=False) for t in self.listed)
+        custom = any(isinstance(t, Custom) for t in self.listed)
         return (f"You can call functions. To call one, write {OPEN}{{\"name\": <its name>, \"arguments\": <its "
-                f"arguments as a JSON object>}}{CLOSE}. The functions:\n<tools>\n{listed}\n</tools>")
+                f"arguments as a JSON object>}}{CLOSE}" + (f"; a custom tool, {OPEN}{{\"name\": <its name>}}, a new "
+                                                         f"line, then its input as text, then {CLOSE}" if custom else "")
+                + f". The functions:\n<tools>\n{listed}\n</tools>")
 
 
 def compact(value) -> str:
@@ -151,13 +243,28 @@ def compact(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def call(name: str, arguments: str) -> dict:
-    """One call in OpenAI's shape (its id made here)."""
-    return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-            "function": {"name": name, "arguments": arguments}}
+def call(tool: Function | Custom, payload: str) -> dict:
+    """One call in OpenAI's shape (its id made here): a function's arguments (JSON text), or a custom tool's input."""
+    if isinstance(tool, Custom):
+        return {"id": _call_id(), "type": "custom", "custom": {"name": tool.name, "input": payload}}
+    return {"id": _call_id(), "type": "function", "function": {"name": tool.name, "arguments": payload}}
+
+
+def _call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def _header(name: str) -> str:
+    """A custom tool's call's first line, as its grammar holds it (`HERMES_LAYOUT`)."""
+    return json.dumps({"name": name}, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------------------------ the request
+CHOICES = ("\"none\", \"auto\", \"required\", {\"type\": \"function\", \"function\": {\"name\": ...}}, {\"type\": "
+           "\"custom\", \"custom\": {\"name\": ...}} or {\"type\": \"allowed_tools\", \"allowed_tools\": {\"mode\": "
+           "\"auto\" or \"required\", \"tools\": [...]}}")
+
+
 def parse_tools(body: dict) -> Tools | None:
     """A chat request's `tools`, `tool_choice` and `parallel_tool_calls` -> `Tools` (None: answer in text)."""
     tools, choice = body.get("tools") or [], body.get("tool_choice")
@@ -166,48 +273,88 @@ def parse_tools(body: dict) -> Tools | None:
         raise ToolsError(f"'parallel_tool_calls' must be a boolean, got {parallel!r}", "parallel_tool_calls")
     if not isinstance(tools, list) or len(tools) > MAX_TOOLS:
         raise ToolsError(f"'tools' must be a list of at most {MAX_TOOLS} tools", "tools")
-    functions = tuple(_function(t, i) for i, t in enumerate(tools))
-    if len({f.name for f in functions}) < len(functions):
-        raise ToolsError("'tools' names a function twice", "tools")
-    for i, f in enumerate(functions):
-        try:
-            compile_schema(f.parameters)
-        except HamburgerError as e:
-            raise ToolsError(f"tools[{i}].function.parameters: {e}", "tools") from e
-    name = _choice(choice, functions)
-    if name == "none" or (name == "auto" and not functions):
+    listed = tuple(_tool(t, i) for i, t in enumerate(tools))
+    if len({t.name for t in listed}) < len(listed):
+        raise ToolsError("'tools' names a tool twice", "tools")
+    name, allowed = _choice(choice, listed)
+    if name == "none" or (name == "auto" and not listed):
         return None
-    return Tools(functions, name, parallel)
+    return Tools(listed, name, parallel, allowed)
 
 
-def _function(tool, i: int) -> Function:
-    spec = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+def _tool(tool, i: int) -> Function | Custom:
+    """``tools[i]``: a function, or a custom tool; each checked, its schema or grammar compiled once here."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    spec = tool.get(kind) if kind in ("function", "custom") else None
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not NAME.fullmatch(spec["name"]):
-        raise ToolsError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} with a name "
-                         "of 1-64 letters, digits, '_' or '-'", "tools")
-    description, parameters = spec.get("description"), spec.get("parameters", NO_PARAMETERS)
+        raise ToolsError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} or "
+                         "{\"type\": \"custom\", \"custom\": {\"name\": ...}} with a name of 1-64 letters, digits, '_' "
+                         "or '-'", "tools")
+    description = spec.get("description")
     if description is not None and not isinstance(description, str):
-        raise ToolsError(f"tools[{i}].function.description must be a string", "tools")
+        raise ToolsError(f"tools[{i}].{kind}.description must be a string", "tools")
+    if kind == "custom":
+        return _custom(spec, description, i)
+    parameters = spec.get("parameters", NO_PARAMETERS)
     if not isinstance(parameters, dict):
         raise ToolsError(f"tools[{i}].function.parameters must be a JSON schema (an object)", "tools")
+    try:
+        compile_schema(parameters or NO_PARAMETERS)
+    except HamburgerError as e:
+        raise ToolsError(f"tools[{i}].function.parameters: {e}", "tools") from e
     return Function(spec["name"], description, parameters or NO_PARAMETERS)
 
 
-def _choice(choice, functions: tuple[Function, ...]) -> str:
-    """`tool_choice` -> "none", "auto", "required" or a tool's name."""
+def _custom(spec: dict, description: str | None, i: int) -> Custom:
+    """A custom tool, its `format` free text ({"type": "text"}, the default) or a grammar ({"type": "grammar",
+    "grammar": {"syntax": "lark" or "regex", "definition": ...}})."""
+    fmt = spec.get("format") or {"type": "text"}
+    grammar = fmt.get("grammar") if isinstance(fmt, dict) else None
+    if isinstance(fmt, dict) and fmt.get("type") == "text":
+        return Custom(spec["name"], description)
+    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or not isinstance(grammar, dict) or \
+            grammar.get("syntax") not in SYNTAX:
+        raise ToolsError(f"tools[{i}].custom.format must be {{\"type\": \"text\"}} or {{\"type\": \"grammar\", "
+                         "\"grammar\": {\"syntax\": \"lark\" or \"regex\", \"definition\": ...}}", "tools")
+    try:
+        tool = Custom(spec["name"], description, grammar["syntax"], grammar.get("definition"))
+        compile_lark(tool.lark)
+    except (HamburgerError, ValueError) as e:
+        raise ToolsError(f"tools[{i}].custom.format: {e}", "tools") from e
+    return tool
+
+
+def _choice(choice, listed: tuple[Function | Custom, ...]) -> tuple[str, frozenset[str] | None]:
+    """`tool_choice` -> ("none", "auto", "required" or a tool's name; the names a call may name, None: all)."""
     if choice is None:
-        return "auto" if functions else "none"
+        return ("auto" if listed else "none"), None
     if choice in ("none", "auto", "required"):
-        if choice == "required" and not functions:
+        if choice == "required" and not listed:
             raise ToolsError("'tool_choice' \"required\" needs 'tools'", "tool_choice")
-        return choice
-    name = choice.get("function", {}).get("name") if isinstance(choice, dict) and choice.get("type") == "function" \
-        else None
+        return choice, None
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "allowed_tools":
+        spec = choice.get("allowed_tools")
+        refs = spec.get("tools") if isinstance(spec, dict) else None
+        if not isinstance(refs, list) or not refs or spec.get("mode") not in ("auto", "required"):
+            raise ToolsError(f"'tool_choice' must be {CHOICES}, with one tool or more", "tool_choice")
+        return spec["mode"], frozenset(_named(ref, listed) for ref in refs)
+    return _named(choice, listed), None
+
+
+def _named(ref, listed: tuple[Function | Custom, ...]) -> str:
+    """The name of a tool ``ref`` names ({"type": "function" or "custom", <its type>: {"name": ...}}), among
+    ``listed``."""
+    kind = ref.get("type") if isinstance(ref, dict) else None
+    name = ref.get(kind).get("name") if kind in ("function", "custom") and isinstance(ref.get(kind), dict) else None
     if not isinstance(name, str):
-        raise ToolsError("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                         "\"function\": {\"name\": ...}}", "tool_choice")
-    if name not in {f.name for f in functions}:
+        raise ToolsError(f"'tool_choice' must be {CHOICES}", "tool_choice")
+    tool = next((t for t in listed if t.name == name), None)
+    if tool is None:
         raise ToolsError(f"'tool_choice' names {name!r}, which is not among 'tools'", "tool_choice")
+    if (kind == "custom") != isinstance(tool, Custom):
+        raise ToolsError(f"'tool_choice' names {name!r} as a {kind} tool; 'tools' lists it as another kind",
+                         "tool_choice")
     return name
 
 
@@ -248,7 +395,7 @@ class Conversation:
 
     messages: list[dict]
     tools: list[dict] | None = None
-    names: dict = field(default_factory=dict)  # call id -> function name (a result's `name`)
+    names: dict = field(default_factory=dict)  # call id -> tool name (a result's `name`)
 
     @classmethod
     def of(cls, messages: list[dict], tools: Tools | None, tokenizer) -> "Conversation":
@@ -257,7 +404,7 @@ class Conversation:
         alternate take it), and the tools' note goes in the system message, or before the first message's text where
         the template takes none."""
         native = renders_tools(tokenizer)
-        out = cls([], [f.spec() for f in tools.functions] if tools and native else None)
+        out = cls([], [t.spec() for t in tools.listed] if tools and native else None)
         for i, m in enumerate(messages):
             message = out._message(m, i, native)
             if not native and m["role"] == "tool" and i and messages[i - 1]["role"] == "tool":
@@ -290,33 +437,46 @@ class Conversation:
             raise ToolsError(f"messages[{i}].tool_calls must be a list, in an assistant's message",
                              f"messages[{i}].tool_calls")
         parsed = [_earlier_call(c, i) for c in calls]
-        self.names.update((c["id"], c["function"]["name"]) for c in parsed)
-        if native:
-            return {"role": "assistant", "content": content or "", "tool_calls": parsed}
-        text = "".join(f"{OPEN}{json.dumps({'name': c['function']['name'], 'arguments': c['function']['arguments']})}"
-                       f"{CLOSE}" for c in parsed)
-        return {"role": "assistant", "content": (content or "") + text}
+        self.names.update((c["id"], c[c["type"]]["name"]) for c in parsed)
+        functions = [c for c in parsed if c["type"] == "function"] if native else []
+        text = "".join(_written(c) for c in parsed if c not in functions)  # (templates know function calls only)
+        return {"role": "assistant", "content": (content or "") + text, **({"tool_calls": functions} if functions
+                                                                             else {})}
+
+
+def _written(c: dict) -> str:
+    """An earlier call as the answer writes it (`Tools.grammar`)."""
+    if c["type"] == "custom":
+        return f"{OPEN}{_header(c['custom']['name'])}\n{c['custom']['input']}{CLOSE}"
+    return f"{OPEN}{json.dumps({'name': c['function']['name'], 'arguments': c['function']['arguments']})}{CLOSE}"
 
 
 def _earlier_call(c, i: int) -> dict:
-    """An assistant message's call, its arguments read from their JSON text (as the templates take them)."""
-    function = c.get("function") if isinstance(c, dict) else None
-    if not isinstance(function, dict) or not isinstance(function.get("name"), str) or \
-            not isinstance(function.get("arguments", "{}"), str):
+    """An assistant message's call: a function's, its arguments read from their JSON text (as the templates take
+    them), or a custom tool's."""
+    kind = c.get("type", "function") if isinstance(c, dict) else None
+    spec = c.get(kind) if kind in ("function", "custom") else None
+    payload = "input" if kind == "custom" else "arguments"
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or \
+            not isinstance(spec.get(payload, "{}" if kind == "function" else None), str):
         raise ToolsError(f"messages[{i}].tool_calls holds a call that is not {{\"id\": ..., \"type\": \"function\", "
-                         "\"function\": {\"name\": ..., \"arguments\": \"<JSON>\"}}", f"messages[{i}].tool_calls")
+                         "\"function\": {\"name\": ..., \"arguments\": \"<JSON>\"}} or {\"id\": ..., \"type\": "
+                         "\"custom\", \"custom\": {\"name\": ..., \"input\": ...}}", f"messages[{i}].tool_calls")
+    identity = c.get("id") if isinstance(c.get("id"), str) else ""
+    if kind == "custom":
+        return {"id": identity, "type": "custom", "custom": {"name": spec["name"], "input": spec["input"]}}
+    function = spec
     try:
         arguments = json.loads(function.get("arguments", "{}"))
     except ValueError:
         arguments = function["arguments"]
-    return {"id": c.get("id") if isinstance(c.get("id"), str) else "", "type": "function",
-            "function": {"name": function["name"], "arguments": arguments}}
+    return {"id": identity, "type": "function", "function": {"name": function["name"], "arguments": arguments}}
 
 
 # ------------------------------------------------------------------------------------ streaming
 @dataclass
 class CallStream:
-    """One streamed answer's text turned into deltas: a named function's arguments go out as they come; "required"
+    """One streamed answer's text turned into deltas: a named tool's arguments or input go out as they come; "required"
     holds everything back until the answer ends; "auto" sends text as content until a call may begin (`<tool_call>`
     or the start of it), then holds the rest. `close` sends what was held: content and the calls whole. The deltas
     add up to the message `Tools.calls` reads from the whole answer."""
@@ -329,12 +489,13 @@ class CallStream:
     def delta(self, text: str) -> dict:
         """The delta of the answer's next ``text``."""
         self.text += text
-        if self.tools.named:  # a named function's arguments
-            self.sent = len(self.text)
+        if self.tools.named:  # a named function's arguments, or a named custom tool's input
+            self.sent, tool = len(self.text), self.tools.tool(self.tools.choice)
             if not self.called:
                 self.called = True
-                return {"tool_calls": [{"index": 0, **call(self.tools.choice, self.text)}]}
-            return {"tool_calls": [{"index": 0, "function": {"arguments": text}}]} if text else {}
+                return {"tool_calls": [{"index": 0, **call(tool, self.text)}]}
+            payload = {"custom": {"input": text}} if isinstance(tool, Custom) else {"function": {"arguments": text}}
+            return {"tool_calls": [{"index": 0, **payload}]} if text else {}
         if self.tools.choice == "required":
             return {}
         start = self.text.find(OPEN, self.sent)

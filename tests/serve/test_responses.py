@@ -239,6 +239,35 @@ def test_an_answer_as_the_assistants_message():
     assert answer_message([call]) == {"role": "assistant", "content": None, "tool_calls": [
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
     assert answer_message([]) == {"role": "assistant", "content": ""}
+    custom = {"type": "custom_tool_call", "call_id": "d", "name": "g", "input": "a {b}"}
+    assert answer_message([call, custom])["tool_calls"][1] == {"id": "d", "type": "custom",
+                                                                "custom": {"name": "g", "input": "a {b}"}}
+
+
+def test_custom_and_allowed_tools_become_chats():
+    """A custom tool's fields (its grammar's beside the format's type) go under chat's "custom"; a custom tool
+    choice and the allowed tools name theirs as chat does; custom calls and their outputs are chat's."""
+    grammar = {"type": "grammar", "syntax": "regex", "definition": "[0-9]+"}
+    chat = chat_of(input=[{"role": "user", "content": "Go"},
+                          {"type": "custom_tool_call", "call_id": "c", "name": "digits", "input": "12"},
+                          {"type": "custom_tool_call_output", "call_id": "c", "output": "ok"}],
+                   tools=[{"type": "custom", "name": "digits", "description": "Digits", "format": grammar},
+                          {"type": "custom", "name": "free", "format": {"type": "text"}},
+                          {"type": "function", "name": "pick", "parameters": DIGIT}],
+                   tool_choice={"type": "allowed_tools", "mode": "required", "tools": [
+                       {"type": "custom", "name": "digits"}, {"type": "function", "name": "pick"}]})
+    assert chat["tools"][:2] == [
+        {"type": "custom", "custom": {"name": "digits", "description": "Digits", "format": {
+            "type": "grammar", "grammar": {"syntax": "regex", "definition": "[0-9]+"}}}},
+        {"type": "custom", "custom": {"name": "free", "format": {"type": "text"}}}]
+    assert chat["tool_choice"] == {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        {"type": "custom", "custom": {"name": "digits"}}, {"type": "function", "function": {"name": "pick"}}]}}
+    assert chat["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "custom", "custom": {"name": "digits", "input": "12"}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "ok"}]
+    assert chat_of(input="x", tool_choice={"type": "custom", "name": "digits"})["tool_choice"] == {
+        "type": "custom", "custom": {"name": "digits"}}
 
 
 def test_the_store_keeps_the_most_recently_used_within_its_bytes():

@@ -410,6 +410,75 @@ def test_tool_calls_through_the_official_client(server, checkpoint):
         assert error_of(e)["param"] == param
 
 
+def test_custom_tools_through_the_official_client(server, checkpoint):
+    """Custom tools (their input text held to a regex or a Lark grammar) through the official client: named, the
+    engine's answer is the call's input, streamed and not; "required" among `allowed_tools`: calls alone, each input
+    held to its tool's grammar; the Responses API's custom_tool_call items, streamed as its input's events, and a
+    call and its output read back; a malformed format is a 400."""
+    from hamburger.serve.tools import Conversation, parse_tools
+
+    client, tok = server.client(), checkpoint[2]
+    regex, lark = "[0-9]{2,4}", 'start: NUM ("+" NUM)*\nNUM: /[0-9]/'
+    tools = [{"type": "custom", "custom": {"name": "digits", "format": {
+                 "type": "grammar", "grammar": {"syntax": "regex", "definition": regex}}}},
+             {"type": "custom", "custom": {"name": "sum", "format": {
+                 "type": "grammar", "grammar": {"syntax": "lark", "definition": lark}}}}]  # (the prompt: 1 char a token)
+    messages = chat("Hi there")
+    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        {"type": "custom", "custom": {"name": "digits"}}, {"type": "custom", "custom": {"name": "sum"}}]}}
+    for choice in ({"type": "custom", "custom": {"name": "digits"}}, allowed):
+        spec = parse_tools({"tools": tools, "tool_choice": choice})
+        ref = expect(checkpoint, Conversation.of(messages, spec, tok).messages, 48, grammar=spec.grammar())
+        want = [(c["custom"]["name"], c["custom"]["input"]) for c in spec.calls(ref.text)[1]]
+        assert ref.finish_reason == "eos" and want
+        for name, given in want:
+            assert re.fullmatch(regex if name == "digits" else r"[0-9](\+[0-9])*", given), (name, given)
+        args = dict(model="ckpt", messages=messages, max_tokens=48, tools=tools, tool_choice=choice)
+        got = client.chat.completions.create(**args).choices[0]
+        assert got.finish_reason == "tool_calls" and got.message.content is None
+        assert [(c.type, c.custom.name, c.custom.input) for c in got.message.tool_calls] == \
+            [("custom", name, given) for name, given in want]
+        chunks = [c for chunk in client.chat.completions.create(**args, stream=True) for c in chunk.choices]
+        streamed = {}
+        for c in [call for choice_chunk in chunks for call in choice_chunk.delta.tool_calls or []]:
+            custom = c.model_extra["custom"]
+            entry = streamed.setdefault(c.index, ["", ""])
+            entry[0] += custom.get("name", "")
+            entry[1] += custom.get("input", "")
+        assert [tuple(e) for _, e in sorted(streamed.items())] == want and chunks[-1].finish_reason == "tool_calls"
+    # the Responses API: a custom_tool_call item, its input streamed, and a call with its output read back
+    named = {"type": "custom", "name": "digits"}
+    responses_tools = [{"type": "custom", "name": "digits", "format": {
+        "type": "grammar", "syntax": "regex", "definition": regex}}]
+    chat_call = client.chat.completions.create(model="ckpt", messages=messages, max_tokens=48, tools=tools[:1],
+                                               tool_choice={"type": "custom", "custom": {"name": "digits"}})
+    given = chat_call.choices[0].message.tool_calls[0].custom.input
+    args = dict(model="ckpt", input="Hi there", max_output_tokens=48, tools=responses_tools, tool_choice=named)
+    got = client.responses.create(**args)
+    assert [(o.type, o.name, o.input) for o in got.output] == [("custom_tool_call", "digits", given)]
+    events = list(client.responses.create(**args, stream=True))
+    assert "".join(e.delta for e in events if e.type == "response.custom_tool_call_input.delta") == given
+    assert [e.input for e in events if e.type == "response.custom_tool_call_input.done"] == [given]
+    assert [(o.type, o.input) for o in events[-1].response.output] == [("custom_tool_call", given)]
+    with client.responses.stream(**args) as stream:  # (the client's stream helper adds the events up)
+        assert [(o.type, o.input) for o in stream.get_final_response().output] == [("custom_tool_call", given)]
+    history = [{"role": "user", "content": "Hi there"},
+               {"type": "custom_tool_call", "call_id": "c", "name": "digits", "input": given},
+               {"type": "custom_tool_call_output", "call_id": "c", "output": "noted"}]
+    ref = client.chat.completions.create(model="ckpt", max_tokens=8, tools=tools[:1], messages=[
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "custom", "custom": {"name": "digits", "input": given}}]},
+        {"role": "tool", "tool_call_id": "c", "content": "noted"}])
+    got = client.responses.create(model="ckpt", input=history, max_output_tokens=8, tools=responses_tools)
+    assert got.output_text == ref.choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="ckpt", messages=messages, max_tokens=4, tools=[
+            {"type": "custom", "custom": {"name": "x", "format": {"type": "grammar", "grammar": {
+                "syntax": "lark", "definition": "start: ("}}}}])
+    assert error_of(e)["param"] == "tools" and "custom.format" in error_of(e)["message"]
+
+
 def test_the_responses_api_through_the_official_client(server, checkpoint):
     """`client.responses.create`: the engine's answer to the same messages as a response object (instructions a
     system message), streamed as typed events that add up to it; a named function's call as chat makes it, as a

@@ -46,8 +46,8 @@ def test_the_choice_and_its_defaults():
     assert tools().choice == "auto" and tools("none") is None and tools("required").choice == "required"
     named = tools({"type": "function", "function": {"name": "pick"}})
     assert named.choice == "pick" and named.parallel
-    assert [f.name for f in named.functions] == ["pick", "now"]
-    assert named.function("now").parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert [f.name for f in named.listed] == ["pick", "now"]
+    assert named.tool("now").parameters == {"type": "object", "properties": {}, "additionalProperties": False}
     assert not tools(parallel=False).parallel
 
 
@@ -110,7 +110,8 @@ def test_auto_holds_each_call_it_begins(char_tokenizer):
 
 # ------------------------------------------------------------------------------ the calls in an answer
 def named_calls(calls):
-    return [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
+    """Each call's (name, arguments), or (name, input) for a custom tool's."""
+    return [(c[c["type"]]["name"], c[c["type"]]["arguments" if c["type"] == "function" else "input"]) for c in calls]
 
 
 def test_auto_reads_hermes_calls_and_keeps_the_rest_as_content():
@@ -145,12 +146,21 @@ def test_required_and_named_calls():
     ("auto", "Plain text < with <tools"),
     ("required", '[{"name":"pick","arguments":{"n":2}}]'),
     ("pick", '{"n":7}'),
+    ("auto+custom", 'Patch: <tool_call>{"name": "patch"}\n*** a\n{b}\n</tool_call> and <tool_call>{"name": "digits"}'
+                    '\n42</tool_call>'),
+    ("required+custom", '<tool_call>{"name": "digits"}\n7</tool_call>\n<tool_call>{"name": "pick", "arguments": '
+                        '{"n": 1}}</tool_call>'),
+    ("digits", "123"),
 ])
 def test_streamed_deltas_add_up_to_the_message(choice, text):
     """However an answer's text comes in pieces, its deltas add up to the message read from the whole; no content
     goes out that may be the start of a call."""
-    spec = tools(choice if choice in ("auto", "required") else {"type": "function", "function": {"name": choice}})
+    if choice.endswith("+custom") or choice == "digits":
+        spec = custom_tools(choice.split("+")[0] if "+" in choice else {"type": "custom", "custom": {"name": choice}})
+    else:
+        spec = tools(choice if choice in ("auto", "required") else {"type": "function", "function": {"name": choice}})
     content, calls = spec.calls(text)
+    assert calls or choice == "auto"
     for cuts in ([], [1], [5, 6, 7], list(range(1, len(text)))):
         stream, deltas, at = CallStream(spec), [], 0
         for cut in cuts + [len(text)]:
@@ -163,9 +173,10 @@ def test_streamed_deltas_add_up_to_the_message(choice, text):
         got = {}
         for d in deltas:
             for c in d.get("tool_calls", []):
-                entry = got.setdefault(c["index"], {"name": "", "arguments": ""})
-                entry["name"] += c.get("function", {}).get("name", "")
-                entry["arguments"] += c.get("function", {}).get("arguments", "")
+                entry = got.setdefault(c["index"], {"name": "", "arguments": "", "type": c.get("type")})
+                part = c[entry["type"]]  # (a call's later deltas under its type's key)
+                entry["name"] += part.get("name", "")
+                entry["arguments"] += part.get("arguments", part.get("input", ""))
         assert [(e["name"], e["arguments"]) for _, e in sorted(got.items())] == named_calls(calls)
         assert stream.called == bool(calls)
 
@@ -259,3 +270,155 @@ def test_a_model_not_taught_to_call_makes_one_call_at_most(char_tokenizer):
         tok.chat_template = template
         parsed = prepare(body.encode(), "chat", tok, 16, None)
         assert parsed.tools.parallel == (most is None) and parsed.config.json_schema.get("maxItems") == most
+
+
+# ------------------------------------------------------------------------------ custom tools, allowed tools
+DIGITS = {"type": "custom", "custom": {"name": "digits", "description": "Digits, comma-free",
+                                       "format": {"type": "grammar", "grammar": {"syntax": "regex",
+                                                                                 "definition": "[0-9]+"}}}}
+PATCH = {"type": "custom", "custom": {"name": "patch"}}  # free text
+SUM = {"type": "custom", "custom": {"name": "sum", "format": {"type": "grammar", "grammar": {
+    "syntax": "lark", "definition": 'start: NUM ("+" NUM)*\nNUM: /[0-9]+/'}}}}
+CUSTOM_TOOLS = TOOLS + [DIGITS, PATCH, SUM]
+
+
+def custom_tools(choice=None, parallel=True) -> Tools:
+    return parse_tools({"tools": CUSTOM_TOOLS, "tool_choice": choice, "parallel_tool_calls": parallel})
+
+
+def custom_call(name: str, text: str) -> str:
+    return f'<tool_call>{{"name": "{name}"}}\n{text}</tool_call>'
+
+
+@pytest.mark.parametrize("tool, words", [
+    ({"type": "custom", "custom": {"name": "x", "format": {"type": "json"}}}, "custom.format must be"),
+    ({"type": "custom", "custom": {"name": "x", "format": {"type": "grammar", "grammar": {"syntax": "ebnf",
+                                                                                         "definition": "a"}}}},
+     "custom.format must be"),
+    ({"type": "custom", "custom": {"name": "x", "format": {"type": "grammar", "grammar": {"syntax": "lark",
+                                                                                         "definition": "start: ("}}}},
+     "tools[0].custom.format"),
+    ({"type": "custom", "custom": {"name": "x", "format": {"type": "grammar", "grammar": {"syntax": "regex",
+                                                                                         "definition": ""}}}},
+     "non-empty string"),
+    ({"type": "custom", "custom": {"name": "x y"}}, "1-64 letters"),
+    ({"type": "custom", "custom": {"name": "x", "description": ["d"]}}, "custom.description"),
+])
+def test_malformed_custom_tools_are_refused(tool, words):
+    with pytest.raises(ToolsError) as e:
+        parse_tools({"tools": [tool]})
+    assert e.value.param == "tools" and words in str(e.value)
+
+
+@pytest.mark.parametrize("choice, words", [
+    ({"type": "custom", "custom": {"name": "pick"}}, "as a custom tool"),
+    ({"type": "function", "function": {"name": "digits"}}, "as a function tool"),
+    ({"type": "custom", "custom": {"name": "gone"}}, "not among"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, "one tool or more"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": [DIGITS]}}, "one tool or more"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "custom",
+                                                                            "custom": {"name": "gone"}}]}},
+     "not among"),
+])
+def test_malformed_choices_of_custom_and_allowed_tools_are_refused(choice, words):
+    with pytest.raises(ToolsError) as e:
+        custom_tools(choice)
+    assert e.value.param == "tool_choice" and words in str(e.value)
+    with pytest.raises(ToolsError, match="twice"):
+        parse_tools({"tools": [TOOLS[0], {"type": "custom", "custom": {"name": "pick"}}]})
+
+
+def test_a_named_custom_tool_holds_its_input_to_its_format(char_tokenizer):
+    """Its input is the whole answer, held to its regex or Lark grammar, or free text; the call carries it as is."""
+    for name, good, bad in [("digits", "2024", "20 24"), ("sum", "1+22+3", "1++2")]:
+        spec = custom_tools({"type": "custom", "custom": {"name": name}})
+        assert spec.schema() is None and spec.named
+        assert grammar_accepts(spec.grammar(), good, char_tokenizer)
+        assert not grammar_accepts(spec.grammar(), bad, char_tokenizer)
+        content, calls = spec.calls(good)
+        assert content is None and calls[0]["type"] == "custom" and calls[0]["custom"] == {"name": name,
+                                                                                           "input": good}
+    free = custom_tools({"type": "custom", "custom": {"name": "patch"}})
+    assert free.grammar() is None and free.schema() is None
+    assert named_calls(free.calls("any {text}\n")[1]) == [("patch", "any {text}\n")]
+
+
+def test_auto_holds_each_custom_call_to_its_format(char_tokenizer):
+    """A custom call: `{"name": ...}`, a newline, the input as it is (held to its format), then `</tool_call>`."""
+    auto = custom_tools().grammar()
+    function = '<tool_call>{"name": "pick", "arguments": {"n": 4}}</tool_call>'
+    free = custom_call("patch", '*** Begin\n{"a": 1} <b> \\ "q"\n')
+    for good in ("Just text.", "See " + custom_call("digits", "42") + " and " + custom_call("sum", "1+2"),
+                 free + " then " + function, custom_call("patch", "")):
+        assert grammar_accepts(auto, good, char_tokenizer), good
+    for bad in (custom_call("digits", "4 2"), custom_call("sum", "1+"), custom_call("gone", "x"),
+                '<tool_call>{"name": "digits", "arguments": {}}</tool_call>', custom_call("digits", "42")[:-1],
+                '<tool_call>{"name": "digits"}42</tool_call>'):
+        assert not grammar_accepts(auto, bad, char_tokenizer), bad
+    assert not grammar_accepts(custom_tools(parallel=False).grammar(), free + free, char_tokenizer)
+    content, calls = custom_tools().calls("See " + free + " then " + function + custom_call("digits", "42"))
+    assert content == "See  then " and named_calls(calls) == [
+        ("patch", '*** Begin\n{"a": 1} <b> \\ "q"\n'), ("pick", '{"n":4}'), ("digits", "42")]
+    assert [c["type"] for c in calls] == ["custom", "function", "custom"]
+    cut = "See " + custom_call("patch", "half")[:-3]  # cut by its token limit: content, no call
+    assert custom_tools().calls(cut) == (cut, [])
+
+
+def test_required_with_custom_tools_is_calls_alone(char_tokenizer):
+    required = custom_tools("required")
+    assert required.hermes and required.schema() is None
+    two = custom_call("digits", "7") + "\n" + '<tool_call>{"name": "now", "arguments": {}}</tool_call>'
+    assert grammar_accepts(required.grammar(), two, char_tokenizer)
+    for bad in ("", "Hi " + two, two + " bye"):
+        assert not grammar_accepts(required.grammar(), bad, char_tokenizer), bad
+    assert not grammar_accepts(custom_tools("required", parallel=False).grammar(), two, char_tokenizer)
+    content, calls = required.calls(two)
+    assert content is None and named_calls(calls) == [("digits", "7"), ("now", "{}")]
+
+
+def test_allowed_tools_are_the_only_ones_called(char_tokenizer):
+    """`allowed_tools`: every tool is shown, calls name the allowed ones only (a JSON array of functions' calls
+    where all allowed are functions)."""
+    def allowed(mode, *names):
+        refs = [{"type": t["type"], t["type"]: {"name": t[t["type"]]["name"]}} for t in CUSTOM_TOOLS
+                if t[t["type"]]["name"] in names]
+        return custom_tools({"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": refs}})
+
+    only_now = allowed("required", "now")
+    assert only_now.choice == "required" and not only_now.hermes and len(only_now.listed) == 5
+    assert grammar_accepts(only_now.schema(), '[{"name":"now","arguments":{}}]', char_tokenizer)
+    assert not grammar_accepts(only_now.schema(), '[{"name":"pick","arguments":{"n":1}}]', char_tokenizer)
+    auto = allowed("auto", "digits", "pick")
+    one = '<tool_call>{"name": "pick", "arguments": {"n": 4}}</tool_call>'
+    assert grammar_accepts(auto.grammar(), "a " + one + custom_call("digits", "1"), char_tokenizer)
+    for bad in (custom_call("patch", "x"), '<tool_call>{"name": "now", "arguments": {}}</tool_call>'):
+        assert not grammar_accepts(auto.grammar(), bad, char_tokenizer)
+        assert auto.calls(bad) == (bad, [])  # (text that names another tool is no call)
+    assert "patch" in auto.system_note() and "now" in auto.system_note()
+
+
+def test_earlier_custom_calls_are_written_as_the_answer_writes_them(char_tokenizer):
+    """A custom call in the conversation: as text in the layout its grammar holds (templates know function calls
+    only); its result names it."""
+    earlier = [{"role": "user", "content": "Go"},
+               {"role": "assistant", "content": "Here.", "tool_calls": [
+                   {"id": "c1", "type": "custom", "custom": {"name": "digits", "input": "12"}},
+                   {"id": "c2", "type": "function", "function": {"name": "pick", "arguments": '{"n": 4}'}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    for template in (CHAT_TEMPLATE, TOOL_TEMPLATE):
+        tok = copy.deepcopy(char_tokenizer)
+        tok.chat_template = template
+        conv = Conversation.of(earlier, custom_tools(), tok)
+        answer = conv.messages[-2]
+        if template == TOOL_TEMPLATE:
+            assert answer["content"] == "Here." + custom_call("digits", "12")
+            assert [c["function"]["name"] for c in answer["tool_calls"]] == ["pick"]
+            assert conv.messages[-1]["name"] == "digits"
+            assert [t["function"]["name"] for t in conv.tools] == ["pick", "now", "digits", "patch", "sum"]
+        else:
+            assert answer["content"] == "Here." + custom_call("digits", "12") + \
+                '<tool_call>{"name": "pick", "arguments": {"n": 4}}</tool_call>'
+        assert encode_prompt(tok, conv.messages, tools=conv.tools)
+    with pytest.raises(ToolsError, match="is not"):
+        Conversation.of([{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c", "type": "custom", "custom": {"name": "digits"}}]}], custom_tools(), char_tokenizer)
