@@ -232,9 +232,9 @@ class Tools:
         """What a chat template that ignores tools gets in the system message."""
         listed = "\n".join(json.dumps(t.spec(), ensure_ascii=False) for t in self.listed)
         custom = any(isinstance(t, Custom) for t in self.listed)
+        how = f"; a custom tool, {OPEN}{{\"name\": <its name>}}, a new line, then its input as text, then {CLOSE}"
         return (f"You can call functions. To call one, write {OPEN}{{\"name\": <its name>, \"arguments\": <its "
-                f"arguments as a JSON object>}}{CLOSE}" + (f"; a custom tool, {OPEN}{{\"name\": <its name>}}, a new "
-                                                         f"line, then its input as text, then {CLOSE}" if custom else "")
+                f"arguments as a JSON object>}}{CLOSE}" + (how if custom else "")
                 + f". The functions:\n<tools>\n{listed}\n</tools>")
 
 

@@ -422,7 +422,7 @@ def test_custom_tools_through_the_official_client(server, checkpoint):
     tools = [{"type": "custom", "custom": {"name": "digits", "format": {
                  "type": "grammar", "grammar": {"syntax": "regex", "definition": regex}}}},
              {"type": "custom", "custom": {"name": "sum", "format": {
-                 "type": "grammar", "grammar": {"syntax": "lark", "definition": lark}}}}]  # (the prompt: 1 char a token)
+                 "type": "grammar", "grammar": {"syntax": "lark", "definition": lark}}}}]  # (short: 1 char a token)
     messages = chat("Hi there")
     allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
         {"type": "custom", "custom": {"name": "digits"}}, {"type": "custom", "custom": {"name": "sum"}}]}}

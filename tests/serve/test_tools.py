@@ -200,6 +200,9 @@ def test_a_template_that_ignores_tools_reads_them_in_the_system_message(char_tok
     assert conv.tools is None
     assert conv.messages[0] == {"role": "system", "content": "Be brief.\n\n" + spec.system_note()}
     assert '{"type": "function", "function": {"name": "pick", "description": "Pick a digit"' in spec.system_note()
+    assert 'write <tool_call>{"name": <its name>, "arguments": <its arguments as a JSON object>}</tool_call>. The ' \
+        in spec.system_note() and "custom" not in spec.system_note()  # (the layout the grammar holds a call to)
+    assert 'a custom tool, <tool_call>{"name": <its name>}, a new line, then its input' in custom_tools().system_note()
     assert conv.messages[2] == {"role": "assistant",
                                 "content": '<tool_call>{"name": "pick", "arguments": {"n": 4}}</tool_call>'}
     assert conv.messages[3] == {"role": "user", "content": "<tool_response>\n4 picked\n</tool_response>"}
