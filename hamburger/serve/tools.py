@@ -16,9 +16,10 @@ What an answer is, by `tool_choice`:
   valid under its schema, laid out as the templates show it, then `</tool_call>`; then text again, or another call
   where several are allowed. Each such call is a call, the rest is the message's content. This is the Hermes
   convention, which the chat templates of Qwen2.5, Qwen3, Hermes and SmolLM3 teach; a model that never learned to call
-  writes text, and the answer holds no call. A custom tool's call is `{"name": ...}`, a newline, then its input as it
-  is (no JSON to escape it, which is why custom tools exist), held to its grammar, up to `</tool_call>`; with custom
-  tools among those that may be called, "required" is such calls alone, one after another.
+  writes text, and the answer holds no call. A call's arguments are as the model wrote them (laid out as above); a
+  call cut by the token limit has them as far as they went. A custom tool's call is `{"name": ...}`, a newline, then
+  its input as it is (no JSON to escape it, which is why custom tools exist), held to its grammar, up to
+  `</tool_call>`; with custom tools among those that may be called, "required" is such calls alone, one after another.
 - `{"type": "allowed_tools", "allowed_tools": {"mode": "auto" or "required", "tools": [...]}}`: that mode, with calls
   to the tools named there only (all are shown to the model).
 
@@ -43,10 +44,10 @@ from hamburger.serve.structured import lark_of, regex_term
 MAX_TOOLS = 128  # as OpenAI allows
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-CALL = re.compile(re.escape(OPEN) + r"(.*?)(" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)  # (a call's body; closed?)
 NO_PARAMETERS = {"type": "object", "properties": {}, "additionalProperties": False}  # a function without parameters
 SYNTAX = {"lark": "Lark grammar", "regex": "regular expression"}  # (a custom tool's `format`)
 HERMES_LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}  # (Python's json.dumps)
+_JSON = json.JSONDecoder()
 _TEMPLATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # tokenizer -> what its template does
 
 
@@ -195,38 +196,33 @@ class Tools:
             except (ValueError, TypeError, KeyError, AttributeError):
                 found = []
             return (None, found) if found else (text, [])
-        found, kept, at = [], [], 0
-        for match in CALL.finditer(text):
-            one = self._hermes_call(match.group(1), closed=bool(match.group(2)))
-            if one is not None:
-                found.append(one)
-                kept.append(text[at:match.start()])
-                at = match.end()
-        if not found:
-            return text, []
-        content = "".join(kept) + text[at:]
-        return content if content.strip() else None, found
+        reader = CallStream(self)
+        reader.close(text)
+        return reader.message()
 
-    def _hermes_call(self, body: str, closed: bool) -> dict | None:
-        """The call a `<tool_call>` block's ``body`` holds (None: none): a function's JSON, or a custom tool's header
-        and input (only where ``closed``: a cut input is no input)."""
-        names = {t.name: t for t in self.callable}
+    def header(self, body: str) -> tuple[Function | Custom, int] | bool:
+        """How a `<tool_call>` block's ``body`` so far begins, as the grammar writes a call: (the tool, where its
+        arguments or input begin) once its header is whole (`{"name": ..., "arguments": ` or `{"name": ...}` and a
+        newline), True while it may still become one, False where it cannot."""
+        lead = 1 if body.startswith("\n") else 0
+        heads = [(tool, _head(tool)) for tool in self.callable]
+        for tool, head in heads:
+            if body.startswith(head, lead):
+                return tool, lead + len(head)
+        return any(head.startswith(body[lead:]) for _, head in heads)
+
+    def lenient_call(self, body: str) -> dict | None:
+        """The function call a `<tool_call>` block's ``body`` holds in JSON laid out otherwise than the grammar's
+        (`parameters` for `arguments` too), None: none; its arguments compact."""
         try:
             value = json.loads(body)
         except ValueError:
-            value = None
-        if isinstance(value, dict) and isinstance(names.get(value.get("name")), Function):
-            arguments = value.get("arguments", value.get("parameters", {}))
-            return call(names[value["name"]], compact(arguments)) if isinstance(arguments, dict) else None
-        start = len(body) - len(body.lstrip("\n"))
-        try:
-            header, end = json.JSONDecoder().raw_decode(body, start)
-        except ValueError:
             return None
-        tool = names.get(header.get("name")) if isinstance(header, dict) and header.keys() == {"name"} else None
-        if not isinstance(tool, Custom) or not closed or not body.startswith("\n", end):
+        tool = self.tool(value.get("name")) if isinstance(value, dict) and isinstance(value.get("name"), str) else None
+        if not isinstance(tool, Function) or tool not in self.callable:
             return None
-        return call(tool, body[end + 1:])
+        arguments = value.get("arguments", value.get("parameters", {}))
+        return call(tool, compact(arguments)) if isinstance(arguments, dict) else None
 
     def system_note(self) -> str:
         """What a chat template that ignores tools gets in the system message."""
@@ -257,6 +253,11 @@ def _call_id() -> str:
 def _header(name: str) -> str:
     """A custom tool's call's first line, as its grammar holds it (`HERMES_LAYOUT`)."""
     return json.dumps({"name": name}, ensure_ascii=False)
+
+
+def _head(tool: Function | Custom) -> str:
+    """What a call to ``tool`` begins with, up to its arguments or input (`Tools.grammar`'s layout)."""
+    return _header(tool.name) + "\n" if isinstance(tool, Custom) else _header(tool.name)[:-1] + ', "arguments": '
 
 
 # ------------------------------------------------------------------------------------ the request
@@ -476,18 +477,27 @@ def _earlier_call(c, i: int) -> dict:
 # ------------------------------------------------------------------------------------ streaming
 @dataclass
 class CallStream:
-    """One streamed answer's text turned into deltas: a named tool's arguments or input go out as they come; "required"
-    holds everything back until the answer ends; "auto" sends text as content until a call may begin (`<tool_call>`
-    or the start of it), then holds the rest. `close` sends what was held: content and the calls whole. The deltas
-    add up to the message `Tools.calls` reads from the whole answer."""
+    """One answer's text, read as it comes, turned into deltas: a named tool's arguments or input go out as they come;
+    a JSON array of calls ("required" with functions alone) is held back until the answer ends; `<tool_call>` blocks
+    ("auto", and "required" with custom tools) are read as they are written: text outside them goes out as content
+    (held while it may be the start of a marker, or while all of it is whitespace), and a call goes out once its
+    header names a tool, its arguments or input then as they come (less what may be the call's end). A block written
+    otherwise than the grammar writes one goes out whole when it ends: a call where `Tools.lenient_call` reads one,
+    else content. The deltas add up to `message`, which `Tools.calls` reads the same way from the whole answer."""
 
     tools: Tools
     text: str = ""  # the answer so far
-    sent: int = 0  # its characters sent as content or arguments
+    sent: int = 0  # named: its characters sent as the call's arguments or input
     called: bool = False  # calls went out
+    content: str = ""  # text outside the blocks read so far (`<tool_call>` blocks)
+    shown: int = 0  # its characters sent
+    found: list = field(default_factory=list)  # the calls so far (the last one's payload may grow)
+    at: int = 0  # the answer's characters read
+    block: int | None = None  # where the block being read begins (after its marker)
+    payload: int | None = None  # where the call being written's arguments or input begin in the text
 
-    def delta(self, text: str) -> dict:
-        """The delta of the answer's next ``text``."""
+    def delta(self, text: str, end: bool = False) -> dict:
+        """The delta of the answer's next ``text`` (``end``: the answer ends with it)."""
         self.text += text
         if self.tools.named:  # a named function's arguments, or a named custom tool's input
             self.sent, tool = len(self.text), self.tools.tool(self.tools.choice)
@@ -496,30 +506,106 @@ class CallStream:
                 return {"tool_calls": [{"index": 0, **call(tool, self.text)}]}
             payload = {"custom": {"input": text}} if isinstance(tool, Custom) else {"function": {"arguments": text}}
             return {"tool_calls": [{"index": 0, **payload}]} if text else {}
-        if self.tools.choice == "required":
-            return {}
-        start = self.text.find(OPEN, self.sent)
-        upto = start if start >= 0 else _before_marker(self.text)
-        if upto <= self.sent or not self.text[:upto].strip():  # (content of whitespace alone may be no content)
-            return {}
-        out, self.sent = self.text[self.sent:upto], upto
-        return {"content": out}
+        if not self.tools.hermes:  # (a JSON array of calls: read whole at the end)
+            if not end:
+                return {}
+            content, calls = self.tools.calls(self.text)
+            self.called = bool(calls)
+            return {"content": content} if content else {"tool_calls": [{"index": k, **c} for k, c in
+                                                                         enumerate(calls)]}
+        before = [len(_payload(c)) for c in self.found]
+        self._read(end)
+        return self._changes(before, end)
 
     def close(self, text: str) -> dict:
         """The last delta, with the answer's last ``text``: what was held back, as content and calls."""
-        if self.tools.named:
-            return self.delta(text)
-        self.text += text
-        content, calls = self.tools.calls(self.text)
-        rest = (content or "")[self.sent:]  # (what went out is the text before the first call: content's start)
-        self.sent, self.called = len(self.text), bool(calls)
-        return {**({"content": rest} if rest else {}),
-                **({"tool_calls": [{"index": k, **c} for k, c in enumerate(calls)]} if calls else {})}
+        return self.delta(text, end=True)
+
+    def message(self) -> tuple[str | None, list[dict]]:
+        """(The message's content, its calls) as read so far; content of whitespace alone beside calls is none."""
+        return (self.content if self.content.strip() or not self.found else None), [dict(c) for c in self.found]
+
+    def _read(self, end: bool) -> None:
+        """Read the text on from `at` as far as it can be told apart: all of it at the ``end``."""
+        while True:
+            if self.block is None:
+                start = self.text.find(OPEN, self.at)
+                upto = start if start >= 0 else len(self.text) if end else max(self.at, _before_marker(self.text))
+                self.content += self.text[self.at:upto]
+                self.at = upto
+                if start < 0:
+                    return
+                self.block = self.at = start + len(OPEN)
+            body = self.text[self.block:]
+            close = body.find(CLOSE)
+            inner = body if close < 0 else body[:close]
+            if self.payload is None:
+                head = self.tools.header(inner)
+                if head is True and close < 0 and not end:
+                    return  # (it may still become a call)
+                if head not in (True, False):
+                    tool, begins = head
+                    self.found.append(call(tool, ""))
+                    self.payload = self.block + begins
+            if self.payload is not None:
+                self._grow(close >= 0 or end)
+            if close < 0 and not end:
+                return
+            if self.payload is None:  # (a block written otherwise: a call, or text)
+                one = self.tools.lenient_call(inner)
+                if one is not None:
+                    self.found.append(one)
+                else:
+                    self.content += OPEN + inner + (CLOSE if close >= 0 else "")
+            self.at = self.block + len(inner) + (len(CLOSE) if close >= 0 else 0)
+            self.block = self.payload = None
+            if close < 0:
+                return
+
+    def _grow(self, whole: bool) -> None:
+        """The call being written's arguments or input so far, less what may be the block's end (``whole``: the
+        block ended, or the answer did)."""
+        body = self.text[self.payload:]
+        close = body.find(CLOSE)
+        last = self.found[-1]
+        if close >= 0:
+            body = body[:close]
+        elif not whole:
+            body = body[:_before_marker(body, CLOSE)]
+        if last["type"] == "function":  # (the arguments' JSON, less the call's own "}" and newline after it)
+            try:
+                body = body[:_JSON.raw_decode(body)[1]]
+            except ValueError:  # (not whole yet; or cut by the token limit: as far as they went)
+                body = body if whole and close < 0 else re.sub(r"\}?\n?\Z", "", body, count=1)
+        last[last["type"]] = {**last[last["type"]], PAYLOAD[last["type"]]: body}
+
+    def _changes(self, before: list[int], end: bool) -> dict:
+        """The delta from ``before`` (each call's payload's length) to now: content not sent (once some of it is not
+        whitespace, or at the ``end`` without calls), new calls and what their payloads grew by."""
+        out, content = {}, self.message()[0] if end else (self.content if self.content.strip() else "")
+        if content and len(content) > self.shown:
+            out["content"], self.shown = content[self.shown:], len(content)
+        deltas = []
+        for k, c in enumerate(self.found):
+            grown = _payload(c)[before[k]:] if k < len(before) else None
+            if k >= len(before):
+                deltas.append({"index": k, **c})
+            elif grown:
+                deltas.append({"index": k, c["type"]: {PAYLOAD[c["type"]]: grown}})
+        self.called = bool(self.found)
+        return {**out, **({"tool_calls": deltas} if deltas else {})}
 
 
-def _before_marker(text: str) -> int:
-    """Where a tail of ``text`` that may grow into `<tool_call>` begins (its length when none)."""
-    for k in range(min(len(OPEN) - 1, len(text)), 0, -1):
-        if text.endswith(OPEN[:k]):
+PAYLOAD = {"function": "arguments", "custom": "input"}  # what a call of each kind carries
+
+
+def _payload(c: dict) -> str:
+    return c[c["type"]][PAYLOAD[c["type"]]]
+
+
+def _before_marker(text: str, marker: str = OPEN) -> int:
+    """Where a tail of ``text`` that may grow into ``marker`` begins (its length when none)."""
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
             return len(text) - k
     return len(text)

@@ -105,7 +105,7 @@ def test_auto_holds_each_call_it_begins(char_tokenizer):
     named = tools({"type": "function", "function": {"name": "pick"}})
     assert tools("required").grammar() is None and named.grammar() is None and tools().schema() is None
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in tools().calls("See. " + one)[1]] == [
-        ("pick", '{"n":4}')]
+        ("pick", '{"n": 4}')]  # (as written)
 
 
 # ------------------------------------------------------------------------------ the calls in an answer
@@ -120,11 +120,13 @@ def test_auto_reads_hermes_calls_and_keeps_the_rest_as_content():
            '<tool_call>{"name": "now", "parameters": {}}</tool_call> then <tool_call>{"name": "gone"}</tool_call>' \
            '<tool_call>{oops}</tool_call><tool_call>{"name": "pick", "arguments": {"n": 5}}'
     content, calls = auto.calls(text)
-    assert named_calls(calls) == [("pick", '{"n":3}'), ("now", "{}"), ("pick", '{"n":5}')]
+    assert named_calls(calls) == [("pick", '{"n": 3}'), ("now", "{}"), ("pick", '{"n": 5}')]
     assert content == 'Let me look.\n\n then <tool_call>{"name": "gone"}</tool_call><tool_call>{oops}</tool_call>'
     assert all(c["id"].startswith("call_") and c["type"] == "function" for c in calls)
     assert len({c["id"] for c in calls}) == 3
     assert auto.calls("No call here.") == ("No call here.", [])
+    cut = auto.calls('<tool_call>{"name": "pick", "arguments": {"n": {"m": 1}')  # (its token limit: as far as it went)
+    assert named_calls(cut[1]) == [("pick", '{"n": {"m": 1}')]
     assert auto.calls('<tool_call>{"name": "now", "arguments": {}}</tool_call>\n')[0] is None
 
 
@@ -151,10 +153,17 @@ def test_required_and_named_calls():
     ("required+custom", '<tool_call>{"name": "digits"}\n7</tool_call>\n<tool_call>{"name": "pick", "arguments": '
                         '{"n": 1}}</tool_call>'),
     ("digits", "123"),
+    ("auto", 'Hi <tool_call>\n{"name": "pick", "arguments": {"n": 1}}\n</tool_call>\n<tool_call>{"name": "now", '
+             '"arguments": {}}</tool_call>\n'),
+    ("auto", 'Cut <tool_call>{"name": "pick", "arguments": {"n": 1'),
+    ("auto", 'Cut <tool_call>{"name": "pick", "arguments": {"n": 1}}\n</tool_'),
+    ("auto", '<tool_call>{"name": "now", "parameters": {}}</tool_call> <tool_call>{bad}</tool_call> ok'),
+    ("auto+custom", 'a <tool_call>{"name": "patch"}\nline </tool_c more\n</tool_call>'),
+    ("auto+custom", '<tool_call>{"name": "patch"}\nhalf</tool'),
 ])
 def test_streamed_deltas_add_up_to_the_message(choice, text):
-    """However an answer's text comes in pieces, its deltas add up to the message read from the whole; no content
-    goes out that may be the start of a call."""
+    """However an answer's text comes in pieces, its deltas add up to the message read from the whole (so no content
+    went out that became a call); in `<tool_call>` blocks, a call goes out as it is written."""
     if choice.endswith("+custom") or choice == "digits":
         spec = custom_tools(choice.split("+")[0] if "+" in choice else {"type": "custom", "custom": {"name": choice}})
     else:
@@ -169,7 +178,10 @@ def test_streamed_deltas_add_up_to_the_message(choice, text):
         deltas.append(stream.close(""))
         got_content = "".join(d.get("content", "") for d in deltas)
         assert got_content == (content or "")
-        assert "<tool_call>" not in got_content or not calls
+        if spec.hermes and len(cuts) > 3 and calls and "parameters" not in text:  # (a character at a time)
+            first = next(k for k, d in enumerate(deltas) if d.get("tool_calls"))
+            assert "</tool_call>" not in text[:cuts[first] if first < len(cuts) else len(text)]  # (before its end)
+            assert sum(bool(d.get("tool_calls")) for d in deltas) > len(calls)  # (its arguments as they came)
         got = {}
         for d in deltas:
             for c in d.get("tool_calls", []):
@@ -361,10 +373,12 @@ def test_auto_holds_each_custom_call_to_its_format(char_tokenizer):
     assert not grammar_accepts(custom_tools(parallel=False).grammar(), free + free, char_tokenizer)
     content, calls = custom_tools().calls("See " + free + " then " + function + custom_call("digits", "42"))
     assert content == "See  then " and named_calls(calls) == [
-        ("patch", '*** Begin\n{"a": 1} <b> \\ "q"\n'), ("pick", '{"n":4}'), ("digits", "42")]
+        ("patch", '*** Begin\n{"a": 1} <b> \\ "q"\n'), ("pick", '{"n": 4}'), ("digits", "42")]
     assert [c["type"] for c in calls] == ["custom", "function", "custom"]
-    cut = "See " + custom_call("patch", "half")[:-3]  # cut by its token limit: content, no call
-    assert custom_tools().calls(cut) == (cut, [])
+    # cut by its token limit (finish reason "length"): a call whose header was written, its input as far as it went
+    cut = "See " + custom_call("patch", "half")[:-3]
+    assert named_calls(custom_tools().calls(cut)[1]) == [("patch", "half</tool_ca")]
+    assert custom_tools().calls('See <tool_call>{"name": "pat') == ('See <tool_call>{"name": "pat', [])
 
 
 def test_required_with_custom_tools_is_calls_alone(char_tokenizer):
