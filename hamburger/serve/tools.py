@@ -511,8 +511,8 @@ class CallStream:
                 return {}
             content, calls = self.tools.calls(self.text)
             self.called = bool(calls)
-            return {"content": content} if content else {"tool_calls": [{"index": k, **c} for k, c in
-                                                                         enumerate(calls)]}
+            return {**({"content": content} if content else {}),
+                    **({"tool_calls": [{"index": k, **c} for k, c in enumerate(calls)]} if calls else {})}
         before = [len(_payload(c)) for c in self.found]
         self._read(end)
         return self._changes(before, end)
