@@ -371,6 +371,15 @@ def test_auto_holds_each_custom_call_to_its_format(char_tokenizer):
                 '<tool_call>{"name": "digits"}42</tool_call>'):
         assert not grammar_accepts(auto, bad, char_tokenizer), bad
     assert not grammar_accepts(custom_tools(parallel=False).grammar(), free + free, char_tokenizer)
+    # a line-based input (as an edit tool's): its lines' free text ends at each newline, the last newline optional
+    edit = {"type": "custom", "custom": {"name": "edit", "format": {"type": "grammar", "grammar": {
+        "syntax": "lark", "definition": 'start: "BEGIN" LF op+ "END" LF?\nop: ("+" | "-") /.*/ LF\n'
+                                        '%import common.LF'}}}}
+    lines = parse_tools({"tools": [edit]}).grammar()
+    for end in ("END\n", "END"):
+        answer = "Ok " + custom_call("edit", "BEGIN\n+a <b>\n-c\n" + end) + " done"
+        assert grammar_accepts(lines, answer, char_tokenizer)
+    assert not grammar_accepts(lines, custom_call("edit", "BEGIN\nc\nEND"), char_tokenizer)
     content, calls = custom_tools().calls("See " + free + " then " + function + custom_call("digits", "42"))
     assert content == "See  then " and named_calls(calls) == [
         ("patch", '*** Begin\n{"a": 1} <b> \\ "q"\n'), ("pick", '{"n": 4}'), ("digits", "42")]
