@@ -60,6 +60,10 @@ def kinds(max_tokens: int, limit: int) -> list[tuple[str, int, dict]]:
         ("chat", 200, dict(path="/v1/chat/completions", content=dumps(chat), headers=JSON)),
         ("chat_unique", 200, dict(path="/v1/chat/completions", content=unique_chat, headers=JSON)),
         ("tool_call", 200, dict(path="/v1/chat/completions", content=dumps(tool), headers=JSON)),
+        ("tool_custom", 200, dict(path="/v1/chat/completions", headers=JSON, content=dumps(
+            {**chat, "tools": [{"type": "custom", "custom": {"name": "digits", "format": {
+                "type": "grammar", "grammar": {"syntax": "regex", "definition": "[0-9]{1,6}"}}}}],
+             "tool_choice": {"type": "custom", "custom": {"name": "digits"}}}))),
         ("tool_auto", 200, dict(path="/v1/chat/completions", content=dumps({**tool, "tool_choice": "auto"}),
                                 headers=JSON)),
         ("structured_choice", 200, dict(path="/v1/completions", headers=JSON, content=dumps(
@@ -174,11 +178,14 @@ def main() -> None:
     parser.add_argument("--max-request-bytes", type=int, default=1 << 20)
     parser.add_argument("--sample", type=float, default=2.0, help="seconds between RSS samples")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--prompt-cache", type=float, default=None, metavar="MIB",
+                        help="the server's --prompt-cache (default: its own; a small one fills, then churns, early)")
     parser.add_argument("--out", default=None, help="write the JSON record here")
     args = parser.parse_args()
     tmp = tempfile.TemporaryDirectory()
     ckpt = tiny_checkpoint(Path(tmp.name)) if args.tiny else (Path(args.model) if args.model else None)
-    server_args = ["--threads", str(args.threads), "--api-key", KEY, "--max-request-bytes", str(args.max_request_bytes)]
+    server_args = ["--threads", str(args.threads), "--api-key", KEY, "--max-request-bytes", str(args.max_request_bytes),
+                   *(["--prompt-cache", str(args.prompt_cache)] if args.prompt_cache is not None else [])]
     with serving(ckpt, Path(tmp.name) / "server.log", *server_args) as (url, proc):
         counts, bad, samples = asyncio.run(soak(url, proc.pid, args))
         after = httpx.post(url + "/v1/completions", headers=JSON, timeout=120,
