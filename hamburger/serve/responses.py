@@ -27,7 +27,6 @@ from typing import NamedTuple
 
 from hamburger.serve.protocol import APIError, Parsed, bad, parse_body, prepare
 from hamburger.serve.response_store import ResponseStore
-from hamburger.serve.tools import PAYLOAD
 
 RENAMED = {"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format"}  # chat -> ours
 IGNORED = {"store", "prompt_cache_key", "safety_identifier", "service_tier", "text"}  # (text: its format is read)
@@ -37,7 +36,7 @@ LOGPROBS = "message.output_text.logprobs"  # the `include` entry that asks for t
 CHAT_ONLY = {"messages", "max_tokens", "max_completion_tokens", "response_format", "logprobs", "n", "stream_options",
              "functions", "function_call"}  # chat's names for what this API names otherwise, or has not
 SSE_EVENT = "event: {type}\ndata: {data}\n\n"
-CALL_ITEMS = {"function_call": "function", "custom_tool_call": "custom"}  # a call's item type -> chat's call type
+PAYLOAD = {"function": "arguments", "custom": "input"}  # what a call of each kind carries
 DELTA_EVENT = {"function": "function_call_arguments", "custom": "custom_tool_call_input"}  # (its stream events)
 TOOL_FIELDS = {"function": ("name", "description", "parameters", "strict"),
                "custom": ("name", "description", "format")}  # what chat takes of each tool
@@ -154,16 +153,16 @@ def _messages(given, instructions, earlier: list[dict]) -> tuple[list[dict], lis
         kind = item.get("type", "message") if isinstance(item, dict) else None
         if kind == "message":
             out.append({"role": item.get("role"), "content": _text(item.get("content"), i)})
-        elif kind in CALL_ITEMS:
-            call_type = CALL_ITEMS[kind]
-            payload = PAYLOAD[call_type]
+        elif kind in ("function_call", "custom_tool_call"):
+            payload = "arguments" if kind == "function_call" else "input"
+            call_type = "function" if kind == "function_call" else "custom"
             call = {"id": _field(item, "call_id", i), "type": call_type,
                     call_type: {"name": _field(item, "name", i), payload: _field(item, payload, i)}}
             if out and out[-1]["role"] == "assistant":  # (an answer's text and calls are one message)
                 out[-1].setdefault("tool_calls", []).append(call)
                 continue
             out.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind in (f"{item_type}_output" for item_type in CALL_ITEMS):
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             out.append({"role": "tool", "tool_call_id": _field(item, "call_id", i),
                         "content": _text(item.get("output"), i, "output")})
         else:
@@ -270,8 +269,10 @@ def call_item(call: dict, status: str = "completed") -> dict:
 def answer_message(output: list[dict]) -> dict:
     """A response's output items as the assistant's chat message (what a request that goes on from it reads)."""
     text = "".join(part["text"] for item in output if item["type"] == "message" for part in item["content"])
-    calls = [{"id": item["call_id"], "type": kind, kind: {"name": item["name"], PAYLOAD[kind]: item[PAYLOAD[kind]]}}
-             for item in output if (kind := CALL_ITEMS.get(item["type"]))]
+    calls = [{"id": item["call_id"], "type": "function",
+              "function": {"name": item["name"], "arguments": item["arguments"]}} if item["type"] == "function_call"
+             else {"id": item["call_id"], "type": "custom", "custom": {"name": item["name"], "input": item["input"]}}
+             for item in output if item["type"] in ("function_call", "custom_tool_call")]
     return {"role": "assistant", "content": text or (None if calls else ""), **({"tool_calls": calls} if calls else {})}
 
 
@@ -368,7 +369,7 @@ class ResponseEvents:
             out.append(self._event("response.output_item.added", output_index=self.open, item=self.items[-1]))
         at = self.calls[call["index"]]
         item = self.items[at]
-        kind = CALL_ITEMS[item["type"]]
+        kind = "custom" if item["type"] == "custom_tool_call" else "function"
         delta = (call.get(kind) or {}).get(PAYLOAD[kind]) or ""
         if delta:
             item[PAYLOAD[kind]] += delta

@@ -21,9 +21,6 @@ With ``prompt_cache_bytes`` each mode's engine keeps the KV cache of the prompts
 batches (`engine/prompt_cache.py`): a chat's next turn, or a prompt that begins like an earlier one, reads only what is
 new.
 
-Freed memory goes back to the system (glibc's `malloc_trim`) at most every 10 s, between macro steps and after each
-batch (`memory.Trimmer`): else the churn of KV caches of many sizes makes a long-running server's RSS creep up.
-
 `drain(timeout)` is the graceful stop: waiting requests get `ShuttingDown` at once and new ones are
 refused; the running rows go on until they finish or the time is up, then each is cut and answered with
 what it has (finish_reason "cancelled"). `idle` tells when nothing runs any more.
@@ -45,7 +42,6 @@ from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.serve.memory import TRIM_EVERY_S, Trimmer
 from hamburger.serve.metrics import Metrics
 
 
@@ -82,16 +78,14 @@ class Scheduler:
     def __init__(self, model, tokenizer, max_batch_size: int = 8, max_queue: int = 64,
                  prefill_chunk: int | None = None, verify_model=None, fold: Folding | None = None,
                  lookup: PromptLookup | None = None, draft_rows: int | None = None, ngrams: NgramDrafts | None = None,
-                 fold_model=None, prompt_cache_bytes: int = 0, trim_every: float = TRIM_EVERY_S):
+                 fold_model=None, prompt_cache_bytes: int = 0):
         """``verify_model``: what verify-mode requests run, the grafted modules on the unchanged base
         (`verify.on_base`); default ``model`` (right when its base was not adapted). ``fold``: the folding of
         "verify_fold" requests (default `folding.DEFAULT_FOLD`), which run ``fold_model`` (default ``model``; a
         checkpoint's fold reader, `loading.fold_model`). ``lookup``: both verify modes also draft by prompt
         lookup. ``draft_rows``: both verify modes draft only in forwards of at most that many rows
         (`VerifyGeneration`). ``ngrams``: both verify modes also draft from this n-gram table (`engine/ngrams.py`).
-        ``prompt_cache_bytes``: the most bytes of prompts' KV caches each mode keeps (0: none; see the module's doc).
-        ``trim_every``: the freed memory goes back to the system at most every so many seconds (`memory.Trimmer`; 0:
-        never)."""
+        ``prompt_cache_bytes``: the most bytes of prompts' KV caches each mode keeps (0: none; see the module's doc)."""
         if max_batch_size < 1 or max_queue < 1:
             raise ValueError("max_batch_size and max_queue must be >= 1")
         self.model, self.tokenizer, self.prefill_chunk = model, tokenizer, prefill_chunk
@@ -116,7 +110,6 @@ class Scheduler:
         self.batches = 0  # batches run so far
         self.cancelled = 0  # requests dropped because their client went away
         self.metrics = Metrics()  # the answers given (`GET /metrics`)
-        self.trim = Trimmer(trim_every)
 
     def start(self) -> "Scheduler":
         self._thread.start()
@@ -198,7 +191,6 @@ class Scheduler:
             finally:
                 self.running = 0
                 self.batches += 1
-                self.trim()
 
     def _run(self, batch: list[Request]) -> None:
         rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
@@ -256,7 +248,6 @@ class Scheduler:
                     req.push("error", ShuttingDown("the server is shutting down"))
                 self._close(run, rows, row, "done" if cut and not req.cancelled else None)  # cut: what it has
         self._admit(run, rows, mode)
-        self.trim()
 
     def _admit(self, run: Generation, rows: dict[int, Request], mode: str) -> None:
         """Move waiting requests into the running batch while it has free rows. A waiting request of the other

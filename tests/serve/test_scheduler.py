@@ -1,7 +1,6 @@
 """The serving scheduler admits waiting requests into the running batch (continuous batching)."""
 
 import asyncio
-import time
 
 import torch
 
@@ -145,31 +144,3 @@ def test_verify_modes_draft_over_the_checkpoints_draft_vocabulary(char_tokenizer
     scheduler = Scheduler(model, char_tokenizer, verify_model=on_base(model, tiny_hamburger("llama", seed=5)))
     for mode in ("verify", "verify_fold"):
         assert scheduler._engine(mode).keywords["draft_vocab"].tolist() == [4, 7, 40]
-
-
-def test_the_scheduler_gives_freed_memory_back_between_steps_and_after_batches(char_tokenizer):
-    """It asks its `Trimmer` at each macro step and after each batch (the trimmer decides whether it is time)."""
-    model = tiny_hamburger("llama", seed=5)
-    model.base.generation_config.eos_token_id = [99]
-    with torch.no_grad():
-        model.stop_head.net[2].bias.fill_(3.0)  # one token per group: a macro step per token
-    scheduler = Scheduler(model, char_tokenizer, max_batch_size=2, max_queue=4)
-    asked = []
-    scheduler.trim = lambda: asked.append(scheduler.batches)
-    scheduler.start()
-
-    async def scenario():
-        req = Request([1, 40, 41], DecodingConfig(max_new_tokens=6, confidence=0.5), asyncio.get_running_loop())
-        scheduler.submit(req)
-        while (await req.queue.get())[0] != "done":
-            pass
-
-    try:
-        asyncio.run(scenario())
-        for _ in range(100):
-            if scheduler.batches:
-                break
-            time.sleep(0.01)
-    finally:
-        scheduler.stop()
-    assert asked.count(0) >= 5 and asked[-1] == 1  # (each step of batch 0, then after it)
