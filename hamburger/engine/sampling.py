@@ -43,6 +43,8 @@ class DecodingConfig:
     json_schema: hold the answer to this JSON schema (a dict; `engine/grammar.py`): at each choice the tokens it does not
         allow next are left out, and the answer ends once the schema is complete. None: free text.
     grammar: hold the answer to this grammar instead (a Lark grammar in llguidance's syntax, as text), the same way.
+    prediction: token ids of what much of the answer is expected to be (OpenAI's predicted outputs): verify mode drafts
+        from it where the answer follows it (`engine/prediction.py`); the answer stays the base's. Other modes ignore it.
     presence_penalty, frequency_penalty (OpenAI's, in [-2, 2]), repetition_penalty (> 0, 1 = off; CTRL's, as
         transformers'), logit_bias ({token id: bias in [-100, 100]}): what the request's own text and its bias do to
         the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
@@ -69,6 +71,7 @@ class DecodingConfig:
     logit_bias: dict[int, float] = field(default_factory=dict)
     json_schema: dict | None = None
     grammar: str | None = None
+    prediction: list[int] | None = None
 
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
@@ -106,6 +109,9 @@ class DecodingConfig:
             raise HamburgerError(f"grammar must be a non-empty string (a Lark grammar), got {self.grammar!r}")
         if self.grammar is not None and self.json_schema is not None:
             raise HamburgerError("an answer is held to a JSON schema or to a grammar, not both")
+        if self.prediction is not None and not (isinstance(self.prediction, list) and all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
+            raise HamburgerError("prediction must be a list of token ids")
         return self
 
     @property

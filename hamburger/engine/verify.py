@@ -44,6 +44,7 @@ from hamburger.engine.quantized import QuantizedHistoryCache
 from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
+from hamburger.engine.prediction import Prediction
 from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.sampling import (DecodingConfig, along, choice_logits, choose_tokens, draw_each, sample,
@@ -63,7 +64,18 @@ class VerifyResult(GenerationResult):
     accepted: list[int] = field(default_factory=list)  # drafts the base kept at each verify step
     # whether the drafts of each step came without the MSD (prompt lookup, the n-gram table, a schema's forced tokens)
     looked_up: list[bool] = field(default_factory=list)
+    predicted: list[bool] = field(default_factory=list)  # whether each step's drafts came from the request's prediction
     folded: bool = False  # decoded with a `Folding` (older tokens may sit in merged slots)
+
+    @property
+    def accepted_prediction_tokens(self) -> int:
+        """Drafts from the prediction (`DecodingConfig.prediction`) that the base kept."""
+        return sum(a for a, p in zip(self.accepted, self.predicted) if p)
+
+    @property
+    def rejected_prediction_tokens(self) -> int:
+        """Drafts from the prediction that the base did not keep."""
+        return sum(d - a for d, a, p in zip(self.drafts, self.accepted, self.predicted) if p)
 
     def acceptance_by_position(self) -> list[float]:
         """Fraction of steps that drafted an i-th token in which the base kept it (i = 1, 2, ...)."""
@@ -81,6 +93,7 @@ class _Drafts:
     tokens: list[int] = field(default_factory=list)
     q: list[torch.Tensor] = field(default_factory=list)
     looked_up: bool = False  # made without the MSD (`engine/lookup.py`, `engine/ngrams.py`, a schema's forced tokens)
+    predicted: bool = False  # taken from the request's prediction (`engine/prediction.py`)
     # 1 - p_stop after the pending token and after each draft (stop-head drafting only); results report it per
     # emitted token where the stop head judged that token, 0.0 elsewhere
     p_continue: list[float] = field(default_factory=list)
@@ -202,7 +215,8 @@ class VerifyGeneration(Generation):
             config = replace(config, confidence=VERIFY_CONFIDENCE)
         index = super().add(prompt_ids, config)
         row = self.rows[index]
-        row.pending, row.fed, row.drafts, row.accepted, row.looked_up = None, 0, [], [], []
+        row.pending, row.fed, row.drafts, row.accepted, row.looked_up, row.predicted = None, 0, [], [], [], []
+        row.prediction = Prediction(list(config.prediction)) if config.prediction else None
         row.folding = FoldState(self.fold, self.model.base.config.vocab_size) if self.fold else None
         return index
 
@@ -289,7 +303,7 @@ class VerifyGeneration(Generation):
         base = asdict(super()._result(row))
         base["kv_slots"] = row.kv_slots
         return VerifyResult(**base, drafts=row.drafts, accepted=row.accepted, looked_up=row.looked_up,
-                            folded=self.fold is not None)
+                            predicted=row.predicted, folded=self.fold is not None)
 
     # ------------------------------------------------------------------ emitting
     def _emit(self, row: _Row, tokens: list[int], probs: list[float], p_continue: list[float]) -> None:
@@ -325,12 +339,15 @@ class VerifyGeneration(Generation):
 
     def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
         """Draft without the MSD into ``drafts``: the tokens the row's JSON schema forces next (the base's test under
-        the schema's mask keeps them, unless it would write the same text in other tokens), else by prompt lookup where
-        the row's text has a match, else (greedy rows) from the n-gram table where it knows the text's last tokens;
-        whether any did."""
+        the schema's mask keeps them, unless it would write the same text in other tokens), else from the request's
+        prediction where the answer follows it, else by prompt lookup where the row's text has a match, else (greedy
+        rows) from the n-gram table where it knows the text's last tokens; whether any did."""
         table = self.ngrams if row.cfg.greedy else None
         room = max(0, self._room(row))
         tokens = row.grammar.forced()[:room] if row.grammar is not None else []
+        if not tokens and row.prediction is not None:
+            tokens = self._through_eos(row, row.prediction.propose(row.tokens, room))
+            drafts.predicted = bool(tokens)
         if not tokens and self.lookup is None and table is None:
             return False
         text = row.prompt_ids + row.tokens
@@ -488,6 +505,7 @@ class VerifyGeneration(Generation):
             r.drafts.append(len(d.tokens))
             r.accepted.append(n_kept)
             r.looked_up.append(d.looked_up)
+            r.predicted.append(d.predicted)
             r.fed += 1 + n_kept
             # the slots to keep: the pending token and the kept drafts, but none after a token that ended the row (an
             # EOS id among the kept drafts): an ordinary decode never feeds a row's last token either

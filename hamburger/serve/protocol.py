@@ -47,7 +47,7 @@ NEUTRAL = {
     "completion": {"suffix": _off(""), "best_of": _off(1)},
 }
 EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format", "tools",
-                  "tool_choice", "parallel_tool_calls"},
+                  "tool_choice", "parallel_tool_calls", "prediction"},
          "completion": {"prompt", "logprobs", "echo"}}
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
@@ -345,6 +345,27 @@ def parse_chat_tools(body: dict, config: DecodingConfig, tokenizer) -> Tools | N
     return tools
 
 
+def parse_prediction(body: dict, tokenizer, mode: str) -> list[int] | None:
+    """A chat request's `prediction` (OpenAI's predicted outputs: {"type": "content", "content": text or text parts})
+    -> its token ids, which the verify modes draft from where the answer follows them (`engine/prediction.py`); a 400
+    in "hamburger" mode, which drafts nothing."""
+    given = body.get("prediction")
+    if given is None:
+        return None
+    content = given.get("content") if isinstance(given, dict) else None
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" and
+                                         isinstance(p.get("text"), str) for p in content):
+        content = "".join(p["text"] for p in content)
+    if not isinstance(given, dict) or given.get("type") != "content" or not isinstance(content, str):
+        raise bad("'prediction' must be {\"type\": \"content\", \"content\": a string or a list of text parts}",
+                  "prediction")
+    if mode == "hamburger":
+        raise bad("'prediction' drafts in the verify modes ('mode' \"verify\", the server's default, or "
+                  "\"verify_fold\"); \"hamburger\" decodes merged groups and drafts nothing", "prediction",
+                  "invalid_value")
+    return tokenizer.encode(content, add_special_tokens=False) or None
+
+
 def parse_mode(body: dict, default: str) -> str:
     """The decoding mode of a request: "hamburger" (merged groups, the knob), "verify" (lossless) or "verify_fold"
     (verify mode, older tokens folded into merged slots)."""
@@ -413,6 +434,7 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
+        config = replace(config, prediction=parse_prediction(body, tokenizer, mode))
         return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
                       tools=tools)
     prompts = completion_prompts(body, tokenizer)
@@ -444,13 +466,19 @@ def usage(results: GenerationResult | list[GenerationResult], n: int = 1) -> dic
     """OpenAI's token counts, plus `hamburger`: what the decoding cost (forwards, groups, KV slots). Several answers
     to one request (`n` per prompt, prompt by prompt): each prompt once, the rest summed over them (each answer's row
     held its own copy of its prompt's KV), tau their tokens per forward. ``prompt_tokens_details.cached_tokens``: the
-    prompt tokens a prompt cache gave (OpenAI's field), each prompt's first answer's."""
+    prompt tokens a prompt cache gave (OpenAI's field), each prompt's first answer's.
+    ``completion_tokens_details``' prediction tokens: drafts from the request's `prediction` the base kept, and those it
+    did not (OpenAI counts the prediction's tokens that did and did not appear in the answer)."""
     rs = results if isinstance(results, list) else [results]
     tokens, forwards = sum(r.tokens for r in rs), sum(r.forwards for r in rs)
     first, prompt = rs[0], sum(r.prompt_tokens for r in rs[::n])
     cached = sum(r.cached_tokens for r in rs[::n])
+    predicted = [(getattr(r, "accepted_prediction_tokens", 0), getattr(r, "rejected_prediction_tokens", 0)) for r in rs]
     return {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens,
             "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": 0,
+                                          "accepted_prediction_tokens": sum(a for a, _ in predicted),
+                                          "rejected_prediction_tokens": sum(r for _, r in predicted)},
             "hamburger": {"base_forwards": forwards, "tau": round(tokens / forwards if len(rs) > 1 else first.tau, 4),
                           "groups": sum(len(r.groups) for r in rs), "kv_slots": sum(r.kv_slots for r in rs),
                           "kv_slots_ordinary": sum(r.kv_slots_ordinary for r in rs),

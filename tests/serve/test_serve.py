@@ -479,6 +479,33 @@ def test_custom_tools_through_the_official_client(server, checkpoint):
     assert error_of(e)["param"] == "tools" and "custom.format" in error_of(e)["message"]
 
 
+def test_predicted_outputs_draft_in_verify_mode(server, checkpoint):
+    """The official client's `prediction`: in verify mode the answer is the one without it, streamed or not; the
+    answer itself as the prediction is drafted and kept (fewer base forwards), counted in
+    `usage.completion_tokens_details`; a wrong one changes no token; "hamburger" mode and malformed ones are 400s."""
+    client = server.client()
+    args = dict(model="ckpt", messages=chat("Hi there"), max_tokens=40, extra_body={"mode": "verify"})
+    plain = client.chat.completions.create(**args)
+    text = plain.choices[0].message.content
+    assert len(text) > 10 and plain.usage.completion_tokens_details.accepted_prediction_tokens == 0
+    right = client.chat.completions.create(**args, prediction={"type": "content", "content": text})
+    details = right.usage.completion_tokens_details
+    assert right.choices[0].message.content == text and details.accepted_prediction_tokens > 10
+    assert right.usage.model_extra["hamburger"]["base_forwards"] < plain.usage.model_extra["hamburger"]["base_forwards"]
+    streamed = client.chat.completions.create(**args, stream=True, prediction={
+        "type": "content", "content": [{"type": "text", "text": text[:5]}, {"type": "text", "text": text[5:]}]})
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == text
+    wrong = client.chat.completions.create(**args, prediction={"type": "content", "content": text[::-1]})
+    assert wrong.choices[0].message.content == text
+    for prediction, extra in [({"type": "content", "content": text}, {"mode": "hamburger"}),
+                              ({"type": "text", "content": text}, {"mode": "verify"}),
+                              ({"type": "content", "content": 3}, {"mode": "verify"})]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="ckpt", messages=chat("Hi"), max_tokens=4, prediction=prediction,
+                                           extra_body=extra)
+        assert error_of(e)["param"] == "prediction"
+
+
 def test_the_responses_api_through_the_official_client(server, checkpoint):
     """`client.responses.create`: the engine's answer to the same messages as a response object (instructions a
     system message), streamed as typed events that add up to it; a named function's call as chat makes it, as a

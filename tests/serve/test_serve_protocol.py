@@ -31,6 +31,8 @@ def event(text: str) -> GroupEvent:
 def test_usage_counts_and_the_hamburger_extension():
     assert usage(result()) == {
         "prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "accepted_prediction_tokens": 0,
+                                      "rejected_prediction_tokens": 0},
         "hamburger": {"base_forwards": 2, "tau": 1.2346, "groups": 2, "kv_slots": 5, "kv_slots_ordinary": 6,
                       "kv_bytes": 640, "rereads": 0, "confidence": 0.5, "mode": "hamburger"}}
     # a prompt cache's tokens: each prompt's once, as its tokens (two prompts of two answers)
