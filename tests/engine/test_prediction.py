@@ -52,6 +52,7 @@ def test_verify_with_a_prediction_is_the_base_and_saves_forwards(char_tokenizer)
     assert right.forwards < plain[0].forwards / 3 and right.rejected_prediction_tokens <= 1
     assert right.accepted_prediction_tokens == right.tokens - right.forwards  # (every kept draft came from it)
     assert off.accepted_prediction_tokens <= 2 and off.forwards >= plain[1].forwards - 2
+    assert off.rejected_prediction_tokens >= 10  # (its first drafts, at least)
     assert plain[0].accepted_prediction_tokens == plain[0].rejected_prediction_tokens == 0
     with pytest.raises(HamburgerError, match="prediction"):
         DecodingConfig(prediction=["a"]).validate()
