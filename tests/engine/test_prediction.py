@@ -43,16 +43,17 @@ def test_verify_with_a_prediction_is_the_base_and_saves_forwards(char_tokenizer)
     cfg = DecodingConfig(max_new_tokens=30, confidence=0.2, ignore_eos=True)
     plain = VerifyGeneration(model, char_tokenizer, PROMPTS[:2], cfg, draft=0).run()
     assert [r.token_ids for r in plain] == [hf_greedy(model.base, p, 30) for p in PROMPTS[:2]]
-    wrong = [(t * 7 + 1) % 90 + 4 for t in plain[1].token_ids]
+    # right for its first 4 tokens, then wrong: its drafts after those are refused, and cost no token
+    partly = plain[1].token_ids[:4] + [(t * 7 + 1) % 90 + 4 for t in plain[1].token_ids[4:]]
     configs = [DecodingConfig(**{**vars(cfg), "prediction": plain[0].token_ids}),
-               DecodingConfig(**{**vars(cfg), "prediction": wrong})]
+               DecodingConfig(**{**vars(cfg), "prediction": partly})]
     predicted = VerifyGeneration(model, char_tokenizer, PROMPTS[:2], configs, draft=0).run()
     assert [r.token_ids for r in predicted] == [r.token_ids for r in plain]
     right, off = predicted
     assert right.forwards < plain[0].forwards / 3 and right.rejected_prediction_tokens <= 1
     assert right.accepted_prediction_tokens == right.tokens - right.forwards  # (every kept draft came from it)
-    assert off.accepted_prediction_tokens <= 2 and off.forwards >= plain[1].forwards - 2
-    assert off.rejected_prediction_tokens >= 10  # (its first drafts, at least)
+    assert off.accepted_prediction_tokens >= 3 and off.rejected_prediction_tokens > 0
+    assert off.forwards >= plain[1].forwards - off.accepted_prediction_tokens
     assert plain[0].accepted_prediction_tokens == plain[0].rejected_prediction_tokens == 0
     with pytest.raises(HamburgerError, match="prediction"):
         DecodingConfig(prediction=["a"]).validate()
