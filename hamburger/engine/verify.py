@@ -346,7 +346,7 @@ class VerifyGeneration(Generation):
         room = max(0, self._room(row))
         tokens = row.grammar.forced()[:room] if row.grammar is not None else []
         if not tokens and row.prediction is not None:
-            tokens = self._through_eos(row, row.prediction.propose(row.tokens, room))
+            tokens = row.prediction.propose(row.tokens, room)
             drafts.predicted = bool(tokens)
         if not tokens and self.lookup is None and table is None:
             return False

@@ -185,8 +185,9 @@ class Tools:
                           *rules])
 
     def calls(self, text: str) -> tuple[str | None, list[dict]]:
-        """An answer's text -> (the message's content, its calls in OpenAI's shape); an answer that is not whole
-        calls (cut by its token limit) is content."""
+        """An answer's text -> (the message's content, its calls in OpenAI's shape). Cut by its token limit: a JSON
+        array of calls is content; a named tool's, or a `<tool_call>` block's whose header was written, is a call as
+        far as it went (`CallStream`, which reads the blocks)."""
         if self.named:  # the text is the function's arguments, or the custom tool's input, whole or cut
             return None, [call(self.tool(self.choice), text)]
         if not self.hermes:
@@ -548,7 +549,7 @@ class CallStream:
                     self.found.append(call(tool, ""))
                     self.payload = self.block + begins
             if self.payload is not None:
-                self._grow(close >= 0 or end)
+                self._grow(inner[self.payload - self.block:], close >= 0, end)
             if close < 0 and not end:
                 return
             if self.payload is None:  # (a block written otherwise: a call, or text)
@@ -562,21 +563,18 @@ class CallStream:
             if close < 0:
                 return
 
-    def _grow(self, whole: bool) -> None:
-        """The call being written's arguments or input so far, less what may be the block's end (``whole``: the
-        block ended, or the answer did)."""
-        body = self.text[self.payload:]
-        close = body.find(CLOSE)
+    def _grow(self, body: str, closed: bool, end: bool) -> None:
+        """The call being written's arguments or input: ``body``, its block's text after its header (up to the block's
+        end where ``closed``), less what may still be the block's end while neither it nor the answer (``end``)
+        ended."""
         last = self.found[-1]
-        if close >= 0:
-            body = body[:close]
-        elif not whole:
+        if not closed and not end:
             body = body[:_before_marker(body, CLOSE)]
         if last["type"] == "function":  # (the arguments' JSON, less the call's own "}" and newline after it)
             try:
                 body = body[:_JSON.raw_decode(body)[1]]
             except ValueError:  # (not whole yet; or cut by the token limit: as far as they went)
-                body = body if whole and close < 0 else re.sub(r"\}?\n?\Z", "", body, count=1)
+                body = body if end and not closed else re.sub(r"\}?\n?\Z", "", body, count=1)
         last[last["type"]] = {**last[last["type"]], PAYLOAD[last["type"]]: body}
 
     def _changes(self, before: list[int], end: bool) -> dict:
