@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from hamburger.cli.modes import KNOB_HELP, add_mode_options, check_mode_options, generation_model, make_generation
-from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
+from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of, text_or_file
 from hamburger.errors import HamburgerError
 
 
@@ -38,13 +38,35 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
         raise HamburgerError("--batch-size must be >= 1")
     configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
                        seed=r.get("seed", config.seed)).validate() for r in rows]
+    predictions = [r.get("prediction", args.prediction) for r in rows]
+    for line, text in enumerate(predictions, 1):
+        if text is not None:
+            check_prediction(args, text, f"line {line} of {args.prompts_file}: ")
     model, tokenizer = generation_model(args, device)
+    configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
     ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system) for r in rows]
     for start in range(0, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
         for result in make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run():
             print(json.dumps(result.to_dict()), flush=True)
     return 0
+
+
+def check_prediction(args: argparse.Namespace, text, where: str = "") -> None:
+    """A prediction is text, and only the verify modes draft from it."""
+    if not isinstance(text, str):
+        raise HamburgerError(f"{where}'prediction' must be a string, got {type(text).__name__}")
+    if args.mode == "hamburger":
+        raise HamburgerError(f"{where}a prediction drafts in the verify modes only (verify_fold, the default, and "
+                             "verify); mode hamburger decodes merged groups and drafts nothing")
+
+
+def predicted(config, tokenizer, text: str | None):
+    """``config`` drafting from ``text`` (`DecodingConfig.prediction`: its token ids), or as it is for None."""
+    from dataclasses import replace
+
+    return config if text is None else replace(config, prediction=tokenizer.encode(text, add_special_tokens=False)
+                                               or None)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -61,7 +83,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.prompts_file:
         return generate_file(args, config, device)
     prompt = read_prompt(args)
+    if args.prediction is not None:
+        check_prediction(args, args.prediction)
     model, tokenizer = generation_model(args, device)
+    config = predicted(config, tokenizer, args.prediction)
     ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system)
     run = make_generation(args, model, tokenizer, [ids], config)
     if args.json:
@@ -96,11 +121,17 @@ def register(sub) -> None:
     p.add_argument("prompt", nargs="?", default=None, help="the prompt ('-' or omitted with a pipe: read stdin)")
     add_model(p)
     p.add_argument("--prompts-file", default=None,
-                   help="jsonl with a 'prompt' field per line (optional 'max_new_tokens', 'seed'): generate them in "
-                        "batches and print one JSON object per prompt, in input order")
+                   help="jsonl with a 'prompt' field per line (optional 'max_new_tokens', 'seed', 'prediction'): "
+                        "generate them in batches and print one JSON object per prompt, in input order")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
     add_mode_options(p)
     add_sampling(p, knob=KNOB_HELP)
+    p.add_argument("--prediction", type=text_or_file, metavar="TEXT",
+                   help="in the verify modes: what much of the answer is expected to be (inline, or a file holding it: "
+                        "the text an edit starts from, an earlier answer), drafted where the answer follows it, the "
+                        "base checking every draft, so the answer is the same, in fewer forwards (OpenAI's predicted "
+                        "outputs). The summary and --json count its drafts kept and refused. With --prompts-file, a "
+                        "row's 'prediction' field is its own")
     p.add_argument("--raw", action="store_true", help="do not apply the chat template")
     p.add_argument("--system", default=None, help="system message for the chat template")
     p.add_argument("--json", action="store_true",

@@ -115,18 +115,27 @@ def decoding_config(args: argparse.Namespace):
 def grammar(text: str) -> str:
     """--grammar: a Lark grammar, or the path of a file holding one (checked by `grammar.compile_lark` when a model uses
     it)."""
+    return text_or_file(text)
+
+
+def text_or_file(text: str) -> str:
+    """An option's text, or the text of the file it names (a file that exists: text that merely could be a name
+    stays text)."""
     from pathlib import Path
 
-    return Path(text).read_text() if "\n" not in text and ":" not in text and Path(text).is_file() else text
+    try:
+        names_a_file = "\n" not in text and Path(text).is_file()
+    except OSError:  # a text too long to be a file's name
+        names_a_file = False
+    return Path(text).read_text() if names_a_file else text
 
 
 def json_schema(text: str) -> dict:
     """--json-schema: inline JSON, or the path of a file holding it -> the schema (checked by `grammar.compile_schema`
     when a model uses it)."""
     import json
-    from pathlib import Path
 
-    source = Path(text).read_text() if not text.lstrip().startswith("{") and Path(text).is_file() else text
+    source = text if text.lstrip().startswith("{") else text_or_file(text)
     try:
         schema = json.loads(source)
     except json.JSONDecodeError as e:

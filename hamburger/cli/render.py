@@ -49,7 +49,9 @@ def summary_line(result: GenerationResult) -> str:
     saved = 1 - result.kv_slots / result.kv_slots_ordinary if result.kv_slots_ordinary else 0.0
     rereads = f" ({result.rereads} re-reads)" if result.rereads else ""
     cached = f" ({result.cached_tokens} prompt tokens cached)" if result.cached_tokens else ""
-    return (f"[{result.tokens} tokens | {result.forwards} base forwards{rereads} | tau {result.tau:.2f} | "
+    predicted = (f" ({result.accepted_prediction_tokens} predicted tokens kept, {result.rejected_prediction_tokens} "
+                 "refused)" if any(getattr(result, "predicted", ())) else "")
+    return (f"[{result.tokens} tokens | {result.forwards} base forwards{rereads}{predicted} | tau {result.tau:.2f} | "
             f"KV slots {result.kv_slots} vs {result.kv_slots_ordinary} ordinary ({saved:.0%} saved) | "
             f"KV {result.kv_bytes / 2**20:.2f} MiB | TTFT {result.prefill_s * 1000:.0f} ms{cached} | "
             f"decode {result.decode_tok_s:.1f} tok/s | confidence {result.confidence:g} | {result.finish_reason}]")

@@ -77,6 +77,10 @@ class VerifyResult(GenerationResult):
         """Drafts from the prediction that the base did not keep."""
         return sum(d - a for d, a, p in zip(self.drafts, self.accepted, self.predicted) if p)
 
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "accepted_prediction_tokens": self.accepted_prediction_tokens,
+                "rejected_prediction_tokens": self.rejected_prediction_tokens}
+
     def acceptance_by_position(self) -> list[float]:
         """Fraction of steps that drafted an i-th token in which the base kept it (i = 1, 2, ...)."""
         out = []

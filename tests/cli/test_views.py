@@ -35,6 +35,42 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
     assert "--top-logprobs shows in the JSON output" in capsys.readouterr().err
 
 
+def test_generate_drafts_from_a_prediction(tmp_path, char_tokenizer, capsys):
+    """--prediction (inline, a file, a prompts file's field): the answer is the one without it, its drafts kept save
+    forwards and are counted (the summary, --json); a long inline text is text; refused in mode hamburger."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    run = ["generate", "--model", str(ckpt), "--raw", "--mode", "verify", "--max-new-tokens", "16"]
+
+    def answer(*options) -> dict:
+        assert main([*run, "--json", *options, "abc"]) == 0
+        return json.loads(capsys.readouterr().out)
+    plain = answer()
+    assert plain["accepted_prediction_tokens"] == plain["rejected_prediction_tokens"] == 0
+    saved = tmp_path / "earlier.txt"
+    saved.write_text(plain["text"])
+    for given in (plain["text"], str(saved)):
+        right = answer("--prediction", given)
+        assert right["token_ids"] == plain["token_ids"] and right["forwards"] < plain["forwards"] / 2
+        assert right["accepted_prediction_tokens"] == right["tokens"] - right["forwards"]
+    long = answer("--prediction", "x" * 400)  # no file has such a name: the text itself
+    assert long["token_ids"] == plain["token_ids"] and long["accepted_prediction_tokens"] == 0
+    assert main([*run, "--prediction", plain["text"], "abc"]) == 0
+    kept = right["accepted_prediction_tokens"]
+    assert f"({kept} predicted tokens kept, 0 refused)" in capsys.readouterr().err
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("\n".join(json.dumps(r) for r in [{"prompt": "abc", "prediction": plain["text"]},
+                                                          {"prompt": "abc"}]) + "\n")
+    assert main([*run, "--prompts-file", str(prompts)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["token_ids"] for r in rows] == [plain["token_ids"]] * 2
+    assert [r["accepted_prediction_tokens"] for r in rows] == [kept, 0]
+    prompts.write_text(json.dumps({"prompt": "abc", "prediction": 7}) + "\n")
+    assert main([*run, "--prompts-file", str(prompts)]) == 1
+    assert "line 1 of" in capsys.readouterr().err
+    assert main([*run, "--mode", "hamburger", "--prediction", "abc", "abc"]) == 1
+    assert "a prediction drafts in the verify modes only" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("mode", [["--mode", "verify"], ["--mode", "hamburger", "--confidence", "0.5"]])
 def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys):
     """--logit-bias ID=-100 keeps those tokens out of the answer, the penalties change it, --json-schema and --grammar
