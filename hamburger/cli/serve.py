@@ -29,7 +29,8 @@ def register(sub) -> None:
     p = sub.add_parser("serve", help="serve a HAMburger model over an OpenAI-compatible HTTP API",
                        description="Serve POST /v1/chat/completions (with function calling, and custom tools "
                                    "whose text input is held to a Lark grammar or a regex), POST /v1/completions, "
-                                   "POST /v1/responses, GET /v1/models, GET /health and GET /metrics; answers can be "
+                                   "POST /v1/responses, GET /v1/models, GET /health, GET /metrics and POST /tokenize "
+                                   "and /detokenize (vLLM's); answers can be "
                                    "held to a JSON schema (response_format) or, as vLLM's structured_outputs ask, to a "
                                    "regex, a choice or a grammar. Concurrent requests are batched (up to "
                                    "--max-batch-size rows; waiting requests join the running batch as rows finish); more "

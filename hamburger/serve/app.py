@@ -2,7 +2,7 @@
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/responses (answered as a chat request:
 `responses`; GET and DELETE /v1/responses/{id} for the kept ones, `response_store`), GET /v1/models, GET /health,
-GET /metrics (Prometheus' format, `metrics`).
+GET /metrics (Prometheus' format, `metrics`), POST /tokenize and /detokenize (vLLM's, also under /v1: `tokenize`).
 Requests are batched by `scheduler.Scheduler` (continuous batching). Every error is an OpenAI-shaped body
 {"error": {"message", "type", "param", "code"}}. Any model name is accepted in requests (one model is
 served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 from hamburger.errors import HamburgerError
-from hamburger.serve import lifecycle, openmp, responses
+from hamburger.serve import lifecycle, openmp, responses, tokenize
 from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
@@ -163,6 +163,22 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
             raise APIError(404, f"the model {name!r} does not exist; this server serves {model_name!r}",
                            param="model", code="model_not_found")
         return model_card(model_name, created)
+
+    async def token_utility(request: HTTPRequest, read, *args):
+        authorize(request.headers, api_key)
+        check_content_type(request.headers.get("content-type"))
+        raw = await request.body()
+        return await asyncio.get_running_loop().run_in_executor(workers, read, raw, tokenizer, *args)
+
+    @app.post("/tokenize")
+    @app.post("/v1/tokenize")
+    async def tokenize_prompt(request: HTTPRequest):
+        return await token_utility(request, tokenize.tokenize, model.context_length)
+
+    @app.post("/detokenize")
+    @app.post("/v1/detokenize")
+    async def detokenize_tokens(request: HTTPRequest):
+        return await token_utility(request, tokenize.detokenize)
 
     @app.get("/metrics")
     async def metrics():

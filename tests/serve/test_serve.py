@@ -599,6 +599,47 @@ def test_metrics_count_what_the_server_answered(server):
     assert after[tokens] == before.get(tokens, 0) + got.usage.completion_tokens
 
 
+def test_tokenize_counts_what_requests_report(server, checkpoint):
+    """`POST /tokenize` and `/detokenize` (vLLM's, also under /v1): a prompt or a chat with its tools is read as the
+    completions and chat requests read it (`count` is their `usage.prompt_tokens`), and ids go back to the text; a
+    reading this server does not do, a field it does not know, or no key is refused."""
+    client, model, tok = server.client(), checkpoint[1], checkpoint[2]
+    auth = {"Authorization": f"Bearer {KEY}"}
+
+    def post(path: str, body: dict, status: int = 200) -> dict:
+        r = httpx.post(server.url + path, json=body, headers=auth, timeout=30)
+        assert r.status_code == status, r.text
+        return r.json()
+    got = post("/tokenize", {"model": "ckpt", "prompt": "abc", "return_token_strs": True})
+    assert got["tokens"] == encode_prompt(tok, "abc", raw=True) and got["count"] == len(got["tokens"])
+    assert got["max_model_len"] == model.context_length
+    assert got["token_strs"] == tok.convert_ids_to_tokens(got["tokens"])
+    asked = client.completions.create(model="ckpt", prompt="abc", max_tokens=1)
+    assert asked.usage.prompt_tokens == got["count"]
+    assert post("/v1/tokenize", {"prompt": got["tokens"]})["tokens"] == got["tokens"]
+    tools = [{"type": "function", "function": {"name": "now", "description": "The time"}}]
+    for extra in ({}, {"tools": tools}):
+        counted = post("/v1/tokenize", {"messages": chat("Hi there"), "add_generation_prompt": True, **extra})
+        answered = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=1, **extra)
+        assert counted["count"] == answered.usage.prompt_tokens and "token_strs" not in counted
+    assert post("/detokenize", {"tokens": got["tokens"]}) == {"prompt": "abc"}
+    assert post("/v1/detokenize", {"model": "ckpt", "tokens": []}) == {"prompt": ""}
+    for path, body, param in [("/tokenize", {"prompt": "abc", "messages": chat("Hi")}, "prompt"),
+                              ("/tokenize", {"model": "ckpt"}, "prompt"),
+                              ("/tokenize", {"messages": chat("Hi"), "add_generation_prompt": False},
+                               "add_generation_prompt"),
+                              ("/tokenize", {"prompt": "abc", "add_special_tokens": False}, "add_special_tokens"),
+                              ("/tokenize", {"prompt": "abc", "tools": tools}, "tools"),
+                              ("/tokenize", {"prompt": "abc", "max_tokens": 3}, "max_tokens"),
+                              ("/tokenize", {"prompt": ["a", "b"]}, "prompt"),
+                              ("/tokenize", {"prompt": "abc", "return_token_strs": 1}, "return_token_strs"),
+                              ("/detokenize", {"tokens": [len(tok)]}, "tokens"),
+                              ("/detokenize", {"tokens": "abc"}, "tokens"),
+                              ("/detokenize", {"tokens": [1], "prompt": "a"}, "prompt")]:
+        assert post(path, body, 400)["error"]["param"] == param, body
+    assert httpx.post(server.url + "/tokenize", json={"prompt": "abc"}).status_code == 401
+
+
 def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
     """The completions API's batch of prompts with `n`: every prompt's answers, prompt by prompt, as the engine gives
     them; `usage` counts each prompt once."""

@@ -457,3 +457,21 @@ def test_usage_and_body_of_several_answers():
     assert use["hamburger"]["kv_slots"] == 10 and use["hamburger"]["groups"] == 4
     body = completion_body("completion", "cmpl-1", "m", [a, b], n=2)
     assert [(c["index"], c["text"]) for c in body["choices"]] == [(0, "a"), (1, "b")] and body["usage"] == use
+
+
+def test_tokenize_reads_prompts_as_requests_do():
+    """The bundled tokenizer: /tokenize's ids are the prompt a chat or completions request reads (`prepare`), its
+    token strings the tokenizer's own pieces (byte-level BPE writes a leading space as 'Ġ'), /detokenize the text."""
+    from transformers import AutoTokenizer
+
+    from hamburger.core.base import resolve_base
+    from hamburger.serve.tokenize import detokenize, tokenize
+
+    tok = AutoTokenizer.from_pretrained(resolve_base(None)[1])
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello world"}]
+    chat = tokenize(json.dumps({"messages": messages}).encode(), tok, 8192)
+    asked = prepare(json.dumps({"messages": messages}).encode(), "chat", tok, 16, None)
+    assert chat["tokens"] == asked.prompts[0] and chat["count"] == len(chat["tokens"]) > 10
+    plain = tokenize(b'{"prompt": "Hello world", "return_token_strs": true}', tok, 8192)
+    assert plain["token_strs"] == ["Hello", "\u0120world"] and plain["max_model_len"] == 8192
+    assert detokenize(json.dumps({"tokens": plain["tokens"]}).encode(), tok) == {"prompt": "Hello world"}
