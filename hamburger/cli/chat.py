@@ -4,8 +4,10 @@ Each reply streams group by group (shaded by the stop head's confidence on a ter
 with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: verify_fold,
 verify mode on a smaller KV cache; lossless verify is `--mode verify`). Each turn sends the whole conversation
 again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end).
-Commands: /reset forgets the conversation, /exit (or Ctrl-D) quits. With a pipe on stdin, every line is one user
-turn.
+Commands: /undo takes back the last exchange, /retry asks for the last reply again (sampled, a new draw unless --seed),
+/save FILE writes the conversation (JSON, OpenAI's messages), /load FILE goes on from one, /reset forgets it, /help
+lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a reply where it is (what was shown stays in the conversation). With
+a pipe on stdin, every line is one user turn.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.errors import HamburgerError
 
 
+COMMANDS = ("/undo: take back the last exchange; /retry: the last reply again; /save FILE, /load FILE: the conversation "
+            "as JSON (OpenAI's messages); /reset: start over; /exit: quit")
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
-    from hamburger.cli.render import stream_text, summary_line
+    from hamburger.cli.render import summary_line
     from hamburger.engine.prompt import encode_prompt
-    from hamburger.engine.prompt_cache import PromptCache
 
     check_mode_options(args)
     if args.prompt_cache < 0:
@@ -34,39 +39,123 @@ def cmd_chat(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
     if interactive:
-        print(f"hamburger chat, {args.mode} mode; /reset to start over, /exit to quit", file=sys.stderr)
-    kept = PromptCache(int(args.prompt_cache * 2 ** 20)) if args.prompt_cache else None
-    messages: list[dict] = [{"role": "system", "content": args.system}] if args.system else []
+        print(f"hamburger chat, {args.mode} mode; /help for commands, /exit to quit", file=sys.stderr)
+    kept = new_cache(args)
+    start = [{"role": "system", "content": args.system}] if args.system else []
+    messages = list(start)
     while True:
         try:
-            line = input("you> " if interactive else "")
+            line = input("you> " if interactive else "").strip()
         except EOFError:
             return 0
-        line = line.strip()
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            print("\n(Ctrl-D or /exit quits)", file=sys.stderr)
+            continue
         if not line:
             continue
         if line in ("/exit", "/quit"):
             return 0
-        if line == "/reset":
-            messages = messages[:1] if args.system else []
-            print("(conversation reset)", file=sys.stderr)
-            continue
+        if line.startswith("/"):
+            messages, line = command(line, messages, start)
+            if line is None:
+                continue
         messages.append({"role": "user", "content": line})
         try:
-            ids = encode_prompt(tokenizer, messages)
-            run = make_generation(args, model, tokenizer, [ids], config, kept)
+            run = make_generation(args, model, tokenizer, [encode_prompt(tokenizer, messages)], config, kept)
         except HamburgerError as e:
             messages.pop()
             print(f"error: {e}", file=sys.stderr)
             continue
         if interactive:
             print("bot> ", end="", flush=True)
-        for event in run:
+        reply, result = stream_reply(run, color)
+        messages.append({"role": "assistant", "content": reply})
+        if result is None:  # stopped: what the cache holds of this turn may be half written
+            kept = new_cache(args)
+            print("(stopped)", file=sys.stderr, flush=True)
+        else:
+            print(summary_line(result), file=sys.stderr, flush=True)
+
+
+def new_cache(args: argparse.Namespace):
+    """The conversation's `PromptCache` (None with --prompt-cache 0)."""
+    from hamburger.engine.prompt_cache import PromptCache
+
+    return PromptCache(int(args.prompt_cache * 2 ** 20)) if args.prompt_cache else None
+
+
+def stream_reply(run, color: bool):
+    """Print a reply as it comes -> (its text, its result); Ctrl-C stops it: (the text shown, None)."""
+    from hamburger.cli.render import stream_text
+
+    events, shown = iter(run), []
+    try:
+        for event in events:
             print(stream_text(event, color), end="", flush=True)
+            shown.append(event.text)
+    except KeyboardInterrupt:
+        events.close()
         print(flush=True)
-        result = run.results[0]
-        messages.append({"role": "assistant", "content": result.text})
-        print(summary_line(result), file=sys.stderr, flush=True)
+        return "".join(shown), None
+    print(flush=True)
+    return run.results[0].text, run.results[0]
+
+
+def command(line: str, messages: list[dict], start: list[dict]) -> tuple[list[dict], str | None]:
+    """A chat command -> (the conversation after it, a user turn to answer now or None)."""
+    import json
+
+    name, _, arg = line.partition(" ")
+    arg = arg.strip()
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+    if name in ("/undo", "/retry") and last_user is None:
+        print("(nothing to take back yet)", file=sys.stderr)
+    elif name == "/undo":
+        print("(took back the last exchange)", file=sys.stderr)
+        return messages[:last_user], None
+    elif name == "/retry":
+        return messages[:last_user], messages[last_user]["content"]
+    elif name == "/reset":
+        print("(conversation reset)", file=sys.stderr)
+        return list(start), None
+    elif name in ("/save", "/load") and not arg:
+        print(f"(usage: {name} FILE)", file=sys.stderr)
+    elif name == "/save":
+        try:
+            with open(arg, "w", encoding="utf-8") as f:
+                json.dump(messages, f, ensure_ascii=False, indent=1)
+            print(f"(saved {len(messages)} messages to {arg})", file=sys.stderr)
+        except OSError as e:
+            print(f"error: cannot write {arg}: {e}", file=sys.stderr)
+    elif name == "/load":
+        try:
+            loaded = read_conversation(arg)
+            print(f"(loaded {len(loaded)} messages from {arg})", file=sys.stderr)
+            return loaded, None
+        except HamburgerError as e:
+            print(f"error: {e}", file=sys.stderr)
+    else:
+        print(COMMANDS if name == "/help" else f"(unknown command {name}; {COMMANDS})", file=sys.stderr)
+    return messages, None
+
+
+def read_conversation(path: str) -> list[dict]:
+    """A conversation /save wrote (a JSON list of {"role", "content"} messages); a clear error otherwise."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            messages = json.load(f)
+    except (OSError, ValueError) as e:
+        raise HamburgerError(f"cannot read a conversation from {path}: {e}") from None
+    if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str) for m in messages):
+        raise HamburgerError(f"{path} is not a conversation: a JSON list of messages, each a role (system, user or "
+                             "assistant) and a text content")
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
 def register(sub) -> None:

@@ -122,6 +122,62 @@ def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, mon
     assert "conversation reset" in captured.err
 
 
+def chat_checkpoint(tmp_path, char_tokenizer):
+    char_tokenizer.chat_template = TEMPLATE
+    try:
+        return save_tiny_checkpoint(tmp_path, char_tokenizer)
+    finally:
+        char_tokenizer.chat_template = None
+
+
+def chat_run(ckpt, monkeypatch, capsys, lines: str):
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--mode", "verify",
+                 "--repetition-penalty", "5"]) == 0  # (replies that differ with the conversation)
+    return capsys.readouterr()
+
+
+def test_chat_commands_undo_retry_save_and_load(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """/undo takes back an exchange, /retry asks again (greedy: the same reply), /save and /load keep a conversation
+    that goes on as the unbroken one does; bad commands and files are one line each, and the chat goes on."""
+    ckpt = chat_checkpoint(tmp_path, char_tokenizer)
+    saved = tmp_path / "talk.json"
+    plain = chat_run(ckpt, monkeypatch, capsys, "hi\nagain\n").out.splitlines()
+    got = chat_run(ckpt, monkeypatch, capsys, f"/undo\nhello\n/undo\nhi\n/retry\n/save {saved}\n/reset\n"
+                                              f"/load {saved}\nagain\n/help\n/bogus\n/load\n/load {tmp_path}\n")
+    assert got.out.splitlines()[1:] == [plain[0], plain[0], plain[1]] and len(set(plain)) == 2
+    assert json.loads(saved.read_text()) == [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": plain[0]}]
+    for said in ("nothing to take back yet", "took back the last exchange", "saved 2 messages", "conversation reset",
+                 "loaded 2 messages", "/retry: the last reply again", "unknown command /bogus", "usage: /load FILE",
+                 "cannot read a conversation from"):
+        assert said in got.err, said
+    saved.write_text('[{"role": "robot", "content": "x"}]')
+    assert "is not a conversation" in chat_run(ckpt, monkeypatch, capsys, f"/load {saved}\n").err
+
+
+def test_ctrl_c_stops_a_reply_and_the_chat_goes_on(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """Ctrl-C while a reply streams stops it there: what was shown is the reply the conversation keeps, and the next
+    turn is answered."""
+    import hamburger.cli.render as render
+
+    ckpt = chat_checkpoint(tmp_path, char_tokenizer)
+    saved, shown = tmp_path / "talk.json", render.stream_text
+    calls = []
+
+    def interrupted(event, color):
+        calls.append(event.text)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return shown(event, color)
+    monkeypatch.setattr(render, "stream_text", interrupted)
+    got = chat_run(ckpt, monkeypatch, capsys, f"hi\nagain\n/save {saved}\n")
+    assert "(stopped)" in got.err and got.err.count("tau") == 1  # (the second reply's summary)
+    kept = json.loads(saved.read_text())
+    assert [m["role"] for m in kept] == ["user", "assistant", "user", "assistant"]
+    assert kept[1]["content"] == calls[0] and len(calls) > 2  # (the second group was never shown)
+
+
 def test_chat_reads_only_each_new_turn(tmp_path, char_tokenizer, capsys, monkeypatch):
     """`hamburger chat` keeps the conversation's cache (`--prompt-cache`): each turn after the first reads only its new
     messages, and the answers are those of a chat that reads everything every turn."""
