@@ -233,7 +233,7 @@ class Generation:
         row = _Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                    self.model.config.gate, self.model.config.prefilter)
         row.traced = self.trace_logits or config.top_logprobs > 0
-        row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device)
+        row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(self.eos))
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")

@@ -5,7 +5,8 @@
 - ``repetition_penalty`` r (CTRL's, as transformers' and vLLM's): the logit of a token that the prompt or the answer so
   far holds is divided by r where it is positive and multiplied by r elsewhere (r > 1 discourages repeats);
 - ``presence_penalty`` p and ``frequency_penalty`` f (OpenAI's): a token the answer holds c > 0 times loses p + c f
-  (the prompt does not count).
+  (the prompt does not count);
+- ``min_tokens`` m (vLLM's): while the answer holds fewer than m tokens, no end-of-sequence id can be chosen.
 
 They change which token is chosen, in every mode and for every token (a group's first, from the base, and its later
 ones, from the micro-step decoder; in the verify modes the base's test of each draft: the answer follows the base's
@@ -18,6 +19,7 @@ whether its prompt holds it, so the device micro loop adjusts a whole micro batc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -26,16 +28,19 @@ from hamburger.errors import HamburgerError
 
 
 def penalize(logits: torch.Tensor, counts: torch.Tensor, in_prompt: torch.Tensor | None, presence, frequency,
-             repetition, bias: torch.Tensor | None) -> torch.Tensor:
+             repetition, bias: torch.Tensor | None, min_tokens=0, ends: torch.Tensor | None = None) -> torch.Tensor:
     """``logits`` [..., V] adjusted (float32): ``counts`` [..., V] the answer's count of each token, ``in_prompt``
     [..., V] whether the prompt holds it (None: no repetition penalty), ``presence``, ``frequency``, ``repetition``
-    numbers or tensors [..., 1], ``bias`` [..., V] or None. Neutral settings (0, 0, 1, zeros) return the logits'
-    values exactly."""
+    and ``min_tokens`` numbers or tensors [..., 1], ``bias`` [..., V] or None, ``ends`` [..., V] the end-of-sequence
+    ids (None: no `min_tokens`). Neutral settings (0, 0, 1, zeros, 0) return the logits' values exactly."""
     out = logits.float() if bias is None else logits.float() + bias
     if in_prompt is not None:
         seen = in_prompt | (counts > 0)
         out = torch.where(seen, torch.where(out > 0, out / repetition, out * repetition), out)
-    return out - frequency * counts - presence * (counts > 0).float()
+    out = out - frequency * counts - presence * (counts > 0).float()
+    if ends is not None:  # (the answer's length is its tokens' count)
+        out = out.masked_fill(ends & (counts.sum(-1, keepdim=True) < min_tokens), -math.inf)
+    return out
 
 
 class Penalties:
@@ -43,11 +48,16 @@ class Penalties:
     penalty) the tokens of its prompt, as dense [V] tensors on ``device``. `add` each token the row takes."""
 
     def __init__(self, presence: float, frequency: float, repetition: float, logit_bias: dict[int, float],
-                 prompt_ids: list[int], vocab: int, device: torch.device):
+                 prompt_ids: list[int], vocab: int, device: torch.device, min_tokens: int = 0,
+                 eos: list[int] = ()):
         if any(not 0 <= t < vocab for t in logit_bias):
             raise HamburgerError(f"logit_bias names token ids outside the vocabulary [0, {vocab}): "
                                  f"{sorted(t for t in logit_bias if not 0 <= t < vocab)[:5]}")
-        self.presence, self.frequency, self.repetition = presence, frequency, repetition
+        self.presence, self.frequency, self.repetition, self.min_tokens = presence, frequency, repetition, min_tokens
+        self.ends = None  # (``eos`` as a [V] mask, with a `min_tokens` to hold them back for)
+        if min_tokens and eos:
+            self.ends = torch.zeros(vocab, dtype=torch.bool, device=device)
+            self.ends[torch.tensor(list(eos), device=device)] = True
         self.counts = torch.zeros(vocab, device=device)
         self.in_prompt = None
         if repetition != 1.0:
@@ -60,12 +70,14 @@ class Penalties:
                 list(logit_bias.values()), dtype=torch.float32, device=device))
 
     @classmethod
-    def of(cls, cfg, prompt_ids: list[int], vocab: int, device: torch.device) -> Penalties | None:
-        """A row's penalties under its `DecodingConfig`, or None when it asks for none."""
+    def of(cls, cfg, prompt_ids: list[int], vocab: int, device: torch.device, eos: list[int] = ()
+           ) -> Penalties | None:
+        """A row's penalties under its `DecodingConfig` (``eos``: the ids its `min_tokens` holds back; none with
+        `ignore_eos`), or None when it asks for none."""
         if not cfg.penalized:
             return None
         return cls(cfg.presence_penalty, cfg.frequency_penalty, cfg.repetition_penalty, cfg.logit_bias, prompt_ids,
-                   vocab, device)
+                   vocab, device, cfg.min_tokens, () if cfg.ignore_eos else eos)
 
     def add(self, token: int) -> None:
         self.counts[token] += 1
@@ -76,7 +88,8 @@ class Penalties:
         if after:
             counts = counts.index_add(0, torch.tensor(after, device=counts.device),
                                       torch.ones(len(after), device=counts.device))
-        return penalize(logits, counts, self.in_prompt, self.presence, self.frequency, self.repetition, self.bias)
+        return penalize(logits, counts, self.in_prompt, self.presence, self.frequency, self.repetition, self.bias,
+                        self.min_tokens, self.ends)
 
 
 @dataclass
@@ -90,6 +103,8 @@ class PenaltyBatch:
     frequency: torch.Tensor
     repetition: torch.Tensor
     bias: torch.Tensor | None
+    min_tokens: torch.Tensor
+    ends: torch.Tensor | None
 
     @classmethod
     def stack(cls, penalties: list[Penalties | None], vocab: int, device: torch.device) -> PenaltyBatch | None:
@@ -101,20 +116,24 @@ class PenaltyBatch:
 
         def scalar(name: str, neutral: float) -> torch.Tensor:
             return torch.tensor([[neutral if p is None else getattr(p, name)] for p in penalties], device=device)
-        in_prompt = None
+        none = torch.zeros(vocab, dtype=torch.bool, device=device)
+        in_prompt = ends = None
         if any(p.in_prompt is not None for p in rows):
-            none = torch.zeros(vocab, dtype=torch.bool, device=device)
             in_prompt = torch.stack([none if p is None or p.in_prompt is None else p.in_prompt for p in penalties])
+        if any(p.ends is not None for p in rows):
+            ends = torch.stack([none if p is None or p.ends is None else p.ends for p in penalties])
         bias = None
         if any(p.bias is not None for p in rows):
             bias = torch.stack([zeros if p is None or p.bias is None else p.bias for p in penalties])
         return cls(torch.stack([zeros if p is None else p.counts for p in penalties]), in_prompt,
-                   scalar("presence", 0.0), scalar("frequency", 0.0), scalar("repetition", 1.0), bias)
+                   scalar("presence", 0.0), scalar("frequency", 0.0), scalar("repetition", 1.0), bias,
+                   scalar("min_tokens", 0), ends)
 
     def adjust(self, logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
         """The logits [B, V] adjusted with the answers' counts ``counts`` [B, V] (``counts`` as the micro steps grow
         them, out of place: `counted`)."""
-        return penalize(logits, counts, self.in_prompt, self.presence, self.frequency, self.repetition, self.bias)
+        return penalize(logits, counts, self.in_prompt, self.presence, self.frequency, self.repetition, self.bias,
+                        self.min_tokens, self.ends)
 
 
 def counted(counts: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

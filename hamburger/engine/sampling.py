@@ -31,6 +31,8 @@ class DecodingConfig:
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
+    min_tokens: no end-of-sequence id is chosen before the answer holds this many tokens (vLLM's; 0 = off; at most
+        max_new_tokens). Stop strings still end it.
     reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
         next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
         slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next
@@ -62,6 +64,7 @@ class DecodingConfig:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
+    min_tokens: int = 0
     reread: float = 0.0
     top_logprobs: int = 0
     prompt_logprobs: int | None = None
@@ -109,6 +112,12 @@ class DecodingConfig:
             raise HamburgerError(f"grammar must be a non-empty string (a Lark grammar), got {self.grammar!r}")
         if self.grammar is not None and self.json_schema is not None:
             raise HamburgerError("an answer is held to a JSON schema or to a grammar, not both")
+        if isinstance(self.min_tokens, bool) or not isinstance(self.min_tokens, int) or \
+                not 0 <= self.min_tokens <= self.max_new_tokens:
+            raise HamburgerError(f"min_tokens must be an integer in [0, max_new_tokens {self.max_new_tokens}], got "
+                                 f"{self.min_tokens!r}")
+        if self.min_tokens and (self.json_schema is not None or self.grammar is not None):
+            raise HamburgerError("min_tokens cannot hold an answer held to a JSON schema or a grammar past its end")
         if self.prediction is not None and not (isinstance(self.prediction, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
             raise HamburgerError("prediction must be a list of token ids")
@@ -116,9 +125,9 @@ class DecodingConfig:
 
     @property
     def penalized(self) -> bool:
-        """Whether a penalty or a bias changes the logits tokens are chosen from."""
+        """Whether a penalty, a bias or `min_tokens` changes the logits tokens are chosen from."""
         return bool(self.presence_penalty or self.frequency_penalty or self.repetition_penalty != 1.0 or
-                    self.logit_bias)
+                    self.logit_bias or (self.min_tokens and not self.ignore_eos))
 
     @property
     def greedy(self) -> bool:

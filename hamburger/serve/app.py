@@ -8,8 +8,9 @@ Requests are batched by `scheduler.Scheduler` (continuous batching). Every error
 served); responses name the served model. A request's `n` answers are rows of the scheduler's batches (`lifecycle`'s
 `submit_all`, `collect_all`, `stream`). Log-probabilities (`logprobs`, chat's `top_logprobs`) are those of the
 distribution each token was chosen from (`protocol.TokenLogprobs`). Extensions: the request fields `confidence`,
-`reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`), `top_k` and `repetition_penalty`, and
-`usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode).
+`reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`), `top_k`, `repetition_penalty`, vLLM's
+`min_tokens` and `ignore_eos`, and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary,
+kv_bytes, rereads, confidence, mode).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
 `protocol` (request parsing and the OpenAI response shapes, pure functions; parsing runs in a worker pool off

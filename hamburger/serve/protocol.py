@@ -31,7 +31,7 @@ ROLES = {"system", "developer", "user", "assistant", "tool"}
 MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
-            "mode", "structured_outputs", *LEGACY}
+            "mode", "structured_outputs", "ignore_eos", "min_tokens", *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier"}  # no effect on the output
@@ -241,6 +241,9 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
     logprobs = parse_logprobs(body, kind)
+    ignore_eos = body.get("ignore_eos")
+    if ignore_eos is not None and not isinstance(ignore_eos, bool):
+        raise bad(f"'ignore_eos' must be a boolean, got {ignore_eos!r}", "ignore_eos")
     try:
         schema, grammar = parse_structured(body)  # (vLLM's structured outputs)
     except StructuredError as e:
@@ -257,7 +260,8 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop), top_logprobs=logprobs or 0,
+        stop=list(stop), top_logprobs=logprobs or 0, ignore_eos=bool(ignore_eos),
+        min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True),
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)),

@@ -9,7 +9,7 @@ import torch
 
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
-from hamburger.engine.penalties import PenaltyBatch, Penalties, penalize
+from hamburger.engine.penalties import PenaltyBatch, Penalties, counted, penalize
 from hamburger.engine.sampling import DecodingConfig, along as adjusted_along
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
@@ -58,6 +58,41 @@ def test_the_arithmetic():
     assert torch.equal(adjusted[0], expected) and torch.equal(adjusted[1], logits)
     assert torch.equal(penalize(logits, torch.zeros(5), torch.zeros(5, dtype=torch.bool), 0.0, 0.0, 1.0, None),
                        logits)
+
+
+def test_min_tokens_holds_the_end_ids_back_until_the_answer_is_long_enough():
+    """`min_tokens` m: the end ids get -inf while the answer (and the drafts before a position) hold fewer than m
+    tokens, the other logits as they were; a batch's rows without it keep theirs."""
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0, -2.0])
+    p = Penalties(0.0, 0.0, 1.0, {}, prompt_ids=[], vocab=5, device=torch.device("cpu"), min_tokens=2, eos=[1, 3])
+    held = torch.tensor([2.0, -torch.inf, 0.5, -torch.inf, -2.0])
+    assert torch.equal(p(logits), held) and torch.equal(p(logits, after=[0]), held)
+    assert torch.equal(p(logits, after=[0, 4]), logits)
+    p.add(0)
+    assert torch.equal(p(logits), held) and torch.equal(p(logits, after=[2]), logits)
+    batch = PenaltyBatch.stack([p, None], 5, torch.device("cpu"))
+    adjusted = batch.adjust(torch.stack([logits, logits]), batch.counts)
+    assert torch.equal(adjusted[0], held) and torch.equal(adjusted[1], logits)
+    assert torch.equal(batch.adjust(torch.stack([logits, logits]), counted(batch.counts, torch.tensor([4, 4])))[0],
+                       logits)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_min_tokens_in_every_engine(kind, char_tokenizer):
+    """With the end ids biased up an answer ends at once; with `min_tokens` 10 it ends soon after its tenth token,
+    greedy and sampled, none of the first ten an end id (micro tokens and drafts alike); `ignore_eos` runs on."""
+    ends = {2: 8.0, 3: 8.0}
+    configs = [DecodingConfig(max_new_tokens=24, confidence=0.5, logit_bias=ends, **extra) for extra in (
+        {}, {"min_tokens": 10}, {"min_tokens": 10, "temperature": 1.0, "seed": 3}, {"ignore_eos": True},
+        {"ignore_eos": True, "min_tokens": 10})]
+    plain, held, sampled, ignored, both = engine(kind, char_tokenizer, configs, trace=False).run()
+    assert plain.finish_reason == "eos" and plain.tokens < 10
+    for result in (held, sampled):
+        assert result.finish_reason == "eos" and 10 < result.tokens < 16 and not {2, 3} & set(result.token_ids[:10])
+    assert kind not in ("host", "device") or max(held.groups) > 1
+    assert (ignored.finish_reason, ignored.tokens) == ("length", 24)
+    assert both.token_ids == ignored.token_ids  # (end ids that end nothing are not held back, as vLLM's)
+    assert DecodingConfig(min_tokens=1).penalized and not DecodingConfig(min_tokens=1, ignore_eos=True).penalized
 
 
 CONFIGS = [DecodingConfig(max_new_tokens=24, confidence=0.5, repetition_penalty=3.0),
@@ -137,10 +172,16 @@ def test_the_compiled_device_loop_applies_them(char_tokenizer):
 @pytest.mark.parametrize("field,value", [
     ("presence_penalty", 2.5), ("frequency_penalty", -2.1), ("presence_penalty", float("nan")),
     ("repetition_penalty", 0.0), ("repetition_penalty", -1.0), ("repetition_penalty", float("inf")),
-    ("logit_bias", {1: 101.0}), ("logit_bias", {-1: 1.0}), ("logit_bias", {"1": 1.0}), ("logit_bias", [1])])
+    ("logit_bias", {1: 101.0}), ("logit_bias", {-1: 1.0}), ("logit_bias", {"1": 1.0}), ("logit_bias", [1]),
+    ("min_tokens", -1), ("min_tokens", 129), ("min_tokens", True), ("min_tokens", 2.0)])
 def test_out_of_range_settings_are_refused(field, value):
     with pytest.raises(HamburgerError, match=field):
         DecodingConfig(**{field: value}).validate()
+
+
+def test_min_tokens_cannot_hold_a_structured_answer_open():
+    with pytest.raises(HamburgerError, match="min_tokens cannot hold"):
+        DecodingConfig(min_tokens=4, json_schema={"type": "object"}).validate()
 
 
 def test_a_bias_outside_the_vocabulary_is_refused(char_tokenizer):
