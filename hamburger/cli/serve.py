@@ -39,7 +39,8 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on /v1 (default: $HAMBURGER_API_KEY, else no key)")
+                   help="require 'Authorization: Bearer KEY' on /v1, /tokenize and /detokenize (default: "
+                        "$HAMBURGER_API_KEY, else no key)")
     p.add_argument("--served-model-name", default=None, help="model id shown by /v1/models (default: folder name)")
     p.add_argument("--max-batch-size", type=int, default=8, help="most requests generated together (default 8)")
     p.add_argument("--max-queue", type=int, default=64,
