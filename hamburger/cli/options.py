@@ -74,6 +74,9 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")
     if extra:
         p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0 = all)")
+        p.add_argument("--min-p", type=float, default=0.0,
+                       help="in [0, 1]: sample only among tokens at least this times as likely as the most likely one "
+                            "(after temperature, top-k and top-p; 0 = off, the default)")
     p.add_argument("--seed", type=int, default=seed,
                    help="seed for sampling (reproducible output)" + (f" (default {seed})" if seed is not None else ""))
     if extra:
@@ -110,12 +113,11 @@ def decoding_config(args: argparse.Namespace):
     from hamburger.engine.sampling import DecodingConfig
 
     return DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence, reread=args.reread,
-                          temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                          stop=args.stop or [], min_tokens=args.min_tokens, ignore_eos=args.ignore_eos,
-                          repetition_penalty=args.repetition_penalty,
-                          presence_penalty=args.presence_penalty, frequency_penalty=args.frequency_penalty,
-                          logit_bias=dict(args.logit_bias or []), json_schema=args.json_schema,
-                          grammar=args.grammar).validate()
+                          temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
+                          seed=args.seed, stop=args.stop or [], min_tokens=args.min_tokens, ignore_eos=args.ignore_eos,
+                          repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
+                          frequency_penalty=args.frequency_penalty, logit_bias=dict(args.logit_bias or []),
+                          json_schema=args.json_schema, grammar=args.grammar).validate()
 
 
 def grammar(text: str) -> str:

@@ -74,9 +74,9 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
     """``steps`` micro steps for every row, no host sync -> (tokens [B, steps], probs, p_continue (float32),
     going [B, steps] (token j is part of the row's group), logits [steps, B, V] or None).
 
-    ``state`` [B, 7 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
+    ``state`` [B, 8 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
     -stop_logit, the least probability of a micro token (`sampling.knob_gates`), whether EOS ids end the row,
-    temperature, top_k, top_p, then one uniform per micro step. ``penalties``: the rows' (`engine/penalties.py`), whose
+    temperature, top_k, top_p, min_p, then one uniform per micro step. ``penalties``: the rows' (`engine/penalties.py`), whose
     counts grow with each micro step's tokens."""
     b, m = features.shape[:2]
     limit, threshold, floor, eos_on = state[:, 0], state[:, 1], state[:, 2], state[:, 3] > 0
@@ -87,8 +87,8 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
     for s in range(steps):
         logits = model.decode_logits(hidden).float()
         chosen_from = logits if penalties is None else penalties.adjust(logits, counts)
-        tokens = draw_tokens(chosen_from, state[:, 4], state[:, 5], state[:, 6], state[:, 7 + s]) if sample \
-            else chosen_from.argmax(-1)
+        tokens = draw_tokens(chosen_from, state[:, 4], state[:, 5], state[:, 6], state[:, 8 + s],
+                             state[:, 7]) if sample else chosen_from.argmax(-1)
         if penalties is not None:
             counts = counted(counts, tokens)
         embeddings = model.embed(tokens)
@@ -210,7 +210,7 @@ class DeviceMicroLoop:
             entry = [limit, r.threshold, r.floor, 0.0 if r.cfg.ignore_eos else 1.0]
             if sample:
                 greedy = r.cfg.greedy
-                entry += [r.cfg.temperature, r.cfg.top_k, r.cfg.top_p]
+                entry += [r.cfg.temperature, r.cfg.top_k, r.cfg.top_p, r.cfg.min_p]
                 entry += [0.0] * max_steps if greedy else \
                     torch.rand(max_steps, generator=r.generator, dtype=torch.float64).tolist()
             state.append(entry)

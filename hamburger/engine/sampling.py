@@ -27,7 +27,8 @@ class DecodingConfig:
         model's default. The stop decision is this deterministic threshold also when sampling: with the
         stop_head gate sampling changes which tokens are drawn, never how many per base forward; with
         token_prob the drawn token's probability (under the MSD's unwarped distribution) is compared.
-    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) apply when sampling.
+    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) and min_p in [0, 1] (0 = off: a token stays only
+        where its probability is at least min_p times the most likely one's) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
@@ -52,8 +53,8 @@ class DecodingConfig:
         the logits every token is chosen from (`engine/penalties.py`); the reported probabilities stay the model's.
     top_logprobs: for each emitted token, also keep the ``top_logprobs`` most likely tokens with their
         log-probabilities (`GenerationResult.alternatives`, up to `MAX_TOP_LOGPROBS`), under the distribution the token
-        was chosen from, before temperature, top-k and top-p: the base's for a group's first token and in verify modes,
-        the micro-step decoder's for a group's later tokens. 0 (default): none are kept.
+        was chosen from, before temperature, top-k, top-p and min-p: the base's for a group's first token and in verify
+        modes, the micro-step decoder's for a group's later tokens. 0 (default): none are kept.
     """
 
     max_new_tokens: int = 128
@@ -61,6 +62,7 @@ class DecodingConfig:
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
@@ -87,6 +89,8 @@ class DecodingConfig:
             raise HamburgerError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if self.top_k < 0:
             raise HamburgerError(f"top_k must be >= 0, got {self.top_k!r}")
+        if not _number_in(self.min_p, 0.0, 1.0):
+            raise HamburgerError(f"min_p must be a number in [0, 1], got {self.min_p!r}")
         if not 0.0 <= self.reread <= 1.0:
             raise HamburgerError(f"reread must be in [0, 1], got {self.reread!r}")
         if any(not s for s in self.stop):
@@ -230,13 +234,16 @@ def nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
 
 
 def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
-    """Temperature, then top-k, then top-p (nucleus) filtering of one row's logits [V]."""
+    """Temperature, then top-k, then top-p (nucleus), then min-p filtering of one row's logits [V] (transformers'
+    order; top-k and top-p keep the most likely token, and min-p compares with it)."""
     logits = logits.float() / cfg.temperature
     if cfg.top_k and cfg.top_k < logits.shape[-1]:
         kth = torch.topk(logits, cfg.top_k).values[-1]
         logits = logits.masked_fill(logits < kth, -math.inf)
     if cfg.top_p < 1.0:
         logits = logits.masked_fill(~nucleus(logits, cfg.top_p), -math.inf)
+    if cfg.min_p > 0.0:  # (p_i >= min_p p_max, in logits)
+        logits = logits.masked_fill(logits < logits.max() + math.log(cfg.min_p), -math.inf)
     return logits
 
 
@@ -280,10 +287,11 @@ def draw_each(logits: torch.Tensor, cfgs: list[DecodingConfig],
 
 
 def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
-                uniform: torch.Tensor) -> torch.Tensor:
+                uniform: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
     """One token per row of logits [B, V] on the device, each row with its own settings [B] (temperature 0 is
-    greedy) and a uniform draw in [0, 1) [B]: `warp_logits` for all rows at once, then the inverse of the
-    warped CDF at the uniform (no host sync; the caller draws the uniforms from each row's generator)."""
+    greedy; ``min_p`` None: none) and a uniform draw in [0, 1) [B]: `warp_logits` for all rows at once, then the
+    inverse of the warped CDF at the uniform (no host sync; the caller draws the uniforms from each row's
+    generator)."""
     greedy = temperature == 0
     scaled = logits.float() / torch.where(greedy, 1.0, temperature).float()[:, None]
     ordered, order = torch.sort(scaled, -1, descending=True)
@@ -292,6 +300,8 @@ def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Te
     ordered = ordered.masked_fill(ordered < ordered.gather(1, k[:, None] - 1), -math.inf)
     probs = ordered.softmax(-1)
     drop = (probs.cumsum(-1) - probs >= top_p[:, None]) & (top_p < 1.0)[:, None]
+    if min_p is not None:  # (min_p 0: log 0 = -inf drops nothing)
+        drop = drop | (ordered < ordered[:, :1] + min_p.double().log().float()[:, None])
     cdf = probs.masked_fill(drop, 0.0).double().cumsum(-1)
     at = torch.searchsorted(cdf, (uniform.double() * cdf[:, -1])[:, None], right=True).clamp(max=vocab - 1)
     return torch.where(greedy, logits.argmax(-1), order.gather(1, at)[:, 0])

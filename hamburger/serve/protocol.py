@@ -31,7 +31,7 @@ ROLES = {"system", "developer", "user", "assistant", "tool"}
 MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
-            "mode", "structured_outputs", "ignore_eos", "min_tokens", *LEGACY}
+            "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier"}  # no effect on the output
@@ -259,6 +259,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         temperature=float(_number(body, "temperature", 0.0, 0.0, 2.0)),
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
+        min_p=float(_number(body, "min_p", 0.0, 0.0, 1.0)),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
         stop=list(stop), top_logprobs=logprobs or 0, ignore_eos=bool(ignore_eos),
         min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True),

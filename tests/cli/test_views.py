@@ -85,6 +85,7 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     banned = answer(*[f"--logit-bias={t}=-100" for t in set(plain)])
     assert banned and not set(banned) & set(plain)
     assert answer("--repetition-penalty", "3", "--frequency-penalty", "2", "--presence-penalty", "2") != plain
+    assert answer("--temperature", "1", "--seed", "3", "--min-p", "1") == plain  # (only the most likely token stays)
     ends = ["--logit-bias", "2=8", "--logit-bias", "3=8"]  # (the end ids biased up: the answer ends at once)
     assert len(answer(*ends)) < 6 <= len(answer(*ends, "--min-tokens", "6")) < 12 == len(answer(*ends, "--ignore-eos"))
     assert main([*run, "--presence-penalty", "3", "abc"]) == 1

@@ -118,21 +118,21 @@ def test_device_sampling_is_seeded_per_row_and_cold_is_greedy(char_tokenizer):
 def test_draw_tokens_follows_the_warped_distribution():
     """Inverting the warped CDF at uniform draws samples `warp_logits`' distribution (and nothing outside it)."""
     g = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, 40, generator=g) * 2
+    logits = torch.randn(4, 40, generator=g) * 2
     settings = [DecodingConfig(temperature=1.0), DecodingConfig(temperature=0.7, top_k=5),
-                DecodingConfig(temperature=1.3, top_p=0.6)]
+                DecodingConfig(temperature=1.3, top_p=0.6), DecodingConfig(temperature=0.8, top_p=0.9, min_p=0.1)]
     n = 20000
     for b, cfg in enumerate(settings):
         expected = warp_logits(logits[b], cfg).softmax(-1)
         rows = logits[b].expand(n, -1)
         full = lambda v: torch.full((n,), float(v), dtype=torch.float64)  # noqa: E731
         drawn = draw_tokens(rows, full(cfg.temperature), full(cfg.top_k), full(cfg.top_p),
-                            torch.rand(n, generator=g, dtype=torch.float64))
+                            torch.rand(n, generator=g, dtype=torch.float64), full(cfg.min_p))
         freq = torch.bincount(drawn, minlength=40).double() / n
         assert (freq[expected == 0] == 0).all()
         assert (freq - expected.double()).abs().max() < 0.015
-    greedy = draw_tokens(logits, torch.zeros(3, dtype=torch.float64), torch.zeros(3), torch.ones(3),
-                         torch.rand(3, dtype=torch.float64))
+    greedy = draw_tokens(logits, torch.zeros(4, dtype=torch.float64), torch.zeros(4), torch.ones(4),
+                         torch.rand(4, dtype=torch.float64))
     assert greedy.tolist() == logits.argmax(-1).tolist()
 
 

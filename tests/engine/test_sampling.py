@@ -8,6 +8,9 @@ import torch
 from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
 from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, nucleus, sample, warp_logits,
                                       warped_probs)
+from hamburger.errors import HamburgerError
+from tests.helpers import PROMPTS
+from tests.verify_helpers import ENGINES, engine_of
 
 
 @pytest.mark.parametrize("vocab", [7, 300, 49152])
@@ -36,6 +39,29 @@ def test_warp_applies_temperature_top_k_then_top_p():
         True, False, False, False, False]  # p(4.0) = 0.64 reaches 0.5 alone
     assert warp_logits(logits, DecodingConfig(temperature=1.0, top_p=0.7)).isfinite().tolist() == [
         True, True, False, False, False]  # 0.64 + 0.23
+
+
+def test_min_p_keeps_the_tokens_near_the_most_likely_after_temperature():
+    logits = torch.tensor([4.0, 3.0, 2.0, 1.0, 0.0])  # p_i / p_max = e^-i (temperature 1)
+    assert warp_logits(logits, DecodingConfig(temperature=1.0, min_p=0.3)).isfinite().tolist() == [
+        True, True, False, False, False]
+    assert warp_logits(logits, DecodingConfig(temperature=0.5, min_p=0.3)).isfinite().tolist() == [
+        True, False, False, False, False]  # (e^-2 < 0.3 once sharpened)
+    assert torch.equal(warp_logits(logits, DecodingConfig(temperature=1.0, min_p=0.0)), logits)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(HamburgerError, match="min_p"):
+            DecodingConfig(min_p=bad).validate()
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_min_p_one_samples_the_greedy_answer_in_every_engine(kind, char_tokenizer):
+    """min_p 1 keeps only the most likely token: a sampled row (micro tokens, drafts and verify's draws alike) gives the
+    greedy row's tokens and groups, where the same seed without it does not."""
+    cfg = dict(max_new_tokens=24, confidence=0.5)
+    configs = [DecodingConfig(**cfg), DecodingConfig(**cfg, temperature=1.0, seed=3, min_p=1.0),
+               DecodingConfig(**cfg, temperature=1.0, seed=3)]
+    greedy, held, free = engine_of(kind, char_tokenizer, [PROMPTS[1]] * 3, configs).run()
+    assert (held.token_ids, held.groups) == (greedy.token_ids, greedy.groups) and free.token_ids != greedy.token_ids
 
 
 def test_draw_each_gives_each_sampled_row_its_distribution():

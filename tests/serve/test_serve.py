@@ -655,8 +655,8 @@ def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
 
 def test_penalties_and_bias_are_the_engines(server, checkpoint):
     """`presence_penalty`, `frequency_penalty`, `logit_bias` (token ids as JSON's string keys) and the extensions
-    `repetition_penalty`, `min_tokens` and `ignore_eos`, through the official client: the engine's answer under the same
-    settings."""
+    `repetition_penalty`, `min_p`, `min_tokens` and `ignore_eos`, through the official client: the engine's answer under
+    the same settings."""
     client = server.client()
     plain = expect(checkpoint, chat("Hi there"), 16)
     bias = {t: -100.0 for t in plain.token_ids[:3]}
@@ -671,6 +671,10 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
     got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=10, frequency_penalty=-1.0,
                                     logit_bias={"5": 3.5})
     assert got.choices[0].text == ref.text
+    # vLLM's `min_p`: at 1 only the most likely token stays, so a sampled answer is the greedy one
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=16, temperature=1.0,
+                                         seed=5, extra_body={"min_p": 1.0})
+    assert got.choices[0].message.content == plain.text
     # vLLM's `min_tokens` and `ignore_eos`, with the end ids biased up (the answer would end at once)
     ends = {2: 8.0, 3: 8.0}
     assert expect(checkpoint, "Once upon", 12, raw=True, logit_bias=ends).tokens < 6
@@ -680,7 +684,7 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
                                         logit_bias={str(t): b for t, b in ends.items()})
         assert (got.choices[0].text, got.usage.completion_tokens) == (ref.text, ref.tokens) and ref.tokens > 6
     for extra, param in [({"min_tokens": 13}, None), ({"min_tokens": -1}, "min_tokens"),
-                         ({"ignore_eos": "yes"}, "ignore_eos")]:
+                         ({"ignore_eos": "yes"}, "ignore_eos"), ({"min_p": 1.5}, "min_p")]:
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra)
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
