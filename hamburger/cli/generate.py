@@ -140,7 +140,8 @@ def register(sub) -> None:
     p.add_argument("--top-logprobs", type=int, default=0, metavar="N",
                    help="with --json or --prompts-file: each token's N most likely tokens with their "
                         "log-probabilities ('alternatives': [id, log-probability] pairs, beside 'token_probs'), under "
-                        "the distribution it was chosen from before temperature, top-k, top-p and min-p; 0-20 (default 0)")
+                        "the distribution it was chosen from before temperature, top-k, top-p and min-p; 0-20 "
+                        "(default 0)")
     p.add_argument("--stream", action="store_true", help="print text as groups are produced")
     p.add_argument("--html", default=None, metavar="FILE",
                    help="also write the group view as a standalone HTML page")

@@ -76,8 +76,8 @@ def micro_steps(model: HamburgerModel, hidden: torch.Tensor, features: torch.Ten
 
     ``state`` [B, 8 + max_steps] float64, per row: the most tokens this group may have, the knob's threshold on
     -stop_logit, the least probability of a micro token (`sampling.knob_gates`), whether EOS ids end the row,
-    temperature, top_k, top_p, min_p, then one uniform per micro step. ``penalties``: the rows' (`engine/penalties.py`), whose
-    counts grow with each micro step's tokens."""
+    temperature, top_k, top_p, min_p, then one uniform per micro step. ``penalties``: the rows'
+    (`engine/penalties.py`), whose counts grow with each micro step's tokens."""
     b, m = features.shape[:2]
     limit, threshold, floor, eos_on = state[:, 0], state[:, 1], state[:, 2], state[:, 3] > 0
     cache = MicroCache(m + steps - 1)
