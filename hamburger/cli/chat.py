@@ -22,8 +22,8 @@ from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.errors import HamburgerError
 
 
-COMMANDS = ("/undo: take back the last exchange; /retry: the last reply again; /save FILE, /load FILE: the conversation "
-            "as JSON (OpenAI's messages); /reset: start over; /exit: quit")
+COMMANDS = ("/undo: take back the last exchange; /retry: the last reply again; /save FILE, /load FILE: the "
+            "conversation as JSON (OpenAI's messages); /reset: start over; /exit: quit")
 
 
 def cmd_chat(args: argparse.Namespace) -> int:

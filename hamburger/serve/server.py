@@ -27,10 +27,10 @@ def serve(model_dir: str | None = None, *, host: str = "127.0.0.1", port: int = 
     """Serve the checkpoint ``model_dir`` (default: the bundled model) on http://HOST:PORT/v1 until stopped;
     ``api_key`` (default: $HAMBURGER_API_KEY, else none) is required on /v1 and the token utilities when set.
     ``fold`` (a `folding.parse_folding` spec): the folding of "verify_fold" requests; ``lookup`` N > 0: both verify
-    modes also draft up to N tokens by prompt lookup; ``ngrams`` N: up to N from the checkpoint's n-gram table where lookup
-    finds none (None: the table's own count; 0: none); ``draft_rows`` N: they draft only in forwards of at most N
-    rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU); ``prompt_cache``: MiB of prompts' KV caches each
-    mode keeps across requests (0: none)."""
+    modes also draft up to N tokens by prompt lookup; ``ngrams`` N: up to N from the checkpoint's n-gram table where
+    lookup finds none (None: the table's own count; 0: none); ``draft_rows`` N: they draft only in forwards of at
+    most N rows (None: `CPU_DRAFT_ROWS` on a CPU, no limit on a GPU); ``prompt_cache``: MiB of prompts' KV caches
+    each mode keeps across requests (0: none)."""
     import uvicorn
 
     from hamburger.core.loading import fold_model, load_model
