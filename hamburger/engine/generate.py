@@ -110,10 +110,11 @@ class _Row:
     """Per-request state."""
 
     def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None,
-                 gate: str = "stop_head", prefilter: float = 0.0):
+                 gate: str = "stop_head", prefilter: float = 0.0, eos=()):
         self.prompt_ids = prompt_ids
         self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
+        self.ends = cfg.ends(eos)  # the ids that end it (`DecodingConfig.ends` of the model's end-of-sequence ids)
         self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
         # the least -stop_logit for the group to go on; the least MSD probability of a micro token it takes
         self.threshold, self.floor = knob_gates(self.confidence, gate, prefilter)
@@ -159,15 +160,15 @@ class _Row:
         """What its request does to the logits its tokens are chosen from: penalties, then the schema's mask."""
         return [a for a in (self.penalties, self.grammar) if a is not None]
 
-    def take(self, token: int, prob: float, p_continue: float, eos: set[int], context_length: int) -> None:
-        """Record one emitted token; finish at an EOS id (unless ignored), max_new_tokens or the context's end."""
+    def take(self, token: int, prob: float, p_continue: float, context_length: int) -> None:
+        """Record one emitted token; finish at an id that `ends` it, max_new_tokens or the context's end."""
         self.tokens.append(token)
         self.group.append(token)
         for adjust in self.adjusts:
             adjust.add(token)
         self.probs.append(prob)
         self.p_continue.append(p_continue)
-        if token in eos and not self.cfg.ignore_eos:
+        if token in self.ends:
             self.reason = "eos"
         elif len(self.tokens) >= self.cfg.max_new_tokens or len(self.prompt_ids) + len(self.tokens) >= context_length:
             self.reason = "length"
@@ -230,10 +231,12 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
+        if any(t >= self.model.vocab_size for t in config.stop_token_ids):
+            raise HamburgerError(f"stop_token_ids names ids outside the vocabulary [0, {self.model.vocab_size})")
         row = _Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
-                   self.model.config.gate, self.model.config.prefilter)
+                   self.model.config.gate, self.model.config.prefilter, self.eos)
         row.traced = self.trace_logits or config.top_logprobs > 0
-        row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(self.eos))
+        row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(row.ends))
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")

@@ -118,10 +118,11 @@ def copies(row: _Row) -> bool:
 
 
 class HostMicroLoop:
-    """The micro loop with a host decision per micro step; rows whose group has ended leave the micro batch."""
+    """The micro loop with a host decision per micro step; rows whose group has ended leave the micro batch. (``eos``
+    is the device loop's: here each row's `ends` end it.)"""
 
     def __init__(self, model: HamburgerModel, eos: list[int], trace: Trace | None = None):
-        self.model, self.eos, self.trace = model, set(eos), trace
+        self.model, self.trace = model, trace
 
     def __call__(self, hidden: torch.Tensor, features: torch.Tensor, rows: list[_Row]) -> None:
         """Emit one group per row into its `group` (the macro step rebuilds the tensors from the rows)."""
@@ -152,7 +153,7 @@ class HostMicroLoop:
                     continue
                 if self.trace and row.traced:
                     self.trace(row, logits[b])
-                row.take(t, p, c, self.eos, model.context_length)
+                row.take(t, p, c, model.context_length)
                 copy_only.discard(id(row))
                 if row.done or len(row.group) >= max_steps:
                     continue
@@ -196,7 +197,7 @@ class DeviceMicroLoop:
     """The micro loop on the device: fixed micro steps with masks, one transfer to the host per macro step."""
 
     def __init__(self, model: HamburgerModel, eos: list[int], trace: Trace | None = None):
-        self.model, self.eos_set, self.trace = model, set(eos), trace
+        self.model, self.trace = model, trace
         self.eos = torch.tensor(eos or [-1], device=model.device)
 
     def _state(self, rows: list[_Row], sample: bool) -> tuple[torch.Tensor, int]:
@@ -248,7 +249,9 @@ class DeviceMicroLoop:
             for j in range(steps):
                 if not host[3][b][j]:
                     break
-                r.take(int(host[0][b][j]), host[1][b][j], host[2][b][j], self.eos_set, model.context_length)
+                r.take(int(host[0][b][j]), host[1][b][j], host[2][b][j], model.context_length)
                 if traced and r.traced:
                     self.trace(r, logits[j, b])
+                if r.done:  # (a stop token id ends the row here; the device's mask knows the end-of-sequence ids only)
+                    break
         return (tokens * going).clone(), going.sum(1)

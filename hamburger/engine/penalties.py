@@ -6,7 +6,7 @@
   far holds is divided by r where it is positive and multiplied by r elsewhere (r > 1 discourages repeats);
 - ``presence_penalty`` p and ``frequency_penalty`` f (OpenAI's): a token the answer holds c > 0 times loses p + c f
   (the prompt does not count);
-- ``min_tokens`` m (vLLM's): while the answer holds fewer than m tokens, no end-of-sequence id can be chosen.
+- ``min_tokens`` m (vLLM's): while the answer holds fewer than m tokens, no id that would end it can be chosen.
 
 They change which token is chosen, in every mode and for every token (a group's first, from the base, and its later
 ones, from the micro-step decoder; in the verify modes the base's test of each draft: the answer follows the base's
@@ -70,14 +70,14 @@ class Penalties:
                 list(logit_bias.values()), dtype=torch.float32, device=device))
 
     @classmethod
-    def of(cls, cfg, prompt_ids: list[int], vocab: int, device: torch.device, eos: list[int] = ()
+    def of(cls, cfg, prompt_ids: list[int], vocab: int, device: torch.device, ends: list[int] = ()
            ) -> Penalties | None:
-        """A row's penalties under its `DecodingConfig` (``eos``: the ids its `min_tokens` holds back; none with
-        `ignore_eos`), or None when it asks for none."""
+        """A row's penalties under its `DecodingConfig` (``ends``: the ids that would end it, which its `min_tokens`
+        holds back: `DecodingConfig.ends`), or None when it asks for none."""
         if not cfg.penalized:
             return None
         return cls(cfg.presence_penalty, cfg.frequency_penalty, cfg.repetition_penalty, cfg.logit_bias, prompt_ids,
-                   vocab, device, cfg.min_tokens, () if cfg.ignore_eos else eos)
+                   vocab, device, cfg.min_tokens, ends)
 
     def add(self, token: int) -> None:
         self.counts[token] += 1

@@ -32,8 +32,9 @@ class DecodingConfig:
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
-    min_tokens: no end-of-sequence id is chosen before the answer holds this many tokens (vLLM's; 0 = off; at most
-        max_new_tokens). Stop strings still end it.
+    stop_token_ids: token ids that end the answer as an end-of-sequence id does (vLLM's; `ignore_eos` leaves them on).
+    min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens (vLLM's; 0 = off;
+        at most max_new_tokens). Stop strings still end it.
     reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
         next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
         slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next
@@ -66,6 +67,7 @@ class DecodingConfig:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
+    stop_token_ids: list[int] = field(default_factory=list)
     min_tokens: int = 0
     reread: float = 0.0
     top_logprobs: int = 0
@@ -120,6 +122,9 @@ class DecodingConfig:
                 not 0 <= self.min_tokens <= self.max_new_tokens:
             raise HamburgerError(f"min_tokens must be an integer in [0, max_new_tokens {self.max_new_tokens}], got "
                                  f"{self.min_tokens!r}")
+        if not isinstance(self.stop_token_ids, list) or not all(
+                isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.stop_token_ids):
+            raise HamburgerError(f"stop_token_ids must be a list of token ids, got {self.stop_token_ids!r}")
         if self.min_tokens and (self.json_schema is not None or self.grammar is not None):
             raise HamburgerError("min_tokens cannot hold an answer held to a JSON schema or a grammar past its end")
         if self.prediction is not None and not (isinstance(self.prediction, list) and all(
@@ -131,7 +136,12 @@ class DecodingConfig:
     def penalized(self) -> bool:
         """Whether a penalty, a bias or `min_tokens` changes the logits tokens are chosen from."""
         return bool(self.presence_penalty or self.frequency_penalty or self.repetition_penalty != 1.0 or
-                    self.logit_bias or (self.min_tokens and not self.ignore_eos))
+                    self.logit_bias or (self.min_tokens and (not self.ignore_eos or self.stop_token_ids)))
+
+    def ends(self, eos) -> frozenset[int]:
+        """The ids that end an answer: the model's end-of-sequence ids ``eos`` (unless `ignore_eos`) and
+        `stop_token_ids`."""
+        return frozenset(() if self.ignore_eos else eos) | frozenset(self.stop_token_ids)
 
     @property
     def greedy(self) -> bool:

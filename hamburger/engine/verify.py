@@ -314,7 +314,7 @@ class VerifyGeneration(Generation):
         """Record the tokens one base forward decided; stop at an EOS id, max_new_tokens or the context."""
         row.group = []
         for t, p, c in zip(tokens, probs, p_continue):
-            row.take(t, p, c, self.eos, self.model.context_length)
+            row.take(t, p, c, self.model.context_length)
             if row.done:
                 return
         row.pending = tokens[-1]
@@ -371,7 +371,7 @@ class VerifyGeneration(Generation):
 
     def _ends(self, row: _Row, token: int) -> bool:
         """Whether ``token`` would end ``row`` (an EOS id it does not ignore): no draft after it could be kept."""
-        return token in self.eos and not row.cfg.ignore_eos
+        return token in row.ends
 
     def _through_eos(self, row: _Row, tokens: list[int]) -> list[int]:
         """``tokens`` up to the first that would end the row, included (a prompt lookup that matches the chat

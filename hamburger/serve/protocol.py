@@ -31,7 +31,8 @@ ROLES = {"system", "developer", "user", "assistant", "tool"}
 MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
-            "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", *LEGACY}
+            "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
+            *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
 IGNORED = {"user", "metadata", "store", "service_tier"}  # no effect on the output
@@ -185,6 +186,17 @@ def parse_logit_bias(body: dict, vocab: int) -> dict[int, float]:
             raise bad(f"'logit_bias' values must be numbers, got None for {key!r}", "logit_bias")
         out[token] = float(_number({"logit_bias": value}, "logit_bias", None, -MAX_BIAS, MAX_BIAS))
     return out
+
+
+def parse_stop_token_ids(body: dict, vocab: int) -> list[int]:
+    """vLLM's `stop_token_ids`: token ids in [0, vocab) that end the answer as an end-of-sequence id does."""
+    ids = body.get("stop_token_ids")
+    if ids is None:
+        return []
+    if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
+                                            for t in ids):
+        raise bad(f"'stop_token_ids' must be a list of token ids in [0, {vocab})", "stop_token_ids")
+    return list(ids)
 
 
 def parse_response_format(body: dict) -> dict | None:
@@ -432,7 +444,8 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     """A request body -> `Parsed`; `kind` is "chat" or "completion"."""
     body = parse_body(raw)
     config, stream, include_usage, logprobs = parse_config(body, kind, default_max_tokens, default_confidence)
-    config = replace(config, logit_bias=parse_logit_bias(body, len(tokenizer)))
+    config = replace(config, logit_bias=parse_logit_bias(body, len(tokenizer)),
+                     stop_token_ids=parse_stop_token_ids(body, len(tokenizer)))
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     if kind == "chat":

@@ -88,6 +88,9 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     assert answer("--temperature", "1", "--seed", "3", "--min-p", "1") == plain  # (only the most likely token stays)
     ends = ["--logit-bias", "2=8", "--logit-bias", "3=8"]  # (the end ids biased up: the answer ends at once)
     assert len(answer(*ends)) < 6 <= len(answer(*ends, "--min-tokens", "6")) < 12 == len(answer(*ends, "--ignore-eos"))
+    varied = answer("--ignore-eos", "--repetition-penalty", "3")
+    at = next(i for i, t in enumerate(varied) if i >= 2 and t not in varied[:i])
+    assert answer("--ignore-eos", "--repetition-penalty", "3", "--stop-token-id", str(varied[at])) == varied[:at + 1]
     assert main([*run, "--presence-penalty", "3", "abc"]) == 1
     assert "presence_penalty must be a number in [-2, 2]" in capsys.readouterr().err
     with pytest.raises(SystemExit):

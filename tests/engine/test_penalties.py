@@ -95,6 +95,22 @@ def test_min_tokens_in_every_engine(kind, char_tokenizer):
     assert DecodingConfig(min_tokens=1).penalized and not DecodingConfig(min_tokens=1, ignore_eos=True).penalized
 
 
+@pytest.mark.parametrize("kind", ENGINES)
+def test_stop_token_ids_end_the_answer_in_every_engine(kind, char_tokenizer):
+    """A stop token id ends the answer where it first comes, a micro token or a draft as well (`ignore_eos` leaves it
+    on), and `min_tokens` holds it back as it holds the end-of-sequence ids."""
+    cfg = dict(max_new_tokens=24, confidence=0.5, ignore_eos=True, repetition_penalty=3.0)  # (an answer of many ids)
+    plain = engine(kind, char_tokenizer, [DecodingConfig(**cfg)], trace=False).run()[0]
+    at, stop = next((i, t) for i, t in enumerate(plain.token_ids) if i >= 3 and t not in plain.token_ids[:i])
+    ended, held = engine(kind, char_tokenizer, [DecodingConfig(**cfg, stop_token_ids=[stop]),
+                                                DecodingConfig(**cfg, stop_token_ids=[stop], min_tokens=at + 2)],
+                         trace=False).run()
+    assert (ended.token_ids, ended.finish_reason) == (plain.token_ids[:at + 1], "eos")
+    assert held.token_ids[:at] == plain.token_ids[:at] and stop not in held.token_ids[:at + 2]
+    with pytest.raises(HamburgerError, match="stop_token_ids"):
+        DecodingConfig(stop_token_ids=[-1]).validate()
+
+
 CONFIGS = [DecodingConfig(max_new_tokens=24, confidence=0.5, repetition_penalty=3.0),
            DecodingConfig(max_new_tokens=24, confidence=0.5, presence_penalty=1.0, frequency_penalty=0.5),
            DecodingConfig(max_new_tokens=24, confidence=0.5, logit_bias={5: 6.0, 17: -100.0, 40: 2.5}),

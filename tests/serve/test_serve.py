@@ -655,8 +655,8 @@ def test_a_batch_of_prompts_through_the_official_client(server, checkpoint):
 
 def test_penalties_and_bias_are_the_engines(server, checkpoint):
     """`presence_penalty`, `frequency_penalty`, `logit_bias` (token ids as JSON's string keys) and the extensions
-    `repetition_penalty`, `min_p`, `min_tokens` and `ignore_eos`, through the official client: the engine's answer under
-    the same settings."""
+    `repetition_penalty`, `min_p`, `min_tokens`, `ignore_eos` and `stop_token_ids`, through the official client: the
+    engine's answer under the same settings."""
     client = server.client()
     plain = expect(checkpoint, chat("Hi there"), 16)
     bias = {t: -100.0 for t in plain.token_ids[:3]}
@@ -683,8 +683,15 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
         got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra,
                                         logit_bias={str(t): b for t, b in ends.items()})
         assert (got.choices[0].text, got.usage.completion_tokens) == (ref.text, ref.tokens) and ref.tokens > 6
+    long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0).token_ids
+    stop = next(t for i, t in enumerate(long) if i >= 2 and t not in long[:i])  # (vLLM's `stop_token_ids`)
+    extra = {"ignore_eos": True, "repetition_penalty": 3.0, "stop_token_ids": [stop]}
+    ref = expect(checkpoint, "Once upon", 12, raw=True, **extra)
+    got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra)
+    assert (got.choices[0].text, got.choices[0].finish_reason) == (ref.text, "stop") and ref.token_ids[-1] == stop
     for extra, param in [({"min_tokens": 13}, None), ({"min_tokens": -1}, "min_tokens"),
-                         ({"ignore_eos": "yes"}, "ignore_eos"), ({"min_p": 1.5}, "min_p")]:
+                         ({"ignore_eos": "yes"}, "ignore_eos"), ({"min_p": 1.5}, "min_p"),
+                         ({"stop_token_ids": [len(checkpoint[2])]}, "stop_token_ids")]:
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra)
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
