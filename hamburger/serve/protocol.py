@@ -453,6 +453,10 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
         config = replace(config, prediction=parse_prediction(body, tokenizer, mode))
+        try:
+            config.validate()  # (a tool's schema beside settings it cannot go with: `min_tokens`)
+        except HamburgerError as e:
+            raise bad(str(e), code="invalid_value") from e
         return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
                       tools=tools)
     prompts = completion_prompts(body, tokenizer)

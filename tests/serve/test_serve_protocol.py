@@ -475,3 +475,12 @@ def test_tokenize_reads_prompts_as_requests_do():
     plain = tokenize(b'{"prompt": "Hello world", "return_token_strs": true}', tok, 8192)
     assert plain["token_strs"] == ["Hello", "\u0120world"] and plain["max_model_len"] == 8192
     assert detokenize(json.dumps({"tokens": plain["tokens"]}).encode(), tok) == {"prompt": "Hello world"}
+
+
+def test_settings_a_tool_call_cannot_go_with_are_a_400(char_tokenizer):
+    """`min_tokens` beside tools that hold the answer to a schema: refused at parse, not failed by the engine (500)."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "min_tokens": 3, "tool_choice": "required",
+            "tools": [{"type": "function", "function": {"name": "now"}}]}
+    with pytest.raises(APIError) as e:
+        prepare(json.dumps(body).encode(), "chat", char_tokenizer, 8, None)
+    assert e.value.status == 400 and "min_tokens" in str(e.value)
