@@ -31,8 +31,8 @@ def penalize(logits: torch.Tensor, counts: torch.Tensor, in_prompt: torch.Tensor
              repetition, bias: torch.Tensor | None, min_tokens=0, ends: torch.Tensor | None = None) -> torch.Tensor:
     """``logits`` [..., V] adjusted (float32): ``counts`` [..., V] the answer's count of each token, ``in_prompt``
     [..., V] whether the prompt holds it (None: no repetition penalty), ``presence``, ``frequency``, ``repetition``
-    and ``min_tokens`` numbers or tensors [..., 1], ``bias`` [..., V] or None, ``ends`` [..., V] the end-of-sequence
-    ids (None: no `min_tokens`). Neutral settings (0, 0, 1, zeros, 0) return the logits' values exactly."""
+    and ``min_tokens`` numbers or tensors [..., 1], ``bias`` [..., V] or None, ``ends`` [..., V] the ids that would
+    end the answer (None: no `min_tokens`). Neutral settings (0, 0, 1, zeros, 0) return the logits' values exactly."""
     out = logits.float() if bias is None else logits.float() + bias
     if in_prompt is not None:
         seen = in_prompt | (counts > 0)
@@ -49,15 +49,15 @@ class Penalties:
 
     def __init__(self, presence: float, frequency: float, repetition: float, logit_bias: dict[int, float],
                  prompt_ids: list[int], vocab: int, device: torch.device, min_tokens: int = 0,
-                 eos: list[int] = ()):
+                 ends: list[int] = ()):
         if any(not 0 <= t < vocab for t in logit_bias):
             raise HamburgerError(f"logit_bias names token ids outside the vocabulary [0, {vocab}): "
                                  f"{sorted(t for t in logit_bias if not 0 <= t < vocab)[:5]}")
         self.presence, self.frequency, self.repetition, self.min_tokens = presence, frequency, repetition, min_tokens
-        self.ends = None  # (``eos`` as a [V] mask, with a `min_tokens` to hold them back for)
-        if min_tokens and eos:
+        self.ends = None  # (``ends``, the ids that would end the answer, as a [V] mask, with a `min_tokens`)
+        if min_tokens and ends:
             self.ends = torch.zeros(vocab, dtype=torch.bool, device=device)
-            self.ends[torch.tensor(list(eos), device=device)] = True
+            self.ends[torch.tensor(list(ends), device=device)] = True
         self.counts = torch.zeros(vocab, device=device)
         self.in_prompt = None
         if repetition != 1.0:

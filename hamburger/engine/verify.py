@@ -370,7 +370,7 @@ class VerifyGeneration(Generation):
         return True
 
     def _ends(self, row: _Row, token: int) -> bool:
-        """Whether ``token`` would end ``row`` (an EOS id it does not ignore): no draft after it could be kept."""
+        """Whether ``token`` would end ``row`` (one of its `ends`): no draft after it could be kept."""
         return token in row.ends
 
     def _through_eos(self, row: _Row, tokens: list[int]) -> list[int]:

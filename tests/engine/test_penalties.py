@@ -64,7 +64,7 @@ def test_min_tokens_holds_the_end_ids_back_until_the_answer_is_long_enough():
     """`min_tokens` m: the end ids get -inf while the answer (and the drafts before a position) hold fewer than m
     tokens, the other logits as they were; a batch's rows without it keep theirs."""
     logits = torch.tensor([2.0, -1.0, 0.5, 3.0, -2.0])
-    p = Penalties(0.0, 0.0, 1.0, {}, prompt_ids=[], vocab=5, device=torch.device("cpu"), min_tokens=2, eos=[1, 3])
+    p = Penalties(0.0, 0.0, 1.0, {}, prompt_ids=[], vocab=5, device=torch.device("cpu"), min_tokens=2, ends=[1, 3])
     held = torch.tensor([2.0, -torch.inf, 0.5, -torch.inf, -2.0])
     assert torch.equal(p(logits), held) and torch.equal(p(logits, after=[0]), held)
     assert torch.equal(p(logits, after=[0, 4]), logits)
