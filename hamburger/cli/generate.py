@@ -39,9 +39,9 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
     configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
                        seed=r.get("seed", config.seed)).validate() for r in rows]
     predictions = [r.get("prediction", args.prediction) for r in rows]
-    for line, text in enumerate(predictions, 1):
+    for n, text in enumerate(predictions, 1):
         if text is not None:
-            check_prediction(args, text, f"line {line} of {args.prompts_file}: ")
+            check_prediction(args, text, f"prompt {n} of {args.prompts_file}: ")
     model, tokenizer = generation_model(args, device)
     configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
     ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system) for r in rows]

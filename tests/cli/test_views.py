@@ -66,7 +66,7 @@ def test_generate_drafts_from_a_prediction(tmp_path, char_tokenizer, capsys):
     assert [r["accepted_prediction_tokens"] for r in rows] == [kept, 0]
     prompts.write_text(json.dumps({"prompt": "abc", "prediction": 7}) + "\n")
     assert main([*run, "--prompts-file", str(prompts)]) == 1
-    assert "line 1 of" in capsys.readouterr().err
+    assert "prompt 1 of" in capsys.readouterr().err
     assert main([*run, "--mode", "hamburger", "--prediction", "abc", "abc"]) == 1
     assert "a prediction drafts in the verify modes only" in capsys.readouterr().err
 
