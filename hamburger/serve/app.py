@@ -155,7 +155,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
     @app.get("/v1/models")
     async def models(request: HTTPRequest):
         authorize(request.headers, api_key)
-        return model_list(model_name, created)
+        return model_list(model_name, created, model.context_length)
 
     @app.get("/v1/models/{name:path}")
     async def one_model(name: str, request: HTTPRequest):
@@ -163,7 +163,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         if name != model_name:
             raise APIError(404, f"the model {name!r} does not exist; this server serves {model_name!r}",
                            param="model", code="model_not_found")
-        return model_card(model_name, created)
+        return model_card(model_name, created, model.context_length)
 
     async def token_utility(request: HTTPRequest, read, *args):
         authorize(request.headers, api_key)

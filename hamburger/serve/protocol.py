@@ -756,9 +756,10 @@ class StreamedAnswer:
         return rendered
 
 
-def model_card(name: str, created: int) -> dict:
-    return {"id": name, "object": "model", "created": created, "owned_by": "hamburger"}
+def model_card(name: str, created: int, max_model_len: int) -> dict:
+    """OpenAI's model object, with vLLM's `max_model_len` (the context in tokens: prompt and answer together)."""
+    return {"id": name, "object": "model", "created": created, "owned_by": "hamburger", "max_model_len": max_model_len}
 
 
-def model_list(name: str, created: int) -> dict:
-    return {"object": "list", "data": [model_card(name, created)]}
+def model_list(name: str, created: int, max_model_len: int) -> dict:
+    return {"object": "list", "data": [model_card(name, created, max_model_len)]}

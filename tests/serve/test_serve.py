@@ -194,9 +194,10 @@ def test_eval_against_the_endpoint_agrees_with_the_local_engine(server, checkpoi
         assert row["text"] == local[key]["text"] and row["forwards"] == local[key]["forwards"]
 
 
-def test_models(server):
+def test_models(server, checkpoint):
     assert [m.id for m in server.client().models.list()] == ["ckpt"]
-    assert server.client().models.retrieve("ckpt").id == "ckpt"
+    card = server.client().models.retrieve("ckpt")
+    assert card.id == "ckpt" and card.max_model_len == checkpoint[1].context_length  # (vLLM's field)
     with pytest.raises(openai.NotFoundError):
         server.client().models.retrieve("gpt-4")
 

@@ -264,8 +264,9 @@ def test_streamed_logprobs_go_with_their_text_and_end_at_a_stop_cut(kind, char_t
 
 
 def test_model_cards():
-    assert model_card("m", 7) == {"id": "m", "object": "model", "created": 7, "owned_by": "hamburger"}
-    assert model_list("m", 7) == {"object": "list", "data": [model_card("m", 7)]}
+    assert model_card("m", 7, 2048) == {"id": "m", "object": "model", "created": 7, "owned_by": "hamburger",
+                                        "max_model_len": 2048}
+    assert model_list("m", 7, 2048) == {"object": "list", "data": [model_card("m", 7, 2048)]}
 
 
 # ------------------------------------------------------------------------------ lifecycle
