@@ -5,9 +5,9 @@ with the summary line. `--mode` picks the decoding as in `hamburger generate` (d
 verify mode on a smaller KV cache; lossless verify is `--mode verify`). Each turn sends the whole conversation
 again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end).
 Commands: /undo takes back the last exchange, /retry asks for the last reply again (sampled, a new draw unless --seed),
-/save FILE writes the conversation (JSON, OpenAI's messages), /load FILE goes on from one, /reset forgets it, /help
-lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a reply where it is (what was shown stays in the conversation). With
-a pipe on stdin, every line is one user turn.
+/save FILE writes the conversation (JSON, OpenAI's messages), /load FILE (or --load) goes on from one, /reset forgets
+it, /help lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a reply where it is (what was shown stays in the
+conversation). With a pipe on stdin, every line is one user turn.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.prompt_cache < 0:
         raise HamburgerError("--prompt-cache must be >= 0 (0: keep no prompt)")
     config = decoding_config(args)
+    loaded = read_conversation(args.load) if args.load else None  # (a bad file: one line, before the model loads)
     device = device_of(args)
     model, tokenizer = generation_model(args, device)
     interactive = sys.stdin.isatty()
@@ -42,7 +43,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         print(f"hamburger chat, {args.mode} mode; /help for commands, /exit to quit", file=sys.stderr)
     kept = new_cache(args)
     start = [{"role": "system", "content": args.system}] if args.system else []
-    messages = list(start)
+    messages = list(start) if loaded is None else loaded
     while True:
         try:
             line = input("you> " if interactive else "").strip()
@@ -165,6 +166,8 @@ def register(sub) -> None:
     add_mode_options(p)
     add_sampling(p, what="reply", knob=KNOB_HELP)
     p.add_argument("--system", default=None, help="system message")
+    p.add_argument("--load", default=None, metavar="FILE",
+                   help="go on from a conversation /save wrote (JSON, OpenAI's messages; --system is then its own)")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
     p.add_argument("--prompt-cache", type=float, default=PROMPT_CACHE_MIB, metavar="MIB",
                    help="keep the KV cache of the conversation read so far, up to this many MiB: each turn reads "

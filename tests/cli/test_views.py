@@ -136,10 +136,10 @@ def chat_checkpoint(tmp_path, char_tokenizer):
         char_tokenizer.chat_template = None
 
 
-def chat_run(ckpt, monkeypatch, capsys, lines: str):
+def chat_run(ckpt, monkeypatch, capsys, lines: str, *options: str, code: int = 0):
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--mode", "verify",
-                 "--repetition-penalty", "5"]) == 0  # (replies that differ with the conversation)
+                 "--repetition-penalty", "5", *options]) == code  # (replies that differ with the conversation)
     return capsys.readouterr()
 
 
@@ -158,8 +158,11 @@ def test_chat_commands_undo_retry_save_and_load(tmp_path, char_tokenizer, capsys
                  "loaded 2 messages", "/retry: the last reply again", "unknown command /bogus", "usage: /load FILE",
                  "cannot read a conversation from"):
         assert said in got.err, said
+    resumed = chat_run(ckpt, monkeypatch, capsys, "again\n", "--load", str(saved))  # (as /load does)
+    assert resumed.out.splitlines() == [plain[1]]
     saved.write_text('[{"role": "robot", "content": "x"}]')
     assert "is not a conversation" in chat_run(ckpt, monkeypatch, capsys, f"/load {saved}\n").err
+    assert "is not a conversation" in chat_run(ckpt, monkeypatch, capsys, "", "--load", str(saved), code=1).err
 
 
 def test_ctrl_c_stops_a_reply_and_the_chat_goes_on(tmp_path, char_tokenizer, capsys, monkeypatch):
