@@ -112,28 +112,25 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     assert "unusable grammar" in capsys.readouterr().err
 
 
+def chat_checkpoint(tmp_path, char_tokenizer):
+    """A tiny checkpoint whose tokenizer has a chat template."""
+    char_tokenizer.chat_template = TEMPLATE
+    try:
+        return save_tiny_checkpoint(tmp_path, char_tokenizer)
+    finally:
+        char_tokenizer.chat_template = None
+
+
 @pytest.mark.parametrize("mode", [[], ["--mode", "verify_fold", "--fold", "forwards:0"], ["--mode", "hamburger"]])
 def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, monkeypatch):
     """`hamburger chat` in each decoding mode (as `generate`'s): one streamed answer and summary per turn."""
-    char_tokenizer.chat_template = TEMPLATE
-    try:
-        ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
-    finally:
-        char_tokenizer.chat_template = None
+    ckpt = chat_checkpoint(tmp_path, char_tokenizer)
     monkeypatch.setattr("sys.stdin", io.StringIO("hello\nand again\n/reset\nnew start\n/exit\n"))
     assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--confidence", "0.5", "--device", "cpu",
                  *mode]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("tau") == 3  # one summary per answered turn
     assert "conversation reset" in captured.err
-
-
-def chat_checkpoint(tmp_path, char_tokenizer):
-    char_tokenizer.chat_template = TEMPLATE
-    try:
-        return save_tiny_checkpoint(tmp_path, char_tokenizer)
-    finally:
-        char_tokenizer.chat_template = None
 
 
 def chat_run(ckpt, monkeypatch, capsys, lines: str, *options: str, code: int = 0):
@@ -190,11 +187,7 @@ def test_ctrl_c_stops_a_reply_and_the_chat_goes_on(tmp_path, char_tokenizer, cap
 def test_chat_reads_only_each_new_turn(tmp_path, char_tokenizer, capsys, monkeypatch):
     """`hamburger chat` keeps the conversation's cache (`--prompt-cache`): each turn after the first reads only its new
     messages, and the answers are those of a chat that reads everything every turn."""
-    char_tokenizer.chat_template = TEMPLATE
-    try:
-        ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
-    finally:
-        char_tokenizer.chat_template = None
+    ckpt = chat_checkpoint(tmp_path, char_tokenizer)
     outputs = {}
     for cache in ("256", "0"):
         monkeypatch.setattr("sys.stdin", io.StringIO("hello there\nand again\nonce more\n"))
