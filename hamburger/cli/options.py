@@ -81,9 +81,14 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
                    help="seed for sampling (reproducible output)" + (f" (default {seed})" if seed is not None else ""))
     if extra:
         p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
+        p.add_argument("--include-stop-str-in-output", action="store_true",
+                       help="end the text with the stop string that ended it instead of before it")
         p.add_argument("--stop-token-id", type=int, action="append", metavar="ID",
                        help="a token id that ends the answer as an end-of-sequence token does (repeatable; "
                             "--ignore-eos leaves it on)")
+        p.add_argument("--allowed-token-id", type=int, action="append", metavar="ID",
+                       help="only these token ids may be chosen (repeatable; every other id is banned, the "
+                            "end-of-sequence ids too unless named)")
         p.add_argument("--min-tokens", type=int, default=0,
                        help="no token that would end the answer before it holds this many tokens (0 = off, the "
                             "default; at most --max-new-tokens)")
@@ -118,6 +123,8 @@ def decoding_config(args: argparse.Namespace):
     return DecodingConfig(max_new_tokens=args.max_new_tokens, confidence=args.confidence, reread=args.reread,
                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
                           seed=args.seed, stop=args.stop or [], stop_token_ids=args.stop_token_id or [],
+                          include_stop_str_in_output=args.include_stop_str_in_output,
+                          allowed_token_ids=args.allowed_token_id,
                           min_tokens=args.min_tokens, ignore_eos=args.ignore_eos,
                           repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
                           frequency_penalty=args.frequency_penalty, logit_bias=dict(args.logit_bias or []),

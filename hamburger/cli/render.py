@@ -54,7 +54,15 @@ def summary_line(result: GenerationResult) -> str:
     return (f"[{result.tokens} tokens | {result.forwards} base forwards{rereads}{predicted} | tau {result.tau:.2f} | "
             f"KV slots {result.kv_slots} vs {result.kv_slots_ordinary} ordinary ({saved:.0%} saved) | "
             f"KV {result.kv_bytes / 2**20:.2f} MiB | TTFT {result.prefill_s * 1000:.0f} ms{cached} | "
-            f"decode {result.decode_tok_s:.1f} tok/s | confidence {result.confidence:g} | {result.finish_reason}]")
+            f"decode {result.decode_tok_s:.1f} tok/s | confidence {result.confidence:g} | {finished(result)}]")
+
+
+def finished(result: GenerationResult) -> str:
+    """Why the answer ended: its finish reason, with the stop string or stop token id that ended it."""
+    if result.stop_reason is None:
+        return result.finish_reason
+    return f"{result.finish_reason} at {result.stop_reason!r}" if isinstance(result.stop_reason, str) else \
+        f"{result.finish_reason} at token {result.stop_reason}"
 
 
 def html_page(tokenizer, result: GenerationResult, prompt: str = "") -> str:

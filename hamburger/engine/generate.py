@@ -82,6 +82,8 @@ class GenerationResult:
     decode_tok_s: float  # tokens after the first group / decode_s
     finish_reason: str
     confidence: float
+    # what ended it where it is not the model's end-of-sequence token (vLLM's): the stop string, or the stop token id
+    stop_reason: str | int | None = None
     p_continue: list[float] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
     rereads: int = 0  # merged groups read again as single slots (`DecodingConfig.reread`), one forward each
@@ -115,6 +117,7 @@ class _Row:
         self.detok = Detokenizer(tokenizer)
         self.cfg = cfg
         self.ends = cfg.ends(eos)  # the ids that end it (`DecodingConfig.ends` of the model's end-of-sequence ids)
+        self.own_ends = frozenset(() if cfg.ignore_eos else eos)  # those that are the model's: no `stop_reason`
         self.confidence = cfg.confidence if cfg.confidence is not None else default_confidence
         # the least -stop_logit for the group to go on; the least MSD probability of a micro token it takes
         self.threshold, self.floor = knob_gates(self.confidence, gate, prefilter)
@@ -143,6 +146,7 @@ class _Row:
         self.text = ""
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
+        self.stop_reason: str | int | None = None  # the stop string or stop token id that ended it
         self.forwards = 1
         self.started = 0.0
         self.prefill_s: float | None = None
@@ -170,6 +174,7 @@ class _Row:
         self.p_continue.append(p_continue)
         if token in self.ends:
             self.reason = "eos"
+            self.stop_reason = None if token in self.own_ends else token
         elif len(self.tokens) >= self.cfg.max_new_tokens or len(self.prompt_ids) + len(self.tokens) >= context_length:
             self.reason = "length"
 
@@ -231,8 +236,12 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
-        if any(t >= self.model.vocab_size for t in config.stop_token_ids):
-            raise HamburgerError(f"stop_token_ids names ids outside the vocabulary [0, {self.model.vocab_size})")
+        for name in ("stop_token_ids", "allowed_token_ids"):
+            if any(t >= self.model.vocab_size for t in getattr(config, name) or ()):
+                raise HamburgerError(f"{name} names ids outside the vocabulary [0, {self.model.vocab_size})")
+        if config.min_tokens and config.allowed_token_ids is not None and \
+                set(config.allowed_token_ids) <= config.ends(self.eos):
+            raise HamburgerError("min_tokens with allowed_token_ids that all end the answer leaves no token to choose")
         row = _Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                    self.model.config.gate, self.model.config.prefilter, self.eos)
         row.traced = self.trace_logits or config.top_logprobs > 0
@@ -649,9 +658,10 @@ class Generation:
         row.groups.append(len(row.group))
         full = row.detok.update(row.tokens)
         longest = max(map(len, row.cfg.stop), default=1)  # an earlier text held no stop string: search the rest
-        text, stopped = cut_at_stop(full, row.cfg.stop, max(0, row.detok.kept - longest + 1))
-        if stopped:
-            row.reason = "stop"
+        text, stop = cut_at_stop(full, row.cfg.stop, max(0, row.detok.kept - longest + 1),
+                                 row.cfg.include_stop_str_in_output)
+        if stop is not None:
+            row.reason, row.stop_reason = "stop", stop
         row.text = text
         shown_to = len(text) if row.done else safe_prefix(text, row.cfg.stop)
         delta = text[row.shown:shown_to] if shown_to > row.shown else ""
@@ -683,7 +693,7 @@ class Generation:
             prefill_s=row.prefill_s or 0.0, decode_s=row.decode_s,
             decode_tok_s=(n - row.groups[0]) / row.decode_s if row.decode_s > 0 and row.groups and n > row.groups[0]
             else 0.0,
-            finish_reason=row.reason or "length", confidence=row.confidence,
+            finish_reason=row.reason or "length", confidence=row.confidence, stop_reason=row.stop_reason,
             p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives,
             prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives,
             cached_tokens=row.cached)

@@ -2,6 +2,7 @@
 (transformers' and vLLM's):
 
 - ``logit_bias``: a number added to a token's logit (-100 all but bans it, 100 all but forces it);
+  ``allowed_token_ids`` (vLLM's) adds -inf to every other id's, which bans them;
 - ``repetition_penalty`` r (CTRL's, as transformers' and vLLM's): the logit of a token that the prompt or the answer so
   far holds is divided by r where it is positive and multiplied by r elsewhere (r > 1 discourages repeats);
 - ``presence_penalty`` p and ``frequency_penalty`` f (OpenAI's): a token the answer holds c > 0 times loses p + c f
@@ -49,7 +50,7 @@ class Penalties:
 
     def __init__(self, presence: float, frequency: float, repetition: float, logit_bias: dict[int, float],
                  prompt_ids: list[int], vocab: int, device: torch.device, min_tokens: int = 0,
-                 ends: list[int] = ()):
+                 ends: list[int] = (), allowed: list[int] | None = None):
         if any(not 0 <= t < vocab for t in logit_bias):
             raise HamburgerError(f"logit_bias names token ids outside the vocabulary [0, {vocab}): "
                                  f"{sorted(t for t in logit_bias if not 0 <= t < vocab)[:5]}")
@@ -63,11 +64,16 @@ class Penalties:
         if repetition != 1.0:
             self.in_prompt = torch.zeros(vocab, dtype=torch.bool, device=device)
             self.in_prompt[torch.tensor(prompt_ids, device=device)] = True
-        self.bias = None
+        self.bias = None  # (``logit_bias``, with -inf for each id ``allowed`` leaves out)
+        if logit_bias or allowed is not None:
+            self.bias = torch.zeros(vocab, device=device)
         if logit_bias:
             ids = torch.tensor(list(logit_bias), device=device)
-            self.bias = torch.zeros(vocab, device=device).index_put_((ids,), torch.tensor(
-                list(logit_bias.values()), dtype=torch.float32, device=device))
+            self.bias.index_put_((ids,), torch.tensor(list(logit_bias.values()), dtype=torch.float32, device=device))
+        if allowed is not None:
+            banned = torch.ones(vocab, dtype=torch.bool, device=device)
+            banned[torch.tensor(allowed, device=device)] = False
+            self.bias.masked_fill_(banned, -math.inf)
 
     @classmethod
     def of(cls, cfg, prompt_ids: list[int], vocab: int, device: torch.device, ends: list[int] = ()
@@ -77,7 +83,7 @@ class Penalties:
         if not cfg.penalized:
             return None
         return cls(cfg.presence_penalty, cfg.frequency_penalty, cfg.repetition_penalty, cfg.logit_bias, prompt_ids,
-                   vocab, device, cfg.min_tokens, ends)
+                   vocab, device, cfg.min_tokens, ends, cfg.allowed_token_ids)
 
     def add(self, token: int) -> None:
         self.counts[token] += 1

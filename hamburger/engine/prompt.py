@@ -48,16 +48,15 @@ def eos_ids(model, tokenizer, required: bool = False) -> list[int]:
     return ids
 
 
-def cut_at_stop(text: str, stops: list[str], start: int = 0) -> tuple[str, bool]:
-    """(the text cut before the first occurrence of each stop string in turn, whether any occurred).
-    ``start``: no occurrence begins before it (the caller checked the text before it)."""
-    hit = False
-    for stop in stops:
-        at = text.find(stop, start)
-        if at >= 0:
-            text = text[:at]
-            hit = True
-    return text, hit
+def cut_at_stop(text: str, stops: list[str], start: int = 0, keep: bool = False) -> tuple[str, str | None]:
+    """(the text cut before the earliest occurrence of any stop string, or after it with ``keep``; the stop string
+    found there, the first of ``stops`` where several begin at once, or None). ``start``: no occurrence begins before
+    it (the caller checked the text before it)."""
+    found = [(at, i) for i, stop in enumerate(stops) if (at := text.find(stop, start)) >= 0]
+    if not found:
+        return text, None
+    at, i = min(found)
+    return text[:at + len(stops[i]) if keep else at], stops[i]
 
 
 def safe_prefix(text: str, stops: list[str]) -> int:

@@ -31,10 +31,13 @@ class DecodingConfig:
         where its probability is at least min_p times the most likely one's) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
+    include_stop_str_in_output: cut the text after that stop string instead, so it ends with it (vLLM's).
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
     stop_token_ids: token ids that end the answer as an end-of-sequence id does (vLLM's; `ignore_eos` leaves them on).
     min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens (vLLM's; 0 = off;
         at most max_new_tokens). Stop strings still end it.
+    allowed_token_ids: None (default), or the only ids any token of the answer can be (vLLM's): every other id's logit is
+        -inf. The model's end-of-sequence ids are not added: leave them out and the answer runs to its length.
     reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
         next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
         slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next
@@ -66,9 +69,11 @@ class DecodingConfig:
     min_p: float = 0.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    include_stop_str_in_output: bool = False
     ignore_eos: bool = False
     stop_token_ids: list[int] = field(default_factory=list)
     min_tokens: int = 0
+    allowed_token_ids: list[int] | None = None
     reread: float = 0.0
     top_logprobs: int = 0
     prompt_logprobs: int | None = None
@@ -127,6 +132,14 @@ class DecodingConfig:
             raise HamburgerError(f"stop_token_ids must be a list of token ids, got {self.stop_token_ids!r}")
         if self.min_tokens and (self.json_schema is not None or self.grammar is not None):
             raise HamburgerError("min_tokens cannot hold an answer held to a JSON schema or a grammar past its end")
+        if self.allowed_token_ids is not None:
+            if not isinstance(self.allowed_token_ids, list) or not self.allowed_token_ids or not all(
+                    isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.allowed_token_ids):
+                raise HamburgerError(f"allowed_token_ids must be a non-empty list of token ids, got "
+                                     f"{self.allowed_token_ids!r}")
+            if self.json_schema is not None or self.grammar is not None:
+                raise HamburgerError("allowed_token_ids cannot go with a JSON schema or a grammar: together they may "
+                                     "allow no token at all")
         if self.prediction is not None and not (isinstance(self.prediction, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
             raise HamburgerError("prediction must be a list of token ids")
@@ -134,9 +147,10 @@ class DecodingConfig:
 
     @property
     def penalized(self) -> bool:
-        """Whether a penalty, a bias or `min_tokens` changes the logits tokens are chosen from."""
+        """Whether a penalty, a bias, `allowed_token_ids` or `min_tokens` changes the logits tokens are chosen from."""
         return bool(self.presence_penalty or self.frequency_penalty or self.repetition_penalty != 1.0 or
-                    self.logit_bias or (self.min_tokens and (not self.ignore_eos or self.stop_token_ids)))
+                    self.logit_bias or self.allowed_token_ids is not None or
+                    (self.min_tokens and (not self.ignore_eos or self.stop_token_ids)))
 
     def ends(self, eos) -> frozenset[int]:
         """The ids that end an answer: the model's end-of-sequence ids ``eos`` (unless `ignore_eos`) and

@@ -27,16 +27,19 @@ from hamburger.engine.generate import GenerationResult
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.serve.protocol import (APIError, Chunks, Echo, StreamedAnswer, bad, internal_error, shutting_down,
                                       sse)
-from hamburger.serve.scheduler import QueueFull, Request, Scheduler, ShuttingDown
+from hamburger.serve.scheduler import QueueFull, Refused, Request, Scheduler, ShuttingDown
 
 log = logging.getLogger("hamburger.serve")
 WATCH_S = 0.25  # how often a waiting non-streamed request checks that its client is still there
 
 
 def failure(error: BaseException) -> APIError:
-    """The answer to a request the scheduler failed: 503 while it drains, else 500."""
+    """The answer to a request the scheduler failed: 503 while it drains, 400 for settings the engine refused, else
+    500."""
     if isinstance(error, ShuttingDown):
         return shutting_down(str(error))
+    if isinstance(error, Refused):
+        return bad(str(error), code="invalid_value")
     return APIError(500, f"generation failed: {error}", "server_error")
 
 

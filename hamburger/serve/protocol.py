@@ -32,6 +32,7 @@ MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
+            "allowed_token_ids", "include_stop_str_in_output",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -188,14 +189,17 @@ def parse_logit_bias(body: dict, vocab: int) -> dict[int, float]:
     return out
 
 
-def parse_stop_token_ids(body: dict, vocab: int) -> list[int]:
-    """vLLM's `stop_token_ids`: token ids in [0, vocab) that end the answer as an end-of-sequence id does."""
-    ids = body.get("stop_token_ids")
+def parse_token_ids(body: dict, name: str, vocab: int) -> list[int] | None:
+    """vLLM's `stop_token_ids` (ids that end the answer as an end-of-sequence id does) or `allowed_token_ids` (the only
+    ids the answer may hold; not empty): a list of token ids in [0, vocab), or None where the field is absent."""
+    ids = body.get(name)
     if ids is None:
-        return []
+        return None
     if not isinstance(ids, list) or not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab
                                             for t in ids):
-        raise bad(f"'stop_token_ids' must be a list of token ids in [0, {vocab})", "stop_token_ids")
+        raise bad(f"'{name}' must be a list of token ids in [0, {vocab})", name)
+    if not ids and name == "allowed_token_ids":
+        raise bad("'allowed_token_ids' must hold at least one token id", name, "invalid_value")
     return list(ids)
 
 
@@ -253,9 +257,9 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
     logprobs = parse_logprobs(body, kind)
-    ignore_eos = body.get("ignore_eos")
-    if ignore_eos is not None and not isinstance(ignore_eos, bool):
-        raise bad(f"'ignore_eos' must be a boolean, got {ignore_eos!r}", "ignore_eos")
+    for name in ("ignore_eos", "include_stop_str_in_output"):
+        if body.get(name) is not None and not isinstance(body[name], bool):
+            raise bad(f"'{name}' must be a boolean, got {body[name]!r}", name)
     try:
         schema, grammar = parse_structured(body)  # (vLLM's structured outputs)
     except StructuredError as e:
@@ -273,7 +277,8 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
         min_p=float(_number(body, "min_p", 0.0, 0.0, 1.0)),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
-        stop=list(stop), top_logprobs=logprobs or 0, ignore_eos=bool(ignore_eos),
+        stop=list(stop), include_stop_str_in_output=bool(body.get("include_stop_str_in_output")),
+        top_logprobs=logprobs or 0, ignore_eos=bool(body.get("ignore_eos")),
         min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True),
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
@@ -445,20 +450,18 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     body = parse_body(raw)
     config, stream, include_usage, logprobs = parse_config(body, kind, default_max_tokens, default_confidence)
     config = replace(config, logit_bias=parse_logit_bias(body, len(tokenizer)),
-                     stop_token_ids=parse_stop_token_ids(body, len(tokenizer)))
+                     stop_token_ids=parse_token_ids(body, "stop_token_ids", len(tokenizer)) or [],
+                     allowed_token_ids=parse_token_ids(body, "allowed_token_ids", len(tokenizer)))
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     if kind == "chat":
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
-        config = replace(config, prediction=parse_prediction(body, tokenizer, mode))
-        try:
-            config.validate()  # (a tool's schema beside settings it cannot go with: `min_tokens`)
-        except HamburgerError as e:
-            raise bad(str(e), code="invalid_value") from e
+        config = checked(replace(config, prediction=parse_prediction(body, tokenizer, mode)))
         return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
                       tools=tools)
+    config = checked(config)
     prompts = completion_prompts(body, tokenizer)
     if len(prompts) * n > MAX_PROMPTS:
         raise bad(f"{len(prompts)} prompts times 'n' {n} make more than {MAX_PROMPTS} answers", "n", "invalid_value")
@@ -469,6 +472,15 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
         config = replace(config, prompt_logprobs=logprobs)
     return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
                   [Echo(text, ids) for ids, text in prompts] if echo else None)
+
+
+def checked(config: DecodingConfig) -> DecodingConfig:
+    """``config`` validated again once the fields read apart from `parse_config` (token ids, a chat's tools) are in it:
+    settings that cannot go together are a 400 (`min_tokens` or `allowed_token_ids` beside a tool's schema)."""
+    try:
+        return config.validate()
+    except HamburgerError as e:
+        raise bad(str(e), code="invalid_value") from e
 
 
 # ------------------------------------------------------------------------------------ responses
@@ -632,10 +644,10 @@ def completion_body(kind: str, rid: str, model: str, results: GenerationResult |
                 message["content"], calls = tools.calls(result.text)
                 message.update({"tool_calls": calls} if calls else {})
             choices.append({"index": index, "message": message, "logprobs": rendered,
-                            "finish_reason": finish_reason(result, bool(calls))})
+                            "finish_reason": finish_reason(result, bool(calls)), "stop_reason": result.stop_reason})
         else:
             choices.append({"index": index, "text": (echo.text if echo else "") + result.text, "logprobs": rendered,
-                            "finish_reason": finish_reason(result)})
+                            "finish_reason": finish_reason(result), "stop_reason": result.stop_reason})
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
             "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs, n)}
 
@@ -665,14 +677,16 @@ class Chunks:
                 "choices": choices}
 
     def text(self, text: str | None, finish: str | None = None, logprobs: dict | None = None, index: int = 0,
-             delta: dict | None = None) -> dict:
+             delta: dict | None = None, stop_reason: str | int | None = None) -> dict:
         """A chunk of generated text (None: no text, as in a final chunk with nothing left to show); a chat chunk's
-        ``delta`` in place of its text's (tool calls)."""
+        ``delta`` in place of its text's (tool calls). A final chunk (``finish``) carries vLLM's ``stop_reason``."""
         if self.kind == "chat":
             delta = delta if delta is not None else {} if text is None else {"content": text}
             choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
         else:
             choice = {"index": index, "text": text or "", "logprobs": logprobs, "finish_reason": finish}
+        if finish is not None:
+            choice["stop_reason"] = stop_reason
         out = self._chunk([choice])
         if self.include_usage:
             out["usage"] = None
@@ -737,9 +751,10 @@ class StreamedAnswer:
         text, self.shown = result.text[self.shown:] or None, len(result.text)
         logprobs = self._logprobs(result.finish_reason)
         if self.calls is None:
-            return self.chunks.text(text, finish_reason(result), logprobs, self.index)
+            return self.chunks.text(text, finish_reason(result), logprobs, self.index, stop_reason=result.stop_reason)
         delta = self.calls.close(text or "")
-        return self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta)
+        return self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta,
+                                result.stop_reason)
 
     def _logprobs(self, finish: str | None) -> dict | None:
         """The log-probabilities of the tokens shown and not sent yet (None: none asked, or none to send)."""

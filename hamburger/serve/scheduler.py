@@ -42,6 +42,7 @@ from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.engine.sampling import DecodingConfig
+from hamburger.errors import HamburgerError
 from hamburger.serve.metrics import Metrics
 
 
@@ -51,6 +52,10 @@ class QueueFull(Exception):
 
 class ShuttingDown(Exception):
     """The scheduler is stopping and takes no more requests."""
+
+
+class Refused(Exception):
+    """The engine refused a request's settings (`Generation.add` raised `HamburgerError`): the client's mistake."""
 
 
 @dataclass(eq=False)
@@ -193,12 +198,23 @@ class Scheduler:
                 self.batches += 1
 
     def _run(self, batch: list[Request]) -> None:
-        rows = dict(enumerate(batch))  # row -> request, while the row is open (not answered, cancelled or failed)
+        rows: dict[int, Request] = {}  # row -> request, while the row is open (not answered, cancelled or failed)
         run = None
+        mode = batch[0].mode
         try:
-            run = self._engine(batch[0].mode)(self.tokenizer, [r.prompt_ids for r in batch],
-                                              [r.config for r in batch], prefill_chunk=self.prefill_chunk,
-                                              poll=lambda: self._between_steps(run, rows, batch[0].mode))
+            start = self._engine(mode)
+            for req in batch:  # (one at a time: a request the engine refuses fails alone)
+                try:
+                    if run is None:
+                        run = start(self.tokenizer, [req.prompt_ids], [req.config], prefill_chunk=self.prefill_chunk,
+                                    poll=lambda: self._between_steps(run, rows, mode))
+                        rows[0] = req
+                    else:
+                        rows[run.add(req.prompt_ids, req.config)] = req
+                except HamburgerError as e:
+                    req.push("error", Refused(str(e)))
+            if run is None:
+                return
             for event in run:
                 req = rows.get(event.row)
                 if req is not None:
@@ -261,9 +277,11 @@ class Scheduler:
                 if req.cancelled:
                     self.cancelled += 1
                     continue
+                req.started = time.monotonic()
                 try:
-                    req.started = time.monotonic()
                     rows[run.add(req.prompt_ids, req.config)] = req
-                except Exception as e:  # a request the engine refuses fails alone
+                except HamburgerError as e:  # a request the engine refuses fails alone
+                    req.push("error", Refused(str(e)))
+                except Exception as e:
                     req.push("error", e)
         self.running = run.active_rows

@@ -91,6 +91,15 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     varied = answer("--ignore-eos", "--repetition-penalty", "3")
     at = next(i for i, t in enumerate(varied) if i >= 2 and t not in varied[:i])
     assert answer("--ignore-eos", "--repetition-penalty", "3", "--stop-token-id", str(varied[at])) == varied[:at + 1]
+    allowed = sorted(set(varied))[:2]
+    assert set(answer(*[f"--allowed-token-id={t}" for t in allowed])) <= set(allowed)
+    word = char_tokenizer.decode(varied[at:at + 2])  # (a stop string: the text ends with it, and the summary says so)
+    varied = ["--ignore-eos", "--repetition-penalty", "3", "--stop", word]
+    assert main([*run, *varied, "--include-stop-str-in-output", "abc"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert kept["text"].endswith(word) and (kept["finish_reason"], kept["stop_reason"]) == ("stop", word)
+    assert main([a for a in run if a != "--json"] + [*varied, "abc"]) == 0
+    assert f"| stop at {word!r}]" in capsys.readouterr().err
     assert main([*run, "--presence-penalty", "3", "abc"]) == 1
     assert "presence_penalty must be a number in [-2, 2]" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -1,5 +1,7 @@
 """The generation engine's equalities on tiny random models."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -92,9 +94,13 @@ def test_stop_strings_cut_text_and_stream_matches(char_tokenizer):
     run = Generation(model, char_tokenizer, [PROMPTS[0]], cfg)
     streamed = "".join(event.text for event in run)
     res = run.results[0]
-    assert res.finish_reason == "stop"
+    assert (res.finish_reason, res.stop_reason) == ("stop", stop) and full.stop_reason is None
     assert res.text == text[:text.find(stop)]
     assert streamed == res.text
+    kept = Generation(model, char_tokenizer, [PROMPTS[0]], replace(cfg, include_stop_str_in_output=True))
+    streamed = "".join(event.text for event in kept)
+    assert streamed == kept.results[0].text == text[:text.find(stop) + len(stop)]
+    assert (kept.results[0].finish_reason, kept.results[0].stop_reason) == ("stop", stop)
 
 
 def test_streaming_yields_every_group(char_tokenizer):

@@ -105,10 +105,57 @@ def test_stop_token_ids_end_the_answer_in_every_engine(kind, char_tokenizer):
     ended, held = engine(kind, char_tokenizer, [DecodingConfig(**cfg, stop_token_ids=[stop]),
                                                 DecodingConfig(**cfg, stop_token_ids=[stop], min_tokens=at + 2)],
                          trace=False).run()
-    assert (ended.token_ids, ended.finish_reason) == (plain.token_ids[:at + 1], "eos")
+    assert (ended.token_ids, ended.finish_reason, ended.stop_reason) == (plain.token_ids[:at + 1], "eos", stop)
+    assert plain.stop_reason is None and held.stop_reason in (None, stop)
     assert held.token_ids[:at] == plain.token_ids[:at] and stop not in held.token_ids[:at + 2]
     with pytest.raises(HamburgerError, match="stop_token_ids"):
         DecodingConfig(stop_token_ids=[-1]).validate()
+
+
+def test_allowed_token_ids_ban_every_other_id():
+    """`allowed_token_ids`: -inf for every other id, the allowed ids' logits adjusted as without it, in a batch too."""
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0, -2.0])
+    p = Penalties(0.5, 0.0, 2.0, {1: 3.0}, prompt_ids=[1], vocab=5, device=torch.device("cpu"), allowed=[1, 2])
+    free = Penalties(0.5, 0.0, 2.0, {1: 3.0}, prompt_ids=[1], vocab=5, device=torch.device("cpu"))
+    for t in (2, 3):
+        p.add(t)
+        free.add(t)
+    assert torch.equal(p(logits), torch.tensor([-torch.inf, 1.0, -0.25, -torch.inf, -torch.inf]))
+    assert torch.equal(p(logits)[1:3], free(logits)[1:3])
+    batch = PenaltyBatch.stack([p, None], 5, torch.device("cpu"))
+    adjusted = batch.adjust(torch.stack([logits, logits]), batch.counts)
+    assert torch.equal(adjusted[0], p(logits)) and torch.equal(adjusted[1], logits)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_allowed_token_ids_in_every_engine(kind, char_tokenizer):
+    """Every token of the answer, micro tokens and drafts alike, is one of `allowed_token_ids`, greedy and sampled;
+    left out of them, the end ids never end it."""
+    plain = engine(kind, char_tokenizer, [DecodingConfig(max_new_tokens=24, confidence=0.5)], trace=False).run()[0]
+    allowed = sorted(set(plain.token_ids[1::2]) - {2, 3})[:3] + [40, 41]  # (some it chose, some it did not)
+    configs = [DecodingConfig(max_new_tokens=24, confidence=0.5, allowed_token_ids=allowed, **extra)
+               for extra in ({}, {"temperature": 1.0, "seed": 5}, {"repetition_penalty": 3.0})]
+    results = engine(kind, char_tokenizer, configs, trace=False).run()
+    for result in results:
+        assert set(result.token_ids) <= set(allowed) and (result.finish_reason, result.tokens) == ("length", 24)
+    assert kind not in ("host", "device") or max(results[0].groups) > 1
+    assert len(set(results[1].token_ids)) > 1  # (sampling still chooses among them)
+
+
+def test_allowed_token_ids_are_checked(char_tokenizer):
+    for value in ([], [-1], [True], "1"):
+        with pytest.raises(HamburgerError, match="allowed_token_ids"):
+            DecodingConfig(allowed_token_ids=value).validate()
+    with pytest.raises(HamburgerError, match="allowed_token_ids cannot go with"):
+        DecodingConfig(allowed_token_ids=[1], grammar='start: "a"').validate()
+    model = tiny_long_group_model()
+    with pytest.raises(HamburgerError, match="allowed_token_ids names ids outside"):
+        Generation(model, char_tokenizer, [PROMPT], DecodingConfig(allowed_token_ids=[1, 100]))
+    eos = model.base.generation_config.eos_token_id
+    eos = [eos] if isinstance(eos, int) else list(eos)
+    with pytest.raises(HamburgerError, match="leaves no token to choose"):
+        Generation(model, char_tokenizer, [PROMPT], DecodingConfig(allowed_token_ids=eos[:1], min_tokens=2))
+    Generation(model, char_tokenizer, [PROMPT], DecodingConfig(allowed_token_ids=eos[:1] + [7], min_tokens=2))
 
 
 CONFIGS = [DecodingConfig(max_new_tokens=24, confidence=0.5, repetition_penalty=3.0),

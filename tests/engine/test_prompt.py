@@ -18,6 +18,9 @@ def test_eos_ids_one_ordered_list():
 
 
 def test_stop_strings():
-    assert cut_at_stop("one. two. END three", ["END", "two"]) == ("one. ", True)
-    assert cut_at_stop("nothing", ["END"]) == ("nothing", False)
+    assert cut_at_stop("one. two. END three", ["END", "two"]) == ("one. ", "two")  # the earliest, not the first
+    assert cut_at_stop("one. two. END three", ["END", "two"], keep=True) == ("one. two", "two")
+    assert cut_at_stop("xabcd", ["abc", "ab"], keep=True) == ("xabc", "abc")  # at one place: the first listed
+    assert cut_at_stop("END. END", ["END"], start=1) == ("END. ", "END")
+    assert cut_at_stop("nothing", ["END"]) == ("nothing", None)
     assert safe_prefix("abc EN", ["END"]) == 4 and safe_prefix("ab\ufffd", []) == 2

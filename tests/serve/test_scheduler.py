@@ -6,7 +6,7 @@ import torch
 
 from hamburger.engine.generate import generate
 from hamburger.engine.sampling import DecodingConfig
-from hamburger.serve.scheduler import Request, Scheduler
+from hamburger.serve.scheduler import Refused, Request, Scheduler
 from tests.helpers import tiny_hamburger
 
 
@@ -134,6 +134,34 @@ def test_a_batch_takes_the_oldest_request_and_those_of_its_mode(char_tokenizer):
         assert scheduler._take() == [reqs[3]]
     finally:
         loop.close()
+
+
+def test_a_request_the_engine_refuses_fails_alone(char_tokenizer):
+    """Settings the engine refuses (`Generation.add`), first in a batch or later in it, fail that request with `Refused`
+    (the server's 400); the batch's other requests get their answers."""
+    model = tiny_hamburger("llama", seed=5)
+    model.base.generation_config.eos_token_id = [99]
+    scheduler = Scheduler(model, char_tokenizer, max_batch_size=4, max_queue=8)  # not started: _run by hand
+    refused = [DecodingConfig(allowed_token_ids=[99], min_tokens=2), DecodingConfig(stop_token_ids=[10 ** 6])]
+    good = DecodingConfig(max_new_tokens=5)
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        reqs = [Request([1, 40], refused[0], loop), Request([1, 41], good, loop), Request([1, 42], refused[1], loop)]
+        for r in reqs:
+            scheduler.submit(r)
+        await asyncio.to_thread(scheduler._run, scheduler._take())
+        out = []
+        for r in reqs:
+            while (item := await r.queue.get())[0] == "event":
+                pass
+            out.append(item)
+        return out
+
+    (k0, e0), (k1, result), (k2, e2) = asyncio.run(scenario())
+    assert (k0, k2, k1) == ("error", "error", "done") and isinstance(e0, Refused) and isinstance(e2, Refused)
+    assert "leaves no token" in str(e0) and "stop_token_ids" in str(e2)
+    assert result.token_ids == generate(model, char_tokenizer, [1, 41], good).token_ids
 
 
 def test_verify_modes_draft_over_the_checkpoints_draft_vocabulary(char_tokenizer):

@@ -698,6 +698,47 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
 
 
+def test_stop_reasons_kept_stop_strings_and_allowed_ids(server, checkpoint):
+    """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
+    length), `include_stop_str_in_output` and `allowed_token_ids`, streamed or not, through the official client: the
+    engine's answers; settings the engine refuses, or that go with a schema, are a 400."""
+    client = server.client()
+    long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
+    stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
+    extra = {"ignore_eos": True, "repetition_penalty": 3.0, "stop_token_ids": [stop]}
+    got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra).choices[0]
+    assert (got.finish_reason, got.model_extra["stop_reason"]) == ("stop", stop)
+    plain = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=3).choices[0]
+    assert (plain.finish_reason, plain.model_extra["stop_reason"]) == ("length", None)
+    text = long.text
+    word = text[3:5]
+    kept = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0, stop=[word],
+                  include_stop_str_in_output=True)
+    assert kept.text == text[:text.find(word) + len(word)] and kept.stop_reason == word
+    extra = {"ignore_eos": True, "repetition_penalty": 3.0, "include_stop_str_in_output": True}
+    kw = dict(model="ckpt", prompt="Once upon", max_tokens=12, stop=[word], extra_body=extra)
+    got = client.completions.create(**kw).choices[0]
+    assert (got.text, got.finish_reason, got.model_extra["stop_reason"]) == (kept.text, "stop", word)
+    chunks = [c.choices[0] for c in client.completions.create(**kw, stream=True)]
+    assert "".join(c.text for c in chunks) == kept.text
+    assert [c.model_extra.get("stop_reason", "absent") for c in chunks if c.finish_reason] == [word]
+    allowed = sorted(set(long.token_ids[::2]))[:3]
+    ref = expect(checkpoint, chat("Hi there"), 10, allowed_token_ids=allowed)
+    assert set(ref.token_ids) <= set(allowed)
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=10,
+                                         extra_body={"allowed_token_ids": allowed})
+    assert got.choices[0].message.content == ref.text
+    for extra, param, says in [
+            ({"allowed_token_ids": []}, "allowed_token_ids", "at least one"),
+            ({"allowed_token_ids": [len(checkpoint[2])]}, "allowed_token_ids", "token ids in"),
+            ({"allowed_token_ids": [5], "structured_outputs": {"choice": ["a", "b"]}}, None, "cannot go with"),
+            ({"allowed_token_ids": [2], "min_tokens": 2}, None, "leaves no token"),  # (refused by the engine)
+            ({"include_stop_str_in_output": 1}, "include_stop_str_in_output", "boolean")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra)
+        assert error_of(e)["param"] == param and says in error_of(e)["message"], error_of(e)
+
+
 def test_logprobs_are_the_engine_probabilities(server, checkpoint):
     """Chat's `logprobs` with `top_logprobs` and the completions API's `logprobs`, streamed or not, as the official
     client reads them: one entry per token, the engine's own probabilities and alternatives."""

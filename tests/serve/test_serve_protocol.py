@@ -80,10 +80,11 @@ def test_completion_bodies():
     assert isinstance(chat.pop("created"), int)
     assert chat == {"id": "chatcmpl-1", "object": "chat.completion", "model": "m", "usage": usage(result()),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello world"},
-                                 "logprobs": None, "finish_reason": "stop"}]}
+                                 "logprobs": None, "finish_reason": "stop", "stop_reason": None}]}
     text = completion_body("completion", "cmpl-1", "m", result(finish="cancelled"))
     assert text["object"] == "text_completion"
-    assert text["choices"] == [{"index": 0, "text": "hello world", "logprobs": None, "finish_reason": "length"}]
+    assert text["choices"] == [{"index": 0, "text": "hello world", "logprobs": None, "finish_reason": "length",
+                                "stop_reason": None}]
     assert completion_id("chat").startswith("chatcmpl-") and completion_id("completion").startswith("cmpl-")
     assert completion_id("chat") != completion_id("chat")
 
@@ -102,7 +103,8 @@ def test_chat_chunks():
     assert without_created(c.text("he")) == {**head, "choices": [
         {"index": 0, "delta": {"content": "he"}, "logprobs": None, "finish_reason": None}]}
     final = without_created(StreamedAnswer(c, shown=len("hello world")).finish(result()))
-    assert final == {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}]}
+    assert final == {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop",
+                                          "stop_reason": None}]}
     assert c.close([result()]) == ["[DONE]"]
     final = without_created(StreamedAnswer(c, shown=5).finish(result()))  # text held back (a stop string) comes last
     assert final["choices"][0]["delta"] == {"content": " world"}
@@ -116,7 +118,7 @@ def test_completion_chunks_with_usage():
     final, use, done = [without_created(x) for x in
                         [StreamedAnswer(c, shown=11).finish(result(finish="length")), *c.close([result()])]]
     assert final == {**head, "usage": None, "choices": [
-        {"index": 0, "text": "", "logprobs": None, "finish_reason": "length"}]}
+        {"index": 0, "text": "", "logprobs": None, "finish_reason": "length", "stop_reason": None}]}
     assert use == {**head, "choices": [], "usage": usage(result())} and done == "[DONE]"
 
 
