@@ -32,7 +32,7 @@ MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
-            "allowed_token_ids", "include_stop_str_in_output",
+            "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -454,15 +454,17 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
                      allowed_token_ids=parse_token_ids(body, "allowed_token_ids", len(tokenizer)))
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
+    keep = _number(body, "truncate_prompt_tokens", None, 1, 1 << 30, integer=True)  # (vLLM's: the prompt's last k)
     if kind == "chat":
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
         config = checked(replace(config, prediction=parse_prediction(body, tokenizer, mode)))
-        return Parsed(config, mode, [chat_prompt(body, tokenizer, tools)], stream, include_usage, logprobs, n,
-                      tools=tools)
+        return Parsed(config, mode, [truncated(chat_prompt(body, tokenizer, tools), keep)], stream, include_usage,
+                      logprobs, n, tools=tools)
     config = checked(config)
-    prompts = completion_prompts(body, tokenizer)
+    prompts = [(ids, text) if len(truncated(ids, keep)) == len(ids) else (ids[-keep:], tokenizer.decode(ids[-keep:]))
+               for ids, text in completion_prompts(body, tokenizer)]  # (an echo shows what the model read)
     if len(prompts) * n > MAX_PROMPTS:
         raise bad(f"{len(prompts)} prompts times 'n' {n} make more than {MAX_PROMPTS} answers", "n", "invalid_value")
     echo = body.get("echo")
@@ -472,6 +474,11 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
         config = replace(config, prompt_logprobs=logprobs)
     return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
                   [Echo(text, ids) for ids, text in prompts] if echo else None)
+
+
+def truncated(ids: list[int], keep: int | None) -> list[int]:
+    """vLLM's `truncate_prompt_tokens`: a prompt's last ``keep`` tokens (None: all of them)."""
+    return ids if keep is None else ids[-keep:]
 
 
 def checked(config: DecodingConfig) -> DecodingConfig:

@@ -698,10 +698,10 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
 
 
-def test_stop_reasons_kept_stop_strings_and_allowed_ids(server, checkpoint):
+def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_and_truncation(server, checkpoint):
     """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
-    length), `include_stop_str_in_output` and `allowed_token_ids`, streamed or not, through the official client: the
-    engine's answers; settings the engine refuses, or that go with a schema, are a 400."""
+    length), `include_stop_str_in_output`, `allowed_token_ids` and `truncate_prompt_tokens`, streamed or not, through
+    the official client: the engine's answers; settings the engine refuses, or that go with a schema, are a 400."""
     client = server.client()
     long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
     stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
@@ -728,7 +728,23 @@ def test_stop_reasons_kept_stop_strings_and_allowed_ids(server, checkpoint):
     got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=10,
                                          extra_body={"allowed_token_ids": allowed})
     assert got.choices[0].message.content == ref.text
+    # vLLM's `truncate_prompt_tokens`: the prompt's last k tokens are read (an echo shows them), chat's too
+    _, model, tok = checkpoint
+    ids = encode_prompt(tok, "Once upon a time", raw=True)
+    ref = generate(model, tok, ids[-4:], DecodingConfig(max_new_tokens=6, confidence=0.5))
+    got = client.completions.create(model="ckpt", prompt="Once upon a time", max_tokens=6, echo=True,
+                                    extra_body={"truncate_prompt_tokens": 4})
+    assert (got.choices[0].text, got.usage.prompt_tokens) == (tok.decode(ids[-4:]) + ref.text, 4)
+    read = encode_prompt(tok, chat("Hi there"))
+    ref = generate(model, tok, read[-5:], DecodingConfig(max_new_tokens=6, confidence=0.5))
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=6,
+                                         extra_body={"truncate_prompt_tokens": 5})
+    assert (got.choices[0].message.content, got.usage.prompt_tokens) == (ref.text, 5)
+    got = client.completions.create(model="ckpt", prompt="Once upon a time", max_tokens=2, echo=True,
+                                    extra_body={"truncate_prompt_tokens": len(ids) + 5})  # (longer: all of it)
+    assert got.choices[0].text.startswith("Once upon a time") and got.usage.prompt_tokens == len(ids)
     for extra, param, says in [
+            ({"truncate_prompt_tokens": 0}, "truncate_prompt_tokens", "truncate_prompt_tokens"),
             ({"allowed_token_ids": []}, "allowed_token_ids", "at least one"),
             ({"allowed_token_ids": [len(checkpoint[2])]}, "allowed_token_ids", "token ids in"),
             ({"allowed_token_ids": [5], "structured_outputs": {"choice": ["a", "b"]}}, None, "cannot go with"),
