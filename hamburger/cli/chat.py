@@ -17,7 +17,8 @@ import os
 import sys
 
 from hamburger.cli.modes import KNOB_HELP, add_mode_options, check_mode_options, generation_model, make_generation
-from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of
+from hamburger.cli.options import (add_model, add_runtime, add_sampling, add_template_kwargs, decoding_config,
+                                   device_of, templating)
 from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.errors import HamburgerError
 
@@ -64,7 +65,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 continue
         messages.append({"role": "user", "content": line})
         try:
-            run = make_generation(args, model, tokenizer, [encode_prompt(tokenizer, messages)], config, kept)
+            run = make_generation(args, model, tokenizer, [encode_prompt(tokenizer, messages, templating=templating(args))], config, kept)
         except HamburgerError as e:
             messages.pop()
             print(f"error: {e}", file=sys.stderr)
@@ -166,6 +167,7 @@ def register(sub) -> None:
     add_mode_options(p)
     add_sampling(p, what="reply", knob=KNOB_HELP)
     p.add_argument("--system", default=None, help="system message")
+    add_template_kwargs(p)
     p.add_argument("--load", default=None, metavar="FILE",
                    help="go on from a conversation /save wrote (JSON, OpenAI's messages; --system is then its own)")
     p.add_argument("--no-color", action="store_true", help="never colour the output")

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from hamburger.cli.modes import KNOB_HELP, add_mode_options, check_mode_options, generation_model, make_generation
-from hamburger.cli.options import add_model, add_runtime, add_sampling, decoding_config, device_of, text_or_file
+from hamburger.cli.options import (add_model, add_runtime, add_sampling, add_template_kwargs, decoding_config,
+                                   device_of, templating, text_or_file)
 from hamburger.errors import HamburgerError
 
 
@@ -44,7 +45,8 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
             check_prediction(args, text, f"prompt {n} of {args.prompts_file}: ")
     model, tokenizer = generation_model(args, device)
     configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
-    ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system) for r in rows]
+    ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system, templating=templating(args))
+           for r in rows]
     for start in range(0, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
         for result in make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run():
@@ -87,7 +89,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         check_prediction(args, args.prediction)
     model, tokenizer = generation_model(args, device)
     config = predicted(config, tokenizer, args.prediction)
-    ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system)
+    ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system, templating=templating(args))
     run = make_generation(args, model, tokenizer, [ids], config)
     if args.json:
         result = run.run()[0]
@@ -134,6 +136,7 @@ def register(sub) -> None:
                         "row's 'prediction' field is its own")
     p.add_argument("--raw", action="store_true", help="do not apply the chat template")
     p.add_argument("--system", default=None, help="system message for the chat template")
+    add_template_kwargs(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: text, token_ids, groups, tokens, forwards, tau, kv_slots, kv_bytes, "
                         "kv_slots_ordinary, kv_bytes_ordinary, prefill_s, decode_s, decode_tok_s, finish_reason...")

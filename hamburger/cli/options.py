@@ -5,11 +5,14 @@
     add_runtime    --device, --dtype, --threads where and how a model runs
     add_sampling   --confidence, --max-new-tokens, --temperature, --top-p, --top-k, --seed, --stop, penalties,
                    --json-schema
+    add_template_kwargs --chat-template-kwargs  more variables for the chat template
 """
 
 from __future__ import annotations
 
 import argparse
+
+from hamburger.errors import HamburgerError
 
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float32", "bfloat16")
@@ -162,6 +165,35 @@ def json_schema(text: str) -> dict:
     if not isinstance(schema, dict):
         raise argparse.ArgumentTypeError(f"a JSON schema is a JSON object, got {text!r}")
     return schema
+
+
+def add_template_kwargs(p: argparse.ArgumentParser) -> None:
+    """--chat-template-kwargs: more variables for the chat template (`prompt.Templating.kwargs`)."""
+    p.add_argument("--chat-template-kwargs", type=template_kwargs, default={}, metavar="JSON",
+                   help="more variables the chat template reads, as a JSON object (e.g. '{\"enable_thinking\": "
+                        "false}' for Qwen3's); none by default")
+
+
+def templating(args: argparse.Namespace):
+    """The `prompt.Templating` of --chat-template-kwargs (refused beside --raw, which applies no template)."""
+    from hamburger.engine.prompt import Templating
+
+    if args.chat_template_kwargs and getattr(args, "raw", False):
+        raise HamburgerError("--chat-template-kwargs is for the chat template, which --raw leaves out")
+    return Templating(kwargs=args.chat_template_kwargs)
+
+
+def template_kwargs(text: str) -> dict:
+    """--chat-template-kwargs: a JSON object."""
+    import json
+
+    try:
+        kwargs = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({e})") from None
+    if not isinstance(kwargs, dict):
+        raise argparse.ArgumentTypeError(f"chat template variables are a JSON object, got {text!r}")
+    return kwargs
 
 
 def bias_entry(text: str) -> tuple[int, float]:

@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import dataclass, field
+
 from hamburger.errors import HamburgerError
 
 
+@dataclass(frozen=True)
+class Templating:
+    """How a chat template renders a conversation (the fields vLLM's chat requests take):
+    ``add_generation_prompt`` opens the assistant's turn after the messages (the default); ``continue_final_message``
+    leaves the last message, the assistant's, open instead, so the answer goes on from its text (a prefilled reply);
+    ``kwargs``: more variables the template reads (e.g. Qwen3's ``enable_thinking``)."""
+
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
+    kwargs: dict = field(default_factory=dict)
+
+    def check(self, tokenizer, messages: list[dict]) -> None:
+        """A clear error for options that cannot go together or with these ``messages``, or a kwarg that names one
+        of the tokenizer's own `apply_chat_template` arguments (it would change how it runs, not what it renders)."""
+        if self.add_generation_prompt and self.continue_final_message:
+            raise HamburgerError("add_generation_prompt and continue_final_message cannot both be true: the reply "
+                                 "either starts a new turn or goes on from the last message")
+        if self.continue_final_message and (not messages or messages[-1].get("role") != "assistant"):
+            raise HamburgerError("continue_final_message needs the last message to be the assistant's")
+        taken = set(inspect.signature(tokenizer.apply_chat_template).parameters) - {"kwargs"} | {"messages"}
+        if taken & set(self.kwargs):
+            raise HamburgerError(f"chat_template_kwargs may not set {sorted(taken & set(self.kwargs))}: they are "
+                                 "the template call's own arguments")
+
+
 def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None,
-                  tools: list[dict] | None = None) -> list[int]:
+                  tools: list[dict] | None = None, templating: Templating = Templating()) -> list[int]:
     """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages (``tools``: the
-    template's `tools`, the functions a model may call)."""
+    template's `tools`, the functions a model may call; ``templating``: how it renders them)."""
     if isinstance(prompt, str) and not prompt.strip():
         raise HamburgerError("the prompt is empty")
     if raw or getattr(tokenizer, "chat_template", None) is None:
@@ -18,8 +46,10 @@ def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
     if system:
         messages = [{"role": "system", "content": system}] + messages
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                        **({"tools": tools} if tools is not None else {}))
+    templating.check(tokenizer, messages)
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=templating.add_generation_prompt,
+                                        continue_final_message=templating.continue_final_message, tokenize=True,
+                                        **({"tools": tools} if tools is not None else {}), **templating.kwargs)
     return list(out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out)
 
 

@@ -21,7 +21,7 @@ from itertools import accumulate
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.grammar import compile_schema
-from hamburger.engine.prompt import encode_prompt
+from hamburger.engine.prompt import Templating, encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
 from hamburger.engine.verify import VerifyResult
 from hamburger.serve.structured import LEGACY, StructuredError, parse_structured
@@ -49,7 +49,8 @@ NEUTRAL = {
     "completion": {"suffix": _off(""), "best_of": _off(1)},
 }
 EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format", "tools",
-                  "tool_choice", "parallel_tool_calls", "prediction"},
+                  "tool_choice", "parallel_tool_calls", "prediction", "add_generation_prompt", "continue_final_message",
+                  "chat_template_kwargs"},
          "completion": {"prompt", "logprobs", "echo"}}
 MAX_LEGACY_LOGPROBS = 5  # the most alternatives per token the completions API's `logprobs` asks for
 NO_PROBABILITY = -9999.0  # the log-probability written for a token of probability 0 (JSON has no -Infinity)
@@ -318,12 +319,30 @@ def chat_prompt(body: dict, tokenizer, tools: Tools | None = None) -> list[int]:
         conversation = Conversation.of(out, tools, tokenizer)
     except ToolsError as e:
         raise bad(str(e), e.param) from e
+    templating = parse_templating(body)
     try:
-        return encode_prompt(tokenizer, conversation.messages, tools=conversation.tools)
+        return encode_prompt(tokenizer, conversation.messages, tools=conversation.tools, templating=templating)
     except HamburgerError as e:
         raise bad(str(e), "messages") from e
     except Exception as e:  # the chat template itself may refuse a conversation
         raise bad(f"the chat template failed on these messages: {e}", "messages") from e
+
+
+def parse_templating(body: dict) -> Templating:
+    """vLLM's chat fields that choose how the chat template renders the messages: `add_generation_prompt`,
+    `continue_final_message` (booleans) and `chat_template_kwargs` (an object)."""
+    flags = {}
+    for name in ("add_generation_prompt", "continue_final_message"):
+        value = body.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise bad(f"'{name}' must be a boolean, got {value!r}", name)
+        flags[name] = value
+    if flags["add_generation_prompt"] is None:  # (vLLM's default, unless the last message is to go on)
+        flags["add_generation_prompt"] = not flags["continue_final_message"]
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise bad("'chat_template_kwargs' must be an object", "chat_template_kwargs")
+    return Templating(flags["add_generation_prompt"], bool(flags["continue_final_message"]), kwargs or {})
 
 
 def completion_prompts(body: dict, tokenizer) -> list[tuple[list[int], str]]:

@@ -3,7 +3,7 @@ prompt's tokens against the context (benchmark harnesses and gateways ask for th
 tokens.
 
 A prompt is read as the completions and chat requests read it (`protocol._one_prompt`, `protocol.chat_prompt` with
-the request's `tools`), so `count` is the `usage.prompt_tokens` those requests would report. Nothing runs on the model.
+the request's `tools` and its template's fields), so `count` is the `usage.prompt_tokens` those requests would report. Nothing runs on the model.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from hamburger.serve.protocol import bad, chat_prompt, completion_prompts, parse
 # each reading's fields, and the values of those that choose how to read it: this server reads a prompt one way
 FIELDS = {"prompt": {"model", "prompt", "add_special_tokens", "return_token_strs"},
           "messages": {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "add_special_tokens",
-                       "add_generation_prompt", "return_token_strs"}}
-ONE_READING = {"prompt": {"add_special_tokens": True},
-               "messages": {"add_special_tokens": False, "add_generation_prompt": True}}
+                       "add_generation_prompt", "continue_final_message", "chat_template_kwargs",
+                       "return_token_strs"}}
+ONE_READING = {"prompt": {"add_special_tokens": True}, "messages": {"add_special_tokens": False}}
 
 
 def tokenize(raw: bytes, tokenizer, max_model_len: int) -> dict:

@@ -142,6 +142,32 @@ def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, mon
     assert "conversation reset" in captured.err
 
 
+def test_chat_template_kwargs_reach_the_template(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """--chat-template-kwargs sets variables the chat template reads, in generate and chat; refused beside --raw and
+    when not a JSON object."""
+    char_tokenizer.chat_template = TEMPLATE + "{% if shout %}!!!!{% endif %}"
+    try:
+        ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    finally:
+        char_tokenizer.chat_template = None
+    run = ["generate", "--model", str(ckpt), "--json", "--max-new-tokens", "4", "--mode", "verify"]
+
+    def prompt_tokens(*options) -> int:
+        assert main([*run, *options, "hi"]) == 0
+        return json.loads(capsys.readouterr().out)["prompt_tokens"]
+    assert prompt_tokens("--chat-template-kwargs", '{"shout": true}') == prompt_tokens() + 4
+    assert prompt_tokens("--chat-template-kwargs", '{"shout": false}') == prompt_tokens()
+    assert main([*run, "--raw", "--chat-template-kwargs", '{"shout": true}', "hi"]) == 1
+    assert "which --raw leaves out" in capsys.readouterr().err
+    assert main([*run, "--chat-template-kwargs", '{"tokenize": false}', "hi"]) == 1
+    assert "may not set ['tokenize']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*run, "--chat-template-kwargs", "[1]", "hi"])
+    assert "a JSON object" in capsys.readouterr().err
+    shout = chat_run(ckpt, monkeypatch, capsys, "hi\n", "--chat-template-kwargs", '{"shout": true}')
+    assert shout.out != chat_run(ckpt, monkeypatch, capsys, "hi\n").out  # (the reply reads another prompt)
+
+
 def chat_run(ckpt, monkeypatch, capsys, lines: str, *options: str, code: int = 0):
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
     assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "8", "--mode", "verify",

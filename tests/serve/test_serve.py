@@ -623,11 +623,19 @@ def test_tokenize_counts_what_requests_report(server, checkpoint):
         counted = post("/v1/tokenize", {"messages": chat("Hi there"), "add_generation_prompt": True, **extra})
         answered = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=1, **extra)
         assert counted["count"] == answered.usage.prompt_tokens and "token_strs" not in counted
+    # a prefilled reply (vLLM's `continue_final_message`): counted as the chat request reads it, answered from there
+    prefilled = [*chat("Hi there"), {"role": "assistant", "content": "Once"}]
+    fields = {"continue_final_message": True, "chat_template_kwargs": {"unused": 1}}
+    counted = post("/tokenize", {"messages": prefilled, **fields})
+    answered = client.chat.completions.create(model="ckpt", messages=prefilled, max_tokens=6, extra_body=fields)
+    ref = generate(model, tok, counted["tokens"], DecodingConfig(max_new_tokens=6, confidence=0.5))
+    assert (answered.usage.prompt_tokens, answered.choices[0].message.content) == (counted["count"], ref.text)
+    assert tok.decode(counted["tokens"], skip_special_tokens=True).endswith("assistant: Once")
     assert post("/detokenize", {"tokens": got["tokens"]}) == {"prompt": "abc"}
     assert post("/v1/detokenize", {"model": "ckpt", "tokens": []}) == {"prompt": ""}
     for path, body, param in [("/tokenize", {"prompt": "abc", "messages": chat("Hi")}, "prompt"),
                               ("/tokenize", {"model": "ckpt"}, "prompt"),
-                              ("/tokenize", {"messages": chat("Hi"), "add_generation_prompt": False},
+                              ("/tokenize", {"messages": chat("Hi"), "add_generation_prompt": 0},
                                "add_generation_prompt"),
                               ("/tokenize", {"prompt": "abc", "add_special_tokens": False}, "add_special_tokens"),
                               ("/tokenize", {"prompt": "abc", "tools": tools}, "tools"),

@@ -487,3 +487,32 @@ def test_settings_a_tool_call_cannot_go_with_are_a_400(char_tokenizer):
     with pytest.raises(APIError) as e:
         prepare(json.dumps(body).encode(), "chat", char_tokenizer, 8, None)
     assert e.value.status == 400 and "min_tokens" in str(e.value)
+
+
+def test_chat_template_fields(char_tokenizer):
+    """vLLM's `add_generation_prompt`, `continue_final_message` and `chat_template_kwargs` choose how the template
+    renders the messages; options that cannot go together, or a kwarg that is the template call's own, are a 400."""
+    from tests.helpers import CHAT_TEMPLATE
+
+    def read(**fields) -> str:
+        body = {"messages": fields.pop("messages", [{"role": "user", "content": "Hi"}]), **fields}
+        return char_tokenizer.decode(prepare(json.dumps(body).encode(), "chat", char_tokenizer, 8, None).prompts[0],
+                                     skip_special_tokens=True)
+    char_tokenizer.chat_template = CHAT_TEMPLATE + "{% if shout %}!{% endif %}"
+    try:
+        assert read() == "user: Hi\nassistant:" and read(add_generation_prompt=False) == "user: Hi\n"
+        prefilled = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Once"}]
+        assert read(messages=prefilled, continue_final_message=True) == "user: Hi\nassistant: Once"
+        assert read(chat_template_kwargs={"shout": True}) == "user: Hi\nassistant:!"
+        for fields, says in [({"continue_final_message": True}, "the assistant's"),
+                             ({"messages": prefilled, "continue_final_message": True, "add_generation_prompt": True},
+                              "cannot both be true"),
+                             ({"chat_template_kwargs": {"tokenize": False}}, "may not set ['tokenize']"),
+                             ({"chat_template_kwargs": {"messages": []}}, "may not set ['messages']"),
+                             ({"chat_template_kwargs": ["shout"]}, "must be an object"),
+                             ({"add_generation_prompt": "yes"}, "must be a boolean")]:
+            with pytest.raises(APIError) as e:
+                read(**fields)
+            assert e.value.status == 400 and says in e.value.message, (fields, e.value.message)
+    finally:
+        char_tokenizer.chat_template = None
