@@ -89,9 +89,11 @@ class GenerationResult:
     rereads: int = 0  # merged groups read again as single slots (`DecodingConfig.reread`), one forward each
     alternatives: list[list[tuple[int, float]]] = field(default_factory=list)  # as `GroupEvent.alternatives`
     # with `DecodingConfig.prompt_logprobs`: each prompt token's log-probability after those before it (the first
-    # token's is not known: one fewer than the prompt's tokens), and its most likely alternatives
+    # token's is not known: one fewer than the prompt's tokens), its most likely alternatives, and its rank (1: the
+    # most likely; 1 + the tokens more likely than it)
     prompt_logprobs: list[float] = field(default_factory=list)
     prompt_alternatives: list[list[tuple[int, float]]] = field(default_factory=list)
+    prompt_ranks: list[int] = field(default_factory=list)
     cached_tokens: int = 0  # prompt tokens its prefill did not read, taken from a `PromptCache`
 
     def to_dict(self) -> dict:
@@ -131,6 +133,7 @@ class _Row:
         self.penalties: Penalties | None = None  # what its text and bias do to its choices (`Generation.add`)
         self.grammar: Grammar | None = None  # the JSON schema its answer is held to
         self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
+        self.prompt_ranks: list[int] = []
         self.prompt_alternatives: list[list[tuple[int, float]]] = []
         self.cached = 0  # its prompt's first tokens, taken from a prompt cache
         self.cuts: dict[int, torch.Tensor] = {}  # the MSD's inputs where a prompt cache may cut its prompt
@@ -281,7 +284,7 @@ class Generation:
         if r.done and row in self._kept:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
-            r.alternatives, r.prompt_logprobs, r.prompt_alternatives = [], [], []
+            r.alternatives, r.prompt_logprobs, r.prompt_alternatives, r.prompt_ranks = [], [], [], []
             r.generator, r.detok, r.penalties, r.grammar = None, None, None, None
             self.logits[row] = []
 
@@ -488,6 +491,7 @@ class Generation:
             logprobs = torch.log_softmax(self.model.decode_logits(final[at:at + len(part)]).float(), -1)
             chosen = logprobs.gather(1, torch.tensor(part, device=logprobs.device)[:, None])[:, 0]
             row.prompt_logprobs += chosen.tolist()
+            row.prompt_ranks += ((logprobs > chosen[:, None]).sum(1) + 1).tolist()
             values, ids = logprobs.topk(k)
             row.prompt_alternatives += [list(zip(i, v)) for i, v in zip(ids.tolist(), values.tolist())]
 
@@ -696,7 +700,7 @@ class Generation:
             finish_reason=row.reason or "length", confidence=row.confidence, stop_reason=row.stop_reason,
             p_continue=row.p_continue, token_probs=row.probs, rereads=row.rereads, alternatives=row.alternatives,
             prompt_logprobs=row.prompt_logprobs, prompt_alternatives=row.prompt_alternatives,
-            cached_tokens=row.cached)
+            prompt_ranks=row.prompt_ranks, cached_tokens=row.cached)
 
 
 @dataclass

@@ -32,7 +32,7 @@ MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "stream", "stream_options",
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
-            "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens",
+            "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens", "prompt_logprobs",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -432,7 +432,8 @@ class Parsed:
     """What a request asks for: its generation config, decoding mode, the token ids of its prompts (one, or the
     completions API's batch), streaming options, ``logprobs``: the alternatives per token of its tokens'
     log-probabilities (None: none asked, `parse_logprobs`), ``n``: how many answers (choices) per prompt, and
-    ``echo``: with completions' `echo`, each prompt as each of its answers begins with it."""
+    ``echo``: with completions' `echo`, each prompt as each of its answers begins with it; ``prompt_logprobs``: vLLM's
+    (None: not asked), the alternatives of each prompt token's log-probability (`with_prompt_logprobs`)."""
 
     config: DecodingConfig
     mode: str
@@ -443,6 +444,7 @@ class Parsed:
     n: int = 1
     echo: list[Echo] | None = None
     tools: Tools | None = None
+    prompt_logprobs: int | None = None
 
     def answers(self) -> tuple[list[list[int]], list[DecodingConfig]]:
         """Each answer's prompt and config, prompt by prompt (its `n` answers together: choice index = prompt's index
@@ -474,13 +476,18 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     n = _number(body, "n", 1, 1, MAX_CHOICES, integer=True)
     mode = parse_mode(body, default_mode)
     keep = _number(body, "truncate_prompt_tokens", None, 1, 1 << 30, integer=True)  # (vLLM's: the prompt's last k)
+    scored = _number(body, "prompt_logprobs", None, 0, MAX_TOP_LOGPROBS, integer=True)
+    if scored is not None:
+        if stream:
+            raise bad("'prompt_logprobs' is not available when streaming", "prompt_logprobs", "invalid_value")
+        config = replace(config, prompt_logprobs=scored)
     if kind == "chat":
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
         config = checked(replace(config, prediction=parse_prediction(body, tokenizer, mode)))
         return Parsed(config, mode, [truncated(chat_prompt(body, tokenizer, tools), keep)], stream, include_usage,
-                      logprobs, n, tools=tools)
+                      logprobs, n, tools=tools, prompt_logprobs=scored)
     config = checked(config)
     prompts = [(ids, text) if len(truncated(ids, keep)) == len(ids) else (ids[-keep:], tokenizer.decode(ids[-keep:]))
                for ids, text in completion_prompts(body, tokenizer)]  # (an echo shows what the model read)
@@ -490,9 +497,9 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     if echo is not None and not isinstance(echo, bool):
         raise bad(f"'echo' must be a boolean, got {echo!r}", "echo")
     if echo and logprobs is not None:  # the prompt's log-probabilities too, from the prefill's reading of it
-        config = replace(config, prompt_logprobs=logprobs)
+        config = replace(config, prompt_logprobs=max(logprobs, scored or 0))
     return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
-                  [Echo(text, ids) for ids, text in prompts] if echo else None)
+                  [Echo(text, ids) for ids, text in prompts] if echo else None, prompt_logprobs=scored)
 
 
 def truncated(ids: list[int], keep: int | None) -> list[int]:
@@ -676,6 +683,34 @@ def completion_body(kind: str, rid: str, model: str, results: GenerationResult |
                             "finish_reason": finish_reason(result), "stop_reason": result.stop_reason})
     return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
             "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs, n)}
+
+
+def with_prompt_logprobs(body: dict, parsed: Parsed, results: list[GenerationResult], tokenizer) -> dict:
+    """A non-streamed answer ``body`` with vLLM's `prompt_logprobs` where ``parsed`` asked for them: each prompt
+    token's entry, null for the first, else an object from token ids to {"logprob", "rank", "decoded_token"}: the
+    token itself, then its ``parsed.prompt_logprobs`` most likely alternatives (ranks 1, 2, ...), each under the
+    model's reading of the prompt. A completions choice has its prompt's; a chat answer has it beside its choices."""
+    k = parsed.prompt_logprobs
+    if k is None:
+        return body
+
+    def entry(token: int, logprob: float, rank: int) -> tuple[str, dict]:
+        text = tokenizer.decode([token], skip_special_tokens=False)
+        return str(token), {"logprob": _logprob(logprob), "rank": rank, "decoded_token": text}
+
+    def of(prompt: list[int], result: GenerationResult) -> list[dict | None]:
+        out: list[dict | None] = [None]
+        for token, logprob, rank, top in zip(prompt[1:], result.prompt_logprobs, result.prompt_ranks,
+                                             result.prompt_alternatives):
+            out.append(dict([entry(token, logprob, rank)]))
+            for i, (alt, lp) in enumerate(top[:k]):
+                out[-1].setdefault(*entry(alt, lp, i + 1))
+        return out
+    prompts = parsed.answers()[0]
+    if body["object"] == "chat.completion":
+        return {**body, "prompt_logprobs": of(prompts[0], results[0])}
+    choices = [{**c, "prompt_logprobs": of(p, r)} for c, p, r in zip(body["choices"], prompts, results)]
+    return {**body, "choices": choices}
 
 
 @dataclass(frozen=True)

@@ -76,8 +76,8 @@ def test_top_alternatives_are_log_softmax_top_k():
 
 @pytest.mark.parametrize("kind", ENGINES + ["chunked"])
 def test_prompt_logprobs_are_the_models_reading_of_the_prompt(kind, char_tokenizer):
-    """`prompt_logprobs`: each prompt token's log-probability after those before it, and its most likely alternatives,
-    as the base's own forward over the prompt gives them; in a batch of prompts of other lengths (left-padded) and
+    """`prompt_logprobs`: each prompt token's log-probability after those before it, its most likely alternatives and
+    its rank, as the base's own forward over the prompt gives them; in a batch of prompts of other lengths (left-padded) and
     read a chunk at a time."""
     configs = [DecodingConfig(max_new_tokens=4, prompt_logprobs=3), DecodingConfig(max_new_tokens=4, prompt_logprobs=0),
                DecodingConfig(max_new_tokens=4)]
@@ -87,7 +87,7 @@ def test_prompt_logprobs_are_the_models_reading_of_the_prompt(kind, char_tokeniz
         gen = engine(kind, char_tokenizer, configs)
     for prompt, cfg, result in zip(PROMPTS, configs, gen.run()):
         if cfg.prompt_logprobs is None:
-            assert result.prompt_logprobs == [] and result.prompt_alternatives == []
+            assert result.prompt_logprobs == [] and result.prompt_alternatives == [] and result.prompt_ranks == []
             continue
         with torch.no_grad():
             logprobs = torch.log_softmax(gen.model.base(torch.tensor([prompt])).logits[0, :-1].float(), -1)
@@ -97,6 +97,9 @@ def test_prompt_logprobs_are_the_models_reading_of_the_prompt(kind, char_tokeniz
         assert [[t for t, _ in top] for top in result.prompt_alternatives] == ids.tolist()
         assert [lp for top in result.prompt_alternatives for _, lp in top] == pytest.approx(
             values.flatten().tolist(), abs=1e-5)
+        order = logprobs.argsort(-1, descending=True)  # (each token's rank: its place in that order, from 1)
+        assert result.prompt_ranks == [int((o == t).nonzero()) + 1 for o, t in zip(order, prompt[1:])]
+        assert min(result.prompt_ranks) >= 1 and max(result.prompt_ranks) > 1
 
 
 def test_prompt_logprobs_out_of_range_are_refused():

@@ -706,10 +706,11 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
 
 
-def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_and_truncation(server, checkpoint):
+def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_truncation_and_prompt_logprobs(server, checkpoint):
     """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
-    length), `include_stop_str_in_output`, `allowed_token_ids` and `truncate_prompt_tokens`, streamed or not, through
-    the official client: the engine's answers; settings the engine refuses, or that go with a schema, are a 400."""
+    length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens` and `prompt_logprobs`, streamed
+    or not, through the official client: the engine's answers; settings the engine refuses, or that go with a schema,
+    are a 400."""
     client = server.client()
     long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
     stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
@@ -751,7 +752,27 @@ def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_and_truncation(server,
     got = client.completions.create(model="ckpt", prompt="Once upon a time", max_tokens=2, echo=True,
                                     extra_body={"truncate_prompt_tokens": len(ids) + 5})  # (longer: all of it)
     assert got.choices[0].text.startswith("Once upon a time") and got.usage.prompt_tokens == len(ids)
+    # vLLM's `prompt_logprobs`: each prompt token's entry (its own and its k most likely, by id), as the engine reads it
+    ref = generate(model, tok, ids, DecodingConfig(max_new_tokens=2, confidence=0.5, prompt_logprobs=2))
+    got = client.completions.create(model="ckpt", prompt="Once upon a time", max_tokens=2,
+                                    extra_body={"prompt_logprobs": 2}).choices[0].model_extra["prompt_logprobs"]
+    assert got[0] is None and len(got) == len(ids)
+    for entry, token, lp, rank, top in zip(got[1:], ids[1:], ref.prompt_logprobs, ref.prompt_ranks,
+                                           ref.prompt_alternatives):
+        assert list(entry)[0] == str(token) and entry[str(token)]["rank"] == rank >= 1
+        assert entry[str(token)]["logprob"] == pytest.approx(lp, abs=1e-6)
+        assert entry[str(token)]["decoded_token"] == tok.decode([token])
+        assert {t: (e["logprob"], e["rank"]) for t, e in entry.items()} == {
+            str(token): (pytest.approx(lp, abs=1e-6), rank),
+            **{str(a): (pytest.approx(v, abs=1e-6), i + 1) for i, (a, v) in enumerate(top) if a != token}}
+    read = encode_prompt(tok, chat("Hi there"))
+    answered = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=2,
+                                              extra_body={"prompt_logprobs": 0})
+    scored = answered.model_extra["prompt_logprobs"]
+    assert len(scored) == len(read) and all(list(e) == [str(t)] for e, t in zip(scored[1:], read[1:]))
     for extra, param, says in [
+            ({"prompt_logprobs": 1, "stream": True}, "prompt_logprobs", "not available when streaming"),
+            ({"prompt_logprobs": 21}, "prompt_logprobs", "prompt_logprobs"),
             ({"truncate_prompt_tokens": 0}, "truncate_prompt_tokens", "truncate_prompt_tokens"),
             ({"allowed_token_ids": []}, "allowed_token_ids", "at least one"),
             ({"allowed_token_ids": [len(checkpoint[2])]}, "allowed_token_ids", "token ids in"),
