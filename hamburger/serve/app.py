@@ -10,9 +10,9 @@ served); responses name the served model. A request's `n` answers are rows of th
 distribution each token was chosen from (`protocol.TokenLogprobs`). Extensions: the request fields `confidence`,
 `reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`), `top_k`, `repetition_penalty`, vLLM's
 `min_p`, `min_tokens`, `ignore_eos`, `stop_token_ids`, `allowed_token_ids`, `include_stop_str_in_output`,
-`truncate_prompt_tokens` and `prompt_logprobs` (not streamed), and `usage.hamburger` (base_forwards, tau, groups,
-kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode); each choice's `stop_reason` (vLLM's: the stop string
-or stop token id that ended it, null at the model's own end).
+`truncate_prompt_tokens`, `prompt_logprobs` (not streamed) and `return_token_ids`, and `usage.hamburger`
+(base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode); each choice's
+`stop_reason` (vLLM's: the stop string or stop token id that ended it, null at the model's own end).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
 `protocol` (request parsing and the OpenAI response shapes, pure functions; parsing runs in a worker pool off
@@ -32,7 +32,7 @@ from hamburger.serve import lifecycle, openmp, responses, tokenize
 from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
                                       check_content_type, completion_body, completion_id, model_card, model_list,
-                                      prepare, shutting_down, with_prompt_logprobs)
+                                      prepare, shutting_down, with_vllm_fields)
 from hamburger.serve.response_store import ResponseStore
 from hamburger.serve.scheduler import Scheduler
 
@@ -117,15 +117,16 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         rid = completion_id(kind)
         logprobs = None if parsed.logprobs is None else TokenLogprobs(kind, tokenizer, parsed.logprobs)
         if parsed.stream:
-            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n, parsed.tools)
+            chunks = Chunks(kind, rid, model_name, parsed.include_usage, logprobs, parsed.n, parsed.tools,
+                            parsed.token_ids)
             if asked is None:
                 events = lifecycle.stream(scheduler, reqs, chunks, parsed.echoes())
             else:
                 events = responses.stream(lifecycle.payloads(scheduler, reqs, chunks), model_name, asked, stored)
             return StreamingResponse(events, media_type=SSE_MEDIA_TYPE, headers=SSE_HEADERS)
         results = await lifecycle.collect_all(scheduler, reqs, request.is_disconnected)
-        body = with_prompt_logprobs(completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(),
-                                                    parsed.n, parsed.tools), parsed, results, tokenizer)
+        body = with_vllm_fields(completion_body(kind, rid, model_name, results, logprobs, parsed.echoes(), parsed.n,
+                                                parsed.tools), parsed, results, tokenizer)
         return body if asked is None else responses.kept(stored, asked, responses.response_body(model_name, asked, body))
 
     @app.post("/v1/chat/completions")

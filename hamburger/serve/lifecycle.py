@@ -149,7 +149,8 @@ async def payloads(scheduler: Scheduler, reqs: list[Request], chunks: Chunks,
     """What a streamed request sends: for each answer a role chunk (chat), one chunk per group of tokens (with
     ``echoes``, the first begins with its answer's prompt) and its final chunk, interleaved as they come; then the
     usage chunk (if asked) and "[DONE]"; or, when an answer fails, an error body (the others are cancelled)."""
-    answers = [StreamedAnswer(chunks, index, echoes[index] if echoes else None) for index in range(len(reqs))]
+    answers = [StreamedAnswer(chunks, index, echoes[index] if echoes else None, prompt_ids=req.prompt_ids)
+               for index, req in enumerate(reqs)]
     results, ended = [None] * len(reqs), [False] * len(reqs)
     try:
         if chunks.kind == "chat":

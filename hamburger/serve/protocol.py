@@ -33,6 +33,7 @@ HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "sto
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
             "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens", "prompt_logprobs",
+            "return_token_ids",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -432,8 +433,9 @@ class Parsed:
     """What a request asks for: its generation config, decoding mode, the token ids of its prompts (one, or the
     completions API's batch), streaming options, ``logprobs``: the alternatives per token of its tokens'
     log-probabilities (None: none asked, `parse_logprobs`), ``n``: how many answers (choices) per prompt, and
-    ``echo``: with completions' `echo`, each prompt as each of its answers begins with it; ``prompt_logprobs``: vLLM's
-    (None: not asked), the alternatives of each prompt token's log-probability (`with_prompt_logprobs`)."""
+    ``echo``: with completions' `echo`, each prompt as each of its answers begins with it; vLLM's ``prompt_logprobs``
+    (None: not asked), the alternatives of each prompt token's log-probability, and ``token_ids``: whether the answer
+    holds the token ids of its prompt and its answers (`with_vllm_fields`)."""
 
     config: DecodingConfig
     mode: str
@@ -445,6 +447,7 @@ class Parsed:
     echo: list[Echo] | None = None
     tools: Tools | None = None
     prompt_logprobs: int | None = None
+    token_ids: bool = False
 
     def answers(self) -> tuple[list[list[int]], list[DecodingConfig]]:
         """Each answer's prompt and config, prompt by prompt (its `n` answers together: choice index = prompt's index
@@ -481,13 +484,16 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
         if stream:
             raise bad("'prompt_logprobs' is not available when streaming", "prompt_logprobs", "invalid_value")
         config = replace(config, prompt_logprobs=scored)
+    token_ids = body.get("return_token_ids")
+    if token_ids is not None and not isinstance(token_ids, bool):
+        raise bad(f"'return_token_ids' must be a boolean, got {token_ids!r}", "return_token_ids")
     if kind == "chat":
         tools = parse_chat_tools(body, config, tokenizer)
         if tools is not None:
             config = replace(config, json_schema=tools.schema(), grammar=tools.grammar())
         config = checked(replace(config, prediction=parse_prediction(body, tokenizer, mode)))
         return Parsed(config, mode, [truncated(chat_prompt(body, tokenizer, tools), keep)], stream, include_usage,
-                      logprobs, n, tools=tools, prompt_logprobs=scored)
+                      logprobs, n, tools=tools, prompt_logprobs=scored, token_ids=bool(token_ids))
     config = checked(config)
     prompts = [(ids, text) if len(truncated(ids, keep)) == len(ids) else (ids[-keep:], tokenizer.decode(ids[-keep:]))
                for ids, text in completion_prompts(body, tokenizer)]  # (an echo shows what the model read)
@@ -499,7 +505,8 @@ def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_c
     if echo and logprobs is not None:  # the prompt's log-probabilities too, from the prefill's reading of it
         config = replace(config, prompt_logprobs=max(logprobs, scored or 0))
     return Parsed(config, mode, [ids for ids, _ in prompts], stream, include_usage, logprobs, n,
-                  [Echo(text, ids) for ids, text in prompts] if echo else None, prompt_logprobs=scored)
+                  [Echo(text, ids) for ids, text in prompts] if echo else None, prompt_logprobs=scored,
+                  token_ids=bool(token_ids))
 
 
 def truncated(ids: list[int], keep: int | None) -> list[int]:
@@ -685,20 +692,19 @@ def completion_body(kind: str, rid: str, model: str, results: GenerationResult |
             "created": int(time.time()), "model": model, "choices": choices, "usage": usage(rs, n)}
 
 
-def with_prompt_logprobs(body: dict, parsed: Parsed, results: list[GenerationResult], tokenizer) -> dict:
-    """A non-streamed answer ``body`` with vLLM's `prompt_logprobs` where ``parsed`` asked for them: each prompt
-    token's entry, null for the first, else an object from token ids to {"logprob", "rank", "decoded_token"}: the
-    token itself, then its ``parsed.prompt_logprobs`` most likely alternatives (ranks 1, 2, ...), each under the
-    model's reading of the prompt. A completions choice has its prompt's; a chat answer has it beside its choices."""
+def with_vllm_fields(body: dict, parsed: Parsed, results: list[GenerationResult], tokenizer) -> dict:
+    """A non-streamed answer ``body`` with the vLLM fields ``parsed`` asked for. `return_token_ids`: each choice's
+    ``token_ids`` (every token it generated) and the ``prompt_token_ids`` it read. `prompt_logprobs`: each prompt
+    token's entry, null for the first, else an object from token ids to {"logprob", "rank", "decoded_token"}: the token
+    itself, then its ``parsed.prompt_logprobs`` most likely alternatives (ranks 1, 2, ...), each under the model's
+    reading of the prompt. A completions choice has its prompt's; a chat answer has them beside its choices."""
     k = parsed.prompt_logprobs
-    if k is None:
-        return body
 
     def entry(token: int, logprob: float, rank: int) -> tuple[str, dict]:
         text = tokenizer.decode([token], skip_special_tokens=False)
         return str(token), {"logprob": _logprob(logprob), "rank": rank, "decoded_token": text}
 
-    def of(prompt: list[int], result: GenerationResult) -> list[dict | None]:
+    def scored(prompt: list[int], result: GenerationResult) -> list[dict | None]:
         out: list[dict | None] = [None]
         for token, logprob, rank, top in zip(prompt[1:], result.prompt_logprobs, result.prompt_ranks,
                                              result.prompt_alternatives):
@@ -706,11 +712,18 @@ def with_prompt_logprobs(body: dict, parsed: Parsed, results: list[GenerationRes
             for i, (alt, lp) in enumerate(top[:k]):
                 out[-1].setdefault(*entry(alt, lp, i + 1))
         return out
+
+    def of_prompt(prompt: list[int], result: GenerationResult) -> dict:
+        return {**({"prompt_token_ids": prompt} if parsed.token_ids else {}),
+                **({"prompt_logprobs": scored(prompt, result)} if k is not None else {})}
+    if k is None and not parsed.token_ids:
+        return body
     prompts = parsed.answers()[0]
+    choices = [{**c, **({"token_ids": r.token_ids} if parsed.token_ids else {})}
+               for c, r in zip(body["choices"], results)]
     if body["object"] == "chat.completion":
-        return {**body, "prompt_logprobs": of(prompts[0], results[0])}
-    choices = [{**c, "prompt_logprobs": of(p, r)} for c, p, r in zip(body["choices"], prompts, results)]
-    return {**body, "choices": choices}
+        return {**body, "choices": choices, **of_prompt(prompts[0], results[0])}
+    return {**body, "choices": [{**c, **of_prompt(p, r)} for c, p, r in zip(choices, prompts, results)]}
 
 
 @dataclass(frozen=True)
@@ -728,6 +741,7 @@ class Chunks:
     logprobs: TokenLogprobs | None = None
     n: int = 1  # answers per prompt (`usage`)
     tools: Tools | None = None  # a chat answer's text may be calls (`CallStream`)
+    token_ids: bool = False  # vLLM's `return_token_ids`: each chunk's new tokens, an answer's first its prompt's
 
     @property
     def object(self) -> str:
@@ -783,6 +797,7 @@ class StreamedAnswer:
     offset: int = 0  # their texts' characters (the completions API's `text_offset` of the next one)
     sent_prompt: bool = False  # the echoed prompt went out
     calls: CallStream | None = None  # with tools: the text as content and calls
+    prompt_ids: list[int] | None = None  # with `Chunks.token_ids`: the prompt's, which its first group's chunk holds
 
     def __post_init__(self):
         if self.chunks.tools is not None:
@@ -804,7 +819,18 @@ class StreamedAnswer:
                 prompt = lp.of_prompt(self.echo.ids, event.prompt_logprobs, event.prompt_alternatives)
                 logprobs = prompt if logprobs is None else joined(prompt, logprobs)
         delta = None if self.calls is None else self.calls.delta(text)
-        return self.chunks.text(text, logprobs=logprobs, index=self.index, delta=delta)
+        return self._with_ids(self.chunks.text(text, logprobs=logprobs, index=self.index, delta=delta),
+                              event.token_ids)
+
+    def _with_ids(self, chunk: dict, ids: list[int]) -> dict:
+        """With `Chunks.token_ids`, ``chunk`` with its new token ids ``ids``, and the prompt's in the answer's first
+        (vLLM's: a chat chunk holds them beside its choices, a completions chunk in its choice)."""
+        if self.chunks.token_ids:
+            chunk["choices"][0]["token_ids"] = ids
+            if self.prompt_ids is not None:
+                (chunk if self.chunks.kind == "chat" else chunk["choices"][0])["prompt_token_ids"] = self.prompt_ids
+                self.prompt_ids = None
+        return chunk
 
     def finish(self, result: GenerationResult) -> dict:
         """The final chunk once ``result`` is in: the text held back (a possible stop string, when a row is cut), its
@@ -812,10 +838,12 @@ class StreamedAnswer:
         text, self.shown = result.text[self.shown:] or None, len(result.text)
         logprobs = self._logprobs(result.finish_reason)
         if self.calls is None:
-            return self.chunks.text(text, finish_reason(result), logprobs, self.index, stop_reason=result.stop_reason)
-        delta = self.calls.close(text or "")
-        return self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta,
-                                result.stop_reason)
+            chunk = self.chunks.text(text, finish_reason(result), logprobs, self.index, stop_reason=result.stop_reason)
+        else:
+            delta = self.calls.close(text or "")  # (what it has called is known once it is closed)
+            chunk = self.chunks.text(None, finish_reason(result, self.calls.called), logprobs, self.index, delta,
+                                     result.stop_reason)
+        return self._with_ids(chunk, [])
 
     def _logprobs(self, finish: str | None) -> dict | None:
         """The log-probabilities of the tokens shown and not sent yet (None: none asked, or none to send)."""

@@ -706,11 +706,11 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
         assert error_of(e)["param"] == param and next(iter(extra)) in error_of(e)["message"]
 
 
-def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_truncation_and_prompt_logprobs(server, checkpoint):
+def test_vllms_request_fields(server, checkpoint):
     """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
-    length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens` and `prompt_logprobs`, streamed
-    or not, through the official client: the engine's answers; settings the engine refuses, or that go with a schema,
-    are a 400."""
+    length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens`, `prompt_logprobs` and
+    `return_token_ids`, streamed or not, through the official client: the engine's answers; settings the engine refuses,
+    or that go with a schema, are a 400."""
     client = server.client()
     long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
     stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
@@ -770,7 +770,23 @@ def test_vllms_stop_reasons_kept_stop_strings_allowed_ids_truncation_and_prompt_
                                               extra_body={"prompt_logprobs": 0})
     scored = answered.model_extra["prompt_logprobs"]
     assert len(scored) == len(read) and all(list(e) == [str(t)] for e, t in zip(scored[1:], read[1:]))
+    # vLLM's `return_token_ids`: the prompt's and the answer's ids, streamed (each chunk's new ones) or not
+    ref = generate(model, tok, ids, DecodingConfig(max_new_tokens=8, confidence=0.5))
+    kw = dict(model="ckpt", prompt="Once upon a time", max_tokens=8, extra_body={"return_token_ids": True})
+    got = client.completions.create(**kw).choices[0].model_extra
+    assert (got["prompt_token_ids"], got["token_ids"]) == (ids, ref.token_ids)
+    chunks = [c.choices[0].model_extra for c in client.completions.create(**kw, stream=True)]
+    assert sum((c["token_ids"] for c in chunks), []) == ref.token_ids
+    assert [c.get("prompt_token_ids") for c in chunks] == [ids] + [None] * (len(chunks) - 1)
+    ref = generate(model, tok, read, DecodingConfig(max_new_tokens=8, confidence=0.5))
+    kw = dict(model="ckpt", messages=chat("Hi there"), max_tokens=8, extra_body={"return_token_ids": True})
+    got = client.chat.completions.create(**kw)
+    assert (got.model_extra["prompt_token_ids"], got.choices[0].model_extra["token_ids"]) == (read, ref.token_ids)
+    chunks = list(client.chat.completions.create(**kw, stream=True))[1:]  # (after the role's chunk)
+    assert sum((c.choices[0].model_extra["token_ids"] for c in chunks), []) == ref.token_ids
+    assert [c.model_extra.get("prompt_token_ids") for c in chunks] == [read] + [None] * (len(chunks) - 1)
     for extra, param, says in [
+            ({"return_token_ids": "yes"}, "return_token_ids", "boolean"),
             ({"prompt_logprobs": 1, "stream": True}, "prompt_logprobs", "not available when streaming"),
             ({"prompt_logprobs": 21}, "prompt_logprobs", "prompt_logprobs"),
             ({"truncate_prompt_tokens": 0}, "truncate_prompt_tokens", "truncate_prompt_tokens"),
