@@ -65,7 +65,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 continue
         messages.append({"role": "user", "content": line})
         try:
-            run = make_generation(args, model, tokenizer, [encode_prompt(tokenizer, messages, templating=templating(args))], config, kept)
+            ids = encode_prompt(tokenizer, messages, templating=templating(args))
+            run = make_generation(args, model, tokenizer, [ids], config, kept)
         except HamburgerError as e:
             messages.pop()
             print(f"error: {e}", file=sys.stderr)

@@ -36,8 +36,8 @@ class DecodingConfig:
     stop_token_ids: token ids that end the answer as an end-of-sequence id does (vLLM's; `ignore_eos` leaves them on).
     min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens (vLLM's; 0 = off;
         at most max_new_tokens). Stop strings still end it.
-    allowed_token_ids: None (default), or the only ids any token of the answer can be (vLLM's): every other id's logit is
-        -inf. The model's end-of-sequence ids are not added: leave them out and the answer runs to its length.
+    allowed_token_ids: None (default), or the only ids any token of the answer can be (vLLM's): every other id's logit
+        is -inf. The model's end-of-sequence ids are not added: leave them out and the answer runs to its length.
     reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
         next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
         slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next

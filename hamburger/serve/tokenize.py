@@ -3,7 +3,8 @@ prompt's tokens against the context (benchmark harnesses and gateways ask for th
 tokens.
 
 A prompt is read as the completions and chat requests read it (`protocol._one_prompt`, `protocol.chat_prompt` with
-the request's `tools` and its template's fields), so `count` is the `usage.prompt_tokens` those requests would report. Nothing runs on the model.
+the request's `tools` and its template's fields), so `count` is the `usage.prompt_tokens` those requests would report.
+Nothing runs on the model.
 """
 
 from __future__ import annotations

@@ -77,8 +77,8 @@ def test_top_alternatives_are_log_softmax_top_k():
 @pytest.mark.parametrize("kind", ENGINES + ["chunked"])
 def test_prompt_logprobs_are_the_models_reading_of_the_prompt(kind, char_tokenizer):
     """`prompt_logprobs`: each prompt token's log-probability after those before it, its most likely alternatives and
-    its rank, as the base's own forward over the prompt gives them; in a batch of prompts of other lengths (left-padded) and
-    read a chunk at a time."""
+    its rank, as the base's own forward over the prompt gives them; in a batch of prompts of other lengths
+    (left-padded) and read a chunk at a time."""
     configs = [DecodingConfig(max_new_tokens=4, prompt_logprobs=3), DecodingConfig(max_new_tokens=4, prompt_logprobs=0),
                DecodingConfig(max_new_tokens=4)]
     if kind == "chunked":
