@@ -85,7 +85,10 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
     if extra:
         p.add_argument("--stop", action="append", help="stop string (repeatable); the text ends before it")
         p.add_argument("--include-stop-str-in-output", action="store_true",
-                       help="end the text with the stop string that ended it instead of before it")
+                       help="end the text with the stop string that ended it instead of before it (and with the text "
+                            "of the --stop-token-id that ended it)")
+        p.add_argument("--keep-special-tokens", action="store_true",
+                       help="show the tokenizer's special tokens in the text (left out by default)")
         p.add_argument("--stop-token-id", type=int, action="append", metavar="ID",
                        help="a token id that ends the answer as an end-of-sequence token does (repeatable; "
                             "--ignore-eos leaves it on)")
@@ -127,6 +130,7 @@ def decoding_config(args: argparse.Namespace):
                           temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, min_p=args.min_p,
                           seed=args.seed, stop=args.stop or [], stop_token_ids=args.stop_token_id or [],
                           include_stop_str_in_output=args.include_stop_str_in_output,
+                          skip_special_tokens=not args.keep_special_tokens,
                           allowed_token_ids=args.allowed_token_id,
                           min_tokens=args.min_tokens, ignore_eos=args.ignore_eos,
                           repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,

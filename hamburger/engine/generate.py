@@ -116,7 +116,7 @@ class _Row:
     def __init__(self, prompt_ids: list[int], cfg: DecodingConfig, default_confidence: float, tokenizer=None,
                  gate: str = "stop_head", prefilter: float = 0.0, eos=()):
         self.prompt_ids = prompt_ids
-        self.detok = Detokenizer(tokenizer)
+        self.detok = Detokenizer(tokenizer, cfg.skip_special_tokens)
         self.cfg = cfg
         self.ends = cfg.ends(eos)  # the ids that end it (`DecodingConfig.ends` of the model's end-of-sequence ids)
         self.own_ends = frozenset(() if cfg.ignore_eos else eos)  # those that are the model's: no `stop_reason`
@@ -660,7 +660,9 @@ class Generation:
 
     def _close_group(self, row: _Row, index: int) -> GroupEvent:
         row.groups.append(len(row.group))
-        full = row.detok.update(row.tokens)
+        # (the text of the id that ended it is left out, as vLLM leaves it out, unless `include_stop_str_in_output`)
+        ended_by_id = row.reason == "eos" and not row.cfg.include_stop_str_in_output
+        full = row.detok.update(row.tokens[:-1] if ended_by_id else row.tokens)
         longest = max(map(len, row.cfg.stop), default=1)  # an earlier text held no stop string: search the rest
         text, stop = cut_at_stop(full, row.cfg.stop, max(0, row.detok.kept - longest + 1),
                                  row.cfg.include_stop_str_in_output)

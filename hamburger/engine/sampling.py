@@ -31,7 +31,9 @@ class DecodingConfig:
         where its probability is at least min_p times the most likely one's) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
-    include_stop_str_in_output: cut the text after that stop string instead, so it ends with it (vLLM's).
+    include_stop_str_in_output: cut the text after that stop string instead, so it ends with it (vLLM's); likewise the
+        text of the id that ended the answer (an end-of-sequence or stop token id) is in it only with this.
+    skip_special_tokens: leave the tokenizer's special tokens out of the text (vLLM's; the default).
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
     stop_token_ids: token ids that end the answer as an end-of-sequence id does (vLLM's; `ignore_eos` leaves them on).
     min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens (vLLM's; 0 = off;
@@ -70,6 +72,7 @@ class DecodingConfig:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     include_stop_str_in_output: bool = False
+    skip_special_tokens: bool = True
     ignore_eos: bool = False
     stop_token_ids: list[int] = field(default_factory=list)
     min_tokens: int = 0

@@ -33,7 +33,7 @@ HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "sto
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
             "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens", "prompt_logprobs",
-            "return_token_ids",
+            "return_token_ids", "skip_special_tokens",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -45,9 +45,10 @@ def _off(*neutral):
 
 
 # Fields accepted only at their neutral value: anything else would change what the client expects.
+VLLM_NEUTRAL = {"spaces_between_special_tokens": _off(True), "use_beam_search": _off(False)}  # (clients send defaults)
 NEUTRAL = {
-    "chat": {"functions": _off([]), "function_call": _off("none", "auto")},
-    "completion": {"suffix": _off(""), "best_of": _off(1)},
+    "chat": {"functions": _off([]), "function_call": _off("none", "auto"), **VLLM_NEUTRAL},
+    "completion": {"suffix": _off(""), "best_of": _off(1), **VLLM_NEUTRAL},
 }
 EXTRA = {"chat": {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format", "tools",
                   "tool_choice", "parallel_tool_calls", "prediction", "add_generation_prompt", "continue_final_message",
@@ -259,7 +260,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
             not isinstance(options.get("include_usage", False), bool):
         raise bad("'stream_options' may only hold the boolean 'include_usage'", "stream_options")
     logprobs = parse_logprobs(body, kind)
-    for name in ("ignore_eos", "include_stop_str_in_output"):
+    for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens"):
         if body.get(name) is not None and not isinstance(body[name], bool):
             raise bad(f"'{name}' must be a boolean, got {body[name]!r}", name)
     try:
@@ -280,6 +281,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         min_p=float(_number(body, "min_p", 0.0, 0.0, 1.0)),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
         stop=list(stop), include_stop_str_in_output=bool(body.get("include_stop_str_in_output")),
+        skip_special_tokens=body.get("skip_special_tokens") is not False,
         top_logprobs=logprobs or 0, ignore_eos=bool(body.get("ignore_eos")),
         min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True),
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
@@ -588,6 +590,7 @@ class TokenLogprobs:
     kind: str
     tokenizer: object
     top: int
+    skip_special_tokens: bool = True  # as the answer's text leaves them out (`DecodingConfig.skip_special_tokens`)
 
     def token_text(self, token: int) -> str:
         """A token's text: the tokenizer's decoding of it alone."""
@@ -643,7 +646,7 @@ class TokenLogprobs:
         if finish is not None and finish != "stop":
             return len(ids)
         def length(k: int) -> int:
-            return len(self.tokenizer.decode(ids[:k], skip_special_tokens=True))
+            return len(self.tokenizer.decode(ids[:k], skip_special_tokens=self.skip_special_tokens))
         k = start
         if finish == "stop":
             while k < len(ids) and length(k) < chars:

@@ -93,6 +93,9 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     assert answer("--ignore-eos", "--repetition-penalty", "3", "--stop-token-id", str(varied[at])) == varied[:at + 1]
     allowed = sorted(set(varied))[:2]
     assert set(answer(*[f"--allowed-token-id={t}" for t in allowed])) <= set(allowed)
+    for options, text in [((), ""), (("--keep-special-tokens",), char_tokenizer.bos_token * 12)]:  # (<s> only)
+        assert main([*run, "--allowed-token-id", str(char_tokenizer.bos_token_id), *options, "abc"]) == 0
+        assert json.loads(capsys.readouterr().out)["text"] == text
     word = char_tokenizer.decode(varied[at:at + 2])  # (a stop string: the text ends with it, and the summary says so)
     varied = ["--ignore-eos", "--repetition-penalty", "3", "--stop", word]
     assert main([*run, *varied, "--include-stop-str-in-output", "abc"]) == 0

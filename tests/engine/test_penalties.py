@@ -112,6 +112,28 @@ def test_stop_token_ids_end_the_answer_in_every_engine(kind, char_tokenizer):
         DecodingConfig(stop_token_ids=[-1]).validate()
 
 
+def test_the_text_of_the_id_that_ended_the_answer_and_special_tokens(char_tokenizer):
+    """As vLLM's: the text leaves out the stop token id that ended the answer unless `include_stop_str_in_output`, and
+    special tokens unless `skip_special_tokens` is off."""
+    model = tiny_long_group_model()
+    cfg = dict(max_new_tokens=12, confidence=0.5, ignore_eos=True, repetition_penalty=3.0)
+    plain = Generation(model, char_tokenizer, [PROMPT], DecodingConfig(**cfg)).run()[0]
+    at = next(i for i, t in enumerate(plain.token_ids) if i >= 2 and t not in plain.token_ids[:i])
+    stop = plain.token_ids[at]
+    ended, kept = Generation(model, char_tokenizer, [PROMPT] * 2, [
+        DecodingConfig(**cfg, stop_token_ids=[stop]),
+        DecodingConfig(**cfg, stop_token_ids=[stop], include_stop_str_in_output=True)]).run()
+    assert ended.token_ids == kept.token_ids == plain.token_ids[:at + 1]
+    assert (ended.text, kept.text) == (char_tokenizer.decode(plain.token_ids[:at]),
+                                       char_tokenizer.decode(plain.token_ids[:at + 1]))
+    bos = char_tokenizer.bos_token_id
+    special = dict(max_new_tokens=6, allowed_token_ids=[bos, 40], logit_bias={bos: 50.0})  # (an answer of <s>s)
+    hidden, shown = Generation(model, char_tokenizer, [PROMPT] * 2, [
+        DecodingConfig(**special), DecodingConfig(**special, skip_special_tokens=False)]).run()
+    assert hidden.token_ids == shown.token_ids == [bos] * 6
+    assert (hidden.text, shown.text) == ("", char_tokenizer.bos_token * 6)
+
+
 def test_allowed_token_ids_ban_every_other_id():
     """`allowed_token_ids`: -inf for every other id, the allowed ids' logits adjusted as without it, in a batch too."""
     logits = torch.tensor([2.0, -1.0, 0.5, 3.0, -2.0])

@@ -708,9 +708,9 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
 
 def test_vllms_request_fields(server, checkpoint):
     """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
-    length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens`, `prompt_logprobs` and
-    `return_token_ids`, streamed or not, through the official client: the engine's answers; settings the engine refuses,
-    or that go with a schema, are a 400."""
+    length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens`, `prompt_logprobs`,
+    `return_token_ids` and `skip_special_tokens`, streamed or not, through the official client: the engine's answers;
+    settings the engine refuses, or that go with a schema, are a 400."""
     client = server.client()
     long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
     stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
@@ -785,7 +785,23 @@ def test_vllms_request_fields(server, checkpoint):
     chunks = list(client.chat.completions.create(**kw, stream=True))[1:]  # (after the role's chunk)
     assert sum((c.choices[0].model_extra["token_ids"] for c in chunks), []) == ref.token_ids
     assert [c.model_extra.get("prompt_token_ids") for c in chunks] == [read] + [None] * (len(chunks) - 1)
+    # vLLM's `skip_special_tokens` (false: special tokens in the text, and the logprobs' tokens that show it), and its
+    # fields that clients send at their defaults
+    bos = tok.bos_token_id
+    extra = {"allowed_token_ids": [bos], "skip_special_tokens": False, "spaces_between_special_tokens": True,
+             "use_beam_search": False}
+    got = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=3, logprobs=0, extra_body=extra)
+    assert got.choices[0].text == tok.bos_token * 3 and got.choices[0].logprobs.tokens == [tok.bos_token] * 3
+    streamed = client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, logprobs=0,
+                                         stop=[tok.bos_token + "!"], stream=True, extra_body=extra)
+    chunks = [c.choices[0] for c in streamed]
+    assert all("".join(c.logprobs.tokens if c.logprobs else []) == c.text for c in chunks)  # (held back alike)
+    assert "".join(c.text for c in chunks) == tok.bos_token * 12 and len(chunks) > 2
+    assert client.completions.create(model="ckpt", prompt="Once upon", max_tokens=3,
+                                     extra_body={"allowed_token_ids": [bos]}).choices[0].text == ""
     for extra, param, says in [
+            ({"spaces_between_special_tokens": False}, "spaces_between_special_tokens", "not supported"),
+            ({"skip_special_tokens": 0}, "skip_special_tokens", "boolean"),
             ({"return_token_ids": "yes"}, "return_token_ids", "boolean"),
             ({"prompt_logprobs": 1, "stream": True}, "prompt_logprobs", "not available when streaming"),
             ({"prompt_logprobs": 21}, "prompt_logprobs", "prompt_logprobs"),
