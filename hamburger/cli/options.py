@@ -95,6 +95,9 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
         p.add_argument("--allowed-token-id", type=int, action="append", metavar="ID",
                        help="only these token ids may be chosen (repeatable; every other id is banned, the "
                             "end-of-sequence ids too unless named)")
+        p.add_argument("--bad-word", action="append", metavar="WORD",
+                       help="a word the answer may not hold, as the tokenizer spells it alone or after a space "
+                            "(repeatable; vLLM's bad_words)")
         p.add_argument("--min-tokens", type=int, default=0,
                        help="no token that would end the answer before it holds this many tokens (0 = off, the "
                             "default; at most --max-new-tokens)")
@@ -131,7 +134,7 @@ def decoding_config(args: argparse.Namespace):
                           seed=args.seed, stop=args.stop or [], stop_token_ids=args.stop_token_id or [],
                           include_stop_str_in_output=args.include_stop_str_in_output,
                           skip_special_tokens=not args.keep_special_tokens,
-                          allowed_token_ids=args.allowed_token_id,
+                          allowed_token_ids=args.allowed_token_id, bad_words=args.bad_word or [],
                           min_tokens=args.min_tokens, ignore_eos=args.ignore_eos,
                           repetition_penalty=args.repetition_penalty, presence_penalty=args.presence_penalty,
                           frequency_penalty=args.frequency_penalty, logit_bias=dict(args.logit_bias or []),

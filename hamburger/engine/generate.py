@@ -32,6 +32,7 @@ import torch
 
 from hamburger.core.model import HamburgerModel
 from hamburger.core.packing import group_tensors, input_sizes
+from hamburger.engine.bad_words import BadWords
 from hamburger.engine.cache import SlotCache, rows_copy
 from hamburger.engine.detok import Detokenizer
 from hamburger.engine.micro import DeviceMicroLoop, HostMicroLoop
@@ -132,6 +133,7 @@ class _Row:
         self.traced = False  # the engine's `_trace` gets each of its tokens' logits
         self.penalties: Penalties | None = None  # what its text and bias do to its choices (`Generation.add`)
         self.grammar: Grammar | None = None  # the JSON schema its answer is held to
+        self.bad_words: BadWords | None = None  # the words its answer may not hold
         self.prompt_logprobs: list[float] = []  # `DecodingConfig.prompt_logprobs`: filled by the prefill
         self.prompt_ranks: list[int] = []
         self.prompt_alternatives: list[list[tuple[int, float]]] = []
@@ -164,8 +166,9 @@ class _Row:
 
     @property
     def adjusts(self) -> list[Adjust]:
-        """What its request does to the logits its tokens are chosen from: penalties, then the schema's mask."""
-        return [a for a in (self.penalties, self.grammar) if a is not None]
+        """What its request does to the logits its tokens are chosen from: penalties, its bad words, then the schema's
+        mask."""
+        return [a for a in (self.penalties, self.bad_words, self.grammar) if a is not None]
 
     def take(self, token: int, prob: float, p_continue: float, context_length: int) -> None:
         """Record one emitted token; finish at an id that `ends` it, max_new_tokens or the context's end."""
@@ -249,6 +252,10 @@ class Generation:
                    self.model.config.gate, self.model.config.prefilter, self.eos)
         row.traced = self.trace_logits or config.top_logprobs > 0
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(row.ends))
+        if config.bad_words:
+            row.bad_words = BadWords.of(config.bad_words, self.tokenizer, self.model.vocab_size, self.model.device)
+            if config.allowed_token_ids is not None and set(config.allowed_token_ids) <= set(row.bad_words.always):
+                raise HamburgerError("bad_words ban every one of allowed_token_ids")
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")
@@ -285,7 +292,7 @@ class Generation:
             self._kept.discard(row)
             r.prompt_ids, r.tokens, r.groups, r.p_continue, r.probs, r.group, r.text = [], [], [], [], [], [], ""
             r.alternatives, r.prompt_logprobs, r.prompt_alternatives, r.prompt_ranks = [], [], [], []
-            r.generator, r.detok, r.penalties, r.grammar = None, None, None, None
+            r.generator, r.detok, r.penalties, r.grammar, r.bad_words = None, None, None, None, None
             self.logits[row] = []
 
     def result(self, row: int) -> GenerationResult:

@@ -40,6 +40,7 @@ class DecodingConfig:
         at most max_new_tokens). Stop strings still end it.
     allowed_token_ids: None (default), or the only ids any token of the answer can be (vLLM's): every other id's logit
         is -inf. The model's end-of-sequence ids are not added: leave them out and the answer runs to its length.
+    bad_words: words the answer may not hold, as the tokenizer usually spells them (vLLM's; `engine/bad_words.py`).
     reread: re-read on doubt, in [0, 1]. After a merged group (2+ tokens in one slot), if the model's most likely
         next token has probability below ``reread`` (its unwarped distribution), the group is read again as one
         slot per token: its merged slot leaves the KV cache, one more base forward writes its tokens, and the next
@@ -77,6 +78,7 @@ class DecodingConfig:
     stop_token_ids: list[int] = field(default_factory=list)
     min_tokens: int = 0
     allowed_token_ids: list[int] | None = None
+    bad_words: list[str] = field(default_factory=list)
     reread: float = 0.0
     top_logprobs: int = 0
     prompt_logprobs: int | None = None
@@ -143,6 +145,11 @@ class DecodingConfig:
             if self.json_schema is not None or self.grammar is not None:
                 raise HamburgerError("allowed_token_ids cannot go with a JSON schema or a grammar: together they may "
                                      "allow no token at all")
+        if not isinstance(self.bad_words, list) or not all(isinstance(w, str) and w.strip() for w in self.bad_words):
+            raise HamburgerError(f"bad_words must be a list of non-empty strings, got {self.bad_words!r}")
+        if self.bad_words and (self.json_schema is not None or self.grammar is not None):
+            raise HamburgerError("bad_words cannot go with a JSON schema or a grammar: together they may allow no token "
+                                 "at all")
         if self.prediction is not None and not (isinstance(self.prediction, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
             raise HamburgerError("prediction must be a list of token ids")

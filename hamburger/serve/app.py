@@ -10,9 +10,10 @@ served); responses name the served model. A request's `n` answers are rows of th
 distribution each token was chosen from (`protocol.TokenLogprobs`). Extensions: the request fields `confidence`,
 `reread`, `mode` ("hamburger", "verify" or "verify_fold", default `--mode`), `top_k`, `repetition_penalty`, vLLM's
 `min_p`, `min_tokens`, `ignore_eos`, `stop_token_ids`, `allowed_token_ids`, `include_stop_str_in_output`,
-`truncate_prompt_tokens`, `prompt_logprobs` (not streamed), `return_token_ids` and `skip_special_tokens`, and
-`usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads, confidence, mode); each
-choice's `stop_reason` (vLLM's: the stop string or stop token id that ended it, null at the model's own end).
+`truncate_prompt_tokens`, `prompt_logprobs` (not streamed), `return_token_ids`, `skip_special_tokens` and
+`bad_words`, and `usage.hamburger` (base_forwards, tau, groups, kv_slots, kv_slots_ordinary, kv_bytes, rereads,
+confidence, mode); each choice's `stop_reason` (vLLM's: the stop string or stop token id that ended it, null at the
+model's own end).
 
 This module is the FastAPI glue only: `create_app` wires the routes to the pieces, each in its own module:
 `protocol` (request parsing and the OpenAI response shapes, pure functions; parsing runs in a worker pool off

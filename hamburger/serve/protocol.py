@@ -33,7 +33,7 @@ HONOURED = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "sto
             "n", "presence_penalty", "frequency_penalty", "logit_bias", "repetition_penalty", "confidence", "reread",
             "mode", "structured_outputs", "ignore_eos", "min_tokens", "min_p", "stop_token_ids",
             "allowed_token_ids", "include_stop_str_in_output", "truncate_prompt_tokens", "prompt_logprobs",
-            "return_token_ids", "skip_special_tokens",
+            "return_token_ids", "skip_special_tokens", "bad_words",
             *LEGACY}
 # the request field `mode`: lossy merged decoding, lossless verify mode, or verify mode folding its cache
 MODES = ("hamburger", "verify", "verify_fold")
@@ -271,6 +271,9 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
     if answer_format is not None and (schema is not None or grammar is not None):
         raise bad("'response_format' and structured outputs both hold the answer: send one", "response_format",
                   "invalid_value")
+    bad_words = body.get("bad_words") or []
+    if not isinstance(bad_words, list) or not all(isinstance(w, str) and w.strip() for w in bad_words):
+        raise bad("'bad_words' must be a list of non-empty strings", "bad_words")
     config = DecodingConfig(
         max_new_tokens=max_tokens,
         confidence=_number(body, "confidence", default_confidence, 0.0, 1.0, lo_open=True),
@@ -283,7 +286,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         stop=list(stop), include_stop_str_in_output=bool(body.get("include_stop_str_in_output")),
         skip_special_tokens=body.get("skip_special_tokens") is not False,
         top_logprobs=logprobs or 0, ignore_eos=bool(body.get("ignore_eos")),
-        min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True),
+        min_tokens=_number(body, "min_tokens", 0, 0, 1 << 30, integer=True), bad_words=bad_words,
         presence_penalty=float(_number(body, "presence_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         frequency_penalty=float(_number(body, "frequency_penalty", 0.0, -MAX_PENALTY, MAX_PENALTY)),
         repetition_penalty=float(_number(body, "repetition_penalty", 1.0, 0.0, math.inf, lo_open=True)),

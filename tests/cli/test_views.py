@@ -93,6 +93,8 @@ def test_generate_with_penalties_and_bias(mode, tmp_path, char_tokenizer, capsys
     assert answer("--ignore-eos", "--repetition-penalty", "3", "--stop-token-id", str(varied[at])) == varied[:at + 1]
     allowed = sorted(set(varied))[:2]
     assert set(answer(*[f"--allowed-token-id={t}" for t in allowed])) <= set(allowed)
+    said = char_tokenizer.decode(plain)
+    assert said[1] not in char_tokenizer.decode(answer("--bad-word", said[1]))
     for options, text in [((), ""), (("--keep-special-tokens",), char_tokenizer.bos_token * 12)]:  # (<s> only)
         assert main([*run, "--allowed-token-id", str(char_tokenizer.bos_token_id), *options, "abc"]) == 0
         assert json.loads(capsys.readouterr().out)["text"] == text

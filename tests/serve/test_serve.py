@@ -709,8 +709,8 @@ def test_penalties_and_bias_are_the_engines(server, checkpoint):
 def test_vllms_request_fields(server, checkpoint):
     """vLLM's `stop_reason` (the stop token id or string that ended a choice, null at the model's own end or its
     length), `include_stop_str_in_output`, `allowed_token_ids`, `truncate_prompt_tokens`, `prompt_logprobs`,
-    `return_token_ids` and `skip_special_tokens`, streamed or not, through the official client: the engine's answers;
-    settings the engine refuses, or that go with a schema, are a 400."""
+    `return_token_ids`, `skip_special_tokens` and `bad_words`, streamed or not, through the official client: the
+    engine's answers; settings the engine refuses, or that go with a schema, are a 400."""
     client = server.client()
     long = expect(checkpoint, "Once upon", 12, raw=True, ignore_eos=True, repetition_penalty=3.0)
     stop = next(t for i, t in enumerate(long.token_ids) if i >= 2 and t not in long.token_ids[:i])
@@ -799,7 +799,16 @@ def test_vllms_request_fields(server, checkpoint):
     assert "".join(c.text for c in chunks) == tok.bos_token * 12 and len(chunks) > 2
     assert client.completions.create(model="ckpt", prompt="Once upon", max_tokens=3,
                                      extra_body={"allowed_token_ids": [bos]}).choices[0].text == ""
+    # vLLM's `bad_words`: the engine's answer under them
+    text = expect(checkpoint, chat("Hi there"), 12).text
+    words = [text[2:4], text[6]]
+    ref = expect(checkpoint, chat("Hi there"), 12, bad_words=words)
+    assert ref.text != text and words[0] not in ref.text and words[1] not in ref.text
+    got = client.chat.completions.create(model="ckpt", messages=chat("Hi there"), max_tokens=12,
+                                         extra_body={"bad_words": words})
+    assert got.choices[0].message.content == ref.text
     for extra, param, says in [
+            ({"bad_words": "no"}, "bad_words", "list of non-empty strings"),
             ({"spaces_between_special_tokens": False}, "spaces_between_special_tokens", "not supported"),
             ({"skip_special_tokens": 0}, "skip_special_tokens", "boolean"),
             ({"return_token_ids": "yes"}, "return_token_ids", "boolean"),
