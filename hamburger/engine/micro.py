@@ -237,8 +237,8 @@ class DeviceMicroLoop:
             torch.compiler.cudagraph_mark_step_begin()  # the previous replay's outputs are consumed by now
         traced = self.trace is not None and any(r.traced for r in rows)
         if any(r.grammar is not None or r.bad_words is not None for r in rows):
-            raise HamburgerError("a JSON schema, a grammar or bad words need micro_loop 'host' (their masks are made on "
-                                 "the host after each token)")
+            raise HamburgerError("a JSON schema, a grammar or bad words need micro_loop 'host' (their masks are made "
+                                 "on the host after each token)")
         penalties = PenaltyBatch.stack([r.penalties for r in rows], model.vocab_size, model.device)
         tokens, probs, p_continue, going, logits = run(model, hidden, features, state, self.eos, steps, sample, traced,
                                                        penalties)

@@ -148,8 +148,8 @@ class DecodingConfig:
         if not isinstance(self.bad_words, list) or not all(isinstance(w, str) and w.strip() for w in self.bad_words):
             raise HamburgerError(f"bad_words must be a list of non-empty strings, got {self.bad_words!r}")
         if self.bad_words and (self.json_schema is not None or self.grammar is not None):
-            raise HamburgerError("bad_words cannot go with a JSON schema or a grammar: together they may allow no token "
-                                 "at all")
+            raise HamburgerError("bad_words cannot go with a JSON schema or a grammar: together they may allow no "
+                                 "token at all")
         if self.prediction is not None and not (isinstance(self.prediction, list) and all(
                 isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in self.prediction)):
             raise HamburgerError("prediction must be a list of token ids")
