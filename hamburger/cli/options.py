@@ -162,16 +162,22 @@ def text_or_file(text: str) -> str:
 def json_schema(text: str) -> dict:
     """--json-schema: inline JSON, or the path of a file holding it -> the schema (checked by `grammar.compile_schema`
     when a model uses it)."""
+    return json_object(text if text.lstrip().startswith("{") else text_or_file(text), text, "a JSON schema", True)
+
+
+def json_object(source: str, text: str, what: str, from_file: bool = False) -> dict:
+    """The JSON object ``source`` holds (an option's ``text``, or the file it names where ``from_file``), or an
+    argparse error that names ``what`` it should be."""
     import json
 
-    source = text if text.lstrip().startswith("{") else text_or_file(text)
     try:
-        schema = json.loads(source)
+        value = json.loads(source)
     except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not JSON, nor a file holding it: {text!r} ({e})") from None
-    if not isinstance(schema, dict):
-        raise argparse.ArgumentTypeError(f"a JSON schema is a JSON object, got {text!r}")
-    return schema
+        raise argparse.ArgumentTypeError(f"not JSON{', nor a file holding it' if from_file else ''}: {text!r} ({e})"
+                                         ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{what} is a JSON object, got {text!r}")
+    return value
 
 
 def add_template_kwargs(p: argparse.ArgumentParser) -> None:
@@ -192,15 +198,7 @@ def templating(args: argparse.Namespace):
 
 def template_kwargs(text: str) -> dict:
     """--chat-template-kwargs: a JSON object."""
-    import json
-
-    try:
-        kwargs = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"not JSON: {text!r} ({e})") from None
-    if not isinstance(kwargs, dict):
-        raise argparse.ArgumentTypeError(f"chat template variables are a JSON object, got {text!r}")
-    return kwargs
+    return json_object(text, text, "--chat-template-kwargs")
 
 
 def bias_entry(text: str) -> tuple[int, float]:
