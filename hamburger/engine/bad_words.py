@@ -35,19 +35,19 @@ def spellings(words: Sequence[str], tokenizer) -> list[list[int]]:
 class BadWords:
     """One row's bad words as token sequences (`spellings`); `add` each token the row takes."""
 
-    def __init__(self, sequences: list[list[int]], vocab: int, device: torch.device):
+    def __init__(self, sequences: list[list[int]], vocab: int):
         if any(not 0 <= t < vocab for seq in sequences for t in seq):
             raise HamburgerError(f"bad_words spell token ids outside the vocabulary [0, {vocab})")
-        self.sequences, self.device = sequences, device
+        self.sequences = sequences
         self.always = sorted({seq[0] for seq in sequences if len(seq) == 1})
         self.longest = max(map(len, sequences))
         self.recent: list[int] = []  # the answer's last tokens: as many as a ban can look back at
 
     @classmethod
-    def of(cls, words: Sequence[str], tokenizer, vocab: int, device: torch.device) -> BadWords:
+    def of(cls, words: Sequence[str], tokenizer, vocab: int) -> BadWords:
         if tokenizer is None:
             raise HamburgerError("bad_words need the model's tokenizer")
-        return cls(spellings(words, tokenizer), vocab, device)
+        return cls(spellings(words, tokenizer), vocab)
 
     def add(self, token: int) -> None:
         self.recent = (self.recent + [token])[-(self.longest - 1):] if self.longest > 1 else []

@@ -253,7 +253,7 @@ class Generation:
         row.traced = self.trace_logits or config.top_logprobs > 0
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(row.ends))
         if config.bad_words:
-            row.bad_words = BadWords.of(config.bad_words, self.tokenizer, self.model.vocab_size, self.model.device)
+            row.bad_words = BadWords.of(config.bad_words, self.tokenizer, self.model.vocab_size)
             if config.allowed_token_ids is not None and set(config.allowed_token_ids) <= set(row.bad_words.always):
                 raise HamburgerError("bad_words ban every one of allowed_token_ids")
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)

@@ -27,7 +27,8 @@ class Templating:
                                  "either starts a new turn or goes on from the last message")
         if self.continue_final_message and (not messages or messages[-1].get("role") != "assistant"):
             raise HamburgerError("continue_final_message needs the last message to be the assistant's")
-        taken = set(inspect.signature(tokenizer.apply_chat_template).parameters) - {"kwargs"} | {"messages"}
+        taken = set(inspect.signature(tokenizer.apply_chat_template).parameters) - {"kwargs"} | {"messages"} \
+            if self.kwargs else set()
         if taken & set(self.kwargs):
             raise HamburgerError(f"chat_template_kwargs may not set {sorted(taken & set(self.kwargs))}: they are "
                                  "the template call's own arguments")

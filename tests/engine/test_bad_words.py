@@ -27,15 +27,15 @@ def test_spellings_are_the_word_alone_and_after_a_space(char_tokenizer):
 def test_a_ban_looks_back_at_the_rest_of_its_spelling():
     """A one-token spelling is always banned; a longer one's last token only after the rest of it, in the answer or in
     the drafts before a verify position."""
-    words = BadWords([[5], [7, 8], [9, 7, 8]], vocab=10, device=torch.device("cpu"))
+    words = BadWords([[5], [7, 8], [9, 7, 8]], vocab=10)
     assert words.banned() == [5]
     words.add(7)
     assert words.banned() == [5, 8] and words.banned(after=[1]) == [5] and words.banned(after=[9, 7]) == [5, 8]
     logits = torch.zeros(10)
     assert torch.isinf(words(logits)).nonzero().flatten().tolist() == [5, 8]
-    assert torch.equal(BadWords([[7, 8]], 10, torch.device("cpu"))(logits), logits)  # (nothing banned: as it was)
+    assert torch.equal(BadWords([[7, 8]], 10)(logits), logits)  # (nothing banned: as it was)
     with pytest.raises(HamburgerError, match="outside the vocabulary"):
-        BadWords([[10]], vocab=10, device=torch.device("cpu"))
+        BadWords([[10]], vocab=10)
 
 
 @pytest.mark.parametrize("kind", [k for k in ENGINES if k != "device"])  # (the device loop refuses them: below)
