@@ -105,12 +105,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
         result = run.results[0]
     else:
         result = run.run()[0]
-        print(render_groups(tokenizer, result, color))
+        print(render_groups(tokenizer, result, color, config.skip_special_tokens))
     print(summary_line(result), file=sys.stderr)
     if args.html:
         from hamburger.cli.render import html_page
 
-        Path(args.html).write_text(html_page(tokenizer, result, prompt), encoding="utf-8")
+        Path(args.html).write_text(html_page(tokenizer, result, prompt, config.skip_special_tokens), encoding="utf-8")
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
 

@@ -9,15 +9,18 @@ RESET = "\033[0m"
 SHADES = ["\033[48;5;52m", "\033[48;5;94m", "\033[48;5;22m", "\033[48;5;23m"]
 
 
-def group_texts(tokenizer, token_ids: list[int], groups: list[int]) -> list[str]:
-    """The text each group adds (decoded by prefix difference, so multi-token characters stay whole)."""
-    texts, previous, end = [], "", 0
-    for size in groups:
+def group_texts(tokenizer, result: GenerationResult, skip_special_tokens: bool = True) -> list[str]:
+    """The text each group adds: the answer's text cut where each group's tokens end (found by decoding each
+    prefix, so multi-token characters stay whole). The last group ends where the answer's text ends: the tokens it
+    held past a stop string, or the stop id that ended the answer, show as they show in the answer."""
+    text, texts, start, end = result.text, [], 0, 0
+    for size in result.groups[:-1]:
         end += size
-        now = tokenizer.decode(token_ids[:end], skip_special_tokens=True)
-        texts.append(now[len(previous):] if now.startswith(previous) else now)
-        previous = now
-    return texts
+        cut = max(start, min(len(text), len(tokenizer.decode(result.token_ids[:end],
+                                                                skip_special_tokens=skip_special_tokens))))
+        texts.append(text[start:cut])
+        start = cut
+    return texts + [text[start:]] if result.groups else []
 
 
 def shade(p_continue: list[float]) -> str:
@@ -33,9 +36,9 @@ def stream_text(event, color: bool) -> str:
     return shade(event.p_continue) + event.text + RESET
 
 
-def render_groups(tokenizer, result: GenerationResult, color: bool) -> str:
+def render_groups(tokenizer, result: GenerationResult, color: bool, skip_special_tokens: bool = True) -> str:
     """The text with group boundaries: coloured backgrounds on a terminal, '|' separators otherwise."""
-    texts = group_texts(tokenizer, result.token_ids, result.groups)
+    texts = group_texts(tokenizer, result, skip_special_tokens)
     if not color:
         return "|".join(texts)
     out, start = [], 0
@@ -65,11 +68,11 @@ def finished(result: GenerationResult) -> str:
         f"{result.finish_reason} at token {result.stop_reason}"
 
 
-def html_page(tokenizer, result: GenerationResult, prompt: str = "") -> str:
+def html_page(tokenizer, result: GenerationResult, prompt: str = "", skip_special_tokens: bool = True) -> str:
     """A standalone HTML page showing each group as a box, shaded by the stop head's confidence."""
     import html
 
-    texts = group_texts(tokenizer, result.token_ids, result.groups)
+    texts = group_texts(tokenizer, result, skip_special_tokens)
     spans, start = [], 0
     for i, (text, size) in enumerate(zip(texts, result.groups)):
         conf = result.p_continue[start:start + size]

@@ -1,6 +1,7 @@
 """Terminal and HTML views, and the chat verb, on a tiny checkpoint."""
 
 import io
+import itertools
 import json
 
 import pytest
@@ -33,6 +34,39 @@ def test_generate_shows_groups_and_writes_html(tmp_path, char_tokenizer, capsys)
     assert [top[0][0] for top in result["alternatives"]] == result["token_ids"]  # (greedy)
     assert main(["generate", "--model", str(ckpt), "--top-logprobs", "2", "abc"]) == 1
     assert "--top-logprobs shows in the JSON output" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", [["--mode", "verify"], ["--mode", "hamburger", "--confidence", "0.5"]])
+def test_shown_groups_end_where_the_answer_ends(mode, tmp_path, char_tokenizer, capsys):
+    """The groups shown (terminal and HTML) hold the answer's text and nothing past it: a stop string inside a group
+    ends the text there, as it ends the answer's text."""
+    import html
+    import re
+
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    run = ["generate", "--model", str(ckpt), "--raw", *mode, "--max-new-tokens", "24"]
+    assert main([*run, "--json", "abc"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    ends = list(itertools.accumulate(whole["groups"]))
+    inside = next(e for e, size in zip(ends, whole["groups"]) if size > 1 and e < len(whole["text"]))
+    stop = whole["text"][inside - 2]  # the first character of a group's last two: the group goes on past it
+    page = tmp_path / "view.html"
+    assert main([*run, "--stop", stop, "--html", str(page), "abc"]) == 0
+    shown = capsys.readouterr().out.rstrip("\n").split("|")
+    assert main([*run, "--stop", stop, "--json", "abc"]) == 0
+    cut = json.loads(capsys.readouterr().out)
+    assert cut["text"] == whole["text"][:whole["text"].index(stop)] and cut["finish_reason"] == "stop"
+    assert "".join(shown) == cut["text"] and len(shown) == len(cut["groups"])
+    boxes = re.findall(r'<span class="g"[^>]*>(.*?)</span>', page.read_text(), re.S)
+    assert [html.unescape(b) for b in boxes] == shown
+    # kept special tokens show in the group that wrote them (here every token is the id 1, spelled "<s>")
+    special = [*run, "--keep-special-tokens", "--allowed-token-id", "1", "--max-new-tokens", "6", "abc"]
+    assert main([*special, "--json"]) == 0
+    groups = json.loads(capsys.readouterr().out)["groups"]
+    assert main([*special, "--html", str(page)]) == 0
+    assert capsys.readouterr().out.rstrip("\n").split("|") == ["<s>" * size for size in groups]
+    boxes = re.findall(r'<span class="g"[^>]*>(.*?)</span>', page.read_text(), re.S)
+    assert [html.unescape(b) for b in boxes] == ["<s>" * size for size in groups]
 
 
 def test_generate_drafts_from_a_prediction(tmp_path, char_tokenizer, capsys):
