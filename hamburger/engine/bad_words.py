@@ -2,7 +2,7 @@
 and after a space (``"word"`` and ``" word"``); a spelling of one token bans that token everywhere, a longer one bans
 its last token wherever the answer's last tokens are the rest of it. So a word's usual spellings never appear whole,
 while the tokens it is made of stay free elsewhere (as vLLM's; other spellings, such as another split into tokens,
-are not caught).
+are not caught). Other settings come first: where `allowed_token_ids` left only banned ids, the ban yields.
 
 A row's `BadWords` is one of its `sampling.Adjust`s: it keeps the answer's last tokens, and bans on the host (the device
 micro loop has no such state, so a row with bad words needs the host loop, as a schema does).
@@ -62,8 +62,12 @@ class BadWords:
         return sorted(found)
 
     def __call__(self, logits: torch.Tensor, after: Sequence[int] = ()) -> torch.Tensor:
-        """One position's logits [V] with the banned ids at -inf."""
+        """One position's logits [V] with the banned ids at -inf; as they are where that would leave no token at all
+        (`allowed_token_ids`, or `min_tokens` holding back the end, left only banned ones): the answer goes on with a
+        banned word rather than with a token nothing allows. (`Generation.add` refuses a request whose one-token
+        bans leave no token anywhere; a longer word's ban can still empty one position.)"""
         banned = self.banned(after)
         if not banned:
             return logits
-        return logits.float().index_fill(-1, torch.tensor(banned, device=logits.device), -math.inf)
+        out = logits.float().index_fill(-1, torch.tensor(banned, device=logits.device), -math.inf)
+        return out if bool(torch.isfinite(out).any()) else logits

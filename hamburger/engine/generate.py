@@ -254,8 +254,13 @@ class Generation:
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(row.ends))
         if config.bad_words:
             row.bad_words = BadWords.of(config.bad_words, self.tokenizer, self.model.vocab_size)
-            if config.allowed_token_ids is not None and set(config.allowed_token_ids) <= set(row.bad_words.always):
+            left = None if config.allowed_token_ids is None else set(config.allowed_token_ids) - set(
+                row.bad_words.always)
+            if left is not None and not left:
                 raise HamburgerError("bad_words ban every one of allowed_token_ids")
+            if left is not None and config.min_tokens and left <= config.ends(self.eos):
+                raise HamburgerError("min_tokens with the allowed_token_ids that bad_words leave, which all end the "
+                                     "answer, leaves no token to choose")
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")

@@ -34,6 +34,9 @@ def test_a_ban_looks_back_at_the_rest_of_its_spelling():
     logits = torch.zeros(10)
     assert torch.isinf(words(logits)).nonzero().flatten().tolist() == [5, 8]
     assert torch.equal(BadWords([[7, 8]], 10)(logits), logits)  # (nothing banned: as it was)
+    only = torch.full((10,), -torch.inf).index_fill(0, torch.tensor([5, 8]), 0.0)  # (other settings allow 5 and 8)
+    assert torch.equal(words(only), only)  # a ban that leaves no token yields
+    assert torch.isinf(words(only, after=[1])).nonzero().flatten().tolist() == [i for i in range(10) if i != 8]
     with pytest.raises(HamburgerError, match="outside the vocabulary"):
         BadWords([[10]], vocab=10)
 
@@ -59,6 +62,17 @@ def test_no_engine_writes_a_bad_word(kind, char_tokenizer):
     assert kind != "host" or max(results[0].groups) > 1  # (micro tokens are among them)
 
 
+@pytest.mark.parametrize("kind", [k for k in ENGINES if k != "device"])
+def test_allowed_ids_come_before_a_bad_word(kind, char_tokenizer):
+    """One id allowed and its pair banned: each position after the first has no token but the banned one, so the ban
+    yields and the answer holds the allowed id only (not an id nothing allowed), greedy and sampled."""
+    x = ids(char_tokenizer, "x")
+    configs = [DecodingConfig(max_new_tokens=8, confidence=0.5, allowed_token_ids=x, bad_words=["xx"], **extra)
+               for extra in ({}, {"temperature": 1.0, "seed": 4})]
+    for result in engine_of(kind, char_tokenizer, [PROMPTS[1]] * 2, configs).run():
+        assert result.token_ids == x * 8
+
+
 def test_bad_words_are_checked(char_tokenizer):
     for value in ([""], "ab", [3]):
         with pytest.raises(HamburgerError, match="bad_words"):
@@ -69,6 +83,12 @@ def test_bad_words_are_checked(char_tokenizer):
     with pytest.raises(HamburgerError, match="ban every one of allowed_token_ids"):
         Generation(model, char_tokenizer, [PROMPTS[0]],
                    DecodingConfig(bad_words=["a"], allowed_token_ids=ids(char_tokenizer, "a")))
+    eos = char_tokenizer.eos_token_id
+    with pytest.raises(HamburgerError, match="min_tokens with the allowed_token_ids that bad_words leave"):
+        Generation(model, char_tokenizer, [PROMPTS[0]],
+                   DecodingConfig(bad_words=["a"], allowed_token_ids=[*ids(char_tokenizer, "a"), eos], min_tokens=2))
+    Generation(model, char_tokenizer, [PROMPTS[0]],  # (without min_tokens the end is a token to choose)
+               DecodingConfig(bad_words=["a"], allowed_token_ids=[*ids(char_tokenizer, "a"), eos]))
     with pytest.raises(HamburgerError, match="micro_loop 'host'"):
         Generation(model, char_tokenizer, [PROMPTS[0]], DecodingConfig(confidence=0.5, bad_words=["a"]),
                    micro_loop="device").run()
