@@ -99,8 +99,8 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
                        help="a word the answer may not hold, as the tokenizer spells it alone or after a space "
                             "(repeatable; vLLM's bad_words)")
         p.add_argument("--min-tokens", type=int, default=0,
-                       help="no token that would end the answer before it holds this many tokens (0 = off, the "
-                            "default; at most --max-new-tokens)")
+                       help="no token that would end the answer before it holds this many tokens, and no --stop "
+                            "string that ends within their text (0 = off, the default; at most --max-new-tokens)")
         p.add_argument("--ignore-eos", action="store_true",
                        help="go on past end-of-sequence tokens to --max-new-tokens (fixed-length runs)")
         p.add_argument("--repetition-penalty", type=float, default=1.0,

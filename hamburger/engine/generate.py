@@ -152,6 +152,7 @@ class _Row:
         self.shown = 0  # characters of text already streamed
         self.reason: str | None = None
         self.stop_reason: str | int | None = None  # the stop string or stop token id that ended it
+        self.stops_after: int | None = None  # the length of its first `min_tokens` tokens' text, once it is longer
         self.forwards = 1
         self.started = 0.0
         self.prefill_s: float | None = None
@@ -675,9 +676,14 @@ class Generation:
         # (the text of the id that ended it is left out, as vLLM leaves it out, unless `include_stop_str_in_output`)
         ended_by_id = row.reason == "eos" and not row.cfg.include_stop_str_in_output
         full = row.detok.update(row.tokens[:-1] if ended_by_id else row.tokens)
-        longest = max(map(len, row.cfg.stop), default=1)  # an earlier text held no stop string: search the rest
-        text, stop = cut_at_stop(full, row.cfg.stop, max(0, row.detok.kept - longest + 1),
-                                 row.cfg.include_stop_str_in_output)
+        text, stop = full, None
+        if row.cfg.stop and len(row.tokens) > row.cfg.min_tokens:  # (as vLLM's: none ends the first min_tokens)
+            if row.stops_after is None:
+                row.stops_after = len(self.tokenizer.decode(row.tokens[:row.cfg.min_tokens],
+                                                            skip_special_tokens=row.cfg.skip_special_tokens))
+            # a stop string counts where it ends past them, and past the text an earlier group checked
+            text, stop = cut_at_stop(full, row.cfg.stop, max(row.detok.kept, row.stops_after),
+                                     row.cfg.include_stop_str_in_output)
         if stop is not None:
             row.reason, row.stop_reason = "stop", stop
         row.text = text

@@ -79,11 +79,11 @@ def eos_ids(model, tokenizer, required: bool = False) -> list[int]:
     return ids
 
 
-def cut_at_stop(text: str, stops: list[str], start: int = 0, keep: bool = False) -> tuple[str, str | None]:
+def cut_at_stop(text: str, stops: list[str], after: int = 0, keep: bool = False) -> tuple[str, str | None]:
     """(the text cut before the earliest occurrence of any stop string, or after it with ``keep``; the stop string
-    found there, the first of ``stops`` where several begin at once, or None). ``start``: no occurrence begins before
-    it (the caller checked the text before it)."""
-    found = [(at, i) for i, stop in enumerate(stops) if (at := text.find(stop, start)) >= 0]
+    found there, the first of ``stops`` where several begin at once, or None). ``after``: only an occurrence that ends
+    past the text's first ``after`` characters counts (the caller checked them, or they are exempt: `min_tokens`)."""
+    found = [(at, i) for i, stop in enumerate(stops) if (at := text.find(stop, max(0, after - len(stop) + 1))) >= 0]
     if not found:
         return text, None
     at, i = min(found)

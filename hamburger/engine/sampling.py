@@ -36,8 +36,8 @@ class DecodingConfig:
     skip_special_tokens: leave the tokenizer's special tokens out of the text (vLLM's; the default).
     ignore_eos: keep generating past end-of-sequence ids (fixed-length benchmarks).
     stop_token_ids: token ids that end the answer as an end-of-sequence id does (vLLM's; `ignore_eos` leaves them on).
-    min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens (vLLM's; 0 = off;
-        at most max_new_tokens). Stop strings still end it.
+    min_tokens: none of the ids that would end the answer is chosen before it holds this many tokens, and a stop string
+        ends it only where it ends past their text (vLLM's; 0 = off; at most max_new_tokens).
     allowed_token_ids: None (default), or the only ids any token of the answer can be (vLLM's): every other id's logit
         is -inf. The model's end-of-sequence ids are not added: leave them out and the answer runs to its length.
     bad_words: words the answer may not hold, as the tokenizer usually spells them (vLLM's; `engine/bad_words.py`).

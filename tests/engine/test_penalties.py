@@ -96,6 +96,30 @@ def test_min_tokens_in_every_engine(kind, char_tokenizer):
 
 
 @pytest.mark.parametrize("kind", ENGINES)
+def test_min_tokens_holds_stop_strings_back_in_every_engine(kind, char_tokenizer):
+    """As vLLM's: a stop string ends the answer only where it ends past the text of the first `min_tokens` tokens (one
+    that began in that text counts); the tokens are those without it, greedy."""
+    cfg = dict(max_new_tokens=24, confidence=0.5, ignore_eos=True, repetition_penalty=3.0)  # (an answer of many ids)
+    plain = engine(kind, char_tokenizer, [DecodingConfig(**cfg)], trace=False).run()[0]
+    text = plain.text
+    shown = [len(char_tokenizer.decode(plain.token_ids[:m], skip_special_tokens=True)) for m in range(plain.tokens)]
+    at = next(i for i in range(3, len(text)) if text[i] not in text[:i] and text[i - 1:i + 1] not in text[:i])
+    before, within = shown.index(at), shown.index(at + 1)  # min_tokens whose text ends before / with text[at]
+    pair = text[at - 1:at + 1]
+    cases = [([text[at]], before), ([text[at]], within), ([pair], before), ([pair], within), ([pair, text[0]], before)]
+    results = engine(kind, char_tokenizer, [DecodingConfig(**cfg, stop=stop, min_tokens=m) for stop, m in cases],
+                     trace=False).run()
+    for (stop, m), result in zip(cases, results):
+        found = [(i, s) for s in stop if (i := text.find(s, max(0, shown[m] - len(s) + 1))) >= 0]
+        later, ended_by = min(found) if found else (None, None)
+        assert result.text == text[:later] and result.stop_reason == ended_by, (stop, m, result.text, text)
+        assert result.finish_reason == ("stop" if found else "length")
+        assert result.token_ids == plain.token_ids[:result.tokens]
+    assert results[0].text == text[:at] and results[2].text == text[:at - 1]  # (the stop ends past them: it counts)
+    assert results[1].text != text[:at] and results[3].text != text[:at - 1]  # (it ends within them: it does not)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
 def test_stop_token_ids_end_the_answer_in_every_engine(kind, char_tokenizer):
     """A stop token id ends the answer where it first comes, a micro token or a draft as well (`ignore_eos` leaves it
     on), and `min_tokens` holds it back as it holds the end-of-sequence ids."""

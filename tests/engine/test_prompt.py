@@ -21,6 +21,9 @@ def test_stop_strings():
     assert cut_at_stop("one. two. END three", ["END", "two"]) == ("one. ", "two")  # the earliest, not the first
     assert cut_at_stop("one. two. END three", ["END", "two"], keep=True) == ("one. two", "two")
     assert cut_at_stop("xabcd", ["abc", "ab"], keep=True) == ("xabc", "abc")  # at one place: the first listed
-    assert cut_at_stop("END. END", ["END"], start=1) == ("END. ", "END")
+    assert cut_at_stop("END. END", ["END"], after=3) == ("END. ", "END")  # (one that ends past 3 characters)
+    assert cut_at_stop("END. END", ["END"], after=2) == ("", "END")
+    assert cut_at_stop("ab END", ["b E", "END"], after=3) == ("a", "b E")  # (the earliest of those)
+    assert cut_at_stop("ab END", ["b E", "END"], after=4) == ("ab ", "END")
     assert cut_at_stop("nothing", ["END"]) == ("nothing", None)
     assert safe_prefix("abc EN", ["END"]) == 4 and safe_prefix("ab\ufffd", []) == 2
