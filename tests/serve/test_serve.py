@@ -309,6 +309,22 @@ def test_response_formats_hold_answers_to_json(server, checkpoint):
     assert error_of(e)["param"] == "response_format" and "unusable JSON schema" in error_of(e)["message"]
 
 
+def test_the_clients_structured_output_helpers(server, checkpoint):
+    """The official client's `parse` and `stream` helpers with a pydantic model: the schema they send holds the answer,
+    which they read back as the model's object; streamed, the same object."""
+    import pydantic
+
+    class Digit(pydantic.BaseModel):
+        n: int = pydantic.Field(ge=0, le=9)
+    client = server.client()
+    got = client.chat.completions.parse(model="ckpt", messages=chat("Hi there"), max_tokens=24, response_format=Digit)
+    parsed = got.choices[0].message.parsed
+    assert isinstance(parsed, Digit) and got.choices[0].message.content == parsed.model_dump_json()
+    with client.chat.completions.stream(model="ckpt", messages=chat("Hi there"), max_tokens=24,
+                                        response_format=Digit) as stream:
+        assert stream.get_final_completion().choices[0].message.parsed == parsed
+
+
 def test_vllm_structured_outputs_hold_answers(server, checkpoint):
     """vLLM's `structured_outputs` and its older `guided_*` fields, through the official client's `extra_body`: a
     choice, a regex, a grammar in GBNF and a JSON schema hold the answer, as the engine holds it; malformed ones, two
