@@ -311,7 +311,8 @@ def test_response_formats_hold_answers_to_json(server, checkpoint):
 
 def test_the_clients_structured_output_helpers(server, checkpoint):
     """The official client's `parse` and `stream` helpers with a pydantic model: the schema they send holds the answer,
-    which they read back as the model's object; streamed, the same object."""
+    which they read back as the model's object; streamed, the same object; as a strict function tool, its call's
+    arguments."""
     import pydantic
 
     class Digit(pydantic.BaseModel):
@@ -323,6 +324,10 @@ def test_the_clients_structured_output_helpers(server, checkpoint):
     with client.chat.completions.stream(model="ckpt", messages=chat("Hi there"), max_tokens=24,
                                         response_format=Digit) as stream:
         assert stream.get_final_completion().choices[0].message.parsed == parsed
+    called = client.chat.completions.parse(model="ckpt", messages=chat("Hi there"), max_tokens=48,
+                                           tools=[openai.pydantic_function_tool(Digit)], tool_choice="required")
+    (call,) = called.choices[0].message.tool_calls
+    assert call.function.name == "Digit" and isinstance(call.function.parsed_arguments, Digit)
 
 
 def test_vllm_structured_outputs_hold_answers(server, checkpoint):
