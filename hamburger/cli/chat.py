@@ -3,11 +3,12 @@
 Each reply streams group by group (shaded by the stop head's confidence on a terminal) and ends
 with the summary line. `--mode` picks the decoding as in `hamburger generate` (default: verify_fold,
 verify mode on a smaller KV cache; lossless verify is `--mode verify`). Each turn sends the whole conversation
-again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end).
-Commands: /undo takes back the last exchange, /retry asks for the last reply again (sampled, a new draw unless --seed),
-/save FILE writes the conversation (JSON, OpenAI's messages), /load FILE (or --load) goes on from one, /reset forgets
-it, /help lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a reply where it is (what was shown stays in the
-conversation). With a pipe on stdin, every line is one user turn.
+again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end). A
+conversation that outgrows the model's context, with room left for a reply (--max-new-tokens), loses its oldest
+exchanges after the system message, with a notice. Commands: /undo takes back the last exchange, /retry asks for the
+last reply again (sampled, a new draw unless --seed), /save FILE writes the conversation (JSON, OpenAI's messages),
+/load FILE (or --load) goes on from one, /reset forgets it, /help lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a
+reply where it is (what was shown stays in the conversation). With a pipe on stdin, every line is one user turn.
 """
 
 from __future__ import annotations
@@ -65,12 +66,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 continue
         messages.append({"role": "user", "content": line})
         try:
-            ids = encode_prompt(tokenizer, messages, templating=templating(args))
+            encode = lambda m: encode_prompt(tokenizer, m, templating=templating(args))  # noqa: E731
+            fit, ids, dropped = fitted(messages, encode, model.context_length - config.max_new_tokens)
             run = make_generation(args, model, tokenizer, [ids], config, kept)
         except HamburgerError as e:
             messages.pop()
             print(f"error: {e}", file=sys.stderr)
             continue
+        if dropped:
+            print(f"(the conversation outgrew the model's context of {model.context_length} tokens with room for a "
+                  f"reply: its {dropped} oldest messages are dropped)", file=sys.stderr)
+            messages = fit
         if interactive:
             print("bot> ", end="", flush=True)
         reply, result = stream_reply(run, color)
@@ -80,6 +86,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
             print("(stopped)", file=sys.stderr, flush=True)
         else:
             print(summary_line(result), file=sys.stderr, flush=True)
+
+
+def fitted(messages: list[dict], encode, room: int) -> tuple[list[dict], list[int], int]:
+    """The conversation as it fits ``room`` prompt tokens (the context less a reply's --max-new-tokens): its oldest
+    exchanges after the system messages dropped until its prompt does, or only the last turn is left. Returns (the
+    messages, their prompt's ids, how many were dropped)."""
+    ids, first = encode(messages), next((i for i, m in enumerate(messages) if m["role"] != "system"), 0)
+    kept = messages
+    while len(ids) > room and len(kept) - first > 1:
+        after = next((i for i in range(first + 1, len(kept)) if kept[i]["role"] == "user"), len(kept) - 1)
+        kept = kept[:first] + kept[after:]
+        ids = encode(kept)
+    return kept, ids, len(messages) - len(kept)
 
 
 def new_cache(args: argparse.Namespace):

@@ -181,6 +181,25 @@ def test_chat_multi_turn_from_a_pipe(mode, tmp_path, char_tokenizer, capsys, mon
     assert "conversation reset" in captured.err
 
 
+def test_chat_drops_its_oldest_exchanges_to_fit_the_context(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """Three turns (with replies of 100 tokens) outgrow the tiny model's context of 1,024 tokens with room for a
+    reply, though the third's prompt alone (about 970 tokens) would fit: it drops the first exchange (the system
+    message stays) and is answered; a turn too long even alone is an error, and the chat goes on."""
+    ckpt, saved = chat_checkpoint(tmp_path, char_tokenizer), tmp_path / "talk.json"
+    turns = ["a" * 300, "b" * 300, "c" * 100, "d" * 1100, "e", f"/save {saved}", "/exit"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(turns) + "\n"))
+    assert main(["chat", "--model", str(ckpt), "--max-new-tokens", "100", "--ignore-eos", "--mode", "verify",
+                 "--system", "sys", "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    summaries = [i for i, line in enumerate(err.splitlines()) if "tau" in line]
+    dropped = [i for i, line in enumerate(err.splitlines()) if "its 2 oldest messages are dropped" in line]
+    assert len(summaries) == 4 and summaries[1] < dropped[0] < summaries[2] and len(dropped) == 1  # (at the third)
+    assert "the prompt has" in err  # (the turn of 1,100 tokens)
+    kept = json.loads(saved.read_text())
+    assert [m["role"] for m in kept] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [kept[i]["content"][0] for i in (0, 1, 3, 5)] == ["s", "b", "c", "e"]
+
+
 def test_chat_template_kwargs_reach_the_template(tmp_path, char_tokenizer, capsys, monkeypatch):
     """--chat-template-kwargs sets variables the chat template reads, in generate and chat; refused beside --raw and
     when not a JSON object."""
