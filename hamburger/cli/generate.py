@@ -27,18 +27,38 @@ def read_prompt(args: argparse.Namespace) -> str:
     return prompt
 
 
-def generate_file(args: argparse.Namespace, config, device: str) -> int:
-    """Batched generation over a prompts file; one JSON object per prompt, in input order."""
+# the settings a line of a prompts file can give its own prompt (`DecodingConfig`'s fields; the options' otherwise)
+LINE_SETTINGS = ("max_new_tokens", "seed", "temperature", "top_p", "top_k", "min_p", "stop", "stop_token_ids",
+                 "min_tokens", "ignore_eos", "presence_penalty", "frequency_penalty", "repetition_penalty",
+                 "confidence")
+
+
+def line_config(config, row: dict, where: str):
+    """``config`` with the settings a prompts file's ``row`` gives (`LINE_SETTINGS`; a `stop` string is one stop
+    string), validated; a bad value is an error that says ``where``."""
     from dataclasses import replace
 
+    given = {k: row[k] for k in LINE_SETTINGS if k in row}
+    if isinstance(given.get("stop"), str):
+        given["stop"] = [given["stop"]]
+    try:
+        if "stop" in given and not (isinstance(given["stop"], list) and all(isinstance(s, str) for s in given["stop"])):
+            raise HamburgerError("'stop' must be a string or a list of strings")
+        return replace(config, **given).validate()
+    except (HamburgerError, TypeError, ValueError) as e:
+        raise HamburgerError(f"{where}{e}") from None
+
+
+def generate_file(args: argparse.Namespace, config, device: str) -> int:
+    """Batched generation over a prompts file; one JSON object per prompt (with its line's `id`, if any), in input
+    order."""
     from hamburger.data.io import read_prompt_file
     from hamburger.engine.prompt import encode_prompt
 
     rows = read_prompt_file(args.prompts_file)
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
-    configs = [replace(config, max_new_tokens=int(r.get("max_new_tokens", config.max_new_tokens)),
-                       seed=r.get("seed", config.seed)).validate() for r in rows]
+    configs = [line_config(config, r, f"prompt {n} of {args.prompts_file}: ") for n, r in enumerate(rows, 1)]
     predictions = [r.get("prediction", args.prediction) for r in rows]
     for n, text in enumerate(predictions, 1):
         if text is not None:
@@ -49,8 +69,8 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
            for r in rows]
     for start in range(0, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
-        for result in make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run():
-            print(json.dumps(result.to_dict()), flush=True)
+        for row, result in zip(rows[chunk], make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run()):
+            print(json.dumps({**({"id": row["id"]} if "id" in row else {}), **result.to_dict()}), flush=True)
     return 0
 
 
@@ -123,8 +143,10 @@ def register(sub) -> None:
     p.add_argument("prompt", nargs="?", default=None, help="the prompt ('-' or omitted with a pipe: read stdin)")
     add_model(p)
     p.add_argument("--prompts-file", default=None,
-                   help="jsonl with a 'prompt' field per line (optional 'max_new_tokens', 'seed', 'prediction'): "
-                        "generate them in batches and print one JSON object per prompt, in input order")
+                   help="jsonl with a 'prompt' field per line, and optionally its own 'prediction' and settings "
+                        "(" + ", ".join(f"'{k}'" for k in LINE_SETTINGS) + ": the options' names with underscores; "
+                        "the options otherwise): generate them in batches and print one JSON object per prompt, in "
+                        "input order, with the line's 'id' if it has one")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
     add_mode_options(p)
     add_sampling(p, knob=KNOB_HELP)

@@ -83,6 +83,39 @@ def test_cli_prompts_file_in_input_order(tmp_path, capsys, char_tokenizer, model
     assert "prompt" in capsys.readouterr().err
 
 
+def test_cli_prompts_file_lines_with_their_own_settings(tmp_path, capsys, char_tokenizer, model):
+    """A line's settings (the options' names) are its prompt's, the options the rest; each answer carries its line's
+    id; a bad value names its line."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, model)
+    base = dict(max_new_tokens=10, confidence=0.5)
+    lines = [({"id": "a", "prompt": "abc", "temperature": 1.0, "seed": 3, "top_k": 5}, dict(temperature=1.0, seed=3,
+                                                                                           top_k=5)),
+             ({"prompt": "hello", "max_new_tokens": 4, "repetition_penalty": 2.0}, dict(max_new_tokens=4,
+                                                                                         repetition_penalty=2.0)),
+             ({"id": 7, "prompt": "xyz xyz", "confidence": 1.0}, dict(confidence=1.0))]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps(line) + "\n" for line, _ in lines))
+    run = ["generate", "--model", str(ckpt), "--prompts-file", str(prompts), "--raw", "--max-new-tokens", "10",
+           "--confidence", "0.5", "--mode", "hamburger"]
+    assert main(run) == 0
+    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    for (line, own), got in zip(lines, out):
+        single = generate(model, char_tokenizer, char_tokenizer(line["prompt"])["input_ids"],
+                          DecodingConfig(**{**base, **own}))
+        assert got["token_ids"] == single.token_ids and got.get("id") == line.get("id")
+    text = out[0]["text"]
+    prompts.write_text(json.dumps({"prompt": "abc", "temperature": 1.0, "seed": 3, "top_k": 5, "stop": text[1:3]})
+                       + "\n")
+    assert main(run) == 0
+    stopped = json.loads(capsys.readouterr().out)
+    assert stopped["text"] == text[:text.index(text[1:3])] and stopped["finish_reason"] == "stop"
+    for bad, says in [({"temperature": -1}, "temperature must be >= 0"), ({"temperature": "hot"}, "prompt 2 of"),
+                      ({"stop": [3]}, "'stop' must be a string or a list of strings")]:
+        prompts.write_text(json.dumps({"prompt": "abc"}) + "\n" + json.dumps({"prompt": "abc", **bad}) + "\n")
+        assert main(run) == 1
+        assert f"prompt 2 of {prompts}: " in (err := capsys.readouterr().err) and says in err, err
+
+
 def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
     """Continuous batching: requests join a running batch and still get their batch-1 output."""
     cfg = DecodingConfig(max_new_tokens=14, confidence=0.5)
