@@ -49,15 +49,41 @@ def line_config(config, row: dict, where: str):
         raise HamburgerError(f"{where}{e}") from None
 
 
+def answered(args: argparse.Namespace, config, rows: list[dict]) -> int:
+    """How many of the prompts ``rows`` the --out file answers already (0 without --out): a rerun with the same settings
+    (the file's sidecar holds them) goes on after them; a half-written last line is cut off."""
+    from dataclasses import asdict
+
+    from hamburger.data.io import check_meta, read_jsonl
+
+    if args.out is None:
+        return 0
+    out = Path(args.out)
+    done = read_jsonl(out, tail="cut", missing_ok=True)
+    meta = json.loads(json.dumps({"model": args.model, "base": args.base, "mode": args.mode, "raw": args.raw,
+                                  "system": args.system, "chat_template_kwargs": args.chat_template_kwargs,
+                                  "settings": asdict(config)}))
+    check_meta(out, meta, tuple(meta), bool(done))
+    if len(done) > len(rows) or any("id" in r and a.get("id") != r["id"] for a, r in zip(done, rows)):
+        raise HamburgerError(f"{out} holds answers to other prompts than {args.prompts_file}'s; use another --out")
+    return len(done)
+
+
 def generate_file(args: argparse.Namespace, config, device: str) -> int:
     """Batched generation over a prompts file; one JSON object per prompt (with its line's `id`, if any), in input
-    order."""
-    from hamburger.data.io import read_prompt_file
+    order: on stdout, or appended to --out, which a rerun goes on from."""
+    from tqdm import tqdm
+
+    from hamburger.data.io import append_jsonl, read_prompt_file
     from hamburger.engine.prompt import encode_prompt
 
     rows = read_prompt_file(args.prompts_file)
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
+    done = answered(args, config, rows)
+    if done == len(rows):
+        print(f"{args.out}: all {done} prompts are answered already", file=sys.stderr)
+        return 0
     configs = [line_config(config, r, f"prompt {n} of {args.prompts_file}: ") for n, r in enumerate(rows, 1)]
     predictions = [r.get("prediction", args.prediction) for r in rows]
     for n, text in enumerate(predictions, 1):
@@ -67,10 +93,20 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
     configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
     ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system, templating=templating(args))
            for r in rows]
-    for start in range(0, len(rows), args.batch_size):
+    bar = tqdm(total=len(rows), initial=done, unit="prompt", file=sys.stderr, disable=args.out is None)
+    for start in range(done, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
-        for row, result in zip(rows[chunk], make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run()):
-            print(json.dumps({**({"id": row["id"]} if "id" in row else {}), **result.to_dict()}), flush=True)
+        results = make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run()
+        answers = [{**({"id": row["id"]} if "id" in row else {}), **result.to_dict()}
+                   for row, result in zip(rows[chunk], results)]
+        if args.out is None:
+            print("\n".join(map(json.dumps, answers)), flush=True)
+        else:
+            append_jsonl(Path(args.out), answers)
+            bar.update(len(answers))
+    bar.close()
+    if args.out is not None:
+        print(f"{args.out}: {len(rows)} answers ({len(rows) - done} new)", file=sys.stderr)
     return 0
 
 
@@ -104,6 +140,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     device = device_of(args)
     if args.prompts_file:
         return generate_file(args, config, device)
+    if args.out is not None:
+        raise HamburgerError("--out writes the answers of a --prompts-file")
     prompt = read_prompt(args)
     if args.prediction is not None:
         check_prediction(args, args.prediction)
@@ -148,6 +186,10 @@ def register(sub) -> None:
                         "the options otherwise): generate them in batches and print one JSON object per prompt, in "
                         "input order, with the line's 'id' if it has one")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="with --prompts-file: append the answers to FILE (jsonl, each batch written to disk before the "
+                        "next), with a progress bar; a rerun with the same settings goes on after the prompts FILE "
+                        "answers already (its sidecar FILE.meta.json holds them)")
     add_mode_options(p)
     add_sampling(p, knob=KNOB_HELP)
     p.add_argument("--prediction", type=text_or_file, metavar="TEXT",

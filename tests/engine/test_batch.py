@@ -116,6 +116,36 @@ def test_cli_prompts_file_lines_with_their_own_settings(tmp_path, capsys, char_t
         assert f"prompt 2 of {prompts}: " in (err := capsys.readouterr().err) and says in err, err
 
 
+def test_cli_prompts_file_to_a_file_goes_on_where_it_was_killed(tmp_path, capsys, char_tokenizer, model):
+    """--out: the answers go to the file (stdout stays empty); killed after one answer and half a line, a rerun
+    answers only the rest, as the whole run did; other settings, or a file of other prompts, are refused."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, model)
+    prompts, out = tmp_path / "prompts.jsonl", tmp_path / "answers.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"p{i}", "prompt": t}) + "\n"
+                               for i, t in enumerate(["abc", "hello", "xyz xyz", "q"])))
+    run = ["generate", "--model", str(ckpt), "--prompts-file", str(prompts), "--batch-size", "3", "--raw",
+           "--max-new-tokens", "10", "--confidence", "0.5", "--mode", "hamburger", "--out", str(out)]
+    def answers() -> list[tuple]:  # (what was written; not its timings)
+        return [(a["id"], a["token_ids"], a["groups"]) for a in map(json.loads, out.read_text().splitlines())]
+    assert main(run) == 0
+    whole, lines = answers(), out.read_text().splitlines(keepends=True)
+    assert capsys.readouterr().out == "" and [a[0] for a in whole] == ["p0", "p1", "p2", "p3"]
+    out.write_text(lines[0] + lines[1][:25])
+    assert main(run) == 0
+    assert answers() == whole and "4 answers (3 new)" in capsys.readouterr().err
+    assert out.read_text().startswith(lines[0])
+    assert main(run) == 0 and answers() == whole
+    assert "all 4 prompts are answered already" in capsys.readouterr().err
+    out.write_text(lines[0])
+    assert main([*run[:-2], "--temperature", "0.5", "--out", str(out)]) == 1
+    assert "made with other settings" in capsys.readouterr().err
+    out.write_text(lines[1])
+    assert main(run) == 1
+    assert "holds answers to other prompts" in capsys.readouterr().err
+    assert main(["generate", "--model", str(ckpt), "--out", str(out), "abc"]) == 1
+    assert "--out writes the answers of a --prompts-file" in capsys.readouterr().err
+
+
 def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
     """Continuous batching: requests join a running batch and still get their batch-1 output."""
     cfg = DecodingConfig(max_new_tokens=14, confidence=0.5)
