@@ -167,16 +167,15 @@ def read_conversation(path: str) -> list[dict]:
     """A conversation /save wrote (a JSON list of {"role", "content"} messages); a clear error otherwise."""
     import json
 
+    from hamburger.engine.prompt import conversation_error
+
     try:
         with open(path, encoding="utf-8") as f:
             messages = json.load(f)
     except (OSError, ValueError) as e:
         raise HamburgerError(f"cannot read a conversation from {path}: {e}") from None
-    if not isinstance(messages, list) or not all(
-            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
-            and isinstance(m.get("content"), str) for m in messages):
-        raise HamburgerError(f"{path} is not a conversation: a JSON list of messages, each a role (system, user or "
-                             "assistant) and a text content")
+    if messages != [] and (why := conversation_error(messages)):
+        raise HamburgerError(f"{path} is not a conversation: {why}")
     return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 

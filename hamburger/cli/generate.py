@@ -77,7 +77,9 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
     from hamburger.data.io import append_jsonl, read_prompt_file
     from hamburger.engine.prompt import encode_prompt
 
-    rows = read_prompt_file(args.prompts_file)
+    rows = read_prompt_file(args.prompts_file, conversations=True)
+    if args.raw and any("messages" in r for r in rows):
+        raise HamburgerError(f"{args.prompts_file}: a line's 'messages' need the chat template, which --raw leaves out")
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
     done = answered(args, config, rows)
@@ -91,8 +93,9 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
             check_prediction(args, text, f"prompt {n} of {args.prompts_file}: ")
     model, tokenizer = generation_model(args, device)
     configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
-    ids = [encode_prompt(tokenizer, r["prompt"], raw=args.raw, system=args.system, templating=templating(args))
-           for r in rows]
+    ids = [encode_prompt(tokenizer, r.get("prompt", r.get("messages")), raw=args.raw, templating=templating(args),
+                         system=None if any(m["role"] == "system" for m in r.get("messages", ())) else args.system)
+           for r in rows]  # (--system where a conversation has none)
     bar = tqdm(total=len(rows), initial=done, unit="prompt", file=sys.stderr, disable=args.out is None)
     for start in range(done, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
@@ -181,7 +184,8 @@ def register(sub) -> None:
     p.add_argument("prompt", nargs="?", default=None, help="the prompt ('-' or omitted with a pipe: read stdin)")
     add_model(p)
     p.add_argument("--prompts-file", default=None,
-                   help="jsonl with a 'prompt' field per line, and optionally its own 'prediction' and settings "
+                   help="jsonl with a 'prompt' field per line (or 'messages', a chat conversation as OpenAI's), and "
+                        "optionally its own 'prediction' and settings "
                         "(" + ", ".join(f"'{k}'" for k in LINE_SETTINGS) + ": the options' names with underscores; "
                         "the options otherwise): generate them in batches and print one JSON object per prompt, in "
                         "input order, with the line's 'id' if it has one")

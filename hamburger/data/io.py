@@ -95,13 +95,20 @@ def write_jsonl(rows: list[dict], path: str | os.PathLike) -> None:
     tmp.replace(path)
 
 
-def read_prompt_file(path: str | os.PathLike) -> list[dict]:
+def read_prompt_file(path: str | os.PathLike, conversations: bool = False) -> list[dict]:
     """The rows of a prompt file: jsonl, each row an object with a non-empty string field ``prompt`` (other fields
-    kept)."""
+    kept); with ``conversations``, or a field ``messages`` instead, a conversation (`prompt.conversation_error`)."""
+    from hamburger.engine.prompt import conversation_error
+
     rows = read_jsonl(path)
     for n, row in enumerate(rows, 1):
+        if conversations and isinstance(row, dict) and "messages" in row and "prompt" not in row:
+            if why := conversation_error(row["messages"]):
+                raise HamburgerError(f"{path}:{line_of(path, n)}: 'messages': {why}")
+            continue
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise HamburgerError(f"{path}:{line_of(path, n)}: each line needs a string field 'prompt'")
+            raise HamburgerError(f"{path}:{line_of(path, n)}: each line needs a string field 'prompt'"
+                                 + (" or a list 'messages'" if conversations else ""))
         if not row["prompt"].strip():
             raise HamburgerError(f"{path}:{line_of(path, n)}: the prompt is empty")
     if not rows:

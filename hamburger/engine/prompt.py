@@ -34,6 +34,16 @@ class Templating:
                                  "the template call's own arguments")
 
 
+def conversation_error(messages) -> str | None:
+    """Why ``messages`` is not a conversation `encode_prompt` reads (a non-empty list of messages, each a role, system,
+    user or assistant, and a text content), or None."""
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str) for m in messages):
+        return "a non-empty list of messages, each a role (system, user or assistant) and a text content"
+    return None
+
+
 def encode_prompt(tokenizer, prompt: str | list[dict], raw: bool = False, system: str | None = None,
                   tools: list[dict] | None = None, templating: Templating = Templating()) -> list[int]:
     """Token ids of a prompt: the chat template applied (unless raw) to a string or a list of messages (``tools``: the

@@ -200,6 +200,30 @@ def test_chat_drops_its_oldest_exchanges_to_fit_the_context(tmp_path, char_token
     assert [kept[i]["content"][0] for i in (0, 1, 3, 5)] == ["s", "b", "c", "e"]
 
 
+def test_prompts_file_lines_with_conversations(tmp_path, char_tokenizer, capsys):
+    """A prompts file's line may hold 'messages' (OpenAI's): read through the chat template as `chat` reads them, with
+    --system where the conversation has none; refused with --raw, and where malformed (naming the line)."""
+    ckpt = chat_checkpoint(tmp_path, char_tokenizer)
+    run = ["generate", "--model", str(ckpt), "--max-new-tokens", "6", "--mode", "verify", "--system", "be brief"]
+    assert main([*run, "--json", "hi"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    talk = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "hm"}]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in [
+        {"messages": [{"role": "user", "content": "hi"}]}, {"prompt": "hi"}, {"messages": talk},
+        {"messages": [{"role": "system", "content": "be brief"}, *talk]}]))
+    assert main([*run, "--prompts-file", str(prompts)]) == 0
+    first, second, third, fourth = map(json.loads, capsys.readouterr().out.splitlines())
+    assert first["token_ids"] == second["token_ids"] == plain["token_ids"]
+    assert first["prompt_tokens"] == plain["prompt_tokens"]
+    assert third["prompt_tokens"] == fourth["prompt_tokens"] > plain["prompt_tokens"]  # (one system message)
+    assert main([*run, "--raw", "--prompts-file", str(prompts)]) == 1
+    assert "need the chat template, which --raw leaves out" in capsys.readouterr().err
+    prompts.write_text(json.dumps({"prompt": "hi"}) + "\n" + json.dumps({"messages": [{"role": "bot"}]}) + "\n")
+    assert main([*run, "--prompts-file", str(prompts)]) == 1
+    assert f"{prompts}:2: 'messages': a non-empty list of messages" in capsys.readouterr().err
+
+
 def test_chat_template_kwargs_reach_the_template(tmp_path, char_tokenizer, capsys, monkeypatch):
     """--chat-template-kwargs sets variables the chat template reads, in generate and chat; refused beside --raw and
     when not a JSON object."""
