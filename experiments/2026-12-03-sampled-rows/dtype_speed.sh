@@ -8,9 +8,7 @@ cd "$(dirname "$0")/../.."
 HB=${HB:-.venv/bin/hamburger}
 tmp=$(mktemp -d)
 sed -n 3489,3520p data/prompts/train-sampled-s4.jsonl > "$tmp/prompts.jsonl"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
-echo "vector extensions: $(grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|avx512f|avx512_bf16|amx_bf16)$' \
-    | tr '\n' ' ')"
+. experiments/2026-12-03-sampled-rows/host.sh
 echo "torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), 2 threads, batch 32, 256 new tokens"
 for dtype in float32 bfloat16; do
     start=$(date +%s.%N)

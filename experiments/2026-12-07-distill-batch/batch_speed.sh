@@ -10,9 +10,7 @@ HB=${HB:-.venv/bin/hamburger}
 DTYPE=${DTYPE:-bfloat16}
 tmp=$(mktemp -d)
 sed -n 3489,3616p data/prompts/train-sampled-s4.jsonl > "$tmp/prompts.jsonl"
-echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores"
-echo "vector extensions: $(grep -m1 flags /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|avx512f|avx512_bf16|amx_bf16)$' \
-    | tr '\n' ' ')"
+. experiments/2026-12-03-sampled-rows/host.sh
 echo "torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), $DTYPE, 2 threads, 128 prompts, 256 new tokens"
 for batch in ${BATCHES:-32 64 128}; do
     start=$(date +%s.%N)
