@@ -115,7 +115,9 @@ def register(sub) -> None:
                    help="target bands, comma list of metric:reference:higher|lower:tolerance[:weight] (default: "
                         "inst_strict/inst_loose within 1 point of base, NLL/token and worst-token NLL <= base-sampled, "
                         "rep4 <= base; see hamburger/eval/paired.py)")
-    p.add_argument("--out", default="runs/eval", help="folder for examples.jsonl, summary.json/.md and the plot")
+    p.add_argument("--out", default="runs/eval",
+                   help="folder for examples.jsonl, summary.json/.md and the plot; while it runs it holds each batch's "
+                        "answers (answers.partial.jsonl), which a rerun with the same settings goes on from")
     add_runtime(p)
     p.set_defaults(func=cmd_eval)
 

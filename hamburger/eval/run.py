@@ -23,6 +23,7 @@ serve`) as one more method on the same prompts.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from hamburger.data.io import read_jsonl, read_prompt_file
+from hamburger.data.io import check_meta, meta_path, read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
 from hamburger.engine.lookup import LOOKUP_TOKENS
@@ -172,7 +173,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
              sampled: bool = True, verify: bool = False, verify_fold: str | None = None,
              verify_confidence: float | None = None, verify_lookup: int = LOOKUP_TOKENS,
              reused: dict[tuple[str, str], list[dict]] | None = None, sample: str | None = None,
-             verify_ngrams: int | None = None, draws: int = 1, fold_model=None, full_heads: list | None = None):
+             verify_ngrams: int | None = None, draws: int = 1, fold_model=None, full_heads: list | None = None,
+             progress: Path | None = None):
     """Per-example records and a summary per (task, method); the endpoint, if any, is one more method
     (its speed figures are client-side latencies, not decode times). The "base" method decodes
     ``reference`` (the unchanged base, default ``model``) at confidence 1.0; with ``sampled``, "base-sampled"
@@ -190,8 +192,13 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     decoded a second time as "METHOD-sampled", with base-sampled's settings and seeds (so, at knob 1.0, base-sampled's
     answers); "only": sampled instead of greedy. ``draws`` K: every sampled method answers each prompt K times, draw
     k seeded with the prompt's position + k * `DRAW_SEED_STRIDE` (draw 0: the seeds of a one-draw run); its records
-    carry "draw", its summary averages over every draw, and `paired.compare` pairs per-prompt means over the draws."""
+    carry "draw", its summary averages over every draw, and `paired.compare` pairs per-prompt means over the draws.
+    ``progress``: a jsonl that every batch's answers are appended to as they come (the endpoint's apart), and whose
+    answers are taken instead of decoded again: a killed run goes on where it stopped (`evaluate` checks its
+    settings)."""
     from tqdm import tqdm
+
+    from hamburger.data.io import append_jsonl
 
     if "humaneval" in tasks:
         require(Limits(timeout=timeout))  # no isolation, no code execution: refuse before any work
@@ -235,6 +242,8 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
         methods = methods[:2] + twins if sample == "only" else methods + twins
     if endpoint is not None:
         methods.append(("endpoint", None))
+    kept = {(a.pop("task"), a.pop("method"), a.pop("draw"), a.pop("id")): Answer(**a)
+            for a in (read_jsonl(progress, tail="cut", missing_ok=True) if progress else [])}
     records, summary = [], []
     for task in tasks:
         examples, ids, candidates = [], [], builders[task]()
@@ -276,15 +285,23 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
                     runner = (judge if name in BASE_METHODS else drafter if kind == "verify"
                               else fold_model or model if kind == "verify-fold" else model)
                     engine = engines.get(kind, Generation)
-                    results = []
+                    answers = []
                     desc = f"{task} {name}" + (f" draw {draw}" if draws > 1 and extra else "")
                     for start in tqdm(range(0, len(ids), batch_size), desc=desc, unit="batch", leave=False):
                         chunk = slice(start, start + batch_size)
-                        results += engine(runner, tokenizer, ids[chunk], cfgs[chunk]).run()
+                        earlier = [kept.get((task, name, draw, e.id)) for e in examples[chunk]]
+                        if None not in earlier:  # (a run before this one decoded them)
+                            answers += earlier
+                            continue
+                        new = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids, r.kv_slots,
+                                      r.kv_slots_ordinary) for r in engine(runner, tokenizer, ids[chunk],
+                                                                           cfgs[chunk]).run()]
+                        if progress:
+                            append_jsonl(progress, [{"task": task, "method": name, "draw": draw, "id": e.id,
+                                                     **asdict(a)} for e, a in zip(examples[chunk], new)])
+                        answers += new
                     if name == "base":
-                        base_texts, base_ids = [r.text for r in results], [r.token_ids for r in results]
-                    answers = [Answer(r.text, r.tokens, r.forwards, r.decode_s, r.groups[0], r.token_ids,
-                                      r.kv_slots, r.kv_slots_ordinary) for r in results]
+                        base_texts, base_ids = [a.text for a in answers], [a.token_ids for a in answers]
                 for e, p, a, base_text in zip(examples, ids, answers, base_texts):
                     answer_ids = a.token_ids if a.token_ids is not None else tokenizer(
                         a.text, add_special_tokens=False)["input_ids"]
@@ -324,6 +341,7 @@ def run_eval(model, tokenizer, tasks: list[str], confidences: list[float], limit
     return records, summary
 
 
+PROGRESS = "answers.partial.jsonl"  # (in an eval's folder while it runs: `run_eval`'s progress)
 QUALITY = {"gsm8k": "correct", "humaneval": "passed", "chat": "rouge_l", "ifeval": "inst_strict"}
 
 
@@ -461,13 +479,22 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)
             "reused_base": str(reuse_base) if reuse_base else None, "sample": sample, "draws": draws}
     reused = reused_base(reuse_base, meta) if reuse_base else None
+    progress = Path(out) / PROGRESS
+    progress.parent.mkdir(parents=True, exist_ok=True)
+    done = read_jsonl(progress, tail="cut", missing_ok=True)
+    check_meta(progress, {**meta, "dtype": dtype, "device": device}, (*meta, "dtype", "device"), bool(done))
+    if done:
+        print(f"resuming: {len(done)} answers of an earlier run in {progress}", file=sys.stderr)
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner,
-                                full_heads)
+                                full_heads, progress)
     meta["fold_reader"] = fold_runner is not model  # (verify-fold decoded with the checkpoint's fold reader)
     meta["fold_reader_sampled_only"] = fold_runner.fold_reader_sampled_only  # (... on its sampled rows only)
     if verify_fold:  # (the heads verify-fold kept whole)
         meta["full_heads"] = [list(h) for h in (fold_runner.config.full_heads if full_heads is None else full_heads)]
     meta["machine"] = machine
-    return write_outputs(Path(out), records, summary, meta, bands)
+    written = write_outputs(Path(out), records, summary, meta, bands)
+    progress.unlink(missing_ok=True)  # (no answer decoded: none written)
+    meta_path(progress).unlink()
+    return written

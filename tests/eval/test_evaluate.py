@@ -151,6 +151,45 @@ def test_eval_reuses_the_base_answers_of_an_earlier_run(tmp_path, char_tokenizer
     assert "no earlier eval" in capsys.readouterr().err
 
 
+def test_eval_killed_goes_on_where_it_stopped(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """Every batch's answers land in the folder's answers.partial.jsonl as they come: a run killed midway goes on from
+    them (their timings too: nothing decoded again) to the same records, and the file goes once the run is written;
+    other settings are refused while it is there."""
+    import hamburger.eval.run as run_module
+    from hamburger.engine.generate import Generation
+
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    out = tmp_path / "eval"
+    run = ["eval", "--model", str(ckpt), "--tasks", "chat", "--limit", "3", "--confidence", "0.5", "--batch-size", "2",
+           "--max-new-tokens", "8", "--out", str(out)]
+    assert main(run) == 0
+    whole = (out / "examples.jsonl").read_text()
+    assert not (out / run_module.PROGRESS).exists()
+    calls = []
+
+    def killed_after_three_batches(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 3:
+            raise KeyboardInterrupt
+        return Generation(*args, **kwargs)
+    monkeypatch.setattr(run_module, "Generation", killed_after_three_batches)
+    assert main(run) == 130  # (interrupted)
+    progress = (out / run_module.PROGRESS).read_text().splitlines()
+    assert len(progress) == 5  # (the base's 2 + 1, base-sampled's first 2)
+    assert main([*run[:-4], "--max-new-tokens", "9", "--out", str(out)]) == 1
+    assert "made with other settings" in capsys.readouterr().err
+    calls.clear()
+    assert main(run) == 0
+    assert len(calls) == 3 and "resuming: 5 answers" in capsys.readouterr().err  # (base-sampled's last, the knob's 2)
+    rows = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
+    timing = {(json.loads(p)["method"], json.loads(p)["id"]): json.loads(p)["decode_s"] for p in progress}
+    assert all(r["decode_s"] == timing[(r["method"], r["id"])] for r in rows if (r["method"], r["id"]) in timing)
+    strip = lambda text: [{k: v for k, v in json.loads(line).items() if k != "decode_s"}  # noqa: E731
+                          for line in text.splitlines()]
+    assert strip((out / "examples.jsonl").read_text()) == strip(whole)
+    assert not (out / run_module.PROGRESS).exists()
+
+
 def test_eval_reused_base_answers_keep_the_chat_held_out_loss(tmp_path, char_tokenizer, capsys):
     """Chat's held-out loss of a knob is teacher-forced on the base's own token ids: the base records store them, so a
     run that reuses them gives the loss a run decoding the base again gives; records without them are refused."""
