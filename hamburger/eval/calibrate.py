@@ -93,8 +93,9 @@ def calibrate(model_dir: str | Path, tasks: tuple[str, ...] | list[str] = DEV_TA
               rule: str = "point", bands=None, out: str | Path = "runs/calibrate", dry_run: bool = False,
               dtype: str = "float32", device: str = "cpu", base: str | None = None) -> tuple[float, dict]:
     """Choose the default knob of the checkpoint ``model_dir`` from a sweep of ``knobs`` (default 0.5..1.0) on
-    the dev ``tasks``, run now (its eval outputs in ``out``) or read from the eval folder ``results``; write it
-    into the checkpoint unless ``dry_run``. Returns (knob, the calibration record)."""
+    the dev ``tasks``, run now (its eval outputs in ``out``, where a killed sweep goes on from its answers: `eval`'s
+    progress file) or read from the eval folder ``results``; write it into the checkpoint unless ``dry_run``. Returns
+    (knob, the calibration record)."""
     from hamburger.eval.paired import DEFAULT_BANDS
 
     bands, tasks = bands or DEFAULT_BANDS, list(tasks)
@@ -110,15 +111,17 @@ def calibrate(model_dir: str | Path, tasks: tuple[str, ...] | list[str] = DEV_TA
 
         from hamburger.bench.machine import machine_info
         from hamburger.core.loading import load_model
-        from hamburger.eval.run import run_eval, run_meta, write_outputs
+        from hamburger.eval.run import finished, resumable, run_eval, run_meta, write_outputs
 
         model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
-        records, summary = run_eval(model, tokenizer, tasks, knobs, limit, max_new_tokens,
-                                    batch_size=batch_size, reference=reference)
         # (with the fields `eval --reuse-base` checks, so a later eval can take this sweep's base answers as they are)
-        meta = {**run_meta(model_dir, info, limit, max_new_tokens), "split": "dev",
-                "machine": machine_info(torch.get_num_threads(), dtype, model.device.type)}
+        meta = {**run_meta(model_dir, info, limit, max_new_tokens), "split": "dev"}
+        progress = resumable(out, {**meta, "dtype": dtype, "device": device})
+        records, summary = run_eval(model, tokenizer, tasks, knobs, limit, max_new_tokens,
+                                    batch_size=batch_size, reference=reference, progress=progress)
+        meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)
         write_outputs(Path(out), records, summary, meta, bands)
+        finished(progress)
     knob, record = calibrate_from(records, meta, knobs, bands, rule)
     if not dry_run:
         write_default_knob(model_dir, knob, record)

@@ -442,6 +442,25 @@ def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[di
     return out
 
 
+def resumable(out: str | Path, meta: dict) -> Path:
+    """The progress file of an eval into the folder ``out`` (`run_eval`'s ``progress``), made with the settings
+    ``meta``: the answers of a killed run with the same settings are in it; other settings are refused while it is
+    there."""
+    progress = Path(out) / PROGRESS
+    progress.parent.mkdir(parents=True, exist_ok=True)
+    done = read_jsonl(progress, tail="cut", missing_ok=True)
+    check_meta(progress, meta, tuple(meta), bool(done))
+    if done:
+        print(f"resuming: {len(done)} answers of an earlier run in {progress}", file=sys.stderr)
+    return progress
+
+
+def finished(progress: Path) -> None:
+    """The run's outputs are written: its progress file goes."""
+    progress.unlink(missing_ok=True)  # (no answer decoded: none written)
+    meta_path(progress).unlink()
+
+
 def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_dir: str | None = None, *,
              limit: int = 50, max_new_tokens: int = 256, gsm8k_file: str | None = None, chat_file: str | None = None,
              timeout: float = 10.0, batch_size: int = 4, endpoint: Endpoint | None = None, verify: bool = False,
@@ -479,12 +498,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)
             "reused_base": str(reuse_base) if reuse_base else None, "sample": sample, "draws": draws}
     reused = reused_base(reuse_base, meta) if reuse_base else None
-    progress = Path(out) / PROGRESS
-    progress.parent.mkdir(parents=True, exist_ok=True)
-    done = read_jsonl(progress, tail="cut", missing_ok=True)
-    check_meta(progress, {**meta, "dtype": dtype, "device": device}, (*meta, "dtype", "device"), bool(done))
-    if done:
-        print(f"resuming: {len(done)} answers of an earlier run in {progress}", file=sys.stderr)
+    progress = resumable(out, {**meta, "dtype": dtype, "device": device})
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner,
@@ -495,6 +509,5 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
         meta["full_heads"] = [list(h) for h in (fold_runner.config.full_heads if full_heads is None else full_heads)]
     meta["machine"] = machine
     written = write_outputs(Path(out), records, summary, meta, bands)
-    progress.unlink(missing_ok=True)  # (no answer decoded: none written)
-    meta_path(progress).unlink()
+    finished(progress)
     return written
