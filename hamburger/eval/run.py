@@ -446,7 +446,7 @@ def resumable(out: str | Path, meta: dict) -> Path:
     """The progress file of an eval into the folder ``out`` (`run_eval`'s ``progress``), made with the settings
     ``meta``: the answers of a killed run with the same settings are in it; other settings are refused while it is
     there."""
-    progress = Path(out) / PROGRESS
+    progress, meta = Path(out) / PROGRESS, json.loads(json.dumps(meta))  # (as the sidecar reads back)
     progress.parent.mkdir(parents=True, exist_ok=True)
     done = read_jsonl(progress, tail="cut", missing_ok=True)
     check_meta(progress, meta, tuple(meta), bool(done))
@@ -498,7 +498,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)
             "reused_base": str(reuse_base) if reuse_base else None, "sample": sample, "draws": draws}
     reused = reused_base(reuse_base, meta) if reuse_base else None
-    progress = resumable(out, {**meta, "dtype": dtype, "device": device})
+    progress = resumable(out, {**meta, "dtype": dtype, "device": device, "full_heads": full_heads})
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner,
