@@ -186,6 +186,29 @@ class _Row:
             self.reason = "length"
 
 
+def checked_request(config: DecodingConfig, eos, vocab: int, tokenizer) -> BadWords | None:
+    """The refusals of a request's settings that need the model (its ``vocab`` size and end-of-sequence ids ``eos``)
+    and its tokenizer, but no engine: token ids outside the vocabulary, and `min_tokens`, `allowed_token_ids` and
+    `bad_words` that leave no token to choose (what `DecodingConfig.validate` cannot tell alone). `Generation.add`
+    makes them, and the server before a streamed answer's headers go. Returns the request's `BadWords` (None: none)."""
+    for name in ("stop_token_ids", "allowed_token_ids"):
+        if any(t >= vocab for t in getattr(config, name) or ()):
+            raise HamburgerError(f"{name} names ids outside the vocabulary [0, {vocab})")
+    allowed = None if config.allowed_token_ids is None else set(config.allowed_token_ids)
+    if config.min_tokens and allowed is not None and allowed <= config.ends(eos):
+        raise HamburgerError("min_tokens with allowed_token_ids that all end the answer leaves no token to choose")
+    if not config.bad_words:
+        return None
+    bad_words = BadWords.of(config.bad_words, tokenizer, vocab)
+    left = None if allowed is None else allowed - set(bad_words.always)
+    if left is not None and not left:
+        raise HamburgerError("bad_words ban every one of allowed_token_ids")
+    if left is not None and config.min_tokens and left <= config.ends(eos):
+        raise HamburgerError("min_tokens with the allowed_token_ids that bad_words leave, which all end the answer, "
+                             "leaves no token to choose")
+    return bad_words
+
+
 class Generation:
     """Generates for a batch of tokenized prompts; iterate it for streaming, then read `results`."""
 
@@ -243,25 +266,12 @@ class Generation:
         if len(prompt_ids) >= self.model.context_length:
             raise HamburgerError(f"the prompt has {len(prompt_ids)} tokens; the model's context is "
                                  f"{self.model.context_length} tokens, leaving no room to generate")
-        for name in ("stop_token_ids", "allowed_token_ids"):
-            if any(t >= self.model.vocab_size for t in getattr(config, name) or ()):
-                raise HamburgerError(f"{name} names ids outside the vocabulary [0, {self.model.vocab_size})")
-        if config.min_tokens and config.allowed_token_ids is not None and \
-                set(config.allowed_token_ids) <= config.ends(self.eos):
-            raise HamburgerError("min_tokens with allowed_token_ids that all end the answer leaves no token to choose")
+        bad_words = checked_request(config, self.eos, self.model.vocab_size, self.tokenizer)
         row = _Row(list(prompt_ids), config, self.model.config.default_confidence, self.tokenizer,
                    self.model.config.gate, self.model.config.prefilter, self.eos)
         row.traced = self.trace_logits or config.top_logprobs > 0
         row.penalties = Penalties.of(config, prompt_ids, self.model.vocab_size, self.model.device, sorted(row.ends))
-        if config.bad_words:
-            row.bad_words = BadWords.of(config.bad_words, self.tokenizer, self.model.vocab_size)
-            left = None if config.allowed_token_ids is None else set(config.allowed_token_ids) - set(
-                row.bad_words.always)
-            if left is not None and not left:
-                raise HamburgerError("bad_words ban every one of allowed_token_ids")
-            if left is not None and config.min_tokens and left <= config.ends(self.eos):
-                raise HamburgerError("min_tokens with the allowed_token_ids that bad_words leave, which all end the "
-                                     "answer, leaves no token to choose")
+        row.bad_words = bad_words
         if config.json_schema is not None or config.grammar is not None:  # (refused before the row joins anything)
             if self.tokenizer is None:
                 raise HamburgerError("a JSON schema or a grammar needs the model's tokenizer")

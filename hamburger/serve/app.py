@@ -28,12 +28,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
+from hamburger.engine.prompt import eos_ids
 from hamburger.errors import HamburgerError
 from hamburger.serve import lifecycle, openmp, responses, tokenize
 from hamburger.serve.guard import Guard
 from hamburger.serve.protocol import (MODES, SSE_HEADERS, SSE_MEDIA_TYPE, APIError, Chunks, TokenLogprobs, authorize,
-                                      check_content_type, completion_body, completion_id, model_card, model_list,
-                                      prepare, shutting_down, with_vllm_fields)
+                                      check_content_type, completion_body, completion_id, engine_checked, model_card,
+                                      model_list, prepare, shutting_down, with_vllm_fields)
 from hamburger.serve.response_store import ResponseStore
 from hamburger.serve.scheduler import Scheduler
 
@@ -69,6 +70,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         raise HamburgerError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     scheduler = Scheduler(model, tokenizer, max_batch_size, max_queue, prefill_chunk or None, verify_model, fold,
                           lookup, draft_rows, ngrams, fold_model, int(prompt_cache_mib * 2 ** 20))
+    eos = set(eos_ids(model, tokenizer))  # (what `protocol.engine_checked` checks requests against)
     created = int(time.time())
     stored = ResponseStore()  # the Responses API's kept responses
     workers = ThreadPoolExecutor(2, thread_name_prefix="hamburger-parse")  # JSON, chat template, tokenizer
@@ -113,6 +115,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         else:
             parsed = await loop.run_in_executor(
                 workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
+        await loop.run_in_executor(workers, engine_checked, parsed.answers()[1], eos, model.vocab_size, tokenizer)
         refuse_if_draining()
         reqs = lifecycle.submit_all(scheduler, *parsed.answers(), parsed.mode, model.context_length)
         rid = completion_id(kind)

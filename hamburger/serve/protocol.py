@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 from hamburger.errors import HamburgerError
-from hamburger.engine.generate import GenerationResult, GroupEvent
+from hamburger.engine.generate import GenerationResult, GroupEvent, checked_request
 from hamburger.engine.grammar import compile_schema
 from hamburger.engine.prompt import Templating, encode_prompt
 from hamburger.engine.sampling import MAX_BIAS, MAX_PENALTY, MAX_TOP_LOGPROBS, DecodingConfig
@@ -526,6 +526,17 @@ def checked(config: DecodingConfig) -> DecodingConfig:
         return config.validate()
     except HamburgerError as e:
         raise bad(str(e), code="invalid_value") from e
+
+
+def engine_checked(configs: list[DecodingConfig], eos, vocab: int, tokenizer) -> None:
+    """A 400 for settings the engine would refuse (`generate.checked_request`: ids outside the vocabulary, and
+    `min_tokens`, `allowed_token_ids` and `bad_words` that leave no token), before a streamed answer's headers go (the
+    scheduler's refusal could only be told in the stream)."""
+    for config in configs:
+        try:
+            checked_request(config, eos, vocab, tokenizer)
+        except HamburgerError as e:
+            raise bad(str(e), code="invalid_value") from e
 
 
 # ------------------------------------------------------------------------------------ responses

@@ -839,11 +839,14 @@ def test_vllms_request_fields(server, checkpoint):
             ({"allowed_token_ids": []}, "allowed_token_ids", "at least one"),
             ({"allowed_token_ids": [len(checkpoint[2])]}, "allowed_token_ids", "token ids in"),
             ({"allowed_token_ids": [5], "structured_outputs": {"choice": ["a", "b"]}}, None, "cannot go with"),
-            ({"allowed_token_ids": [2], "min_tokens": 2}, None, "leaves no token"),  # (refused by the engine)
+            ({"allowed_token_ids": [2], "min_tokens": 2}, None, "leaves no token"),  # (the engine's refusals)
+            ({"allowed_token_ids": [5], "bad_words": [tok.decode([5])]}, None, "ban every one"),
             ({"include_stop_str_in_output": 1}, "include_stop_str_in_output", "boolean")]:
-        with pytest.raises(openai.BadRequestError) as e:
-            client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, extra_body=extra)
-        assert error_of(e)["param"] == param and says in error_of(e)["message"], error_of(e)
+        for stream in (False, True):  # (streamed too: refused before the headers, not in the stream)
+            with pytest.raises(openai.BadRequestError) as e:
+                client.completions.create(model="ckpt", prompt="Once upon", max_tokens=12, stream=stream,
+                                          extra_body=extra)
+            assert error_of(e)["param"] == param and says in error_of(e)["message"], error_of(e)
 
 
 def test_logprobs_are_the_engine_probabilities(server, checkpoint):
