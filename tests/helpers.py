@@ -144,6 +144,19 @@ def tiny_long_group_model():
 
 
 # ------------------------------------------------------------------------------ tiny checkpoints
+def counted_generation(calls: list, stop_after: float = float("inf")):
+    """A stand-in for `Generation` (an eval's engine) that counts the batches it starts in ``calls`` and stops the run
+    at batch ``stop_after`` + 1 as Ctrl-C does (`KeyboardInterrupt`)."""
+    from hamburger.engine.generate import Generation
+
+    def start(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > stop_after:
+            raise KeyboardInterrupt
+        return Generation(*args, **kwargs)
+    return start
+
+
 def save_tiny_checkpoint(tmp_path, tokenizer, model=None):
     """A tiny random HAMburger checkpoint (base in tmp_path/base, checkpoint in tmp_path/ckpt) for CLI tests;
     the model is `tiny_long_group_model()` unless given, the tokenizer is saved as it is."""

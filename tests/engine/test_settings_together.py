@@ -6,8 +6,6 @@ run."""
 import math
 import random
 
-import pytest
-
 from hamburger.engine.bad_words import spellings
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.errors import HamburgerError

@@ -109,23 +109,16 @@ def test_calibrate_end_to_end_on_a_tiny_model(tmp_path, char_tokenizer):
 def test_a_killed_calibration_goes_on_where_it_stopped(tmp_path, char_tokenizer, capsys, monkeypatch):
     """The sweep keeps each batch's answers in its folder, as `eval` does: run again, it decodes only the rest."""
     import hamburger.eval.run as run_module
-    from hamburger.engine.generate import Generation
-    from tests.helpers import save_tiny_checkpoint
+    from tests.helpers import counted_generation, save_tiny_checkpoint
 
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     run = ["calibrate", "--model", str(ckpt), "--tasks", "chat", "--limit", "2", "--max-new-tokens", "4",
            "--batch-size", "1", "--device", "cpu", "--confidence", "0.5,1.0", "--dry-run", "--out", str(tmp_path)]
     calls = []
-
-    def killed_after_two_batches(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > 2:
-            raise KeyboardInterrupt
-        return Generation(*args, **kwargs)
-    monkeypatch.setattr(run_module, "Generation", killed_after_two_batches)
+    monkeypatch.setattr(run_module, "Generation", counted_generation(calls, stop_after=2))
     assert main(run) == 130
     calls.clear()
-    monkeypatch.setattr(run_module, "Generation", lambda *a, **k: calls.append(1) or Generation(*a, **k))
+    monkeypatch.setattr(run_module, "Generation", counted_generation(calls))
     assert main(run) == 0
     assert len(calls) == 8 - 2 and "resuming: 2 answers" in capsys.readouterr().err  # (4 methods, 2 prompts each)
     assert not (tmp_path / run_module.PROGRESS).exists()

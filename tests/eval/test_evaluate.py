@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hamburger.cli.main import main
-from tests.helpers import ESCAPE_ACTIONS, escape_code, save_tiny_checkpoint
+from tests.helpers import ESCAPE_ACTIONS, counted_generation, escape_code, save_tiny_checkpoint
 
 
 def test_eval_end_to_end(tmp_path, char_tokenizer, capsys):
@@ -156,7 +156,6 @@ def test_eval_killed_goes_on_where_it_stopped(tmp_path, char_tokenizer, capsys, 
     them (their timings too: nothing decoded again) to the same records, and the file goes once the run is written;
     other settings are refused while it is there."""
     import hamburger.eval.run as run_module
-    from hamburger.engine.generate import Generation
 
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
     out = tmp_path / "eval"
@@ -166,13 +165,7 @@ def test_eval_killed_goes_on_where_it_stopped(tmp_path, char_tokenizer, capsys, 
     whole = (out / "examples.jsonl").read_text()
     assert not (out / run_module.PROGRESS).exists()
     calls = []
-
-    def killed_after_three_batches(*args, **kwargs):
-        calls.append(1)
-        if len(calls) > 3:
-            raise KeyboardInterrupt
-        return Generation(*args, **kwargs)
-    monkeypatch.setattr(run_module, "Generation", killed_after_three_batches)
+    monkeypatch.setattr(run_module, "Generation", counted_generation(calls, stop_after=3))
     assert main(run) == 130  # (interrupted)
     progress = (out / run_module.PROGRESS).read_text().splitlines()
     assert len(progress) == 5  # (the base's 2 + 1, base-sampled's first 2)
