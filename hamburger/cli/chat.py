@@ -6,9 +6,10 @@ verify mode on a smaller KV cache; lossless verify is `--mode verify`). Each tur
 again and reads on from the last turn's prompt (`--prompt-cache`; `--mode verify` from the last reply's end). A
 conversation that outgrows the model's context, with room left for a reply (--max-new-tokens), loses its oldest
 exchanges after the system message, with a notice. Commands: /undo takes back the last exchange, /retry asks for the
-last reply again (sampled, a new draw unless --seed), /save FILE writes the conversation (JSON, OpenAI's messages),
-/load FILE (or --load) goes on from one, /reset forgets it, /help lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a
-reply where it is (what was shown stays in the conversation). With a pipe on stdin, every line is one user turn.
+last reply again (sampled, a new draw unless --seed), /system TEXT sets a new system message (alone: shows it),
+/save FILE writes the conversation (JSON, OpenAI's messages), /load FILE (or --load) goes on from one, /reset forgets
+it, /help lists them, /exit (or Ctrl-D) quits. Ctrl-C stops a reply where it is (what was shown stays in the
+conversation). With a pipe on stdin, every line is one user turn.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from hamburger.engine.prompt_cache import PROMPT_CACHE_MIB
 from hamburger.errors import HamburgerError
 
 
-COMMANDS = ("/undo: take back the last exchange; /retry: the last reply again; /save FILE, /load FILE: the "
-            "conversation as JSON (OpenAI's messages); /reset: start over; /exit: quit")
+COMMANDS = ("/undo: take back the last exchange; /retry: the last reply again; /system TEXT: a new system message "
+            "(alone: the one in force); /save FILE, /load FILE: the conversation as JSON (OpenAI's messages); /reset: "
+            "start over; /exit: quit")
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -142,6 +144,14 @@ def command(line: str, messages: list[dict], start: list[dict]) -> tuple[list[di
     elif name == "/reset":
         print("(conversation reset)", file=sys.stderr)
         return list(start), None
+    elif name == "/system":  # (a new system message from the next reply on; alone: the one in force)
+        head = next((i for i, m in enumerate(messages) if m["role"] != "system"), len(messages))
+        if not arg:
+            shown = " / ".join(m["content"] for m in messages[:head])
+            print(f"(system message: {shown})" if head else "(no system message)", file=sys.stderr)
+            return messages, None
+        print("(system message set)", file=sys.stderr)
+        return [{"role": "system", "content": arg}] + messages[head:], None
     elif name in ("/save", "/load") and not arg:
         print(f"(usage: {name} FILE)", file=sys.stderr)
     elif name == "/save":

@@ -257,6 +257,19 @@ def chat_run(ckpt, monkeypatch, capsys, lines: str, *options: str, code: int = 0
     return capsys.readouterr()
 
 
+def test_chat_system_command_sets_the_system_message(tmp_path, char_tokenizer, capsys, monkeypatch):
+    """/system TEXT: the next reply reads the new system message in place of --system's (the reply of a chat started
+    with that message), and the conversation saved holds it first; /system alone shows it."""
+    ckpt, saved = chat_checkpoint(tmp_path, char_tokenizer), tmp_path / "talk.json"
+    fresh = chat_run(ckpt, monkeypatch, capsys, "hi\n", "--system", "be kind").out.splitlines()
+    got = chat_run(ckpt, monkeypatch, capsys, f"/system\n/system be kind\n/system\nhi\n/save {saved}\n",
+                   "--system", "be short")
+    assert got.out.splitlines()[-1] == fresh[-1]
+    assert "(system message: be short)" in got.err and "(system message: be kind)" in got.err
+    assert [m["content"] for m in json.loads(saved.read_text())][:2] == ["be kind", "hi"]
+    assert "(no system message)" in chat_run(ckpt, monkeypatch, capsys, "/system\n").err
+
+
 def test_chat_commands_undo_retry_save_and_load(tmp_path, char_tokenizer, capsys, monkeypatch):
     """/undo takes back an exchange, /retry asks again (greedy: the same reply), /save and /load keep a conversation
     that goes on as the unbroken one does; bad commands and files are one line each, and the chat goes on."""
