@@ -116,7 +116,7 @@ def calibrate(model_dir: str | Path, tasks: tuple[str, ...] | list[str] = DEV_TA
         model, tokenizer, info, reference = load_model(model_dir, dtype, base, True, device)
         # (with the fields `eval --reuse-base` checks, so a later eval can take this sweep's base answers as they are)
         meta = {**run_meta(model_dir, info, limit, max_new_tokens), "split": "dev"}
-        progress = resumable(out, {**meta, "dtype": dtype, "device": device})
+        progress = resumable(out, {**meta, "dtype": dtype, "device": device}, model_dir)
         records, summary = run_eval(model, tokenizer, tasks, knobs, limit, max_new_tokens,
                                     batch_size=batch_size, reference=reference, progress=progress)
         meta["machine"] = machine_info(torch.get_num_threads(), dtype, model.device.type)

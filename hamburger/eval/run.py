@@ -442,10 +442,15 @@ def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[di
     return out
 
 
-def resumable(out: str | Path, meta: dict) -> Path:
+def resumable(out: str | Path, meta: dict, model_dir: str | Path | None) -> Path:
     """The progress file of an eval into the folder ``out`` (`run_eval`'s ``progress``), made with the settings
-    ``meta``: the answers of a killed run with the same settings are in it; other settings are refused while it is
-    there."""
+    ``meta`` and the checkpoint ``model_dir`` (None: the bundled one) as its files are now (their sizes and times: one
+    trained again in place decodes otherwise): the answers of a killed run with the same ones are in it; others are
+    refused while it is there."""
+    from hamburger.core.loading import default_model
+
+    files = sorted(p for p in Path(model_dir or default_model()).iterdir() if p.is_file())
+    meta = {**meta, "checkpoint_files": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}}
     progress, meta = Path(out) / PROGRESS, json.loads(json.dumps(meta))  # (as the sidecar reads back)
     progress.parent.mkdir(parents=True, exist_ok=True)
     done = read_jsonl(progress, tail="cut", missing_ok=True)
@@ -498,7 +503,7 @@ def evaluate(out: str | Path, tasks: list[str], confidences: list[float], model_
                               if verify or verify_fold else None),  # (the most tokens a table draft holds)
             "reused_base": str(reuse_base) if reuse_base else None, "sample": sample, "draws": draws}
     reused = reused_base(reuse_base, meta) if reuse_base else None
-    progress = resumable(out, {**meta, "dtype": dtype, "device": device, "full_heads": full_heads})
+    progress = resumable(out, {**meta, "dtype": dtype, "device": device, "full_heads": full_heads}, model_dir)
     records, summary = run_eval(model, tokenizer, tasks, confidences, limit, max_new_tokens, gsm8k_file, timeout,
                                 batch_size, endpoint, reference, chat_file, base_sampled, verify, verify_fold,
                                 verify_confidence, verify_lookup, reused, sample, verify_ngrams, draws, fold_runner,
