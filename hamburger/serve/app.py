@@ -115,7 +115,7 @@ def create_app(model, tokenizer, model_name: str = "hamburger", api_key: str | N
         else:
             parsed = await loop.run_in_executor(
                 workers, prepare, raw, kind, tokenizer, default_max_tokens, confidence, mode)
-        await loop.run_in_executor(workers, engine_checked, parsed.answers()[1], eos, model.vocab_size, tokenizer)
+        await loop.run_in_executor(workers, engine_checked, parsed.config, eos, model.vocab_size, tokenizer)
         refuse_if_draining()
         reqs = lifecycle.submit_all(scheduler, *parsed.answers(), parsed.mode, model.context_length)
         rid = completion_id(kind)

@@ -528,15 +528,15 @@ def checked(config: DecodingConfig) -> DecodingConfig:
         raise bad(str(e), code="invalid_value") from e
 
 
-def engine_checked(configs: list[DecodingConfig], eos, vocab: int, tokenizer) -> None:
+def engine_checked(config: DecodingConfig, eos, vocab: int, tokenizer) -> None:
     """A 400 for settings the engine would refuse (`generate.checked_request`: ids outside the vocabulary, and
     `min_tokens`, `allowed_token_ids` and `bad_words` that leave no token), before a streamed answer's headers go (the
-    scheduler's refusal could only be told in the stream)."""
-    for config in configs:
-        try:
-            checked_request(config, eos, vocab, tokenizer)
-        except HamburgerError as e:
-            raise bad(str(e), code="invalid_value") from e
+    scheduler's refusal could only be told in the stream). ``config``: a request's (its answers' differ only in
+    seed)."""
+    try:
+        checked_request(config, eos, vocab, tokenizer)
+    except HamburgerError as e:
+        raise bad(str(e), code="invalid_value") from e
 
 
 # ------------------------------------------------------------------------------------ responses

@@ -67,7 +67,7 @@ def test_request_bodies_in_random_combinations_are_refused_up_front_or_answered(
             continue
         prompts, configs = parsed.answers()
         try:
-            engine_checked(configs, eos, model.vocab_size, tokenizer)
+            engine_checked(parsed.config, eos, model.vocab_size, tokenizer)
         except APIError as e:
             assert e.status == 400
             checked += 1
