@@ -93,9 +93,10 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
             check_prediction(args, text, f"prompt {n} of {args.prompts_file}: ")
     model, tokenizer = generation_model(args, device)
     configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
-    ids = [encode_prompt(tokenizer, r.get("prompt", r.get("messages")), raw=args.raw, templating=templating(args),
-                         system=None if any(m["role"] == "system" for m in r.get("messages", ())) else args.system)
-           for r in rows]  # (--system where a conversation has none)
+    ids = [None] * done + [  # (the prompts still to answer; --system where a conversation has none)
+        encode_prompt(tokenizer, r.get("prompt", r.get("messages")), raw=args.raw, templating=templating(args),
+                      system=None if any(m["role"] == "system" for m in r.get("messages", ())) else args.system)
+        for r in rows[done:]]
     bar = tqdm(total=len(rows), initial=done, unit="prompt", file=sys.stderr, disable=args.out is None)
     for start in range(done, len(rows), args.batch_size):
         chunk = slice(start, start + args.batch_size)
