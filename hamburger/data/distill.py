@@ -42,7 +42,7 @@ import torch
 from hamburger.data.dataset import sample_id
 from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
-from hamburger.engine.sampling import draw_tokens
+from hamburger.engine.sampling import draw_rows
 from hamburger.errors import HamburgerError
 
 SORT_WINDOW_BATCHES = 16
@@ -84,7 +84,7 @@ def _seed(key: str) -> int:
 
 class RowSampler:
     """A logits processor for greedy HF ``generate``: each active row draws its token with its own (temperature,
-    top_p) and CPU generator (`draw_tokens`, on the model's device) and the scores keep only that token, so a
+    top_p) and CPU generator (`draw_rows`, on the model's device) and the scores keep only that token, so a
     row's draws never depend on the other rows of its batch. ``rows``: the batch rows still generating."""
 
     def __init__(self, draws: list[tuple[float, float, int]]):
@@ -96,7 +96,7 @@ class RowSampler:
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows, dev = torch.tensor(self.rows), scores.device
         uniform = torch.cat([torch.rand(1, generator=self.generators[r], dtype=torch.float64) for r in self.rows])
-        picked = draw_tokens(scores, self.temperature[rows].to(dev), torch.zeros(len(rows), dtype=torch.long,
+        picked = draw_rows(scores, self.temperature[rows].to(dev), torch.zeros(len(rows), dtype=torch.long,
                              device=dev), self.top_p[rows].to(dev), uniform.to(dev))
         return torch.full_like(scores, -math.inf).scatter_(1, picked[:, None], 0.0)
 

@@ -251,34 +251,53 @@ def continue_threshold(confidence: float) -> float:
 NUCLEUS_START = 64  # `nucleus` first looks among this many of the most likely tokens, then 4x as many, ...
 
 
-def nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    """The top-p set of one row's logits [V] as a boolean mask: the most likely tokens, in order, up to and including
-    the first at which their probability reaches ``top_p``. Exact without sorting the vocabulary: the k most likely
-    tokens (k = 64, 256, ... until they reach ``top_p``) hold the set, since every later token's preceding mass
-    is already at least ``top_p``. The masses add up in float64."""
-    probs, vocab = logits.softmax(-1), logits.shape[-1]
-    k = min(NUCLEUS_START, vocab)
-    while True:
-        values, order = torch.topk(probs, k)  # (sorted, most likely first)
+def nucleus(logits: torch.Tensor, top_p: float | torch.Tensor) -> torch.Tensor:
+    """The top-p set of each row of logits [..., V] as a boolean mask: the most likely tokens, in order, up to and
+    including the first at which their probability reaches ``top_p`` (one for every row, or one per row [...]; a row
+    at 1 keeps every token). Exact without sorting the vocabulary: the k most likely tokens (k = 64, 256, ... until
+    they reach ``top_p``) hold the set, since every later token's preceding mass is already at least ``top_p``. Each
+    row grows its own k, so its set never depends on the other rows. The masses add up in float64."""
+    vocab = logits.shape[-1]
+    probs = logits.softmax(-1).reshape(-1, vocab)
+    p = torch.as_tensor(top_p, dtype=torch.float64, device=logits.device).expand(logits.shape[:-1]).reshape(-1)
+    keep = (p >= 1.0)[:, None].expand(-1, vocab).clone()
+    todo, k = (p < 1.0).nonzero().flatten(), min(NUCLEUS_START, vocab)
+    while todo.numel():
+        values, order = torch.topk(probs[todo], k)  # (sorted, most likely first)
         cumulative = values.double().cumsum(-1)
-        if cumulative[-1] >= top_p or k == vocab:
-            keep = order[cumulative - values < top_p]  # the mass before each token is still short of top_p
-            return torch.zeros(vocab, dtype=torch.bool, device=logits.device).index_fill_(0, keep, True)
-        k = min(4 * k, vocab)
+        done = (cumulative[:, -1] >= p[todo]) | (k == vocab)
+        rows = todo[done]  # the mass before each token is still short of top_p:
+        keep[rows] = keep[rows].scatter(1, order[done], (cumulative - values)[done] < p[rows, None])
+        todo, k = todo[~done], min(4 * k, vocab)
+    return keep.reshape(logits.shape)
 
 
 def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     """Temperature, then top-k, then top-p (nucleus), then min-p filtering of one row's logits [V] (transformers'
     order; top-k and top-p keep the most likely token, and min-p compares with it)."""
-    logits = logits.float() / cfg.temperature
-    if cfg.top_k and cfg.top_k < logits.shape[-1]:
-        kth = torch.topk(logits, cfg.top_k).values[-1]
-        logits = logits.masked_fill(logits < kth, -math.inf)
-    if cfg.top_p < 1.0:
-        logits = logits.masked_fill(~nucleus(logits, cfg.top_p), -math.inf)
-    if cfg.min_p > 0.0:  # (p_i >= min_p p_max, in logits)
-        logits = logits.masked_fill(logits < logits.max() + math.log(cfg.min_p), -math.inf)
-    return logits
+    setting = lambda value, dtype=torch.float64: torch.tensor([value], dtype=dtype, device=logits.device)  # noqa: E731
+    return warp_rows(logits[None], setting(cfg.temperature), setting(cfg.top_k, torch.long), setting(cfg.top_p),
+                     setting(cfg.min_p))[0]
+
+
+def warp_rows(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+              min_p: torch.Tensor | None = None) -> torch.Tensor:
+    """`warp_logits` for each row of logits [B, V] with its own settings [B] (top_k 0: off; min_p None: off; a row at
+    temperature 0 is only filtered, its token is the argmax). A row's result never depends on the other rows. It
+    reads the settings on the host (a sync); `draw_tokens` warps without one."""
+    vocab = logits.shape[-1]
+    scaled = logits.float() / torch.where(temperature == 0, 1.0, temperature).float()[:, None]
+    cut = (top_k > 0) & (top_k < vocab)
+    if cut.any():
+        ranked = torch.topk(scaled, int(top_k[cut].max())).values
+        kth = ranked.gather(1, (torch.where(cut, top_k, 1) - 1).long()[:, None])
+        scaled = scaled.masked_fill(cut[:, None] & (scaled < kth), -math.inf)
+    if (top_p < 1.0).any():
+        scaled = scaled.masked_fill(~nucleus(scaled, top_p), -math.inf)
+    if min_p is not None and (min_p > 0).any():  # (p_i >= min_p p_max, in logits; min_p 0: log 0 = -inf drops nothing)
+        floor = scaled.max(-1, keepdim=True).values + min_p.double().log().float()[:, None]
+        scaled = scaled.masked_fill(scaled < floor, -math.inf)
+    return scaled
 
 
 def warped_probs(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
@@ -287,16 +306,23 @@ def warped_probs(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
-    """One draw from ``probs`` [V] with a request's generator: the token where the float64 CDF (in vocabulary order)
-    first exceeds a uniform draw scaled by the total mass. The generator lives on the CPU, so the draw happens there
-    whatever device the model runs on: a seed gives the same tokens on a CPU and a GPU. (`torch.multinomial` draws
-    the same distribution at 1.2 ms per draw from a 49k-token vocabulary on a 2-core CPU; this takes 0.08 ms:
-    experiments/2026-11-27-fast-draw/.)"""
+    """One draw from ``probs`` [V] with a request's generator (`invert_cdf`). The generator lives on the CPU, so the
+    draw happens there whatever device the model runs on: a seed gives the same tokens on a CPU and a GPU.
+    (`torch.multinomial` draws the same distribution at 1.2 ms per draw from a 49k-token vocabulary on a 2-core CPU;
+    this takes 0.08 ms: experiments/2026-11-27-fast-draw/.)"""
     if generator is not None and probs.device != generator.device:
         probs = probs.to(generator.device)
+    return int(invert_cdf(probs[None], torch.rand((1,), generator=generator, dtype=torch.float64,
+                                                  device=probs.device))[0])
+
+
+def invert_cdf(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """For each row of ``probs`` [B, V] and its uniform draw in [0, 1) [B], the token where the row's float64 CDF, in
+    vocabulary order, first exceeds the draw scaled by the row's total mass. In vocabulary order, logits that move
+    by rounding (another batch's padding) move a token only where the draw lands within that rounding of its edge."""
     cdf = probs.double().cumsum(-1)
-    u = torch.rand((1,), generator=generator, dtype=torch.float64, device=cdf.device) * cdf[-1]
-    return int(torch.searchsorted(cdf, u, right=True).clamp(max=cdf.shape[-1] - 1))
+    at = torch.searchsorted(cdf, uniform.double()[:, None] * cdf[:, -1:], right=True)
+    return at[:, 0].clamp(max=cdf.shape[-1] - 1)
 
 
 def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
@@ -339,3 +365,14 @@ def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Te
     cdf = probs.masked_fill(drop, 0.0).double().cumsum(-1)
     at = torch.searchsorted(cdf, (uniform.double() * cdf[:, -1])[:, None], right=True).clamp(max=vocab - 1)
     return torch.where(greedy, logits.argmax(-1), order.gather(1, at)[:, 0])
+
+
+def draw_rows(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
+              uniform: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
+    """`draw_tokens` for a loop the host drives: each row's token is the one `sample` draws from its `warped_probs`
+    at the same uniform (`warp_rows`, `invert_cdf`). The top-p set comes without sorting the vocabulary, at the cost
+    of host syncs; at 32 rows of a 49k-token vocabulary on a 2-core CPU that sort was 13% of a sampled distillation's
+    time (experiments/2026-12-07-distill-batch/)."""
+    greedy = temperature == 0
+    probs = warp_rows(logits, temperature, top_k, top_p, min_p).softmax(-1)
+    return torch.where(greedy, logits.argmax(-1), invert_cdf(probs, uniform))

@@ -5,7 +5,7 @@ import torch
 
 from hamburger.engine.generate import Generation
 from hamburger.engine.micro import _COMPILED, compile_micro_loop
-from hamburger.engine.sampling import DecodingConfig, draw_tokens, warp_logits
+from hamburger.engine.sampling import DecodingConfig, draw_rows, draw_tokens, warp_logits
 from tests.helpers import tiny_hamburger
 
 PROMPTS = [[1, 40, 41, 42, 43], [1, 50, 60, 70, 80, 90, 22, 23, 24], [1, 77], [1, 5, 6, 7, 8, 9, 10]]
@@ -115,8 +115,10 @@ def test_device_sampling_is_seeded_per_row_and_cold_is_greedy(char_tokenizer):
     assert cold.token_ids == greedy.token_ids == together[3].token_ids
 
 
-def test_draw_tokens_follows_the_warped_distribution():
-    """Inverting the warped CDF at uniform draws samples `warp_logits`' distribution (and nothing outside it)."""
+@pytest.mark.parametrize("draw", [draw_tokens, draw_rows])
+def test_draw_tokens_follows_the_warped_distribution(draw):
+    """Inverting the warped CDF at uniform draws samples `warp_logits`' distribution (and nothing outside it), in the
+    sorted order (`draw_tokens`) or the vocabulary's (`draw_rows`)."""
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(4, 40, generator=g) * 2
     settings = [DecodingConfig(temperature=1.0), DecodingConfig(temperature=0.7, top_k=5),
@@ -126,13 +128,13 @@ def test_draw_tokens_follows_the_warped_distribution():
         expected = warp_logits(logits[b], cfg).softmax(-1)
         rows = logits[b].expand(n, -1)
         full = lambda v: torch.full((n,), float(v), dtype=torch.float64)  # noqa: E731
-        drawn = draw_tokens(rows, full(cfg.temperature), full(cfg.top_k), full(cfg.top_p),
-                            torch.rand(n, generator=g, dtype=torch.float64), full(cfg.min_p))
+        drawn = draw(rows, full(cfg.temperature), full(cfg.top_k), full(cfg.top_p),
+                     torch.rand(n, generator=g, dtype=torch.float64), full(cfg.min_p))
         freq = torch.bincount(drawn, minlength=40).double() / n
         assert (freq[expected == 0] == 0).all()
         assert (freq - expected.double()).abs().max() < 0.015
-    greedy = draw_tokens(logits, torch.zeros(4, dtype=torch.float64), torch.zeros(4), torch.ones(4),
-                         torch.rand(4, dtype=torch.float64))
+    greedy = draw(logits, torch.zeros(4, dtype=torch.float64), torch.zeros(4), torch.ones(4),
+                  torch.rand(4, dtype=torch.float64))
     assert greedy.tolist() == logits.argmax(-1).tolist()
 
 

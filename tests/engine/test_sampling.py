@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
-from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, nucleus, sample, warp_logits,
-                                      warped_probs)
+from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, draw_rows, nucleus, sample,
+                                      warp_logits, warp_rows, warped_probs)
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS
 from tests.verify_helpers import ENGINES, engine_of
@@ -15,12 +15,18 @@ from tests.verify_helpers import ENGINES, engine_of
 
 @pytest.mark.parametrize("vocab", [7, 300, 49152])
 def test_nucleus_is_the_sorted_top_p_set(vocab):
+    """Each row of a batch, with its own top_p, gets the sorted definition's set, as it does alone (1: every token)."""
     g = torch.Generator().manual_seed(vocab)
-    for scale in (0.3, 2.0, 8.0):  # flat (the search grows to the whole vocabulary) to peaked (the first 64 hold it)
-        for top_p in (0.05, 0.5, 0.9, 0.99):
-            logits = torch.randn(vocab, generator=g) * scale
-            logits[: vocab // 3] = -math.inf  # (top-k's mask)
-            assert torch.equal(nucleus(logits, top_p), sorted_nucleus(logits, top_p))
+    scales = (0.3, 2.0, 8.0)  # flat (the search grows to the whole vocabulary) to peaked (the first 64 hold it)
+    top_ps = torch.tensor([0.05, 0.5, 0.9, 0.99, 1.0], dtype=torch.float64)
+    logits = torch.cat([torch.randn(len(top_ps), vocab, generator=g) * scale for scale in scales])
+    logits[:, : vocab // 3] = -math.inf  # (top-k's mask)
+    per_row = top_ps.repeat(len(scales))
+    together = nucleus(logits, per_row)
+    for row, top_p, kept in zip(logits, per_row.tolist(), together):
+        expected = sorted_nucleus(row, top_p) if top_p < 1 else torch.ones(vocab, dtype=torch.bool)
+        assert torch.equal(kept, expected) and torch.equal(nucleus(row, top_p), expected)
+    assert torch.equal(nucleus(logits.reshape(3, -1, vocab), per_row.reshape(3, -1)), together.reshape(3, -1, vocab))
 
 
 def test_nucleus_of_a_certain_token_and_of_a_uniform_row():
@@ -73,6 +79,41 @@ def test_draw_each_gives_each_sampled_row_its_distribution():
     for b in (0, 2):
         assert torch.equal(dists[b], warped_probs(logits[b], cfgs[b])) and dists[b][tokens[b]] > 0
     assert torch.equal(choose_tokens(logits, cfgs, [c.make_generator() for c in cfgs]), tokens)  # same seeds
+
+
+ROW_SETTINGS = [DecodingConfig(temperature=0.7, top_p=0.9), DecodingConfig(), DecodingConfig(temperature=1.3, top_k=5),
+                DecodingConfig(temperature=1.0, top_k=40, top_p=0.8, min_p=0.05), DecodingConfig(temperature=2.0),
+                DecodingConfig(temperature=0.5, min_p=0.2), DecodingConfig(temperature=1.0, top_p=0.3)]
+
+
+def row_settings(cfgs: list[DecodingConfig]) -> dict[str, torch.Tensor]:
+    return {name: torch.tensor([getattr(c, name) for c in cfgs], dtype=torch.long if name == "top_k" else
+                               torch.float64) for name in ("temperature", "top_k", "top_p", "min_p")}
+
+
+def test_warp_rows_warps_each_row_as_alone():
+    logits = torch.randn(len(ROW_SETTINGS), 300, generator=torch.Generator().manual_seed(1)) * 3
+    warped = warp_rows(logits, **row_settings(ROW_SETTINGS))
+    for b, cfg in enumerate(ROW_SETTINGS):
+        assert torch.equal(warped[b], logits[b] if cfg.greedy else warp_logits(logits[b], cfg))
+    assert torch.equal(warp_rows(logits[2:4], **row_settings(ROW_SETTINGS[2:4])), warped[2:4])
+
+
+def test_draw_rows_draws_what_sample_draws_from_each_rows_distribution():
+    """At the same uniform a row's token is `sample`'s from its `warped_probs` (greedy rows: the argmax), in any
+    batch."""
+    g = torch.Generator().manual_seed(2)
+    for _ in range(20):
+        logits = torch.randn(len(ROW_SETTINGS), 300, generator=g) * 3
+        seeds = torch.randint(1 << 30, (len(ROW_SETTINGS),), generator=g).tolist()
+        uniform = torch.cat([torch.rand(1, generator=torch.Generator().manual_seed(s), dtype=torch.float64)
+                             for s in seeds])
+        drawn = draw_rows(logits, uniform=uniform, **row_settings(ROW_SETTINGS))
+        for b, (cfg, seed) in enumerate(zip(ROW_SETTINGS, seeds)):
+            alone = int(logits[b].argmax()) if cfg.greedy else \
+                sample(warped_probs(logits[b], cfg), torch.Generator().manual_seed(seed))
+            assert int(drawn[b]) == alone
+        assert torch.equal(draw_rows(logits[3:], uniform=uniform[3:], **row_settings(ROW_SETTINGS[3:])), drawn[3:])
 
 
 def test_sample_draws_its_distribution_and_never_a_zero_probability_token():
