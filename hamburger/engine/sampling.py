@@ -257,27 +257,43 @@ def nucleus(logits: torch.Tensor, top_p: float | torch.Tensor) -> torch.Tensor:
     at 1 keeps every token). Exact without sorting the vocabulary: the k most likely tokens (k = 64, 256, ... until
     they reach ``top_p``) hold the set, since every later token's preceding mass is already at least ``top_p``. Each
     row grows its own k, so its set never depends on the other rows. The masses add up in float64."""
-    vocab = logits.shape[-1]
+    vocab, k = logits.shape[-1], min(NUCLEUS_START, logits.shape[-1])
     probs = logits.softmax(-1).reshape(-1, vocab)
     p = torch.as_tensor(top_p, dtype=torch.float64, device=logits.device).expand(logits.shape[:-1]).reshape(-1)
-    keep = (p >= 1.0)[:, None].expand(-1, vocab).clone()
-    todo, k = (p < 1.0).nonzero().flatten(), min(NUCLEUS_START, vocab)
+    keep, done = _top_set(probs, p, k)
+    whole = p >= 1.0
+    todo = (~done & ~whole).nonzero()[:, 0]
     while todo.numel():
-        values, order = torch.topk(probs[todo], k)  # (sorted, most likely first)
-        cumulative = values.double().cumsum(-1)
-        done = (cumulative[:, -1] >= p[todo]) | (k == vocab)
-        rows = todo[done]  # the mass before each token is still short of top_p:
-        keep[rows] = keep[rows].scatter(1, order[done], (cumulative - values)[done] < p[rows, None])
-        todo, k = todo[~done], min(4 * k, vocab)
+        k = min(4 * k, vocab)
+        kept, done = _top_set(probs[todo], p[todo], k)
+        keep[todo] = kept  # (rows not done yet are written again at a bigger k)
+        todo = todo[~done]
+    if whole.any():
+        keep[whole] = True
     return keep.reshape(logits.shape)
+
+
+def _top_set(probs: torch.Tensor, top_p: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`nucleus` among the ``k`` most likely tokens of each row of ``probs`` [n, V]: (the set [n, V], whether the row's
+    k tokens reach its ``top_p`` [n], so that the set is the whole nucleus)."""
+    values, order = torch.topk(probs, k)  # (sorted, most likely first)
+    cumulative = values.double().cumsum(-1)
+    done = (cumulative[:, -1] >= top_p) | (k == probs.shape[-1])
+    before = cumulative - values  # the mass before each token is still short of top_p:
+    return torch.zeros_like(probs, dtype=torch.bool).scatter_(1, order, before < top_p[:, None]), done
 
 
 def warp_logits(logits: torch.Tensor, cfg: DecodingConfig) -> torch.Tensor:
     """Temperature, then top-k, then top-p (nucleus), then min-p filtering of one row's logits [V] (transformers'
     order; top-k and top-p keep the most likely token, and min-p compares with it)."""
-    setting = lambda value, dtype=torch.float64: torch.tensor([value], dtype=dtype, device=logits.device)  # noqa: E731
-    return warp_rows(logits[None], setting(cfg.temperature), setting(cfg.top_k, torch.long), setting(cfg.top_p),
-                     setting(cfg.min_p))[0]
+    return warp_rows(logits[None], **row_settings([cfg], logits.device))[0]
+
+
+def row_settings(cfgs: Sequence[DecodingConfig], device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    """The sampling settings of ``cfgs``, one row each, as `warp_rows` takes them."""
+    return {name: torch.tensor([getattr(c, name) for c in cfgs], device=device,
+                               dtype=torch.long if name == "top_k" else torch.float64)
+            for name in ("temperature", "top_k", "top_p", "min_p")}
 
 
 def warp_rows(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
@@ -336,13 +352,14 @@ def choose_tokens(logits: torch.Tensor, cfgs: list[DecodingConfig],
 
 def draw_each(logits: torch.Tensor, cfgs: list[DecodingConfig],
               generators: list[torch.Generator | None]) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
-    """`choose_tokens`, and the distribution each sampled row drew from (`warped_probs`; None for a greedy row)."""
-    out, dists = logits.argmax(-1), []
-    for b, (cfg, gen) in enumerate(zip(cfgs, generators)):
-        probs = None if cfg.greedy else warped_probs(logits[b], cfg)
-        if probs is not None:
-            out[b] = sample(probs, gen)
-        dists.append(probs)
+    """`choose_tokens`, and the distribution each sampled row drew from (`warped_probs`; None for a greedy row): the
+    sampled rows are warped together (`warp_rows`), then each draws with its own generator (`sample`)."""
+    out, dists = logits.argmax(-1), [None] * len(cfgs)
+    sampled = [b for b, cfg in enumerate(cfgs) if not cfg.greedy]
+    if sampled:
+        probs = warp_rows(logits[sampled], **row_settings([cfgs[b] for b in sampled], logits.device)).softmax(-1)
+        for b, row in zip(sampled, probs):
+            out[b], dists[b] = sample(row, generators[b]), row
     return out, dists
 
 

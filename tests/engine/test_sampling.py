@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
-from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, draw_rows, nucleus, sample,
-                                      warp_logits, warp_rows, warped_probs)
+from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, draw_rows, nucleus, row_settings,
+                                      sample, warp_logits, warp_rows, warped_probs)
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS
 from tests.verify_helpers import ENGINES, engine_of
@@ -84,11 +84,6 @@ def test_draw_each_gives_each_sampled_row_its_distribution():
 ROW_SETTINGS = [DecodingConfig(temperature=0.7, top_p=0.9), DecodingConfig(), DecodingConfig(temperature=1.3, top_k=5),
                 DecodingConfig(temperature=1.0, top_k=40, top_p=0.8, min_p=0.05), DecodingConfig(temperature=2.0),
                 DecodingConfig(temperature=0.5, min_p=0.2), DecodingConfig(temperature=1.0, top_p=0.3)]
-
-
-def row_settings(cfgs: list[DecodingConfig]) -> dict[str, torch.Tensor]:
-    return {name: torch.tensor([getattr(c, name) for c in cfgs], dtype=torch.long if name == "top_k" else
-                               torch.float64) for name in ("temperature", "top_k", "top_p", "min_p")}
 
 
 def test_warp_rows_warps_each_row_as_alone():
