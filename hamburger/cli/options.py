@@ -76,7 +76,7 @@ def add_sampling(p: argparse.ArgumentParser, *, what: str = "answer", knob: str 
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling mass in (0, 1] (default 1.0)")
     if extra:
-        p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0 = all)")
+        p.add_argument("--top-k", type=int, default=0, help="sample among the k most likely tokens (0 or -1 = all)")
         p.add_argument("--min-p", type=float, default=0.0,
                        help="in [0, 1]: sample only among tokens at least this times as likely as the most likely one "
                             "(after temperature, top-k and top-p; 0 = off, the default)")

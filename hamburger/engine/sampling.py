@@ -27,7 +27,7 @@ class DecodingConfig:
         model's default. The stop decision is this deterministic threshold also when sampling: with the
         stop_head gate sampling changes which tokens are drawn, never how many per base forward; with
         token_prob the drawn token's probability (under the MSD's unwarped distribution) is compared.
-    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off) and min_p in [0, 1] (0 = off: a token stays only
+    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off; vLLM's -1 is taken as 0) and min_p in [0, 1] (0 = off: a token stays only
         where its probability is at least min_p times the most likely one's) apply when sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
@@ -90,6 +90,10 @@ class DecodingConfig:
     grammar: str | None = None
     prediction: list[int] | None = None
 
+    def __post_init__(self):
+        if self.top_k == -1:  # (vLLM's "off", which clients send as its default)
+            self.top_k = 0
+
     def validate(self) -> "DecodingConfig":
         if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
             raise HamburgerError(f"max_new_tokens must be a positive integer, got {self.max_new_tokens!r}")
@@ -100,7 +104,7 @@ class DecodingConfig:
         if not 0.0 < self.top_p <= 1.0:
             raise HamburgerError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if self.top_k < 0:
-            raise HamburgerError(f"top_k must be >= 0, got {self.top_k!r}")
+            raise HamburgerError(f"top_k must be >= 0 (0 or -1: off), got {self.top_k!r}")
         if not _number_in(self.min_p, 0.0, 1.0):
             raise HamburgerError(f"min_p must be a number in [0, 1], got {self.min_p!r}")
         if not 0.0 <= self.reread <= 1.0:

@@ -280,7 +280,7 @@ def parse_config(body: dict, kind: str, default_max_tokens: int, default_confide
         reread=float(_number(body, "reread", 0.0, 0.0, 1.0)),
         temperature=float(_number(body, "temperature", 0.0, 0.0, 2.0)),
         top_p=float(_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True)),
-        top_k=_number(body, "top_k", 0, 0, 1 << 30, integer=True),
+        top_k=_number(body, "top_k", 0, -1, 1 << 30, integer=True),  # (-1: vLLM's "off", as 0)
         min_p=float(_number(body, "min_p", 0.0, 0.0, 1.0)),
         seed=_number(body, "seed", None, -(1 << 63), (1 << 64) - 1, integer=True),
         stop=list(stop), include_stop_str_in_output=bool(body.get("include_stop_str_in_output")),

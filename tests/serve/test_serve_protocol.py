@@ -9,6 +9,7 @@ import pytest
 from hamburger.engine.generate import GenerationResult, GroupEvent
 from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyResult
+from hamburger.errors import HamburgerError
 from hamburger.serve import lifecycle
 from hamburger.serve.protocol import (FINISH, APIError, Chunks, Echo, Parsed, StreamedAnswer, TokenLogprobs, authorize,
                                       completion_body, completion_id, error_body, internal_error, model_card,
@@ -516,3 +517,17 @@ def test_chat_template_fields(char_tokenizer):
             assert e.value.status == 400 and says in e.value.message, (fields, e.value.message)
     finally:
         char_tokenizer.chat_template = None
+
+
+def test_vllms_top_k_of_minus_one_is_off(char_tokenizer):
+    """Clients of vLLM send `top_k` -1 (its "off", the default of its sampling parameters): the answer top_k 0 gets."""
+    body = {"prompt": "hi", "temperature": 1.0, "seed": 3}
+    parsed = [prepare(json.dumps({**body, "top_k": k}).encode(), "completion", char_tokenizer, 8, None)
+              for k in (-1, 0, 5)]
+    assert [p.config.top_k for p in parsed] == [0, 0, 5] and parsed[0].config == parsed[1].config
+    with pytest.raises(APIError) as e:
+        prepare(json.dumps({**body, "top_k": -2}).encode(), "completion", char_tokenizer, 8, None)
+    assert e.value.status == 400 and "top_k" in str(e.value)
+    assert DecodingConfig(top_k=-1, temperature=1.0).validate().top_k == 0
+    with pytest.raises(HamburgerError, match="0 or -1: off"):
+        DecodingConfig(top_k=-2).validate()
