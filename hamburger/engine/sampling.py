@@ -370,9 +370,10 @@ def draw_each(logits: torch.Tensor, cfgs: list[DecodingConfig],
 def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,
                 uniform: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
     """One token per row of logits [B, V] on the device, each row with its own settings [B] (temperature 0 is
-    greedy; ``min_p`` None: none) and a uniform draw in [0, 1) [B]: `warp_logits` for all rows at once, then the
-    inverse of the warped CDF at the uniform (no host sync; the caller draws the uniforms from each row's
-    generator)."""
+    greedy; ``min_p`` None: none) and a uniform draw in [0, 1) [B]: `warp_logits` for all rows at once (top-k and
+    top-p over the sorted vocabulary, masses in float64 as `nucleus` adds them), then the warped CDF in vocabulary
+    order inverted at the uniform, as `draw_rows` and `sample` invert theirs (`invert_cdf`). No host sync (the caller
+    draws the uniforms from each row's generator)."""
     greedy = temperature == 0
     scaled = logits.float() / torch.where(greedy, 1.0, temperature).float()[:, None]
     ordered, order = torch.sort(scaled, -1, descending=True)
@@ -380,12 +381,11 @@ def draw_tokens(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Te
     k = torch.where((top_k > 0) & (top_k < vocab), top_k, vocab).long()
     ordered = ordered.masked_fill(ordered < ordered.gather(1, k[:, None] - 1), -math.inf)
     probs = ordered.softmax(-1)
-    drop = (probs.cumsum(-1) - probs >= top_p[:, None]) & (top_p < 1.0)[:, None]
+    drop = (probs.double().cumsum(-1) - probs >= top_p.double()[:, None]) & (top_p < 1.0)[:, None]
     if min_p is not None:  # (min_p 0: log 0 = -inf drops nothing)
         drop = drop | (ordered < ordered[:, :1] + min_p.double().log().float()[:, None])
-    cdf = probs.masked_fill(drop, 0.0).double().cumsum(-1)
-    at = torch.searchsorted(cdf, (uniform.double() * cdf[:, -1])[:, None], right=True).clamp(max=vocab - 1)
-    return torch.where(greedy, logits.argmax(-1), order.gather(1, at)[:, 0])
+    warped = torch.zeros_like(probs).scatter_(1, order, probs.masked_fill(drop, 0.0))  # (back in vocabulary order)
+    return torch.where(greedy, logits.argmax(-1), invert_cdf(warped, uniform))
 
 
 def draw_rows(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor,

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from benchmarks.top_p_cost import sorted_nucleus  # the definition: sort, keep while the mass before is < top_p
-from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, draw_rows, nucleus, row_settings,
-                                      sample, warp_logits, warp_rows, warped_probs)
+from hamburger.engine.sampling import (DecodingConfig, choose_tokens, draw_each, draw_rows, draw_tokens, nucleus,
+                                      row_settings, sample, warp_logits, warp_rows, warped_probs)
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS
 from tests.verify_helpers import ENGINES, engine_of
@@ -109,6 +109,18 @@ def test_draw_rows_draws_what_sample_draws_from_each_rows_distribution():
                 sample(warped_probs(logits[b], cfg), torch.Generator().manual_seed(seed))
             assert int(drawn[b]) == alone
         assert torch.equal(draw_rows(logits[3:], uniform=uniform[3:], **row_settings(ROW_SETTINGS[3:])), drawn[3:])
+
+
+def test_the_device_draw_takes_the_host_driven_draws_tokens():
+    """`draw_tokens` (sorted top-p, no host sync) and `draw_rows` invert the same vocabulary-order CDF: at the same
+    uniforms they give the same tokens (the logits hold no ties, and no draw lands within rounding of an edge)."""
+    g = torch.Generator().manual_seed(3)
+    for _ in range(20):
+        logits = torch.randn(len(ROW_SETTINGS), 300, generator=g) * 3
+        uniform = torch.rand(len(ROW_SETTINGS), generator=g, dtype=torch.float64)
+        settings = row_settings(ROW_SETTINGS)
+        assert torch.equal(draw_tokens(logits, uniform=uniform, **settings), draw_rows(logits, uniform=uniform,
+                                                                                       **settings))
 
 
 def test_sample_draws_its_distribution_and_never_a_zero_probability_token():
