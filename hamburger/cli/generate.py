@@ -49,9 +49,22 @@ def line_config(config, row: dict, where: str):
         raise HamburgerError(f"{where}{e}") from None
 
 
-def answered(args: argparse.Namespace, config, rows: list[dict]) -> int:
-    """How many of the prompts ``rows`` the --out file answers already (0 without --out): a rerun with the same settings
-    (the file's sidecar holds them) goes on after them; a half-written last line is cut off."""
+def answer_rows(rows: list[dict], configs: list, n: int, where) -> list[tuple[int, int | None, object]]:
+    """(line, index, config) of each answer to a prompts file's ``rows`` (line: its row's place in them): a line's `n`
+    answers (its own 'n', or ``n``), seeded ones with successive seeds (`DecodingConfig.answers`); index None where the
+    line has one answer. ``where``: a line's number -> the prefix of its errors."""
+    out = []
+    for line, (row, config) in enumerate(zip(rows, configs)):
+        count = row.get("n", n)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise HamburgerError(f"{where(line + 1)}'n' must be a positive integer, got {count!r}")
+        out += [(line, i if count > 1 else None, c) for i, c in enumerate(config.answers(count))]
+    return out
+
+
+def answered(args: argparse.Namespace, config, rows: list[dict], answers: list[tuple]) -> int:
+    """How many of the ``answers`` to ``rows`` (`answer_rows`) the --out file holds already (0 without --out): a rerun
+    with the same settings (the file's sidecar holds them) goes on after them; a half-written last line is cut off."""
     from dataclasses import asdict
 
     from hamburger.data.io import check_meta, read_jsonl
@@ -62,16 +75,18 @@ def answered(args: argparse.Namespace, config, rows: list[dict]) -> int:
     done = read_jsonl(out, tail="cut", missing_ok=True)
     meta = json.loads(json.dumps({"model": args.model, "base": args.base, "mode": args.mode, "raw": args.raw,
                                   "system": args.system, "chat_template_kwargs": args.chat_template_kwargs,
-                                  "settings": asdict(config)}))
+                                  "n": args.n, "settings": asdict(config)}))
     check_meta(out, meta, tuple(meta), bool(done))
-    if len(done) > len(rows) or any("id" in r and a.get("id") != r["id"] for a, r in zip(done, rows)):
+    if len(done) > len(answers) or any(("id" in rows[line] and a.get("id") != rows[line]["id"]) or
+                                       a.get("index") != index for a, (line, index, _) in zip(done, answers)):
         raise HamburgerError(f"{out} holds answers to other prompts than {args.prompts_file}'s; use another --out")
     return len(done)
 
 
 def generate_file(args: argparse.Namespace, config, device: str) -> int:
-    """Batched generation over a prompts file; one JSON object per prompt (with its line's `id`, if any), in input
-    order: on stdout, or appended to --out, which a rerun goes on from."""
+    """Batched generation over a prompts file; one JSON object per answer (with its line's `id`, if any, and its
+    `index` among the line's answers where it has several), in input order: on stdout, or appended to --out, which a
+    rerun goes on from."""
     from tqdm import tqdm
 
     from hamburger.data.io import append_jsonl, read_prompt_file
@@ -82,27 +97,34 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
         raise HamburgerError(f"{args.prompts_file}: a line's 'messages' need the chat template, which --raw leaves out")
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
-    done = answered(args, config, rows)
-    if done == len(rows):
-        print(f"{args.out}: all {done} prompts are answered already", file=sys.stderr)
-        return 0
-    configs = [line_config(config, r, f"prompt {n} of {args.prompts_file}: ") for n, r in enumerate(rows, 1)]
+    if args.n < 1:
+        raise HamburgerError("--n must be >= 1")
+    where = lambda n: f"prompt {n} of {args.prompts_file}: "  # noqa: E731
+    configs = [line_config(config, r, where(n)) for n, r in enumerate(rows, 1)]
     predictions = [r.get("prediction", args.prediction) for r in rows]
     for n, text in enumerate(predictions, 1):
         if text is not None:
-            check_prediction(args, text, f"prompt {n} of {args.prompts_file}: ")
+            check_prediction(args, text, where(n))
+    todo = answer_rows(rows, configs, args.n, where)
+    done = answered(args, config, rows, todo)
+    if done == len(todo):
+        print(f"{args.out}: all {done} answers are there already", file=sys.stderr)
+        return 0
     model, tokenizer = generation_model(args, device)
-    configs = [predicted(config, tokenizer, text) for config, text in zip(configs, predictions)]
-    ids = [None] * done + [  # (the prompts still to answer; --system where a conversation has none)
-        encode_prompt(tokenizer, r.get("prompt", r.get("messages")), raw=args.raw, templating=templating(args),
-                      system=None if any(m["role"] == "system" for m in r.get("messages", ())) else args.system)
-        for r in rows[done:]]
-    bar = tqdm(total=len(rows), initial=done, unit="prompt", file=sys.stderr, disable=args.out is None)
-    for start in range(done, len(rows), args.batch_size):
-        chunk = slice(start, start + args.batch_size)
-        results = make_generation(args, model, tokenizer, ids[chunk], configs[chunk]).run()
-        answers = [{**({"id": row["id"]} if "id" in row else {}), **result.to_dict()}
-                   for row, result in zip(rows[chunk], results)]
+    prompt_ids = {}  # (each line still to answer, read once for its answers; --system where a conversation has none)
+    for line in dict.fromkeys(line for line, _, _ in todo[done:]):
+        row = rows[line]
+        system = None if any(m["role"] == "system" for m in row.get("messages", ())) else args.system
+        prompt_ids[line] = encode_prompt(tokenizer, row.get("prompt", row.get("messages")), raw=args.raw,
+                                         templating=templating(args), system=system)
+    bar = tqdm(total=len(todo), initial=done, unit="answer", file=sys.stderr, disable=args.out is None)
+    for start in range(done, len(todo), args.batch_size):
+        chunk = todo[start:start + args.batch_size]
+        results = make_generation(args, model, tokenizer, [prompt_ids[line] for line, _, _ in chunk],
+                                  [predicted(c, tokenizer, predictions[line]) for line, _, c in chunk]).run()
+        answers = [{**({"id": rows[line]["id"]} if "id" in rows[line] else {}),
+                    **({} if index is None else {"index": index}), **result.to_dict()}
+                   for (line, index, _), result in zip(chunk, results)]
         if args.out is None:
             print("\n".join(map(json.dumps, answers)), flush=True)
         else:
@@ -110,7 +132,7 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
             bar.update(len(answers))
     bar.close()
     if args.out is not None:
-        print(f"{args.out}: {len(rows)} answers ({len(rows) - done} new)", file=sys.stderr)
+        print(f"{args.out}: {len(todo)} answers ({len(todo) - done} new)", file=sys.stderr)
     return 0
 
 
@@ -144,8 +166,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     device = device_of(args)
     if args.prompts_file:
         return generate_file(args, config, device)
-    if args.out is not None:
-        raise HamburgerError("--out writes the answers of a --prompts-file")
+    if args.out is not None or args.n != 1:
+        raise HamburgerError(f"{'--out' if args.out is not None else '--n'} is for the answers of a --prompts-file")
     prompt = read_prompt(args)
     if args.prediction is not None:
         check_prediction(args, args.prediction)
@@ -188,9 +210,13 @@ def register(sub) -> None:
                    help="jsonl with a 'prompt' field per line (or 'messages', a chat conversation as OpenAI's), and "
                         "optionally its own 'prediction' and settings "
                         "(" + ", ".join(f"'{k}'" for k in LINE_SETTINGS) + ": the options' names with underscores; "
-                        "the options otherwise): generate them in batches and print one JSON object per prompt, in "
-                        "input order, with the line's 'id' if it has one")
-    p.add_argument("--batch-size", type=int, default=8, help="prompts per batch with --prompts-file (default 8)")
+                        "the options otherwise), and 'n', its number of answers: generate them in batches and print "
+                        "one JSON object per answer, in input order, with the line's 'id' if it has one (and the "
+                        "answer's 'index' where its line has several)")
+    p.add_argument("--batch-size", type=int, default=8, help="answers per batch with --prompts-file (default 8)")
+    p.add_argument("--n", type=int, default=1,
+                   help="with --prompts-file: answers per prompt where a line gives no 'n' (default 1); a seeded "
+                        "prompt's answers draw with the seeds seed, seed + 1, ..., as the server's 'n' does")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="with --prompts-file: append the answers to FILE (jsonl, each batch written to disk before the "
                         "next), with a progress bar; a rerun with the same settings goes on after the prompts FILE "

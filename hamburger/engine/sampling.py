@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, Sequence
 
 import torch
@@ -170,6 +170,14 @@ class DecodingConfig:
         """The ids that end an answer: the model's end-of-sequence ids ``eos`` (unless `ignore_eos`) and
         `stop_token_ids`."""
         return frozenset(() if self.ignore_eos else eos) | frozenset(self.stop_token_ids)
+
+    def answers(self, n: int) -> list["DecodingConfig"]:
+        """The configs of ``n`` answers to one prompt: a seeded config's answers draw with the seeds seed, seed + 1, ...
+        (seed - 1, ... past the largest seed, 2^64 - 1), so they differ and each is reproducible."""
+        if self.seed is None or n == 1:
+            return [self] * n
+        step = 1 if self.seed + n <= 1 << 64 else -1
+        return [replace(self, seed=self.seed + step * i) for i in range(n)]
 
     @property
     def greedy(self) -> bool:

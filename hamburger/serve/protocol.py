@@ -464,13 +464,9 @@ class Parsed:
         return None if self.echo is None else [e for e in self.echo for _ in range(self.n)]
 
     def choice_configs(self) -> list[DecodingConfig]:
-        """The config of each answer: a seeded request's answers draw with the seeds seed, seed + 1, ... (seed - 1,
-        ... past the largest seed), so they differ and each is reproducible."""
-        seed = self.config.seed
-        if seed is None or self.n == 1:
-            return [self.config] * self.n
-        step = 1 if seed + self.n <= 1 << 64 else -1
-        return [replace(self.config, seed=seed + step * i) for i in range(self.n)]
+        """The config of each answer (`DecodingConfig.answers`: a seeded request's answers draw with successive
+        seeds)."""
+        return self.config.answers(self.n)
 
 
 def prepare(raw: bytes, kind: str, tokenizer, default_max_tokens: int, default_confidence: float | None,

@@ -135,7 +135,7 @@ def test_cli_prompts_file_to_a_file_goes_on_where_it_was_killed(tmp_path, capsys
     assert answers() == whole and "4 answers (3 new)" in capsys.readouterr().err
     assert out.read_text().startswith(lines[0])
     assert main(run) == 0 and answers() == whole
-    assert "all 4 prompts are answered already" in capsys.readouterr().err
+    assert "all 4 answers are there already" in capsys.readouterr().err
     out.write_text(lines[0])
     assert main([*run[:-2], "--temperature", "0.5", "--out", str(out)]) == 1
     assert "made with other settings" in capsys.readouterr().err
@@ -143,7 +143,49 @@ def test_cli_prompts_file_to_a_file_goes_on_where_it_was_killed(tmp_path, capsys
     assert main(run) == 1
     assert "holds answers to other prompts" in capsys.readouterr().err
     assert main(["generate", "--model", str(ckpt), "--out", str(out), "abc"]) == 1
-    assert "--out writes the answers of a --prompts-file" in capsys.readouterr().err
+    assert "--out is for the answers of a --prompts-file" in capsys.readouterr().err
+
+
+def test_cli_prompts_file_answers_each_line_n_times(tmp_path, capsys, char_tokenizer, model):
+    """A line's 'n' (or --n) answers, each with its index, seeded ones with successive seeds, as single runs give them;
+    a killed run goes on among a line's answers; another --n is other settings; a bad 'n' names its line."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, model)
+    prompts, out = tmp_path / "prompts.jsonl", tmp_path / "answers.jsonl"
+    lines = [{"id": "a", "prompt": "abc", "n": 3, "temperature": 1.0, "seed": 5}, {"id": "b", "prompt": "hello"},
+             {"id": "c", "prompt": "xyz", "n": 1, "temperature": 1.0, "seed": 9}]
+    prompts.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run = ["generate", "--model", str(ckpt), "--prompts-file", str(prompts), "--raw", "--max-new-tokens", "10",
+           "--confidence", "0.5", "--mode", "hamburger", "--n", "2", "--batch-size", "3"]
+    assert main(run) == 0
+    got = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [(a["id"], a.get("index")) for a in got] == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("c", None)]
+    base = dict(max_new_tokens=10, confidence=0.5)
+    expected = [dict(temperature=1.0, seed=s) for s in (5, 6, 7)] + [{}, {}, dict(temperature=1.0, seed=9)]
+    prompt_of = {line["id"]: line["prompt"] for line in lines}
+    for answer, own in zip(got, expected):
+        single = generate(model, char_tokenizer, char_tokenizer(prompt_of[answer["id"]])["input_ids"],
+                          DecodingConfig(**base, **own))
+        assert answer["token_ids"] == single.token_ids
+    assert len({tuple(a["token_ids"]) for a in got[:3]}) > 1
+    assert main([*run, "--out", str(out)]) == 0
+    written = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(written[:2]) + written[2][:20])  # killed inside the first line's answers
+    assert main([*run, "--out", str(out)]) == 0
+    assert [json.loads(x)["token_ids"] for x in out.read_text().splitlines()] == [a["token_ids"] for a in got]
+    assert "6 answers (4 new)" in capsys.readouterr().err
+    out.write_text(written[0])
+    assert main([*run[:-4], "--n", "3", "--out", str(out)]) == 1
+    assert "made with other settings" in capsys.readouterr().err
+    # a's answer 0 (index 0) is not the answer of a line with one
+    prompts.write_text("".join(json.dumps({**line, "n": 1}) + "\n" for line in lines))
+    assert main([*run, "--out", str(out)]) == 1
+    assert "holds answers to other prompts" in capsys.readouterr().err
+    for bad in (0, "2", True):
+        prompts.write_text(json.dumps({"prompt": "abc"}) + "\n" + json.dumps({"prompt": "abc", "n": bad}) + "\n")
+        assert main(run) == 1
+        assert f"prompt 2 of {prompts}: 'n' must be a positive integer" in capsys.readouterr().err
+    assert main(["generate", "--model", str(ckpt), "--n", "2", "abc"]) == 1
+    assert "--n is for the answers of a --prompts-file" in capsys.readouterr().err
 
 
 def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
