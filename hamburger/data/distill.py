@@ -97,7 +97,7 @@ class RowSampler:
         rows, dev = torch.tensor(self.rows), scores.device
         uniform = torch.cat([torch.rand(1, generator=self.generators[r], dtype=torch.float64) for r in self.rows])
         picked = draw_rows(scores, self.temperature[rows].to(dev), torch.zeros(len(rows), dtype=torch.long,
-                             device=dev), self.top_p[rows].to(dev), uniform.to(dev))
+                           device=dev), self.top_p[rows].to(dev), uniform.to(dev))
         return torch.full_like(scores, -math.inf).scatter_(1, picked[:, None], 0.0)
 
 

@@ -27,8 +27,9 @@ class DecodingConfig:
         model's default. The stop decision is this deterministic threshold also when sampling: with the
         stop_head gate sampling changes which tokens are drawn, never how many per base forward; with
         token_prob the drawn token's probability (under the MSD's unwarped distribution) is compared.
-    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off; vLLM's -1 is taken as 0) and min_p in [0, 1] (0 = off: a token stays only
-        where its probability is at least min_p times the most likely one's) apply when sampling.
+    temperature: 0 is greedy. top_p in (0, 1], top_k >= 0 (0 = off; vLLM's -1 is taken as 0) and min_p in [0, 1]
+        (0 = off: a token stays only where its probability is at least min_p times the most likely one's) apply when
+        sampling.
     seed: seeds a generator private to the request, so a seeded request is reproducible.
     stop: strings that end the output; the text is cut before the first occurrence.
     include_stop_str_in_output: cut the text after that stop string instead, so it ends with it (vLLM's); likewise the
