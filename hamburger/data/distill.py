@@ -88,8 +88,8 @@ class RowSampler:
     row's draws never depend on the other rows of its batch. ``rows``: the batch rows still generating."""
 
     def __init__(self, draws: list[tuple[float, float, int]]):
-        self.temperature = torch.tensor([t for t, _, _ in draws])
-        self.top_p = torch.tensor([p for _, p, _ in draws])
+        self.temperature = torch.tensor([t for t, _, _ in draws], dtype=torch.float64)  # (as `row_settings` holds them)
+        self.top_p = torch.tensor([p for _, p, _ in draws], dtype=torch.float64)
         self.generators = [torch.Generator().manual_seed(seed) for _, _, seed in draws]
         self.rows = list(range(len(draws)))
 
