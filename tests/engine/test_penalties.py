@@ -120,6 +120,17 @@ def test_min_tokens_holds_stop_strings_back_in_every_engine(kind, char_tokenizer
 
 
 @pytest.mark.parametrize("kind", ENGINES)
+def test_min_tokens_text_is_read_as_the_answer_shows_special_tokens(kind, char_tokenizer):
+    """The first `min_tokens` tokens' text, which a stop string must end past, is read as the answer's text is: with
+    `skip_special_tokens` off it holds their special tokens' text too (here every token is BOS, "<s>")."""
+    cfg = dict(max_new_tokens=5, confidence=0.5, logit_bias={1: 100.0}, stop=["s>"], min_tokens=2)
+    shown, skipped = engine(kind, char_tokenizer, [DecodingConfig(**cfg, skip_special_tokens=False),
+                                                   DecodingConfig(**cfg)], trace=False).run()
+    assert (shown.text, shown.stop_reason) == ("<s><s><", "s>")  # (the first "s>" past the first two tokens' text)
+    assert (skipped.text, skipped.finish_reason) == ("", "length")
+
+
+@pytest.mark.parametrize("kind", ENGINES)
 def test_stop_token_ids_end_the_answer_in_every_engine(kind, char_tokenizer):
     """A stop token id ends the answer where it first comes, a micro token or a draft as well (`ignore_eos` leaves it
     on), and `min_tokens` holds it back as it holds the end-of-sequence ids."""
