@@ -97,8 +97,6 @@ def generate_file(args: argparse.Namespace, config, device: str) -> int:
         raise HamburgerError(f"{args.prompts_file}: a line's 'messages' need the chat template, which --raw leaves out")
     if args.batch_size < 1:
         raise HamburgerError("--batch-size must be >= 1")
-    if args.n < 1:
-        raise HamburgerError("--n must be >= 1")
     where = lambda n: f"prompt {n} of {args.prompts_file}: "  # noqa: E731
     configs = [line_config(config, r, where(n)) for n, r in enumerate(rows, 1)]
     predictions = [r.get("prediction", args.prediction) for r in rows]
@@ -160,24 +158,28 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     check_mode_options(args)
+    if args.n < 1:
+        raise HamburgerError("--n must be >= 1")
     config = replace(decoding_config(args), top_logprobs=args.top_logprobs).validate()
     if args.top_logprobs and not (args.json or args.prompts_file):
         raise HamburgerError("--top-logprobs shows in the JSON output: add --json (or use --prompts-file)")
     device = device_of(args)
     if args.prompts_file:
         return generate_file(args, config, device)
-    if args.out is not None or args.n != 1:
-        raise HamburgerError(f"{'--out' if args.out is not None else '--n'} is for the answers of a --prompts-file")
+    if args.out is not None:
+        raise HamburgerError("--out writes the answers of a --prompts-file")
+    if args.n > 1 and (args.stream or args.html):
+        raise HamburgerError(f"--{'stream' if args.stream else 'html'} shows one answer: leave --n out (or use --json)")
     prompt = read_prompt(args)
     if args.prediction is not None:
         check_prediction(args, args.prediction)
     model, tokenizer = generation_model(args, device)
     config = predicted(config, tokenizer, args.prediction)
     ids = encode_prompt(tokenizer, prompt, raw=args.raw, system=args.system, templating=templating(args))
-    run = make_generation(args, model, tokenizer, [ids], config)
+    run = make_generation(args, model, tokenizer, [ids] * args.n, config.answers(args.n))
     if args.json:
-        result = run.run()[0]
-        print(json.dumps(result.to_dict()))
+        for i, result in enumerate(run.run()):
+            print(json.dumps({**({"index": i} if args.n > 1 else {}), **result.to_dict()}))
         return 0
     color = sys.stdout.isatty() and not args.no_color and os.environ.get("NO_COLOR") is None
     if args.stream:
@@ -186,15 +188,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
         for event in run:
             print(stream_text(event, color), end="", flush=True)
         print()
-        result = run.results[0]
+        results = run.results
     else:
-        result = run.run()[0]
-        print(render_groups(tokenizer, result, color, config.skip_special_tokens))
-    print(summary_line(result), file=sys.stderr)
+        results = run.run()
+    for i, result in enumerate(results):
+        if not args.stream:
+            if args.n > 1:
+                print(f"[answer {i + 1} of {args.n}]")
+            print(render_groups(tokenizer, result, color, config.skip_special_tokens))
+        print(summary_line(result), file=sys.stderr)
     if args.html:
         from hamburger.cli.render import html_page
 
-        Path(args.html).write_text(html_page(tokenizer, result, prompt, config.skip_special_tokens), encoding="utf-8")
+        Path(args.html).write_text(html_page(tokenizer, results[0], prompt, config.skip_special_tokens),
+                                   encoding="utf-8")
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
 
@@ -215,8 +222,10 @@ def register(sub) -> None:
                         "answer's 'index' where its line has several)")
     p.add_argument("--batch-size", type=int, default=8, help="answers per batch with --prompts-file (default 8)")
     p.add_argument("--n", type=int, default=1,
-                   help="with --prompts-file: answers per prompt where a line gives no 'n' (default 1); a seeded "
-                        "prompt's answers draw with the seeds seed, seed + 1, ..., as the server's 'n' does")
+                   help="answers per prompt, generated together (default 1; with --prompts-file, where a line gives no "
+                        "'n'); a seeded prompt's answers draw with the seeds seed, seed + 1, ..., as the server's 'n' "
+                        "does. Each is shown in turn with its summary line, or with --json is one object with its "
+                        "'index'")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="with --prompts-file: append the answers to FILE (jsonl, each batch written to disk before the "
                         "next), with a progress bar; a rerun with the same settings goes on after the prompts FILE "

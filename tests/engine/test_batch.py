@@ -143,12 +143,13 @@ def test_cli_prompts_file_to_a_file_goes_on_where_it_was_killed(tmp_path, capsys
     assert main(run) == 1
     assert "holds answers to other prompts" in capsys.readouterr().err
     assert main(["generate", "--model", str(ckpt), "--out", str(out), "abc"]) == 1
-    assert "--out is for the answers of a --prompts-file" in capsys.readouterr().err
+    assert "--out writes the answers of a --prompts-file" in capsys.readouterr().err
 
 
 def test_cli_prompts_file_answers_each_line_n_times(tmp_path, capsys, char_tokenizer, model):
     """A line's 'n' (or --n) answers, each with its index, seeded ones with successive seeds, as single runs give them;
-    a killed run goes on among a line's answers; another --n is other settings; a bad 'n' names its line."""
+    a killed run goes on among a line's answers; another --n is other settings; a bad 'n' names its line. One prompt's
+    --n answers come the same way."""
     ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer, model)
     prompts, out = tmp_path / "prompts.jsonl", tmp_path / "answers.jsonl"
     lines = [{"id": "a", "prompt": "abc", "n": 3, "temperature": 1.0, "seed": 5}, {"id": "b", "prompt": "hello"},
@@ -184,8 +185,26 @@ def test_cli_prompts_file_answers_each_line_n_times(tmp_path, capsys, char_token
         prompts.write_text(json.dumps({"prompt": "abc"}) + "\n" + json.dumps({"prompt": "abc", "n": bad}) + "\n")
         assert main(run) == 1
         assert f"prompt 2 of {prompts}: 'n' must be a positive integer" in capsys.readouterr().err
-    assert main(["generate", "--model", str(ckpt), "--n", "2", "abc"]) == 1
-    assert "--n is for the answers of a --prompts-file" in capsys.readouterr().err
+
+    # one prompt: its answers together, each shown with its summary, or one JSON object each with its index
+    one = ["generate", "--model", str(ckpt), "--raw", "--max-new-tokens", "10", "--confidence", "0.5", "--mode",
+           "hamburger", "--temperature", "1.0", "--seed", "5", "--n", "3", "abc"]
+    assert main([*one, "--json"]) == 0
+    got = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [a["index"] for a in got] == [0, 1, 2]
+    for answer, seed in zip(got, (5, 6, 7)):
+        single = generate(model, char_tokenizer, char_tokenizer("abc")["input_ids"],
+                          DecodingConfig(**base, temperature=1.0, seed=seed))
+        assert answer["token_ids"] == single.token_ids
+    assert main([*one, "--no-color"]) == 0
+    shown = capsys.readouterr()
+    assert [x for x in shown.out.splitlines() if x.startswith("[answer")] == [f"[answer {i} of 3]" for i in (1, 2, 3)]
+    assert shown.err.count("tokens |") == 3
+    refused = [(["--stream"], "--stream shows one answer"), (["--html", str(tmp_path / "x.html")],
+                                                              "--html shows one answer"), (["--n", "0"], "--n must be")]
+    for extra, says in refused:
+        assert main([*one, *extra]) == 1
+        assert says in capsys.readouterr().err
 
 
 def test_rows_added_mid_flight_match_single_runs(model, char_tokenizer):
