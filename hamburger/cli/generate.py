@@ -228,8 +228,8 @@ def register(sub) -> None:
                         "'index'")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="with --prompts-file: append the answers to FILE (jsonl, each batch written to disk before the "
-                        "next), with a progress bar; a rerun with the same settings goes on after the prompts FILE "
-                        "answers already (its sidecar FILE.meta.json holds them)")
+                        "next), with a progress bar; a rerun with the same settings goes on after the answers FILE "
+                        "holds already (its sidecar FILE.meta.json holds the settings)")
     add_mode_options(p)
     add_sampling(p, knob=KNOB_HELP)
     p.add_argument("--prediction", type=text_or_file, metavar="TEXT",
