@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
 # temperature 0.7, top-p 0.9, seed 1, ids ID#sN, into data/distilled/smollm2-135m-instruct.train-sN.jsonl
-# (N: DRAW; draws 1 to 5 are complete (4 in bf16, the others fp32), draw 6 (fp32) began in session 81; a host with bf16
-# instructions begins draw 7).
+# (N: DRAW; draws 1 to 5 are complete (4 in bf16, the others fp32), draw 6 (fp32) began in session 81 and draw 7
+# (bf16) in session 83).
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
 # Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32], DTYPE [a draw keeps the
