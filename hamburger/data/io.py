@@ -9,6 +9,7 @@ settings is refused. Under a launcher that sets RANK and WORLD_SIZE each process
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import sys
@@ -117,6 +118,12 @@ def read_prompt_file(path: str | os.PathLike, conversations: bool = False) -> li
 
 
 # ---------------------------------------------------------------- sidecars, ids, shards
+def file_sha256(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of a file's bytes (read in chunks: a checkpoint's weights need not fit twice in memory)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 def meta_path(path: str | os.PathLike) -> Path:
     """The sidecar of a data file: ``FILE.meta.json``."""
     return Path(f"{path}.meta.json")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from hamburger.data.io import check_meta, meta_path, read_jsonl, read_prompt_file
+from hamburger.data.io import check_meta, file_sha256, meta_path, read_jsonl, read_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.engine.generate import Generation
 from hamburger.engine.lookup import LOOKUP_TOKENS
@@ -444,13 +444,13 @@ def reused_base(folder: str | Path, meta: dict) -> dict[tuple[str, str], list[di
 
 def resumable(out: str | Path, meta: dict, model_dir: str | Path | None) -> Path:
     """The progress file of an eval into the folder ``out`` (`run_eval`'s ``progress``), made with the settings
-    ``meta`` and the checkpoint ``model_dir`` (None: the bundled one) as its files are now (their sizes and times: one
-    trained again in place decodes otherwise): the answers of a killed run with the same ones are in it; others are
-    refused while it is there."""
+    ``meta`` and the checkpoint ``model_dir`` (None: the bundled one) as its files are now (their contents' digests:
+    one trained again in place decodes otherwise, one copied or moved elsewhere does not): the answers of a killed run
+    with the same ones are in it; others are refused while it is there."""
     from hamburger.core.loading import default_model
 
     files = sorted(p for p in Path(model_dir or default_model()).iterdir() if p.is_file())
-    meta = {**meta, "checkpoint_files": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}}
+    meta = {**meta, "checkpoint_files": {p.name: file_sha256(p) for p in files}}
     progress, meta = Path(out) / PROGRESS, json.loads(json.dumps(meta))  # (as the sidecar reads back)
     progress.parent.mkdir(parents=True, exist_ok=True)
     done = read_jsonl(progress, tail="cut", missing_ok=True)
