@@ -5,8 +5,9 @@ every prompt) and returns a `Measurement` with the same definitions:
   ttft_s    prompt forward until the first token is known
   decode_s  the rest of the generation; decode tok/s = (tokens - first step's tokens) / decode_s
   forwards  full base-model forwards (counted by a hook on the last decoder layer, so early-exit
-            drafts, which stop short of it, are not counted as full forwards)
-  kv_bytes  measured bytes of the base KV cache at the end (prompt included); `output_kv_bytes`
+            drafts, which stop short of it, and an assistant model's drafting forwards are not counted)
+  kv_bytes  measured bytes of the base KV cache at the end (prompt included; not an assistant model's own cache,
+            which HF keeps out of reach); `output_kv_bytes`
             is the part written for generated tokens (what grows with output length), the prompt's
             tokens taken at a whole slot each (a cache that stores its prompt coarser holds less than
             that: compare whole caches, the summary's ``kv_vs_hf``)
@@ -142,10 +143,11 @@ class VerifyMethod:
 
 
 class HFMethod:
-    """The base model through Hugging Face `generate` (plain, prompt lookup or early exit); with ``sampling``
-    (temperature, top_p, top_k), `do_sample` with them."""
+    """The base model through Hugging Face `generate` (plain, prompt lookup, early exit or assisted by a smaller
+    model: `assisted_kwargs`); with ``sampling`` (temperature, top_p, top_k), `do_sample` with them."""
 
-    def __init__(self, base, tokenizer, name: str = "hf_generate", sampling: dict | None = None, **generate_kwargs):
+    def __init__(self, base, tokenizer, /, name: str = "hf_generate", sampling: dict | None = None,
+                 **generate_kwargs):  # (``generate_kwargs`` may hold a `tokenizer` of its own: `assisted_kwargs`)
         self.base, self.tokenizer, self.name, self.kwargs = base, tokenizer, name, generate_kwargs
         self.sampling = dict(do_sample=True, top_k=0, **sampling) if sampling else dict(do_sample=False)  # (HF's
         # default top_k of 50 is off unless ``sampling`` sets one, as in `DecodingConfig`)
@@ -202,6 +204,22 @@ class HFMethod:
         return rows
 
 
+def assisted_kwargs(base, tokenizer, assistant, assistant_tokenizer) -> dict:
+    """`generate` arguments for HF's assisted generation: ``base`` checks the drafts of ``assistant`` (a smaller
+    causal LM, on the base's device), by token id where their vocabularies are one size (HF's rule), else by text
+    (HF's universal assisted decoding, which needs both tokenizers). An assistant of the base's vocabulary size whose
+    tokenizer gives other ids is refused: HF would read its ids as the base's."""
+    from hamburger.errors import HamburgerError
+
+    if base.config.get_text_config().vocab_size != assistant.config.get_text_config().vocab_size:
+        return {"assistant_model": assistant, "tokenizer": tokenizer, "assistant_tokenizer": assistant_tokenizer}
+    if tokenizer.get_vocab() != assistant_tokenizer.get_vocab():
+        raise HamburgerError("the assistant's vocabulary is the base's size but its tokenizer gives other ids: HF's "
+                             "assisted generation would read its ids as the base's (give an assistant with the "
+                             "base's tokenizer, or one whose vocabulary is another size)")
+    return {"assistant_model": assistant}
+
+
 def _sync(device: torch.device) -> None:
     """Wait for queued GPU work, so that wall-clock time covers it."""
     if device.type == "cuda":
@@ -227,18 +245,19 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
                   reference: HamburgerModel | None = None, compile_backend: str | None = None,
                   micro_loop: str = "host", folds: list[str] | None = None,
-                  fold_models: dict[str, HamburgerModel] | None = None) -> list:
+                  fold_models: dict[str, HamburgerModel] | None = None, assistant: tuple | None = None) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
     prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache: one method per spec of ``folds``,
     default `VERIFY_FOLD`, named ``verify_fold@SPEC``, each on its model of ``fold_models``, default ``model`` itself,
-    whose adapters read the merged slots; `loading.fold_model`). Every method but hamburger
+    whose adapters read the merged slots; `loading.fold_model`), assisted (HF's assisted generation drafted by
+    ``assistant``, a smaller model and its tokenizer: `assisted_kwargs`). Every method but hamburger
     and verify_fold runs ``reference`` (the unchanged base, default ``model``; verify puts ``model``'s grafted modules
     on it). Both verify methods draft as the CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the
     checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
 
     With ``compile_backend`` (the GPU mode) HAMburger, our own loop and HF `generate` decode on a static
     cache with their per-step forward compiled by that `torch.compile` backend (CUDA graphs on a GPU), and
-    with ``micro_loop="device"`` the micro loop too; prompt lookup and early exit stay as HF runs them
+    with ``micro_loop="device"`` the micro loop too; prompt lookup, early exit and assisted stay as HF runs them
     (assisted generation has no static-cache path). ``micro_loop`` picks HAMburger's micro loop (host, device)."""
     reference = reference or model
     base = reference.base
@@ -265,6 +284,10 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
         elif name == "early_exit":
             layer = early_exit_layer or max(1, len(base_decoder_stack(base).layers) // 4)
             methods.append(HFMethod(base, tokenizer, f"early_exit@{layer}", assistant_early_exit=layer))
+        elif name == "assisted":
+            if assistant is None:
+                raise ValueError("the assisted method needs an assistant model")
+            methods.append(HFMethod(base, tokenizer, "assisted", **assisted_kwargs(base, tokenizer, *assistant)))
         elif name == "verify":
             from hamburger.engine.verify import on_base
 
@@ -281,5 +304,7 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     return methods
 
 
-METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "verify", "verify_fold")
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "assisted", "verify",
+                "verify_fold")
+DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m != "assisted")  # (assisted runs where an assistant is given)
 VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times unless told others (`--folds`)

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hamburger.bench.log import BenchLog, prompts_digest
-from hamburger.bench.methods import (METHOD_NAMES, VERIFY_FOLD, HamburgerMethod, HFMethod, Measurement, build_methods,
-                                     compiled_hf_kwargs)
+from hamburger.bench.methods import (DEFAULT_METHODS, METHOD_NAMES, VERIFY_FOLD, HamburgerMethod, HFMethod,
+                                     Measurement, build_methods, compiled_hf_kwargs)
 from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.core.base import pick_device
@@ -29,7 +29,7 @@ from hamburger.bench.machine import machine_info
 @dataclass
 class BenchSettings:
     categories: list[str] = field(default_factory=lambda: list(CATEGORIES))
-    methods: list[str] = field(default_factory=lambda: list(METHOD_NAMES))
+    methods: list[str] = field(default_factory=lambda: list(DEFAULT_METHODS))
     confidences: list[float] = field(default_factory=lambda: [0.5, 0.7, 0.8, 0.9])
     n_prompts: int = 20
     max_new_tokens: int = 128
@@ -218,10 +218,11 @@ def folds_to_time(settings: BenchSettings) -> dict:
 
 
 def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
-              reference=None, log: BenchLog | None = None, fold_models: dict | None = None) -> dict:
+              reference=None, log: BenchLog | None = None, fold_models: dict | None = None,
+              assistant: tuple | None = None) -> dict:
     """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``),
-    ``fold_models`` what each fold of verify_fold runs (`build_methods`). With a ``log`` the run resumes from and
-    records into it."""
+    ``fold_models`` what each fold of verify_fold runs, ``assistant`` (model, tokenizer) the drafter of the assisted
+    method (`build_methods`). With a ``log`` the run resumes from and records into it."""
     from tqdm import tqdm
 
     from hamburger.engine.prompt import encode_prompt
@@ -231,7 +232,7 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
                             compile_backend=settings.compile, micro_loop=settings.micro_loop, folds=settings.folds,
-                            fold_models=fold_models)
+                            fold_models=fold_models, assistant=assistant)
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
@@ -262,11 +263,13 @@ def bench_prompts(settings: BenchSettings) -> list[dict]:
 
 
 def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str | None = None,
-          prompts_file: str | None = None, restart: bool = False, base: str | None = None) -> Path:
+          prompts_file: str | None = None, restart: bool = False, base: str | None = None,
+          assistant: str | None = None) -> Path:
     """Benchmark the checkpoint ``model_dir`` (default: the bundled model) as ``settings`` say (default: the full
     run), on ``prompts_file`` (jsonl, 'prompt' and optional 'category') or the built-in categories; resumes
     an earlier run with the same settings in ``out`` unless ``restart`` (``base``: where the checkpoint's base
-    is, if it moved). Returns the report written there."""
+    is, if it moved; ``assistant``: the model, as `load_base` reads a spec, that drafts for the assisted method).
+    Returns the report written there."""
     import torch
 
     from hamburger.bench.report import write_report
@@ -277,6 +280,9 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     if bad:
         raise HamburgerError(f"unknown method(s) {bad}; choose from {', '.join(METHOD_NAMES)}")
     foldings = folds_to_time(settings)
+    if ("assisted" in settings.methods) != (assistant is not None):
+        raise HamburgerError("the assisted method needs an assistant model (--assistant MODEL)" if assistant is None
+                             else "an assistant drafts for the assisted method: add assisted to the methods")
     if settings.threads:
         torch.set_num_threads(settings.threads)
     settings.threads = torch.get_num_threads()
@@ -285,6 +291,13 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     prompts = load_prompt_file(prompts_file) if prompts_file else bench_prompts(settings)
     model_facts = {"checkpoint": Path(model_dir).name if model_dir else "default",  # no local paths
                    "base": Path(info.spec).name, "fingerprint": info.fingerprint}
+    drafter = None
+    if assistant is not None:
+        from hamburger.core.base import load_base
+
+        helper, helper_tokenizer, helper_info = load_base(assistant, settings.dtype)
+        drafter = (helper.to(model.device), helper_tokenizer)
+        model_facts["assistant"] = {"base": Path(helper_info.spec).name, "fingerprint": helper_info.fingerprint}
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
     log = BenchLog(Path(out), header, restart=restart)
@@ -299,6 +312,6 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
             fold_runners[spec] = fold_model(model_dir, folding, model, settings.dtype, base)
         model_facts["fold_reader"] = {spec: m is not model for spec, m in fold_runners.items()}
         model_facts["fold_reader_sampled_only"] = {spec: m.fold_reader_sampled_only for spec, m in fold_runners.items()}
-    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners)
+    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners, drafter)
     result["model"] = model_facts
     return write_report(result, Path(out))

@@ -24,7 +24,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 "micro_loop"):
         if getattr(args, key) is not None:
             setattr(settings, key, getattr(args, key))
-    out = bench(args.out, settings, args.model, args.prompts, args.restart, args.base)
+    if args.assistant and args.methods is None:
+        settings.methods.append("assisted")
+    out = bench(args.out, settings, args.model, args.prompts, args.restart, args.base, args.assistant)
     print(out.read_text() if out.suffix == ".md" else out)
     return 0
 
@@ -39,7 +41,12 @@ def register(sub) -> None:
     p.add_argument("--prompts", default=None, help="jsonl with 'prompt' (and optional 'category') instead of the "
                                                    "built-in categories")
     p.add_argument("--categories", type=names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
-    p.add_argument("--methods", type=names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)}")
+    p.add_argument("--methods", type=names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)} (default: all "
+                                                                  "but assisted, which needs --assistant)")
+    p.add_argument("--assistant", default=None, metavar="MODEL",
+                   help="a smaller causal LM (a bundled name, a Hugging Face folder or hub id) that drafts for HF's "
+                        "assisted generation, timed as the method 'assisted' (added to the default methods; the base "
+                        "checks its drafts by token id where the two share a vocabulary, else by text)")
     p.add_argument("--folds", type=names, default=None, metavar="SPEC,...",
                    help="the fold specs the verify_fold method times, one method each, named verify_fold@SPEC "
                         "(default the shipped fold; e.g. --methods hf_generate,verify_fold --folds "

@@ -137,3 +137,26 @@ def test_bench_times_each_fold_it_is_given(tmp_path, char_tokenizer, capsys):
         capsys.readouterr()
         assert main(args + ["--model", missing] + extra) != 0
         assert message in capsys.readouterr().err
+
+
+def test_bench_times_assisted_generation_with_the_assistant_given(tmp_path, char_tokenizer, capsys):
+    """`--assistant MODEL` adds HF's assisted generation to the default methods, drafted by that model (here the
+    checkpoint's own base, loaded again): the base's greedy answer, named in the results without its folder. The
+    method without an assistant, or an assistant without the method, is refused."""
+    ckpt = save_tiny_checkpoint(tmp_path, char_tokenizer)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "abc", "category": "chat"}) + "\n")
+    out = tmp_path / "bench"
+    args = ["bench", "--model", str(ckpt), "--quick", "--prompts", str(prompts), "--out", str(out), "--lengths", "",
+            "--batch-sizes", "", "--max-new-tokens", "12"]
+    assert main(args + ["--assistant", str(tmp_path / "base")]) == 0
+    result = json.loads((out / "results.json").read_text())
+    by = {s["method"]: s for s in result["summary"] if s["category"] == "all"}
+    assert set(by) == {"hamburger@0.5", "hamburger@0.9", "own_loop", "hf_generate", "prompt_lookup", "assisted"}
+    assert by["assisted"]["identical_to_base"] == 1.0 and by["assisted"]["tau"] > 1
+    assert result["model"]["assistant"]["base"] == "base" and result["settings"]["methods"][-1] == "assisted"
+    for extra, message in [(["--methods", "hf_generate,assisted"], "needs an assistant"),
+                           (["--methods", "hf_generate", "--assistant", str(tmp_path / "base")], "add assisted")]:
+        capsys.readouterr()
+        assert main(args + ["--restart"] + extra) != 0
+        assert message in capsys.readouterr().err
