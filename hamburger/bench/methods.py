@@ -204,6 +204,47 @@ class HFMethod:
         return rows
 
 
+class LlamaCppMethod:
+    """llama.cpp (through llama-cpp-python) on a GGUF file of the base, greedy, batch 1: the peer a user of a CPU picks
+    first. It is given the prompt's token ids, so both tokenize alike; its arithmetic is its own (the GGUF's quantized
+    weights, activations rounded to 8 bits for their products), so its answers may part from HF's. ``kv_slot_bytes``:
+    one slot of its cache (every layer's key and value at its default f16); its KV figure is the slots in use, as HF's
+    (llama.cpp allocates the whole ``context`` up front). Its threads spin at their barriers: a busy core elsewhere
+    slows it far more than it slows torch, so time it on an idle machine."""
+
+    name = "llama_cpp"
+
+    def __init__(self, gguf: str, threads: int, eos: list[int], kv_slot_bytes: int, context: int = 4096):
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:
+            from hamburger.errors import HamburgerError
+
+            raise HamburgerError("the llama_cpp method needs llama-cpp-python: bash benchmarks/install_llama_cpp.sh "
+                                 "builds it (a C++ build of some minutes)") from e
+        self.llm = Llama(model_path=str(gguf), n_ctx=context, n_batch=context, n_threads=threads,
+                         n_threads_batch=threads, verbose=False)
+        self.eos, self.kv_slot_bytes = set(eos), kv_slot_bytes
+
+    def run(self, prompt_ids: list[int], max_new_tokens: int) -> Measurement:
+        self.llm.reset()  # (no prompt of an earlier run is read from its cache)
+        tokens: list[int] = []
+        start = time.perf_counter()
+        ttft = 0.0
+        steps = self.llm.generate(prompt_ids, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0)
+        for token in steps:
+            tokens.append(token)
+            if len(tokens) == 1:
+                ttft = time.perf_counter() - start
+            if token in self.eos or len(tokens) == max_new_tokens:
+                break
+        steps.close()
+        total = time.perf_counter() - start
+        slots = len(prompt_ids) + len(tokens) - 1  # (the last token is never read back)
+        return Measurement(self.name, len(tokens), len(tokens), ttft, max(total - ttft, 1e-9),
+                           slots * self.kv_slot_bytes, slots, tokens, prompt_tokens=len(prompt_ids))
+
+
 def assisted_kwargs(base, tokenizer, assistant, assistant_tokenizer) -> dict:
     """`generate` arguments for HF's assisted generation: ``base`` checks the drafts of ``assistant`` (a smaller
     causal LM, on the base's device), by token id where their vocabularies are one size (HF's rule), else by text
@@ -245,12 +286,14 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
                   prompt_lookup: int = 10, early_exit_layer: int | None = None,
                   reference: HamburgerModel | None = None, compile_backend: str | None = None,
                   micro_loop: str = "host", folds: list[str] | None = None,
-                  fold_models: dict[str, HamburgerModel] | None = None, assistant: tuple | None = None) -> list:
+                  fold_models: dict[str, HamburgerModel] | None = None, assistant: tuple | None = None,
+                  gguf: str | None = None, threads: int = 1) -> list:
     """Instantiate methods by name: hamburger (one per confidence), own_loop, hf_generate,
     prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache: one method per spec of ``folds``,
     default `VERIFY_FOLD`, named ``verify_fold@SPEC``, each on its model of ``fold_models``, default ``model`` itself,
     whose adapters read the merged slots; `loading.fold_model`), assisted (HF's assisted generation drafted by
-    ``assistant``, a smaller model and its tokenizer: `assisted_kwargs`). Every method but hamburger
+    ``assistant``, a smaller model and its tokenizer: `assisted_kwargs`), llama_cpp (the GGUF file ``gguf`` of the
+    base through llama.cpp on ``threads`` threads: `LlamaCppMethod`). Every method but hamburger
     and verify_fold runs ``reference`` (the unchanged base, default ``model``; verify puts ``model``'s grafted modules
     on it). Both verify methods draft as the CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the
     checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
@@ -288,6 +331,11 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             if assistant is None:
                 raise ValueError("the assisted method needs an assistant model")
             methods.append(HFMethod(base, tokenizer, "assisted", **assisted_kwargs(base, tokenizer, *assistant)))
+        elif name == "llama_cpp":
+            if gguf is None:
+                raise ValueError("the llama_cpp method needs the base as a GGUF file")
+            methods.append(LlamaCppMethod(gguf, threads, _as_list(base.generation_config.eos_token_id),
+                                          kv_slot_bytes(base.config)))
         elif name == "verify":
             from hamburger.engine.verify import on_base
 
@@ -304,7 +352,17 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     return methods
 
 
-METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "assisted", "verify",
-                "verify_fold")
-DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m != "assisted")  # (assisted runs where an assistant is given)
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "assisted", "llama_cpp",
+                "verify", "verify_fold")
+# (assisted runs where an assistant is given, llama_cpp where it is asked for: it needs a package built from C++)
+DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("assisted", "llama_cpp"))
+
+
+def kv_slot_bytes(config, element_bytes: int = 2) -> int:
+    """One token's slot in a plain KV cache of a model of ``config``: every layer's key and value, its key/value
+    heads' channels at ``element_bytes`` each (2: llama.cpp's default f16)."""
+    text = config.get_text_config()
+    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    return text.num_hidden_layers * 2 * heads * head_dim * element_bytes
 VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times unless told others (`--folds`)

@@ -219,10 +219,12 @@ def folds_to_time(settings: BenchSettings) -> dict:
 
 def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | None = None,
               reference=None, log: BenchLog | None = None, fold_models: dict | None = None,
-              assistant: tuple | None = None) -> dict:
+              assistant: tuple | None = None, gguf: str | None = None) -> dict:
     """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``),
     ``fold_models`` what each fold of verify_fold runs, ``assistant`` (model, tokenizer) the drafter of the assisted
-    method (`build_methods`). With a ``log`` the run resumes from and records into it."""
+    method, ``gguf`` the base's file that llama_cpp runs (`build_methods`). With a ``log`` the run resumes from and
+    records into it."""
+    import torch
     from tqdm import tqdm
 
     from hamburger.engine.prompt import encode_prompt
@@ -232,7 +234,8 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     ids = [encode_prompt(tokenizer, p["prompt"]) for p in prompts]
     methods = build_methods(model, tokenizer, settings.methods, settings.confidences, reference=reference,
                             compile_backend=settings.compile, micro_loop=settings.micro_loop, folds=settings.folds,
-                            fold_models=fold_models, assistant=assistant)
+                            fold_models=fold_models, assistant=assistant, gguf=gguf,
+                            threads=settings.threads or torch.get_num_threads())
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
@@ -262,14 +265,39 @@ def bench_prompts(settings: BenchSettings) -> list[dict]:
     return [p for c in settings.categories for p in category_prompts(c, settings.n_prompts)]
 
 
+def peer_gguf(gguf: str | None, base_spec: str) -> str:
+    """The GGUF file the llama_cpp method runs: ``gguf`` where given, else the bundled base's own file."""
+    from hamburger.core.base import BUNDLED, bundled_gguf_path
+
+    if gguf is None:
+        if base_spec not in BUNDLED:
+            raise HamburgerError(f"the llama_cpp method runs the base as a GGUF file: give its file (--gguf FILE); "
+                                 f"only a bundled base ({', '.join(BUNDLED)}) has one at hand")
+        return str(bundled_gguf_path(base_spec))
+    if not Path(gguf).is_file():
+        raise HamburgerError(f"GGUF file {gguf!r} does not exist")
+    return gguf
+
+
+def package_version(name: str) -> str | None:
+    """An installed package's version (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
 def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str | None = None,
           prompts_file: str | None = None, restart: bool = False, base: str | None = None,
-          assistant: str | None = None) -> Path:
+          assistant: str | None = None, gguf: str | None = None) -> Path:
     """Benchmark the checkpoint ``model_dir`` (default: the bundled model) as ``settings`` say (default: the full
     run), on ``prompts_file`` (jsonl, 'prompt' and optional 'category') or the built-in categories; resumes
     an earlier run with the same settings in ``out`` unless ``restart`` (``base``: where the checkpoint's base
-    is, if it moved; ``assistant``: the model, as `load_base` reads a spec, that drafts for the assisted method).
-    Returns the report written there."""
+    is, if it moved; ``assistant``: the model, as `load_base` reads a spec, that drafts for the assisted method;
+    ``gguf``: the base as a GGUF file for the llama_cpp method, default the bundled base's own). Returns the report
+    written there."""
     import torch
 
     from hamburger.bench.report import write_report
@@ -298,6 +326,12 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
         helper, helper_tokenizer, helper_info = load_base(assistant, settings.dtype)
         drafter = (helper.to(model.device), helper_tokenizer)
         model_facts["assistant"] = {"base": Path(helper_info.spec).name, "fingerprint": helper_info.fingerprint}
+    if "llama_cpp" in settings.methods:
+        gguf = peer_gguf(gguf, info.spec)
+        model_facts["gguf"] = {"file": Path(gguf).name, "bytes": Path(gguf).stat().st_size,
+                               "llama_cpp_python": package_version("llama-cpp-python")}
+    elif gguf is not None:
+        raise HamburgerError("a GGUF file is what the llama_cpp method runs: add llama_cpp to the methods")
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
     log = BenchLog(Path(out), header, restart=restart)
@@ -312,6 +346,6 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
             fold_runners[spec] = fold_model(model_dir, folding, model, settings.dtype, base)
         model_facts["fold_reader"] = {spec: m is not model for spec, m in fold_runners.items()}
         model_facts["fold_reader_sampled_only"] = {spec: m.fold_reader_sampled_only for spec, m in fold_runners.items()}
-    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners, drafter)
+    result = run_bench(model, tokenizer, settings, prompts, reference, log, fold_runners, drafter, gguf)
     result["model"] = model_facts
     return write_report(result, Path(out))
