@@ -225,6 +225,7 @@ class LlamaCppMethod:
         self.llm = Llama(model_path=str(gguf), n_ctx=context, n_batch=context, n_threads=threads,
                          n_threads_batch=threads, verbose=False)
         self.eos, self.kv_slot_bytes = set(eos), kv_slot_bytes
+        self.weight_bytes = gguf_tensor_bytes(gguf)  # (what a forward reads: the bench's read bandwidth)
 
     def run(self, prompt_ids: list[int], max_new_tokens: int) -> Measurement:
         self.llm.reset()  # (no prompt of an earlier run is read from its cache)
@@ -243,6 +244,13 @@ class LlamaCppMethod:
         slots = len(prompt_ids) + len(tokens) - 1  # (the last token is never read back)
         return Measurement(self.name, len(tokens), len(tokens), ttft, max(total - ttft, 1e-9),
                            slots * self.kv_slot_bytes, slots, tokens, prompt_tokens=len(prompt_ids))
+
+
+def gguf_tensor_bytes(path: str) -> int:
+    """The bytes of a GGUF file's tensors, as stored (quantized blocks included; its metadata left out)."""
+    from gguf import GGUFReader
+
+    return sum(int(t.n_bytes) for t in GGUFReader(path).tensors)
 
 
 def assisted_kwargs(base, tokenizer, assistant, assistant_tokenizer) -> dict:

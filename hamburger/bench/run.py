@@ -114,10 +114,12 @@ def _prompt_rows(prompt: dict, runs: dict[str, list[Measurement]]) -> list[dict]
     return rows
 
 
-def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
+def summarise(rows: list[dict], weight_bytes: int, own_weights: dict[str, int] | None = None) -> list[dict]:
     """Per (category, method): pooled decode tok/s, speedup vs HF generate, medians, KV per token, and the whole
     cache's bytes at the answers' ends (prompt included) against HF generate's on the same prompts (``kv_vs_hf``: the
-    per-token figure charges each prompt token a whole slot, which a cache that stores its prompt coarser does not)."""
+    per-token figure charges each prompt token a whole slot, which a cache that stores its prompt coarser does not).
+    The base's weights read per forward are ``weight_bytes``, or a method's own in ``own_weights`` (llama_cpp reads
+    its GGUF's quantized tensors)."""
     out, held = [], {}
     keys = sorted({(r["category"], r["method"]) for r in rows})
     for category in sorted({k[0] for k in keys}) + ["all"]:
@@ -139,7 +141,8 @@ def summarise(rows: list[dict], weight_bytes: int) -> list[dict]:
                         "kv_bytes_per_token": sum(r["output_kv_bytes"] for r in rs) / max(1, tokens),
                         "identical_to_base": _mean(r["identical_to_base"] for r in rs),
                         "matched_prefix": _mean(r["matched_prefix"] for r in rs),
-                        "base_read_gbs": weight_bytes * (forwards - len(rs)) / decode_s / 1e9 if decode_s else 0.0})
+                        "base_read_gbs": (own_weights or {}).get(method, weight_bytes) * (forwards - len(rs))
+                        / decode_s / 1e9 if decode_s else 0.0})
         hf = next((s for s in out if s["category"] == category and s["method"] == "hf_generate"), None)
         for s in (s for s in out if s["category"] == category and hf):
             if hf["decode_tok_s"]:
@@ -239,7 +242,8 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     weight_bytes = sum(p.numel() * p.element_size() for p in model.base.parameters())
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
-    result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes),
+    own_weights = {m.name: m.weight_bytes for m in methods if getattr(m, "weight_bytes", None)}
+    result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes, own_weights),
               "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device)), "base_weight_bytes": weight_bytes}
     sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
                   model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence, settings)),

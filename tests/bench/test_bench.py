@@ -29,6 +29,9 @@ def test_summary_compares_whole_caches():
     assert by["chat", "verify_fold"]["kv_vs_hf"] == 0.4 and by["code", "verify_fold"]["kv_vs_hf"] == 1.0
     assert by["all", "verify_fold"]["kv_vs_hf"] == 2200 / 4000 and by["all", "hf_generate"]["kv_vs_hf"] == 1.0
     assert by["chat", "verify_fold"]["kv_bytes_per_token"] == 0  # (12 slots, fewer than the prompt's 20)
+    # the weights a forward reads: the base's, or a method's own (llama.cpp's quantized file)
+    read = {(s["category"], s["method"]): s["base_read_gbs"] for s in summarise(rows, 1000, {"verify_fold": 250})}
+    assert read["chat", "verify_fold"] == 250 * 9 / 1.0 / 1e9 and read["chat", "hf_generate"] == 1000 * 9 / 1e9
 
 
 def test_bench_quick_smoke(tmp_path, char_tokenizer, capsys):
