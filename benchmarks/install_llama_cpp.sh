@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build llama-cpp-python (llama.cpp's Python binding) into .venv for `hamburger bench --methods ...,llama_cpp`: the
 # peer a CPU user runs a GGUF model with. PyPI has no CPU wheel of it, so pip compiles llama.cpp from its source
-# (cmake and a C++ compiler; on a 2-core machine about an hour, for this machine's instructions, -march=native).
+# (cmake and a C++ compiler; some minutes; for this machine's own instructions, -march=native).
 # Not part of setup.sh or CI: the bench's other methods and the tests need none of it.
 #   bash benchmarks/install_llama_cpp.sh
 set -euo pipefail
