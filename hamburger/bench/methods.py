@@ -210,25 +210,36 @@ class LlamaCppMethod:
     weights, activations rounded to 8 bits for their products), so its answers may part from HF's. ``kv_slot_bytes``:
     one slot of its cache (every layer's key and value at its default f16); its KV figure is the slots in use, as HF's
     (llama.cpp allocates the whole ``context`` up front). Its threads spin at their barriers: a busy core elsewhere
-    slows it far more than it slows torch, so time it on an idle machine."""
+    slows it far more than it slows torch, so time it on an idle machine. With ``lookup`` N, llama-cpp-python's prompt
+    lookup drafts up to N tokens a forward (its `LlamaPromptLookupDecoding`; lossless) and the method is
+    llama_cpp_lookup; its forwards are counted as they are made."""
 
-    name = "llama_cpp"
-
-    def __init__(self, gguf: str, threads: int, eos: list[int], kv_slot_bytes: int, context: int = 4096):
+    def __init__(self, gguf: str, threads: int, eos: list[int], kv_slot_bytes: int, context: int = 4096,
+                 lookup: int = 0):
         try:
             from llama_cpp import Llama
+            from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
         except ImportError as e:
             from hamburger.errors import HamburgerError
 
-            raise HamburgerError("the llama_cpp method needs llama-cpp-python: bash benchmarks/install_llama_cpp.sh "
+            raise HamburgerError("the llama_cpp methods need llama-cpp-python: bash benchmarks/install_llama_cpp.sh "
                                  "builds it (a C++ build of some minutes)") from e
+        self.name = "llama_cpp_lookup" if lookup else "llama_cpp"
         self.llm = Llama(model_path=str(gguf), n_ctx=context, n_batch=context, n_threads=threads,
-                         n_threads_batch=threads, verbose=False)
+                         n_threads_batch=threads, verbose=False,
+                         draft_model=LlamaPromptLookupDecoding(num_pred_tokens=lookup) if lookup else None)
         self.eos, self.kv_slot_bytes = set(eos), kv_slot_bytes
         self.weight_bytes = gguf_tensor_bytes(gguf)  # (what a forward reads: the bench's read bandwidth)
+        self.forwards, evaluate = 0, self.llm.eval
+
+        def counted(tokens):
+            self.forwards += 1
+            return evaluate(tokens)
+        self.llm.eval = counted
 
     def run(self, prompt_ids: list[int], max_new_tokens: int) -> Measurement:
         self.llm.reset()  # (no prompt of an earlier run is read from its cache)
+        self.forwards = 0
         tokens: list[int] = []
         start = time.perf_counter()
         ttft = 0.0
@@ -242,7 +253,7 @@ class LlamaCppMethod:
         steps.close()
         total = time.perf_counter() - start
         slots = len(prompt_ids) + len(tokens) - 1  # (the last token is never read back)
-        return Measurement(self.name, len(tokens), len(tokens), ttft, max(total - ttft, 1e-9),
+        return Measurement(self.name, len(tokens), self.forwards, ttft, max(total - ttft, 1e-9),
                            slots * self.kv_slot_bytes, slots, tokens, prompt_tokens=len(prompt_ids))
 
 
@@ -300,8 +311,9 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     prompt_lookup, early_exit, verify, verify_fold (verify mode folding its cache: one method per spec of ``folds``,
     default `VERIFY_FOLD`, named ``verify_fold@SPEC``, each on its model of ``fold_models``, default ``model`` itself,
     whose adapters read the merged slots; `loading.fold_model`), assisted (HF's assisted generation drafted by
-    ``assistant``, a smaller model and its tokenizer: `assisted_kwargs`), llama_cpp (the GGUF file ``gguf`` of the
-    base through llama.cpp on ``threads`` threads: `LlamaCppMethod`). Every method but hamburger
+    ``assistant``, a smaller model and its tokenizer: `assisted_kwargs`), llama_cpp and llama_cpp_lookup (the GGUF
+    file ``gguf`` of the base through llama.cpp on ``threads`` threads, the second with prompt lookup as HF's:
+    `LlamaCppMethod`). Every method but hamburger
     and verify_fold runs ``reference`` (the unchanged base, default ``model``; verify puts ``model``'s grafted modules
     on it). Both verify methods draft as the CLI does: by prompt lookup (`lookup.LOOKUP_TOKENS`) and over the
     checkpoint's draft vocabulary when it has one. Early exit defaults to a quarter of the base's depth.
@@ -339,11 +351,12 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             if assistant is None:
                 raise ValueError("the assisted method needs an assistant model")
             methods.append(HFMethod(base, tokenizer, "assisted", **assisted_kwargs(base, tokenizer, *assistant)))
-        elif name == "llama_cpp":
+        elif name in ("llama_cpp", "llama_cpp_lookup"):
             if gguf is None:
-                raise ValueError("the llama_cpp method needs the base as a GGUF file")
+                raise ValueError("the llama_cpp methods need the base as a GGUF file")
             methods.append(LlamaCppMethod(gguf, threads, _as_list(base.generation_config.eos_token_id),
-                                          kv_slot_bytes(base.config)))
+                                          kv_slot_bytes(base.config),
+                                          lookup=prompt_lookup if name == "llama_cpp_lookup" else 0))
         elif name == "verify":
             from hamburger.engine.verify import on_base
 
@@ -360,10 +373,11 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
     return methods
 
 
-METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "assisted", "llama_cpp",
+LLAMA_CPP_METHODS = ("llama_cpp", "llama_cpp_lookup")
+METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_exit", "assisted", *LLAMA_CPP_METHODS,
                 "verify", "verify_fold")
-# (assisted runs where an assistant is given, llama_cpp where it is asked for: it needs a package built from C++)
-DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("assisted", "llama_cpp"))
+# (assisted runs where an assistant is given, llama.cpp's where asked for: they need a package built from C++)
+DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("assisted", *LLAMA_CPP_METHODS))
 
 
 def kv_slot_bytes(config, element_bytes: int = 2) -> int:

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hamburger.bench.log import BenchLog, prompts_digest
-from hamburger.bench.methods import (DEFAULT_METHODS, METHOD_NAMES, VERIFY_FOLD, HamburgerMethod, HFMethod,
-                                     Measurement, build_methods, compiled_hf_kwargs)
+from hamburger.bench.methods import (DEFAULT_METHODS, LLAMA_CPP_METHODS, METHOD_NAMES, VERIFY_FOLD, HamburgerMethod,
+                                     HFMethod, Measurement, build_methods, compiled_hf_kwargs)
 from hamburger.bench.prompts import CATEGORIES, category_prompts, load_prompt_file
 from hamburger.errors import HamburgerError
 from hamburger.core.base import pick_device
@@ -270,12 +270,12 @@ def bench_prompts(settings: BenchSettings) -> list[dict]:
 
 
 def peer_gguf(gguf: str | None, base_spec: str) -> str:
-    """The GGUF file the llama_cpp method runs: ``gguf`` where given, else the bundled base's own file."""
+    """The GGUF file the llama_cpp methods run: ``gguf`` where given, else the bundled base's own file."""
     from hamburger.core.base import BUNDLED, bundled_gguf_path
 
     if gguf is None:
         if base_spec not in BUNDLED:
-            raise HamburgerError(f"the llama_cpp method runs the base as a GGUF file: give its file (--gguf FILE); "
+            raise HamburgerError(f"the llama_cpp methods run the base as a GGUF file: give its file (--gguf FILE); "
                                  f"only a bundled base ({', '.join(BUNDLED)}) has one at hand")
         return str(bundled_gguf_path(base_spec))
     if not Path(gguf).is_file():
@@ -330,12 +330,12 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
         helper, helper_tokenizer, helper_info = load_base(assistant, settings.dtype)
         drafter = (helper.to(model.device), helper_tokenizer)
         model_facts["assistant"] = {"base": Path(helper_info.spec).name, "fingerprint": helper_info.fingerprint}
-    if "llama_cpp" in settings.methods:
+    if set(LLAMA_CPP_METHODS) & set(settings.methods):
         gguf = peer_gguf(gguf, info.spec)
         model_facts["gguf"] = {"file": Path(gguf).name, "bytes": Path(gguf).stat().st_size,
                                "llama_cpp_python": package_version("llama-cpp-python")}
     elif gguf is not None:
-        raise HamburgerError("a GGUF file is what the llama_cpp method runs: add llama_cpp to the methods")
+        raise HamburgerError("a GGUF file is what the llama_cpp methods run: add llama_cpp to the methods")
     header = {"settings": asdict(settings), "model": model_facts, "prompts": len(prompts),
               "prompts_sha256": prompts_digest(prompts)}
     log = BenchLog(Path(out), header, restart=restart)

@@ -42,14 +42,14 @@ def register(sub) -> None:
                                                    "built-in categories")
     p.add_argument("--categories", type=names, default=None, help=f"comma list of {', '.join(CATEGORIES)}")
     p.add_argument("--methods", type=names, default=None, help=f"comma list of {', '.join(METHOD_NAMES)} (default: all "
-                                                                  "but assisted and llama_cpp)")
+                                                                  "but assisted and the llama_cpp ones)")
     p.add_argument("--assistant", default=None, metavar="MODEL",
                    help="a smaller causal LM (a bundled name, a Hugging Face folder or hub id) that drafts for HF's "
                         "assisted generation, timed as the method 'assisted' (added to the default methods; the base "
                         "checks its drafts by token id where the two share a vocabulary, else by text)")
     p.add_argument("--gguf", default=None, metavar="FILE",
-                   help="the base as a GGUF file for the method llama_cpp (llama.cpp through llama-cpp-python: "
-                        "bash benchmarks/install_llama_cpp.sh); default: a bundled base's own file")
+                   help="the base as a GGUF file for the methods llama_cpp and llama_cpp_lookup (llama.cpp through "
+                        "llama-cpp-python: bash benchmarks/install_llama_cpp.sh); default: a bundled base's own file")
     p.add_argument("--folds", type=names, default=None, metavar="SPEC,...",
                    help="the fold specs the verify_fold method times, one method each, named verify_fold@SPEC "
                         "(default the shipped fold; e.g. --methods hf_generate,verify_fold --folds "

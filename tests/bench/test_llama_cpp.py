@@ -42,7 +42,8 @@ def test_without_llama_cpp_python_the_method_says_how_to_build_it(monkeypatch):
 def test_llama_cpp_runs_the_bundled_base_beside_hf_generate(tmp_path):
     """On the bundled GGUF (the base's own Q4_1 weights), greedy, llama.cpp answers a plain question as HF `generate`
     does on the dequantized weights (its arithmetic is its own, so only a short answer is compared), one forward
-    per token, a whole f16 slot per token held; the bench runs it beside HF `generate` and names its file."""
+    per token, a whole f16 slot per token held; with prompt lookup, fewer forwards where the answer repeats its
+    prompt. The bench runs both beside HF `generate` and names their file."""
     pytest.importorskip("llama_cpp")
     from hamburger.bench.methods import HFMethod
     from hamburger.core.base import load_base
@@ -58,12 +59,20 @@ def test_llama_cpp_runs_the_bundled_base_beside_hf_generate(tmp_path):
     assert run.token_ids[-1] in peer.eos and run.tokens < 16  # (a short answer, ended by its EOS)
     assert run.kv_slots == len(ids) + run.tokens - 1 and run.kv_bytes == run.kv_slots * 23040
     assert peer.run(ids, 16).token_ids == run.token_ids and peer.run(ids, 3).tokens == 3
+    # with prompt lookup, a repeated sentence takes fewer forwards than tokens (several positions in one)
+    repeat = encode_prompt(tokenizer, "Repeat this sentence three times: the cat sat on the mat.")
+    lookup = LlamaCppMethod(str(bundled_gguf_path("smollm2-135m-instruct")), 2, peer.eos, kv_slot_bytes(base.config),
+                            lookup=10)
+    plain, drafted = peer.run(repeat, 16), lookup.run(repeat, 16)
+    assert lookup.name == "llama_cpp_lookup" and drafted.token_ids[:6] == plain.token_ids[:6]
+    assert plain.forwards == plain.tokens and drafted.forwards < drafted.tokens
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(json.dumps({"prompt": "What is 2+2?", "category": "chat"}) + "\n")
     out = tmp_path / "bench"
-    assert main(["bench", "--quick", "--prompts", str(prompts), "--out", str(out), "--methods", "hf_generate,llama_cpp",
+    assert main(["bench", "--quick", "--prompts", str(prompts), "--out", str(out), "--methods",
+                 "hf_generate,llama_cpp,llama_cpp_lookup",
                  "--lengths", "", "--batch-sizes", "", "--max-new-tokens", "16", "--threads", "2"]) == 0
     result = json.loads((out / "results.json").read_text())
-    assert {r["method"] for r in result["rows"]} == {"hf_generate", "llama_cpp"}
+    assert {r["method"] for r in result["rows"]} == {"hf_generate", "llama_cpp", "llama_cpp_lookup"}
     assert result["model"]["gguf"]["file"] == bundled_gguf_path("smollm2-135m-instruct").name
     assert result["model"]["gguf"]["llama_cpp_python"]
