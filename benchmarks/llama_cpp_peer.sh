@@ -4,7 +4,8 @@
 # greedy, batch 1, every category, at the HF side's fp32 and, on a CPU with bf16 instructions, bf16.
 # Needs llama-cpp-python (bash benchmarks/install_llama_cpp.sh) and an otherwise idle machine: llama.cpp's threads
 # wait for each other spinning, so a busy core (even a niced job) slows it many times over.
-# Raw results: benchmarks/results/llama-cpp-peer/{float32,bfloat16}/ (about 25 minutes on a 2-core CPU).
+# Then llama.cpp with llama-cpp-python's prompt lookup (llama_cpp_lookup) beside it and HF's, fp32.
+# Raw results: benchmarks/results/llama-cpp-peer/{float32,bfloat16,lookup}/ (about 35 minutes on a 2-core CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
@@ -15,3 +16,5 @@ for dtype in $DTYPES; do
         --repeats 3 --max-new-tokens 128 --lengths "" --batch-sizes "" --dtype "$dtype" --threads "$THREADS" \
         --out "benchmarks/results/llama-cpp-peer/$dtype"
 done
+.venv/bin/hamburger bench --methods hf_generate,prompt_lookup,llama_cpp,llama_cpp_lookup --n-prompts 3 --repeats 3 \
+    --max-new-tokens 128 --lengths "" --batch-sizes "" --threads "$THREADS" --out benchmarks/results/llama-cpp-peer/lookup
