@@ -264,6 +264,15 @@ def gguf_tensor_bytes(path: str) -> int:
     return sum(int(t.n_bytes) for t in GGUFReader(path).tensors)
 
 
+def kv_slot_bytes(config, element_bytes: int = 2) -> int:
+    """One token's slot in a plain KV cache of a model of ``config``: every layer's key and value, its key/value
+    heads' channels at ``element_bytes`` each (2: llama.cpp's default f16)."""
+    text = config.get_text_config()
+    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    return text.num_hidden_layers * 2 * heads * head_dim * element_bytes
+
+
 def assisted_kwargs(base, tokenizer, assistant, assistant_tokenizer) -> dict:
     """`generate` arguments for HF's assisted generation: ``base`` checks the drafts of ``assistant`` (a smaller
     causal LM, on the base's device), by token id where their vocabularies are one size (HF's rule), else by text
@@ -351,7 +360,7 @@ def build_methods(model: HamburgerModel, tokenizer, names: list[str], confidence
             if assistant is None:
                 raise ValueError("the assisted method needs an assistant model")
             methods.append(HFMethod(base, tokenizer, "assisted", **assisted_kwargs(base, tokenizer, *assistant)))
-        elif name in ("llama_cpp", "llama_cpp_lookup"):
+        elif name in LLAMA_CPP_METHODS:
             if gguf is None:
                 raise ValueError("the llama_cpp methods need the base as a GGUF file")
             methods.append(LlamaCppMethod(gguf, threads, _as_list(base.generation_config.eos_token_id),
@@ -378,13 +387,4 @@ METHOD_NAMES = ("hamburger", "own_loop", "hf_generate", "prompt_lookup", "early_
                 "verify", "verify_fold")
 # (assisted runs where an assistant is given, llama.cpp's where asked for: they need a package built from C++)
 DEFAULT_METHODS = tuple(m for m in METHOD_NAMES if m not in ("assisted", *LLAMA_CPP_METHODS))
-
-
-def kv_slot_bytes(config, element_bytes: int = 2) -> int:
-    """One token's slot in a plain KV cache of a model of ``config``: every layer's key and value, its key/value
-    heads' channels at ``element_bytes`` each (2: llama.cpp's default f16)."""
-    text = config.get_text_config()
-    heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
-    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    return text.num_hidden_layers * 2 * heads * head_dim * element_bytes
 VERIFY_FOLD = DEFAULT_FOLD  # the folding the verify_fold method times unless told others (`--folds`)

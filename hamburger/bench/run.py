@@ -225,7 +225,7 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
               assistant: tuple | None = None, gguf: str | None = None) -> dict:
     """All methods side by side; ``reference`` is the unchanged base model the baselines run (default ``model``),
     ``fold_models`` what each fold of verify_fold runs, ``assistant`` (model, tokenizer) the drafter of the assisted
-    method, ``gguf`` the base's file that llama_cpp runs (`build_methods`). With a ``log`` the run resumes from and
+    method, ``gguf`` the base's file that the llama_cpp methods run (`build_methods`). With a ``log`` the run resumes from and
     records into it."""
     import torch
     from tqdm import tqdm
@@ -300,7 +300,7 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     run), on ``prompts_file`` (jsonl, 'prompt' and optional 'category') or the built-in categories; resumes
     an earlier run with the same settings in ``out`` unless ``restart`` (``base``: where the checkpoint's base
     is, if it moved; ``assistant``: the model, as `load_base` reads a spec, that drafts for the assisted method;
-    ``gguf``: the base as a GGUF file for the llama_cpp method, default the bundled base's own). Returns the report
+    ``gguf``: the base as a GGUF file for the llama_cpp methods, default the bundled base's own). Returns the report
     written there."""
     import torch
 
