@@ -26,13 +26,14 @@ CHARS = [chr(c) for c in range(32, 127)] + ["\n"]
 SPECIALS = ["<pad>", "<s>", "</s>", "<eos2>"]
 
 
-def make_char_tokenizer():
-    """A real fast tokenizer with one token per character (vocab 100), ids: pad 0, bos 1, eos 2 and 3.
-    Tests get it from the session-scoped `char_tokenizer` fixture (tests/conftest.py)."""
+def make_char_tokenizer(tokens: list[str] | None = None):
+    """A real fast tokenizer with one token per character (vocab 100), ids: pad 0, bos 1, eos 2 and 3; ``tokens``:
+    other tokens in id order, specials first (e.g. another vocabulary for an assistant model).
+    Tests get the default from the session-scoped `char_tokenizer` fixture (tests/conftest.py)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {t: i for i, t in enumerate(SPECIALS + CHARS)}
+    vocab = {t: i for i, t in enumerate(tokens or SPECIALS + CHARS)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<pad>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
     tok.decoder = decoders.Fuse()

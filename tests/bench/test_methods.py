@@ -9,7 +9,7 @@ import torch
 from hamburger.bench.methods import HFMethod, VerifyMethod, assisted_kwargs
 from hamburger.engine.prompt import encode_prompt
 from hamburger.errors import HamburgerError
-from tests.helpers import CHARS, SPECIALS, tiny_base, tiny_long_group_model
+from tests.helpers import CHARS, SPECIALS, make_char_tokenizer, tiny_base, tiny_long_group_model
 
 SAMPLING = dict(temperature=0.7, top_p=0.9)
 
@@ -27,18 +27,6 @@ def test_sampling_methods_repeat_their_tokens_and_differ_from_greedy(char_tokeni
                                                                                     **SAMPLING)
 
 
-def char_tokenizer_of(tokens: list[str]):
-    """A fast tokenizer with one token per character of ``tokens`` (specials first, as `make_char_tokenizer`'s)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.WordLevel(vocab={t: i for i, t in enumerate(tokens)}, unk_token="<pad>"))
-    tok.pre_tokenizer, tok.decoder = pre_tokenizers.Split("", behavior="isolated"), decoders.Fuse()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
-    fast.add_special_tokens({"additional_special_tokens": ["<eos2>"]})
-    return fast
-
-
 def test_assisted_generation_writes_the_base_greedy_answer(char_tokenizer):
     """The assisted method is lossless: whatever drafts, the base's greedy tokens come out. A copy of the base
     drafts every token right, so each base forward keeps several (its drafting forwards are not the base's); an
@@ -48,7 +36,7 @@ def test_assisted_generation_writes_the_base_greedy_answer(char_tokenizer):
         base.get_input_embeddings().weight.mul_(4.0)
     prompts = [encode_prompt(char_tokenizer, p) for p in ("abc", "hello there", "2+2=")]
     greedy = [HFMethod(base, char_tokenizer).run(p, 16) for p in prompts]
-    other = char_tokenizer_of(SPECIALS + CHARS + [chr(c) for c in range(0xe0, 0xf4)])
+    other = make_char_tokenizer(SPECIALS + CHARS + [chr(c) for c in range(0xe0, 0xf4)])
     for assistant, tokenizer in ((copy.deepcopy(base), char_tokenizer), (tiny_base(seed=2, vocab=120), other)):
         kwargs = assisted_kwargs(base, char_tokenizer, assistant, tokenizer)
         assert ("assistant_tokenizer" in kwargs) == (tokenizer is other)
@@ -62,6 +50,6 @@ def test_assisted_generation_refuses_other_ids_of_one_vocabulary_size(char_token
     """An assistant whose vocabulary is the base's size reads its drafts as the base's ids: another tokenizer there
     would draft nonsense that HF cannot tell, so it is refused."""
     base = tiny_base(seed=0)
-    shuffled = char_tokenizer_of(SPECIALS + CHARS[::-1])
+    shuffled = make_char_tokenizer(SPECIALS + CHARS[::-1])
     with pytest.raises(HamburgerError, match="other ids"):
         assisted_kwargs(base, char_tokenizer, tiny_base(seed=1), shuffled)
