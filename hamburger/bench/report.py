@@ -23,12 +23,20 @@ def _cell(row: dict, key: str, fmt: str | None) -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def copy_bandwidth(result: dict) -> str:
+    """The machine's copy bandwidth as measured when the run began, or in each session of a resumed run."""
+    measured = [s["copy_bandwidth_gbs"] for s in result.get("sessions", []) if s.get("copy_bandwidth_gbs")]
+    if len(measured) > 1:
+        return " / ".join(f"{gbs:.1f}" for gbs in measured) + " GB/s in its sessions"
+    return f"{result['copy_bandwidth_gbs']:.1f} GB/s"
+
+
 def markdown(result: dict) -> str:
     m, settings = result["machine"], result["settings"]
     lines = [f"# Benchmark: {result['model']['checkpoint']} on {result['model']['base']}", "",
              f"{m['cpu']} ({m['cores']} cores), {m['threads']} threads, {m['dtype']}, torch {m['torch']}, "
-             f"transformers {m['transformers']}, env {m['env']}; copy bandwidth "
-             f"{result['copy_bandwidth_gbs']:.1f} GB/s; greedy, {result['settings']['max_new_tokens']} new tokens, "
+             f"transformers {m['transformers']}, env {m['env']}; copy bandwidth {copy_bandwidth(result)}; "
+             f"greedy, {result['settings']['max_new_tokens']} new tokens, "
              f"median of {result['settings']['repeats']} runs; peak RSS {result['peak_rss_mib']:.0f} MiB.", ""]
     if settings.get("device", "cpu") != "cpu" or settings.get("compile"):
         lines += [f"Device {m.get('gpu') or settings.get('device')}; "

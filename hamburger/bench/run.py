@@ -243,8 +243,10 @@ def run_bench(model, tokenizer, settings: BenchSettings, prompts: list[dict] | N
     with tqdm(total=len(prompts) * len(methods), desc="bench", unit="run") as progress:
         rows = measure(methods, prompts, ids, settings, progress, log)
     own_weights = {m.name: m.weight_bytes for m in methods if getattr(m, "weight_bytes", None)}
+    session = log.sessions[-1] if log is not None else {}  # (its bandwidth was measured as it began)
     result = {"settings": asdict(settings), "rows": rows, "summary": summarise(rows, weight_bytes, own_weights),
-              "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device)), "base_weight_bytes": weight_bytes}
+              "copy_bandwidth_gbs": session.get("copy_bandwidth_gbs") or copy_bandwidth_gbs(device=str(model.device)),
+              "base_weight_bytes": weight_bytes}
     sweeps = {"length_sweep": (settings.lengths, lambda: length_sweep(
                   model, tokenizer, ids[0], settings.lengths, reference, settings.sweep_confidence, settings)),
               "batch_sweep": (settings.batch_sizes, lambda: batch_sweep(
@@ -341,7 +343,8 @@ def bench(out: str | Path, settings: BenchSettings | None = None, model_dir: str
     log = BenchLog(Path(out), header, restart=restart)
     if log.prompts:
         print(f"resuming {log.path}: {len(log.prompts)} of {len(prompts)} prompts already measured", file=sys.stderr)
-    log.start_session(machine_info(settings.threads, settings.dtype, settings.device))
+    log.start_session({**machine_info(settings.threads, settings.dtype, settings.device),
+                       "copy_bandwidth_gbs": copy_bandwidth_gbs(device=str(model.device))})
     fold_runners = {}
     if "verify_fold" in settings.methods:
         from hamburger.core.loading import fold_model

@@ -89,6 +89,10 @@ def test_bench_resumes_from_its_log(tmp_path, char_tokenizer, capsys):
     per_repetition = [decoded / sum(x[k] for x in runs) for k in range(3)]
     assert (hf["tok_s_min"], hf["tok_s_max"]) == (min(per_repetition), max(per_repetition))
     assert "over 2 sessions" in (out / "results.md").read_text()
+    # each session's copy bandwidth, measured as it began, is its own and in the report
+    bandwidths = [s["copy_bandwidth_gbs"] for s in result["sessions"]]
+    assert all(b > 0 for b in bandwidths) and result["copy_bandwidth_gbs"] == bandwidths[1]
+    assert " / ".join(f"{b:.1f}" for b in bandwidths) + " GB/s in its sessions" in (out / "results.md").read_text()
     # Other settings do not mix into the same log; --restart starts over.
     capsys.readouterr()
     assert main(args[:-4] + ["--max-new-tokens", "7", "--repeats", "3"]) != 0
