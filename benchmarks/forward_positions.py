@@ -98,6 +98,8 @@ def main() -> int:
                         help="comma-separated: torch-DTYPE (HF on the dequantized base), llama_cpp (the GGUF, logits "
                              "of every position) and llama_cpp_last_logits (the last position's only)")
     args = parser.parse_args()
+    if args.rounds < 1 or args.reps < 1 or args.rounds * args.reps < 2 or args.max_positions < 1:
+        parser.error("time at least two forwards per k (--rounds x --reps) and at least one position")
 
     import torch
 
@@ -129,12 +131,14 @@ def main() -> int:
     for k in range(1, args.max_positions + 1):
         print(f"k={k}: " + "  ".join(f"{name} {ms[name][k]:.1f} ms" for name in backends))
     record = {
-        "what": "median ms of one base forward of k new positions (logits of all k, argmax on the host) on a cache",
+        "what": "median ms of one base forward of k new positions on a cache, the argmax of the logits of all k "
+                "(llama_cpp_last_logits: of the last) on the host",
         "base": DEFAULT_BASE, "cache_slots": args.cache, "rounds": args.rounds, "reps_per_round": args.reps,
         "ms": ms, "ms_quartiles": {name: {k: [1000 * q for q in statistics.quantiles(t, n=4)[::2]]
                                            for k, t in by_k.items()} for name, by_k in times.items()},
         "relative_to_one_position": {n: {k: v / t[1] for k, v in t.items()} for n, t in ms.items()},
-        "machine": machine_info(args.threads, "float32 and bfloat16 (torch); Q4_1 (llama.cpp)"),
+        "machine": machine_info(args.threads, ", ".join(  # (the dtype of each backend)
+            name.removeprefix("torch-") if name.startswith("torch-") else f"{name}: Q4_1 GGUF" for name in backends)),
     }
     gguf = next((b.gguf.name for b in backends.values() if isinstance(b, LlamaCppForward)), None)
     if gguf:
