@@ -1,14 +1,16 @@
-"""Cost of one base forward over k = 1..K new positions, on torch (HF, fp32 and bf16) and on llama.cpp.
+"""Cost of one base forward over k = 1..K new positions, on torch (HF's and HAMburger's, fp32 and bf16) and llama.cpp.
 
 A verify step (the verify modes, prompt lookup, any draft-and-check decoding) is one forward of the base over the
-pending token and its drafts, with logits for every position; it pays off where a forward over k positions costs
-about what one costs. This times exactly that on the bundled base: a cache of ``--cache`` slots, then a forward of k
-new tokens, the logits of all k positions, their argmax on the host, the cache cut back; the median of
-``--rounds`` x ``--reps`` per k and backend, every k and backend in each round. llama.cpp (llama-cpp-python, built by
-``benchmarks/install_llama_cpp.sh``) runs the base's own Q4_1 GGUF file with logits for every position; torch runs
-the same weights dequantized. Values do not change the cost, so the tokens are the bench prompt's, repeated.
-llama.cpp's threads spin at their barriers: run it on an otherwise idle machine, and apart from torch's backends
-(torch's OpenMP threads spin on after a forward): `benchmarks/forward_positions.sh`.
+pending token and its drafts, with logits for every position; it pays off where a forward over k positions costs about
+what one costs. This times exactly that on the bundled base: a cache of ``--cache`` slots, then a forward of k new
+tokens, the logits of all k positions, their argmax on the host, the cache cut back; the median of ``--rounds`` x
+``--reps`` per k and backend, every k and backend in each round. llama.cpp (llama-cpp-python, built by
+``benchmarks/install_llama_cpp.sh``) runs the base's own Q4_1 GGUF file with logits for every position; torch runs the
+same weights dequantized, through transformers' forward (what HF `generate` runs) or the default model's own
+(`HamburgerModel.base_forward`, the lean pass, as its verify step runs it). Values do not change the cost, so the
+tokens are the bench prompt's, repeated. llama.cpp's threads spin at their barriers: run it on an otherwise idle
+machine, and apart from torch's backends (torch's OpenMP threads spin on after a forward):
+`benchmarks/forward_positions.sh`.
 
     python -m benchmarks.forward_positions --out benchmarks/results/forward-positions/forward_positions.json
 """
@@ -56,6 +58,38 @@ class TorchForward:
         return chosen
 
 
+class EngineForward:
+    """A HAMburger model's own forward of its base, as its verify step runs it (the lean pass where the family has one,
+    the LM head's layout for a few rows; no merged slot, so no adapter acts): ``step(tokens)`` forwards them and drops
+    their slots again."""
+
+    def __init__(self, model, context: list[int]):
+        import torch
+
+        from hamburger.engine.cache import SlotCache
+
+        self.torch, self.model = torch, model
+        self.cache = SlotCache(model.base.config, 1, model.device)
+        self.slots = len(context)
+        self._forward(context, 0)
+
+    def _forward(self, tokens: list[int], start: int):
+        torch, model = self.torch, self.model
+        ids = torch.tensor([tokens], device=model.device)
+        positions = torch.arange(start, start + len(tokens), device=model.device)[None]
+        mask = self.cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
+        return model.base_forward(model.embed(ids), positions, mask, self.cache.kv)[0]
+
+    def step(self, tokens: list[int]) -> list[int]:
+        from hamburger.engine.verify import SMALL_HEAD_ROWS
+
+        with self.torch.inference_mode():
+            final = self._forward(tokens, self.slots)
+            chosen = self.model.decode_logits(final[0], max_rows=SMALL_HEAD_ROWS).argmax(-1).tolist()
+        self.cache.drop_last(len(tokens))
+        return chosen
+
+
 class LlamaCppForward:
     """llama.cpp on the bundled GGUF; ``step(tokens)`` evaluates them and cuts the cache back. With ``all_logits``
     False only the last position's logits are computed (a plain decode step's layout: what the body alone costs)."""
@@ -95,8 +129,9 @@ def main() -> int:
                         help="timed forwards per k and backend in each round (the median of all rounds' is kept)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--backends", default="torch-float32,torch-bfloat16,llama_cpp",
-                        help="comma-separated: torch-DTYPE (HF on the dequantized base), llama_cpp (the GGUF, logits "
-                             "of every position) and llama_cpp_last_logits (the last position's only)")
+                        help="comma-separated: torch-DTYPE (HF's forward of the dequantized base), hamburger-DTYPE "
+                             "(the default model's own forward of it, as its verify step runs it), llama_cpp (the "
+                             "GGUF, logits of every position) and llama_cpp_last_logits (the last position's only)")
     args = parser.parse_args()
     if args.rounds < 1 or args.reps < 1 or args.rounds * args.reps < 2 or args.max_positions < 1:
         parser.error("time at least two forwards per k (--rounds x --reps) and at least one position")
@@ -105,6 +140,7 @@ def main() -> int:
 
     from hamburger.bench.machine import machine_info
     from hamburger.core.base import DEFAULT_BASE, load_base
+    from hamburger.core.loading import load_model
     from hamburger.engine.prompt import encode_prompt
 
     torch.set_num_threads(args.threads)
@@ -117,8 +153,10 @@ def main() -> int:
             backends[name] = LlamaCppForward(args.threads, context, all_logits=name == "llama_cpp")
         elif name.startswith("torch-"):
             backends[name] = TorchForward(load_base(None, name.removeprefix("torch-"))[0], context)
+        elif name.startswith("hamburger-"):
+            backends[name] = EngineForward(load_model(None, name.removeprefix("hamburger-"))[0].eval(), context)
         else:
-            parser.error(f"unknown backend {name!r}: torch-DTYPE, llama_cpp or llama_cpp_last_logits")
+            parser.error(f"unknown backend {name!r}: torch-DTYPE, hamburger-DTYPE, llama_cpp or llama_cpp_last_logits")
     times: dict[str, dict[int, list[float]]] = {name: {k: [] for k in range(1, args.max_positions + 1)}
                                                 for name in backends}
     for round_ in range(args.rounds):  # (every k and backend in each round: a drifting machine load is shared)
@@ -138,7 +176,7 @@ def main() -> int:
                                            for k, t in by_k.items()} for name, by_k in times.items()},
         "relative_to_one_position": {n: {k: v / t[1] for k, v in t.items()} for n, t in ms.items()},
         "machine": machine_info(args.threads, ", ".join(  # (the dtype of each backend)
-            name.removeprefix("torch-") if name.startswith("torch-") else f"{name}: Q4_1 GGUF" for name in backends)),
+            name.split("-", 1)[1] if "-" in name else f"{name}: Q4_1 GGUF" for name in backends)),
     }
     gguf = next((b.gguf.name for b in backends.values() if isinstance(b, LlamaCppForward)), None)
     if gguf:

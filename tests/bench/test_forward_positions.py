@@ -4,8 +4,8 @@
 import pytest
 import torch
 
-from benchmarks.forward_positions import LlamaCppForward, TorchForward
-from tests.helpers import tiny_base
+from benchmarks.forward_positions import EngineForward, LlamaCppForward, TorchForward
+from tests.helpers import tiny_base, tiny_hamburger
 
 
 def test_torch_step_is_the_forward_over_new_positions_and_cuts_the_cache_back():
@@ -17,6 +17,17 @@ def test_torch_step_is_the_forward_over_new_positions_and_cuts_the_cache_back():
     assert step.step(tokens) == whole
     assert step.cache.get_seq_length() == len(context)
     assert step.step(tokens) == whole and step.step(tokens[:1]) == whole[:1]
+
+
+def test_engine_step_is_the_models_forward_over_new_positions_and_drops_them_again():
+    """The HAMburger model's own forward (the lean pass) chooses what HF's forward of its base chooses."""
+    model = tiny_hamburger("llama", seed=0).eval()
+    context, tokens = [5, 9, 13, 2, 7, 30], [11, 4, 17]
+    step = EngineForward(model, context)
+    with torch.inference_mode():
+        whole = model.base(input_ids=torch.tensor([context + tokens])).logits[0, len(context):].argmax(-1).tolist()
+    assert step.step(tokens) == whole and step.cache.filled == len(context)
+    assert step.step(tokens) == whole and step.step(tokens[:2]) == whole[:2]
 
 
 @pytest.mark.slow
