@@ -9,7 +9,10 @@ weights (dequantized), then times a one-position step each way:
 2. the final normed states (`embeddings`, no pooling) and the tapped layers' outputs (`l_out-N`, read through the
    context's eval callback, `cb_eval`), against transformers' hidden states (cosine similarity, worst over positions);
 3. median ms of a one-position step on a cache of ``--cache`` slots: a token with its logits (what plain llama.cpp
-   decoding runs), then with its final state and taps read out too, then a vector in its place.
+   decoding runs), then with its final state and taps read out too, then a vector in its place, then with the
+   checkpoint's adapters set for the step and cleared after it;
+4. the checkpoint's LoRA adapters (they act at merged slots only) written as a llama.cpp LoRA GGUF (`lora_gguf`) and
+   set on the context: the final states with them, against the model's own with its adapters acting everywhere.
 
 The callback reads ggml's tensor struct through ctypes (`GgmlTensor`, the layout of the ggml that llama-cpp-python
 0.3.36 bundles; another version may differ: the probe checks the names and shapes it reads). Run it on an otherwise
@@ -101,6 +104,51 @@ class Session:
         self.lib.llama_memory_seq_rm(self.memory, -1, keep, -1)
 
 
+GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
+              "gate_proj": "ffn_gate", "up_proj": "ffn_up", "down_proj": "ffn_down"}
+
+
+def rotary_rows(weight: np.ndarray, heads: int) -> np.ndarray:
+    """A query or key projection's output rows in the order llama.cpp's Llama GGUF keeps them (its converter's
+    permutation: each head's two rotary halves interleaved)."""
+    return weight.reshape(heads, 2, weight.shape[0] // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(
+        weight.shape)
+
+
+def lora_gguf(lora_file: Path, alpha: float, config, out: Path, permute: bool = True) -> int:
+    """The checkpoint's LoRA adapters (`lora.safetensors`, HF names, A [r, in], B [out, r]) as a llama.cpp LoRA GGUF
+    (`blk.N.NAME.weight.lora_a` / `lora_b`, B's query and key rows permuted as the base's GGUF holds them, unless not
+    ``permute``: the check that the permutation matters). Returns the count of adapted projections."""
+    from gguf import GGUFWriter
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(lora_file))
+    writer = GGUFWriter(str(out), "llama")
+    writer.add_string("general.type", "adapter")
+    writer.add_string("adapter.type", "lora")
+    writer.add_float32("adapter.lora.alpha", alpha)
+    count = 0
+    for key in sorted(tensors):
+        if not key.endswith(".lora_A"):
+            continue
+        stem = key.removesuffix(".lora_A")
+        layer, projection = int(stem.split(".")[2]), stem.split(".")[-1]
+        a_, b_ = (tensors[k].float().numpy() for k in (key, stem + ".lora_B"))  # (stored in bf16)
+        if projection == "q_proj" and permute:
+            b_ = rotary_rows(b_, config.num_attention_heads)
+        elif projection == "k_proj" and permute:
+            b_ = rotary_rows(b_, config.num_key_value_heads)
+        name = f"blk.{layer}.{GGUF_NAMES[projection]}.weight"
+        writer.add_tensor(name + ".lora_a", a_)
+        writer.add_tensor(name + ".lora_b", b_)
+        count += 1
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return count
+
+
 def worst_cosine(a: np.ndarray, b: np.ndarray) -> float:
     a, b = a.astype(np.float64), b.astype(np.float64)
     return float(((a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)).min())
@@ -167,6 +215,52 @@ def main() -> int:
         "prompt_tokens": n, "tap_layers": taps,
     }
 
+    # 4: the adapters, which act at merged slots only: llama.cpp sets adapters per context and decode call, and a
+    # step forwards one slot, so setting them for a merged slot's step and clearing them after gates them as the
+    # checkpoint does. Their final states on the prompt, with adapters everywhere, against the model's own.
+    import shutil
+    import tempfile
+
+    from hamburger.core.loading import default_model
+    from hamburger.engine.cache import SlotCache
+
+    spec = json.loads((Path(default_model()) / "hamburger_config.json").read_text())["lora"]
+    folder = Path(tempfile.mkdtemp())
+    adapted = lora_gguf(Path(default_model()) / spec["file"], spec["alpha"], base.config, folder / "lora.gguf")
+    lora_gguf(Path(default_model()) / spec["file"], spec["alpha"], base.config, folder / "unpermuted.gguf", False)
+    scales = (ctypes.c_float * 1)(1.0)
+    adapters, unpermuted = ((llama_cpp.llama_adapter_lora_p_ctypes * 1)(llama_cpp.llama_adapter_lora_init(
+        weights._model.model, str(folder / name).encode())) for name in ("lora.gguf", "unpermuted.gguf"))
+    shutil.rmtree(folder)  # (llama.cpp holds the adapters in memory)
+
+    def torch_final(merged: bool) -> np.ndarray:
+        cache = SlotCache(base.config, 1, model.device)
+        ids = torch.tensor([prompt])
+        positions = torch.arange(n)[None]
+        mask = cache.extend(torch.ones_like(ids, dtype=torch.bool), positions)
+        with torch.inference_mode():
+            return model.base_forward(model.embed(ids), positions, mask, cache.kv,
+                                      merged_slots=torch.full_like(ids, merged, dtype=torch.bool))[0][0].numpy()
+
+    def llama_final(adapter=None) -> np.ndarray:
+        session.cut(0)
+        assert llama_cpp.llama_set_adapters_lora(session.ctx, adapter, int(adapter is not None),
+                                                 scales if adapter is not None else None) == 0
+        session.decode(0, tokens=prompt)
+        return np.stack([session.final(i, width) for i in range(n)])
+
+    adapted_torch, plain_torch = torch_final(True), torch_final(False)
+    adapted_llama, unpermuted_llama, plain_llama = llama_final(adapters), llama_final(unpermuted), llama_final()
+    record["lora"] = {
+        "projections": adapted, "rank": spec["r"], "alpha": spec["alpha"],
+        "worst_cosine_adapted_llama_vs_adapted_model": worst_cosine(adapted_llama, adapted_torch),
+        "worst_cosine_adapted_llama_vs_unadapted_model": worst_cosine(adapted_llama, plain_torch),
+        "worst_cosine_adapted_llama_without_rotary_permutation_vs_adapted_model": worst_cosine(unpermuted_llama,
+                                                                                              adapted_torch),
+        "worst_cosine_unadapted_llama_vs_unadapted_model": worst_cosine(plain_llama, plain_torch),
+        "worst_cosine_adapted_model_vs_unadapted_model": worst_cosine(adapted_torch, plain_torch),
+    }
+
     # 3: one-position steps on a cache of --cache slots
     context = (prompt * (args.cache // n + 1))[:args.cache]
     plain = Session(llama_cpp, weights._model.model, args.cache + 8, args.threads, set())
@@ -187,10 +281,16 @@ def main() -> int:
         assert len(session.read) == len(names)
         session.cut(args.cache)
 
+    def switched_step():  # (a merged slot's step: its adapters set, and cleared after it)
+        llama_cpp.llama_set_adapters_lora(session.ctx, adapters, 1, scales)
+        tapped_step(vectors=vector)
+        llama_cpp.llama_set_adapters_lora(session.ctx, None, 0, None)
+
     record["step_ms"] = {
         "token_with_logits": median_ms(token_step, args.reps),
         "token_with_logits_final_state_and_taps": median_ms(lambda: tapped_step(tokens=[prompt[-1]]), args.reps),
-        "vector_with_logits_final_state_and_taps": median_ms(lambda: tapped_step(vectors=vector), args.reps)}
+        "vector_with_logits_final_state_and_taps": median_ms(lambda: tapped_step(vectors=vector), args.reps),
+        "vector_with_adapters_set_and_cleared": median_ms(switched_step, args.reps)}
     record.update(cache_slots=args.cache, reps=args.reps, gguf=gguf.name, llama_cpp_python=llama_cpp.__version__,
                   machine=machine_info(args.threads, "llama.cpp: Q4_1 GGUF; transformers: float32"))
     out = Path(args.out)
