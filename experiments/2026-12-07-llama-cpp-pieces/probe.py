@@ -27,10 +27,13 @@ import argparse
 import ctypes
 import json
 import statistics
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks.forward_positions import timings  # noqa: E402  (after one untimed call, as there)
 
 
 class GgmlTensor(ctypes.Structure):
@@ -155,13 +158,7 @@ def worst_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def median_ms(fn, reps: int) -> float:
-    fn()
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+    return 1000 * statistics.median(timings(fn, reps))
 
 
 def main() -> int:
