@@ -24,7 +24,8 @@ def _cell(row: dict, key: str, fmt: str | None) -> str:
 
 
 def copy_bandwidth(result: dict) -> str:
-    """The machine's copy bandwidth as measured when the run began, or in each session of a resumed run."""
+    """The machine's copy bandwidth as measured when the run began (without a bench log: after it), or in each
+    session of a resumed run."""
     measured = [s["copy_bandwidth_gbs"] for s in result.get("sessions", []) if s.get("copy_bandwidth_gbs")]
     if len(measured) > 1:
         return " / ".join(f"{gbs:.1f}" for gbs in measured) + " GB/s in its sessions"
