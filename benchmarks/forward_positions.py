@@ -23,6 +23,8 @@ import statistics
 import time
 from pathlib import Path
 
+import numpy as np
+
 PROMPT = "Explain in a few paragraphs how a bicycle works, part by part."
 
 
@@ -67,8 +69,9 @@ class EngineForward:
         import torch
 
         from hamburger.engine.cache import SlotCache
+        from hamburger.engine.verify import SMALL_HEAD_ROWS
 
-        self.torch, self.model = torch, model
+        self.torch, self.model, self.head_rows = torch, model, SMALL_HEAD_ROWS
         self.cache = SlotCache(model.base.config, 1, model.device)
         self.slots = len(context)
         self._forward(context, 0)
@@ -81,11 +84,9 @@ class EngineForward:
         return model.base_forward(model.embed(ids), positions, mask, self.cache.kv)[0]
 
     def step(self, tokens: list[int]) -> list[int]:
-        from hamburger.engine.verify import SMALL_HEAD_ROWS
-
         with self.torch.inference_mode():
             final = self._forward(tokens, self.slots)
-            chosen = self.model.decode_logits(final[0], max_rows=SMALL_HEAD_ROWS).argmax(-1).tolist()
+            chosen = self.model.decode_logits(final[0], max_rows=self.head_rows).argmax(-1).tolist()
         self.cache.drop_last(len(tokens))
         return chosen
 
@@ -106,8 +107,6 @@ class LlamaCppForward:
         self.slots, self.all_logits = len(context), all_logits
 
     def step(self, tokens: list[int]) -> list[int]:
-        import numpy as np
-
         self.llm.eval(tokens)  # (evaluating drops what the cache holds past n_tokens first)
         if self.all_logits:
             chosen = self.llm.scores[self.slots:self.slots + len(tokens)].argmax(-1).tolist()

@@ -8,11 +8,11 @@ weights (dequantized), then times a one-position step each way:
 1. an input vector instead of a token id (`llama_batch.embd`): the logits after it, against the token's own logits;
 2. the final normed states (`embeddings`, no pooling) and the tapped layers' outputs (`l_out-N`, read through the
    context's eval callback, `cb_eval`), against transformers' hidden states (cosine similarity, worst over positions);
-3. median ms of a one-position step on a cache of ``--cache`` slots: a token with its logits (what plain llama.cpp
+3. the checkpoint's LoRA adapters (they act at merged slots only) written as a llama.cpp LoRA GGUF (`lora_gguf`) and
+   set on the context: the final states with them, against the model's own with its adapters acting everywhere;
+4. median ms of a one-position step on a cache of ``--cache`` slots: a token with its logits (what plain llama.cpp
    decoding runs), then with its final state and taps read out too, then a vector in its place, then with the
-   checkpoint's adapters set for the step and cleared after it;
-4. the checkpoint's LoRA adapters (they act at merged slots only) written as a llama.cpp LoRA GGUF (`lora_gguf`) and
-   set on the context: the final states with them, against the model's own with its adapters acting everywhere.
+   checkpoint's adapters set for the step and cleared after it.
 
 The callback reads ggml's tensor struct through ctypes (`GgmlTensor`, the layout of the ggml that llama-cpp-python
 0.3.36 bundles; another version may differ: the probe checks the names and shapes it reads). Run it on an otherwise
@@ -212,7 +212,7 @@ def main() -> int:
         "prompt_tokens": n, "tap_layers": taps,
     }
 
-    # 4: the adapters, which act at merged slots only: llama.cpp sets adapters per context and decode call, and a
+    # 3: the adapters, which act at merged slots only: llama.cpp sets adapters per context and decode call, and a
     # step forwards one slot, so setting them for a merged slot's step and clearing them after gates them as the
     # checkpoint does. Their final states on the prompt, with adapters everywhere, against the model's own.
     import shutil
@@ -258,7 +258,7 @@ def main() -> int:
         "worst_cosine_adapted_model_vs_unadapted_model": worst_cosine(adapted_torch, plain_torch),
     }
 
-    # 3: one-position steps on a cache of --cache slots
+    # 4: one-position steps on a cache of --cache slots
     context = (prompt * (args.cache // n + 1))[:args.cache]
     plain = Session(llama_cpp, weights._model.model, args.cache + 8, args.threads, set())
     plain.decode(0, tokens=context)
