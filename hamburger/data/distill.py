@@ -1,10 +1,10 @@
 """Self-distillation: the base model writes a response to every prompt of a prompt file.
 
-Responses come from HF ``generate`` on the chat-formatted prompt (``apply_chat_template`` with the
-generation prompt), greedy by default, stopping at every EOS id of the model's generation config or at
-``--max-new-tokens``. Batches are left-padded; pending prompts are sorted by (source, prompt length)
-within windows of 16 batches so rows of a batch are alike, and generation runs in chunks of 32 tokens
-between which finished rows are dropped from the batch and its KV cache.
+Responses are the base's own decoding of the chat-formatted prompt (``apply_chat_template`` with the generation
+prompt), greedy by default, stopping at every EOS id of the model's generation config or at ``--max-new-tokens``:
+HF ``generate``'s answer, continuously batched (`data/answers.py`: rows that end leave the batch and waiting prompts
+take their places). Pending prompts are sorted by (source, prompt length) within windows of 16 batches, so the rows
+read together are alike.
 
 Several responses per prompt (``samples`` N > 1): the main answer (``temperature``, greedy by default) with
 the prompt's id, then N - 1 answers sampled at ``sample_temperature`` / ``sample_top_p`` with ids
@@ -30,7 +30,6 @@ index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import sys
 import time
@@ -41,12 +40,11 @@ import torch
 
 from hamburger.data.dataset import sample_id
 from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
+from hamburger.data.answers import Request, answers
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
-from hamburger.engine.sampling import draw_rows
 from hamburger.errors import HamburgerError
 
 SORT_WINDOW_BATCHES = 16
-CHUNK_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -82,78 +80,12 @@ def _seed(key: str) -> int:
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
 
 
-class RowSampler:
-    """A logits processor for greedy HF ``generate``: each active row draws its token with its own (temperature,
-    top_p) and CPU generator (`draw_rows`, on the model's device) and the scores keep only that token, so a
-    row's draws never depend on the other rows of its batch. ``rows``: the batch rows still generating."""
-
-    def __init__(self, draws: list[tuple[float, float, int]]):
-        self.temperature = torch.tensor([t for t, _, _ in draws], dtype=torch.float64)  # (as `row_settings` holds them)
-        self.top_p = torch.tensor([p for _, p, _ in draws], dtype=torch.float64)
-        self.generators = [torch.Generator().manual_seed(seed) for _, _, seed in draws]
-        self.rows = list(range(len(draws)))
-
-    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        rows, dev = torch.tensor(self.rows), scores.device
-        uniform = torch.cat([torch.rand(1, generator=self.generators[r], dtype=torch.float64) for r in self.rows])
-        picked = draw_rows(scores, self.temperature[rows].to(dev), torch.zeros(len(rows), dtype=torch.long,
-                           device=dev), self.top_p[rows].to(dev), uniform.to(dev))
-        return torch.full_like(scores, -math.inf).scatter_(1, picked[:, None], 0.0)
-
-
-# ---------------------------------------------------------------- generation
-def generate_batch(model, prompts: list[list[int]], eos: list[int], pad_id: int, settings: DistillSettings,
-                   chunk: int = CHUNK_TOKENS, draws: list[tuple[float, float, int]] | None = None
-                   ) -> list[tuple[list[int], str, int | None]]:
-    """(response ids without EOS, finish reason, stop id) per prompt; finished rows leave the batch early.
-    ``draws``: (temperature, top_p, seed) per prompt (default: the settings' main answer, seeds seed + index)."""
-    from transformers import DynamicCache, GenerationConfig, LogitsProcessorList
-
-    width = max(map(len, prompts))
-    ids = torch.tensor([[pad_id] * (width - len(p)) + p for p in prompts], device=model.device)
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=model.device)
-    draws = draws or [(settings.temperature, settings.top_p, settings.seed + j) for j in range(len(prompts))]
-    sampler = RowSampler(draws) if any(t > 0 for t, _, _ in draws) else None
-    processors = LogitsProcessorList([sampler] if sampler else [])
-    cfg = dict(do_sample=False, temperature=None, top_p=None, top_k=None, eos_token_id=eos, pad_token_id=pad_id,
-               bos_token_id=None, return_dict_in_generate=True)
-    out: list[list[int]] = [[] for _ in prompts]
-    finish: list[str | None] = [None] * len(prompts)
-    stop: list[int | None] = [None] * len(prompts)
-    active, cache, produced, eos_set = list(range(len(prompts))), DynamicCache(config=model.config), 0, set(eos)
-    with torch.inference_mode():
-        while active and produced < settings.max_new_tokens:
-            step = min(chunk, settings.max_new_tokens - produced)
-            if sampler:
-                sampler.rows = active
-            res = model.generate(input_ids=ids, attention_mask=mask, past_key_values=cache, logits_processor=processors,
-                                 generation_config=GenerationConfig(max_new_tokens=step, **cfg))
-            new = res.sequences[:, ids.shape[1]:]
-            produced += new.shape[1]
-            keep = []
-            for j, row in enumerate(active):
-                for t in new[j].tolist():
-                    if t in eos_set:
-                        finish[row], stop[row] = "eos", t
-                        break
-                    out[row].append(t)
-                if finish[row] is None:
-                    keep.append(j)
-            ids, cache = res.sequences, res.past_key_values
-            mask = torch.cat([mask, mask.new_ones(mask.shape[0], new.shape[1])], dim=1)
-            if len(keep) < len(active):
-                sel = torch.tensor(keep, dtype=torch.long, device=ids.device)
-                ids, mask, active = ids[sel], mask[sel], [active[j] for j in keep]
-                if keep:
-                    cache.batch_select_indices(sel)
-    return [(o, f or "length", s) for o, f, s in zip(out, finish, stop)]
-
-
-def _batches(pending: list[tuple[dict, list[int], int]], batch_size: int):
-    window = batch_size * SORT_WINDOW_BATCHES
+def _ordered(pending: list[tuple[dict, list[int], int]], batch_size: int) -> list[tuple[dict, list[int], int]]:
+    """``pending`` sorted by (source, prompt length) within windows of `SORT_WINDOW_BATCHES` batches."""
+    window, out = batch_size * SORT_WINDOW_BATCHES, []
     for w in range(0, len(pending), window):
-        part = sorted(pending[w:w + window], key=lambda x: (str(x[0].get("source", "")), len(x[1])))
-        yield from (part[i:i + batch_size] for i in range(0, len(part), batch_size))
+        out += sorted(pending[w:w + window], key=lambda x: (str(x[0].get("source", "")), len(x[1])))
+    return out
 
 
 def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: DistillSettings = DistillSettings(), *,
@@ -191,7 +123,6 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
             "tokenizer_vocab_size": len(tok), "settings": settings.meta(), "prompts": str(prompts)}
     check_meta(out, meta, ("base_fingerprint", "settings"), bool(done))
     eos = eos_ids(model, tok, required=True)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else eos[0]
     context = getattr(model.config, "max_position_embeddings", None) or 10**9
     pending, skipped = [], {"done": 0, "empty": 0, "too_long": 0}
     for i, (rec, rows_of) in enumerate(zip(records, names)):
@@ -215,11 +146,13 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
           + ", ".join(f"{k} {v}" for k, v in skipped.items()), file=sys.stderr)
     n_tok, n_rows, t0, c0 = 0, 0, time.perf_counter(), time.process_time()
     bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
-    for batch in _batches(pending, batch_size):
-        draws = [settings.draw(n, rec["id"]) for rec, _, n in batch]
-        results = generate_batch(model, [p for _, p, _ in batch], eos, pad, settings, draws=draws)
+    pending = _ordered(pending, batch_size)
+    requests = [Request(i, p_ids, *settings.draw(n, rec["id"])) for i, (rec, p_ids, n) in enumerate(pending)]
+    for ended in answers(model, requests, eos, settings.max_new_tokens, batch_size):
         rows = []
-        for (rec, p_ids, n), (resp, reason, stop_id) in zip(batch, results):
+        for answer in ended:
+            (rec, p_ids, n), resp, reason, stop_id = (pending[answer.key], answer.tokens, answer.finish_reason,
+                                                      answer.stop_token_id)
             row = {"id": rec["id"], **({"sample": n} if settings.samples > 1 else {}), "prompt": rec[field],
                    "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
                    "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),

@@ -9,6 +9,7 @@ import torch
 os.environ["HF_HUB_OFFLINE"] = "1"
 torch.set_num_threads(1)
 
+from hamburger.data import answers as A  # noqa: E402
 from hamburger.data import dataset as DS  # noqa: E402
 from hamburger.cli.main import build_parser  # noqa: E402
 from hamburger.data import distill as D  # noqa: E402
@@ -66,13 +67,26 @@ def distill_args(tiny_dir, prompts, out, *extra):
             "--max-new-tokens", "24", "--batch-size", "4", "--device", "cpu", *extra]
 
 
-def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
+def in_order(model, prompts, max_new_tokens, draws=None, batch_size=32, refill_every=A.REFILL_EVERY):
+    """`answers.answers` on ``prompts`` ((temperature, top_p, seed) each: ``draws``, default greedy) as
+    (tokens, finish reason, stop id) in the prompts' order."""
+    draws = draws or [(0.0, 1.0, 0)] * len(prompts)
+    requests = [A.Request(i, p, *d) for i, (p, d) in enumerate(zip(prompts, draws))]
+    got = {a.key: (a.tokens, a.finish_reason, a.stop_token_id)
+           for ended in A.answers(model, requests, [2], max_new_tokens, batch_size, refill_every) for a in ended}
+    return [got[i] for i in range(len(prompts))]
+
+
+@pytest.mark.parametrize("batch_size,refill_every", [(32, 8), (2, 3), (3, 1)])
+def test_answers_equal_hf_generate_one_prompt_at_a_time(tiny_dir, batch_size, refill_every):
+    """Whole batches, and rows that leave and join a running batch (2 or 3 rows for 6 prompts), every few forwards
+    or at every one: each answer is HF `generate`'s greedy answer to its prompt alone."""
     from transformers import AutoTokenizer, LlamaForCausalLM
 
     model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     prompts = [chat_prompt_ids(tok, p) for p in PROMPTS]
-    got = D.generate_batch(model, prompts, [2], 2, D.DistillSettings(max_new_tokens=24), chunk=5)
+    got = in_order(model, prompts, 24, batch_size=batch_size, refill_every=refill_every)
     assert {f for _, f, _ in got} == {"eos", "length"}  # both kinds of ending occur
     for p, (resp, reason, stop) in zip(prompts, got):
         ref = model.generate(torch.tensor([p]), max_new_tokens=24, do_sample=False, eos_token_id=[2],
@@ -80,6 +94,23 @@ def test_generate_batch_equals_one_prompt_at_a_time(tiny_dir):
         assert resp == (ref[:ref.index(2)] if 2 in ref else ref)
         assert (reason, stop) == (("eos", 2) if 2 in ref else ("length", None))
         assert 2 not in resp and (len(resp) == 24) == (reason == "length")
+
+
+@pytest.mark.parametrize("family", ["mistral-sliding", "gemma2", "gemma3", "granite", "deepseek_v3"])
+def test_answers_equal_hf_generate_on_other_families(family):
+    """Bases that slide over 8 positions (all layers, alternate ones, three of four), cap or scale their logits, or
+    whose layers the lean pass does not run: rows that leave and join a batch of 2 answer as HF `generate` alone."""
+    from tests.helpers import tiny_base
+
+    model = tiny_base(family)
+    model = model.float() if family == "deepseek_v3" else model.double()  # (its experts' grouped products: no fp64)
+    generator = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(4, 100, (n,), generator=generator).tolist() for n in (5, 23, 11, 17, 9)]
+    got = in_order(model, prompts, 20, batch_size=2, refill_every=3)
+    for p, (resp, _, _) in zip(prompts, got):
+        ref = model.generate(torch.tensor([p]), max_new_tokens=20, do_sample=False, eos_token_id=[2],
+                             pad_token_id=0)[0, len(p):].tolist()
+        assert resp == (ref[:ref.index(2)] if 2 in ref else ref)
 
 
 def test_distill_resumes_without_duplicates_or_losses(tiny_dir, prompts_file, tmp_path, capsys):
@@ -236,13 +267,13 @@ def test_sampled_rows_do_not_depend_on_their_batch(tiny_dir):
     model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     prompts = [chat_prompt_ids(tok, p) for p in PROMPTS[:4]]
-    settings = D.DistillSettings(max_new_tokens=20)
     draws = [(0.0, 1.0, 0), (1.5, 1.0, 7), (1.5, 0.9, 8), (1.5, 1.0, 9)]
-    together = D.generate_batch(model, prompts, [2], 2, settings, chunk=6, draws=draws)
-    alone = [D.generate_batch(model, [p], [2], 2, settings, draws=[d])[0] for p, d in zip(prompts, draws)]
-    assert together == alone
-    assert together[0] == D.generate_batch(model, prompts[:1], [2], 2, settings)[0]  # temperature 0: greedy
-    other_seed = D.generate_batch(model, prompts[1:2], [2], 2, settings, draws=[(1.5, 1.0, 70)])[0]
+    together = in_order(model, prompts, 20, draws)
+    joined = in_order(model, prompts, 20, draws, batch_size=2, refill_every=3)  # rows leave and join
+    alone = [in_order(model, [p], 20, [d])[0] for p, d in zip(prompts, draws)]
+    assert together == joined == alone
+    assert together[0] == in_order(model, prompts[:1], 20)[0]  # temperature 0: greedy
+    other_seed = in_order(model, prompts[1:2], 20, [(1.5, 1.0, 70)])[0]
     assert other_seed != together[1]
 
 
