@@ -2,7 +2,8 @@
 # The sampled draw at batch 32 (batch_speed.sh's prompts and settings) with the code of commit BEFORE (its sampler
 # sorts each step's vocabulary for top-p, `sampling.draw_tokens`) and of the working tree (`sampling.draw_rows`: no
 # sort), alternately, ROUNDS times each, so a drift of the host's speed falls on both. Stop (kill -STOP) the
-# background draw first.
+# background draw first. It times any change to the draw's code the same way (session 86: BEFORE=e512f97, continuous
+# batching, ../2026-12-07-continuous-distill/).
 #   BEFORE=8f3424c bash experiments/2026-12-07-distill-batch/sampler_speed.sh > \
 #       experiments/2026-12-07-distill-batch/sampler-speed-HOST.txt
 set -euo pipefail

@@ -7,7 +7,7 @@ import argparse
 from hamburger.cli.options import add_base, add_runtime, add_sampling, device_of
 from hamburger.data import distill as library
 
-# float16 too: distillation is HF generate on the base alone, and float16 is the fast dtype of GPUs without
+# float16 too: distillation runs the base alone (`data/answers.py`), and float16 is the fast dtype of GPUs without
 # bfloat16; every other verb runs the grafted modules, which are tested in float32 and bfloat16 only.
 DISTILL_DTYPES = ("float32", "bfloat16", "float16")
 
@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output .jsonl (appended; rerun to resume)")
     p.add_argument("--prompt-field", default="prompt", help="the prompt's field (default prompt)")
     p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
-    p.add_argument("--batch-size", type=int, default=16, help="prompts generated together (default 16)")
+    p.add_argument("--batch-size", type=int, default=16, help="rows decoded together (default 16): as one ends, the next prompt takes its place")
     add_sampling(p, what="response", knob=None, extra=False, seed=0)
     p.add_argument("--samples", type=int, default=1, metavar="N",
                    help="responses per prompt (default 1): the main one (--temperature, greedy by default; id ID) "
