@@ -4,8 +4,8 @@ A batch of ``batch_size`` rows decodes one token a row per forward. Every ``refi
 (at an EOS id or at ``max_new_tokens``) leave the batch and waiting prompts take their places, read in one forward of
 their own and joined to the running rows' KV cache (`SlotCache.merge`: both left-padded to a common slot count, every
 row at its own rotary positions). So the batch stays full until the prompts run out, where fixed batches shrink as
-their rows end and decode their longest answer at a few rows a forward (a sampled draw's answers are 140 tokens on
-average, and a quarter of them run to the 256-token cap).
+their rows end and decode their longest answer at a few rows a forward (a sampled draw's answers are 139 tokens on
+average, and 23% of them run to the 256-token cap: experiments/2026-12-07-continuous-distill/).
 
 The forward is the base's own math run by the lean pass (`core/lean.LeanStack`, transformers' layers where it does not
 apply) on a cache that writes each step in place (`engine/cache.SpareSlotsLayer`); the head's output becomes the
@@ -90,7 +90,7 @@ class BaseStep:
 def answers(base, requests: Iterable[Request], eos: list[int], max_new_tokens: int, batch_size: int = 32,
             refill_every: int = REFILL_EVERY, step: BaseStep | None = None) -> Iterator[list[Answer]]:
     """Decode ``requests`` with ``base`` (a HF causal LM in eval mode), ``batch_size`` rows at a time, taken in their
-    order; yields the answers that ended at each refill (in the order they ended, at most ``batch_size``)."""
+    order; yields the answers that ended before each refill (at most ``batch_size``, in their rows' order)."""
     if batch_size < 1 or max_new_tokens < 1 or refill_every < 1:
         raise ValueError("need batch_size, max_new_tokens and refill_every >= 1")
     step = step or BaseStep(base)

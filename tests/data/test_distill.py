@@ -12,7 +12,6 @@ torch.set_num_threads(1)
 from hamburger.data import answers as A  # noqa: E402
 from hamburger.data import dataset as DS  # noqa: E402
 from hamburger.cli.main import build_parser  # noqa: E402
-from hamburger.data import distill as D  # noqa: E402
 from hamburger.data import segment as S  # noqa: E402
 from hamburger.data.io import read_jsonl  # noqa: E402
 from hamburger.engine.prompt import chat_prompt_ids  # noqa: E402
