@@ -30,14 +30,21 @@ tail -c +49000001 "$G" > .gpu2/gguf.part2
     --split train --seed 0 --out data/prompts/train-all.jsonl
 gzip -9 -c data/prompts/train-all.jsonl > .gpu2/prompts.jsonl.gz
 cp data/distilled/smollm2-135m-instruct.train.jsonl.gz .gpu2/distilled.jsonl.gz
-# the sampled answers made on a CPU, every draw committed (no room beside the GGUF halves: a call of their own)
+# the sampled answers made on a CPU (no room beside the GGUF halves: a call of their own): every draw committed, or
+# DRAWS="1 2 ..." only those (the window's SAMPLED): each complete draw is ~8 MB, and a call carries at most 64 MiB
+# with the tree
 rm -rf .gpu4
 for S in data/distilled/smollm2-135m-instruct.train-s*.jsonl.gz; do
     [ -s "$S" ] || continue
     n=${S##*-}; n=${n%.jsonl.gz}  # sN
+    [ -z "${DRAWS:-}" ] || [[ " $DRAWS " == *" ${n#s} "* ]] || continue
     mkdir -p .gpu4 && cp "$S" .gpu4/distilled-$n.jsonl.gz && cp "${S%.gz}.meta.json" .gpu4/distilled-$n.jsonl.meta.json
 done
 if [ -n "${WARM:-}" ]; then
     rm -rf .gpu3 && mkdir -p .gpu3 && cp -r "$WARM" .gpu3/warm_start
 fi
-du -sh .gpu1 .gpu2 ${WARM:+.gpu3} $(ls -d .gpu4 2>/dev/null)
+du -sh .gpu .gpu1 .gpu2 ${WARM:+.gpu3} $(ls -d .gpu4 2>/dev/null)
+if [ -d .gpu4 ] && [ "$(du -sm .gpu4 | cut -f1)" -gt 52 ]; then
+    echo "prepare.sh: .gpu4 holds $(du -sh .gpu4 | cut -f1): with .gpu and the tree it may not fit in one call's" \
+        "64 MiB; name fewer draws (DRAWS=\"1 2 3\")" >&2
+fi
