@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # A training draw of sampled answers on a CPU, between GPU windows (README.md): one answer per training prompt at
 # temperature 0.7, top-p 0.9, seed 1, ids ID#sN, into data/distilled/smollm2-135m-instruct.train-sN.jsonl
-# (N: DRAW; draws 1 to 5 are complete (4 in bf16, the others fp32), draw 6 (fp32) began in session 81 and draw 7
-# (bf16) in session 83).
+# (N: DRAW; draws 1 to 5 and 7 are complete (4 and 7 in bf16, the others fp32), draw 6 (fp32) began in session 81 and
+# draw 8 (bf16) in session 86).
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
-# Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [32], DTYPE [a draw keeps the
-# dtype it began with (its meta, which distill checks on resume); a new draw takes bfloat16 where the CPU has bf16
-# instructions (avx512_bf16 or amx_bf16) and float32 elsewhere: bf16 on an AVX2-only host ran 2.75x slower,
-# dtype-speed-session74.txt].
+# Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [48: 1.13x 32 on a bf16 host,
+# ../2026-12-07-continuous-distill/], DTYPE [a draw keeps the dtype it began with (its meta, which distill checks on
+# resume); a new draw takes bfloat16 where the CPU has bf16 instructions (avx512_bf16 or amx_bf16) and float32
+# elsewhere: bf16 on an AVX2-only host ran 2.75x slower, dtype-speed-session74.txt].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
@@ -31,7 +31,7 @@ main() {
     [ -n "$dtype" ] || [ ! -s $S.meta.json ] || dtype=$(sed -n 's/.*"dtype": "\(.*\)".*/\1/p' $S.meta.json)
     [ -n "$dtype" ] || { grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && dtype=bfloat16 || dtype=float32; }
     echo "draw $N: $dtype"
-    nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-32} \
+    nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-48} \
         --dtype $dtype --threads ${THREADS:-2} --max-new-tokens 256
 }
 main "$@"
