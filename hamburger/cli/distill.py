@@ -31,7 +31,8 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output .jsonl (appended; rerun to resume)")
     p.add_argument("--prompt-field", default="prompt", help="the prompt's field (default prompt)")
     p.add_argument("--id-field", default="id", help="unique row id (rows without it get '<file stem>:<line>')")
-    p.add_argument("--batch-size", type=int, default=16, help="rows decoded together (default 16): as one ends, the next prompt takes its place")
+    p.add_argument("--batch-size", type=int, default=16,
+                   help="rows decoded together (default 16): as one ends, the next prompt takes its place")
     add_sampling(p, what="response", knob=None, extra=False, seed=0)
     p.add_argument("--samples", type=int, default=1, metavar="N",
                    help="responses per prompt (default 1): the main one (--temperature, greedy by default; id ID) "

@@ -38,9 +38,9 @@ from pathlib import Path
 
 import torch
 
+from hamburger.data.answers import Request, answers
 from hamburger.data.dataset import sample_id
 from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
-from hamburger.data.answers import Request, answers
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
