@@ -20,7 +20,9 @@ generation settings live in a sidecar ``OUT.meta.json`` (the ``sample_*`` settin
 files of one response per prompt keep the meta they had).
 
 Resuming: run the same command again. Ids already in OUT are skipped; a truncated last line (from a
-kill) is cut off; a resume with another base fingerprint or other settings is refused.
+kill) is cut off; a resume with another base fingerprint or other settings is refused. Rows are written as they end,
+so a run cut short holds every prompt it took but those still decoding (at most a batch, the longer answers more
+often); a resume writes them.
 
 Sharding (torchrun or any launcher that sets RANK and WORLD_SIZE): rank r takes the prompts whose
 index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (+ its meta). Join with
