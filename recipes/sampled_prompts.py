@@ -5,7 +5,8 @@
 Keeps the prompts of PROMPTS.jsonl (the file distill read for the main answers) whose rows train
 (`hamburger.data.dataset.is_val_row` is false: validation prompts get no sampled answers) and gives each the id
 ``ID#s<N>`` (`sample_id`), every other field as it was, in an order shuffled with ``random.Random(S)``, so that any
-prefix a distillation reached is a fair sample of the prompts. ``--split val`` keeps the validation prompts instead:
+prefix a distillation reached is a fair sample of the prompts (less the rows still decoding when it stopped: at most
+a batch, the longer answers more often). ``--split val`` keeps the validation prompts instead:
 sampled answers to measure with (`recipes/split_dataset.py` never trains on them). `hamburger distill --temperature T
 --top-p P` on OUT then writes answer N of each prompt, drawn from a generator seeded by (its seed, the row id): a
 rerun continues where it stopped, and the answers do not depend on batching.
