@@ -10,8 +10,9 @@ average, and 23% of them run to the 256-token cap: experiments/2026-12-07-contin
 The forward is the base's own math run by the lean pass (`core/lean.LeanStack`, transformers' layers where it does not
 apply) on a cache that writes each step in place (`engine/cache.SpareSlotsLayer`); the head's output becomes the
 base's logits (`core/final_logits.FinalLogits`), cast to float32 as transformers' ``generate`` casts them. Each row
-draws its tokens with its own (temperature, top_p) and generator (`sampling.draw_rows`, one uniform a step), so its
-answer never depends on the rows beside it; at temperature 0 it is the argmax, HF ``generate``'s greedy answer.
+draws its tokens with its own (temperature, top_p) and generator (`sampling.draw_rows`, one uniform a token, all of
+them drawn as the row joins: the same stream, without a generator call per row and step), so its answer never depends
+on the rows beside it; at temperature 0 it is the argmax, HF ``generate``'s greedy answer.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class Answer:
 @dataclass
 class _Row:
     request: Request
-    generator: torch.Generator
+    uniforms: list[float]  # its draws' uniforms, one a token (none at temperature 0)
     position: int  # the rotary position of its next input (the token it drew last, not yet in the cache)
     tokens: list[int] = field(default_factory=list)
     ended: Answer | None = None
@@ -133,7 +134,7 @@ def _read_prompts(step: BaseStep, requests: list[Request], device, eos: set[int]
     positions = (valid.long().cumsum(1) - 1).clamp(min=0)
     cache = SlotCache(step.base.config, len(requests), device=device)
     logits = step(ids, positions, cache, valid)
-    rows = [_Row(r, torch.Generator().manual_seed(r.seed), len(r.prompt)) for r in requests]
+    rows = [_Row(r, _uniforms(r, max_new_tokens), len(r.prompt)) for r in requests]
     _take(rows, logits, eos, max_new_tokens)
     return rows, cache
 
@@ -164,12 +165,21 @@ def _take(rows: list[_Row], logits: torch.Tensor, eos: set[int], max_new_tokens:
             row.ended = Answer(row.request.key, row.tokens, "length", None)
 
 
+def _uniforms(request: Request, max_new_tokens: int) -> list[float]:
+    """The uniforms of a request's draws, from a generator seeded by its seed (as many as it may draw tokens)."""
+    if request.temperature == 0:
+        return []
+    generator = torch.Generator().manual_seed(request.seed)
+    return torch.rand(max_new_tokens, generator=generator, dtype=torch.float64).tolist()
+
+
 def _draw(rows: list[_Row], logits: torch.Tensor) -> list[int]:
     """The rows' tokens: the argmax where every row is greedy, else each row's own draw (`draw_rows`)."""
     if all(row.request.temperature == 0 for row in rows):
         return logits.argmax(-1).tolist()
     dev = logits.device
-    uniform = torch.cat([torch.rand(1, generator=row.generator, dtype=torch.float64) for row in rows])
+    uniform = torch.tensor([row.uniforms[len(row.tokens)] if row.uniforms else 0.0 for row in rows],
+                           dtype=torch.float64)
     temperature = torch.tensor([row.request.temperature for row in rows], dtype=torch.float64, device=dev)
     top_p = torch.tensor([row.request.top_p for row in rows], dtype=torch.float64, device=dev)
     top_k = torch.zeros(len(rows), dtype=torch.long, device=dev)

@@ -276,6 +276,32 @@ def test_sampled_rows_do_not_depend_on_their_batch(tiny_dir):
     assert other_seed != together[1]
 
 
+def test_a_sampled_row_draws_from_its_own_generator_one_uniform_a_token(tiny_dir):
+    """The spec of a sampled answer, step by step without a cache: the base's float32 logits of the text so far, and
+    `draw_rows` at the next uniform of a generator seeded by the row's seed; EOS ends it."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from hamburger.engine.sampling import draw_rows
+
+    model = LlamaForCausalLM.from_pretrained(tiny_dir).double().eval()
+    prompt = chat_prompt_ids(AutoTokenizer.from_pretrained(tiny_dir), PROMPTS[3])
+    for temperature, top_p, seed in ((1.5, 0.9, 7), (1.0, 1.0, 11)):
+        generator, text, want = torch.Generator().manual_seed(seed), list(prompt), []
+        with torch.no_grad():
+            for _ in range(16):
+                logits = model(torch.tensor([text])).logits[:, -1].float()
+                uniform = torch.rand(1, generator=generator, dtype=torch.float64)
+                token = int(draw_rows(logits, torch.tensor([temperature], dtype=torch.float64),
+                                      torch.zeros(1, dtype=torch.long), torch.tensor([top_p], dtype=torch.float64),
+                                      uniform)[0])
+                if token == 2:
+                    break
+                want.append(token)
+                text.append(token)
+        got = in_order(model, [prompt], 16, [(temperature, top_p, seed)], batch_size=1)[0][0]
+        assert got == want and len(set(want)) > 3
+
+
 def test_sampled_answers_from_sample_ids_equal_the_samples_option(tiny_dir, prompts_file, tmp_path):
     """recipes/sampled_prompts.py's route (ids ID#s<n>, answers drawn as the main ones at --temperature) writes the
     very answers that --samples writes under those ids: each row's draws are seeded by (seed, row id) alone."""
