@@ -14,7 +14,7 @@ import torch
 import hamburger  # noqa: F401  (its MKL setting)
 from hamburger.core.base import load_base
 from hamburger.data.answers import BaseStep
-from hamburger.engine.cache import SlotCache
+from step_speed import next_token, read  # (this folder's)
 
 
 def main() -> None:
@@ -29,18 +29,13 @@ def main() -> None:
     model, _, _ = load_base(None, args.dtype)
     step = BaseStep(model)
     ids = torch.randint(100, 40000, (args.batch, args.ctx), generator=torch.Generator().manual_seed(0))
-    valid = torch.ones(args.batch, args.ctx, dtype=torch.bool)
     with torch.inference_mode():
-        cache = SlotCache(model.config, args.batch)
-        token = step(ids, torch.arange(args.ctx).expand(args.batch, -1), cache, valid).argmax(-1, keepdim=True)
-        at = args.ctx
-        for _ in range(3):
-            token = step(token, torch.full((args.batch, 1), at), cache, valid[:, :1]).argmax(-1, keepdim=True)
-            at += 1
+        cache, token = read(step, ids)
+        for at in range(args.ctx, args.ctx + 3):
+            token = next_token(step, cache, token, at)
         with torch.profiler.profile() as prof:
-            for _ in range(args.steps):
-                token = step(token, torch.full((args.batch, 1), at), cache, valid[:, :1]).argmax(-1, keepdim=True)
-                at += 1
+            for at in range(args.ctx + 3, args.ctx + 3 + args.steps):
+                token = next_token(step, cache, token, at)
     print(f"torch {torch.__version__}, {args.dtype}, {args.threads} threads, batch {args.batch}, cache of {args.ctx} "
           f"positions, {args.steps} steps")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))

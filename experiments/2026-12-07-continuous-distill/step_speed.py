@@ -35,15 +35,26 @@ def hf_steps(model, ids: torch.Tensor, steps: int) -> list[float]:
     return times
 
 
-def lean_steps(step: BaseStep, ids: torch.Tensor, steps: int) -> list[float]:
+def read(step: BaseStep, ids: torch.Tensor) -> tuple[SlotCache, torch.Tensor]:
+    """A `SlotCache` holding ``ids`` [batch, ctx] (no padding) and each row's argmax after them."""
     batch, ctx = ids.shape
     cache = SlotCache(step.base.config, batch)
-    valid = torch.ones(batch, ctx, dtype=torch.bool)
-    token = step(ids, torch.arange(ctx).expand(batch, -1), cache, valid).argmax(-1, keepdim=True)
+    token = step(ids, torch.arange(ctx).expand(batch, -1), cache, torch.ones(batch, ctx, dtype=torch.bool))
+    return cache, token.argmax(-1, keepdim=True)
+
+
+def next_token(step: BaseStep, cache: SlotCache, token: torch.Tensor, position: int) -> torch.Tensor:
+    """One decode step of every row at ``position``: each row's argmax."""
+    valid = torch.ones(token.shape[0], 1, dtype=torch.bool)
+    return step(token, torch.full((token.shape[0], 1), position), cache, valid).argmax(-1, keepdim=True)
+
+
+def lean_steps(step: BaseStep, ids: torch.Tensor, steps: int) -> list[float]:
+    cache, token = read(step, ids)
     times = []
     for i in range(steps):
         start = time.perf_counter()
-        token = step(token, torch.full((batch, 1), ctx + i), cache, valid[:, :1]).argmax(-1, keepdim=True)
+        token = next_token(step, cache, token, ids.shape[1] + i)
         times.append(time.perf_counter() - start)
     return times
 
