@@ -3,7 +3,8 @@
 # because the bundled GGUF (98 MB) and the transformers wheel do not fit in one. Run from anywhere; writes the
 # git-ignored folders .gpu (these scripts), .gpu1 (GGUF half 1 + wheels) and .gpu2 (GGUF half 2 + data); with
 # WARM=FOLDER (a HAMburger checkpoint to continue) also .gpu3/warm_start, which call 3 carries (start3.sh); with
-# committed sampled answers (the recipe's SAMPLED) also .gpu4, which a call between calls 1 and 2 carries (stage4.sh).
+# committed sampled answers (the recipe's SAMPLED) and the CPU's entropies of the answers also .gpu4, which a call
+# between calls 1 and 2 carries (stage4.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -40,11 +41,23 @@ for S in data/distilled/smollm2-135m-instruct.train-s*.jsonl.gz; do
     [ -z "${DRAWS:-}" ] || [[ " $DRAWS " == *" ${n#s} "* ]] || continue
     mkdir -p .gpu4 && cp "$S" .gpu4/distilled-$n.jsonl.gz && cp "${S%.gz}.meta.json" .gpu4/distilled-$n.jsonl.meta.json
 done
+# the base's entropies of those answers made on a CPU (experiments/2026-12-07-cpu-segment: the greedy rows' ~17 MB,
+# a draw's ~15 MB), so the data steps cut them instead of running the base over every answer; ENTROPIES=0 leaves them
+# out (stage4.sh puts them where the recipe's `segment` steps write, which go on where they stop)
+if [ "${ENTROPIES:-1}" != 0 ]; then
+    for E in data/segmented/smollm2-135m-instruct.train-*.jsonl.gz; do
+        [ -s "$E" ] || continue
+        n=${E##*.train-}; n=${n%.jsonl.gz}  # full (the greedy rows) or sN
+        if [ "$n" != full ]; then [ -s .gpu4/distilled-$n.jsonl.gz ] || continue; fi
+        t=segmented; [ "$n" = full ] || t=segmented-$n
+        mkdir -p .gpu4 && cp "$E" .gpu4/$t.jsonl.gz && cp "${E%.gz}.meta.json" .gpu4/$t.jsonl.meta.json
+    done
+fi
 if [ -n "${WARM:-}" ]; then
     rm -rf .gpu3 && mkdir -p .gpu3 && cp -r "$WARM" .gpu3/warm_start
 fi
 du -sh .gpu .gpu1 .gpu2 ${WARM:+.gpu3} $(ls -d .gpu4 2>/dev/null)
 if [ -d .gpu4 ] && [ "$(du -sm .gpu4 | cut -f1)" -gt 52 ]; then
     echo "prepare.sh: .gpu4 holds $(du -sh .gpu4 | cut -f1): with .gpu and the tree it may not fit in one call's" \
-        "64 MiB; name fewer draws (DRAWS=\"1 2 3\")" >&2
+        "64 MiB; name fewer draws (DRAWS=\"1 2 3\"), or leave the entropies out (ENTROPIES=0)" >&2
 fi

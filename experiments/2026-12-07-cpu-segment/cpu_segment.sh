@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The base's entropies of the training answers on a CPU, between GPU windows (README.md): `hamburger segment` as the
+# GPU recipe runs it (fp32, decreasing_v2, 4 steps), into data/segmented/smollm2-135m-instruct.train-ROWS.jsonl,
+# committed gzipped; `recipes/lent-gpu/prepare.sh` carries them and `stage.sh` puts them where the recipe's data steps
+# find them, so those steps read them instead of running the base over every answer.
+#   bash cpu_segment.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
+#   bash cpu_segment.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
+# Env: ROWS [full: the greedy answers, data/distilled/smollm2-135m-instruct.train.jsonl.gz, begun from the 1,951 rows
+# committed in data/segmented; sN: sampled draw N], HB [.venv/bin/hamburger], THREADS [2], BATCH [8: 505 tokens/s
+# through the base against 427 at 32, this README].
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+main() {
+    local HB=${HB:-.venv/bin/hamburger} ROWS=${ROWS:-full}
+    local D=data/distilled/smollm2-135m-instruct.train.jsonl OUT=data/segmented/smollm2-135m-instruct.train-$ROWS.jsonl
+    [ "$ROWS" = full ] || D=${D%.jsonl}-$ROWS.jsonl
+    if [ "${1:-}" = pack ]; then
+        local have=0 whole; whole=$(wc -l < $OUT)
+        [ ! -s $OUT.gz ] || have=$(zcat $OUT.gz | wc -l)
+        # whole: the newline-ended lines (a running segment's half-written last line is left for later)
+        [ "$whole" -le "$have" ] || sed -n "$((have + 1)),${whole}p" $OUT | gzip -9 >> $OUT.gz
+        echo "$OUT.gz: $have -> $(zcat $OUT.gz | wc -l) rows"
+        return
+    fi
+    [ -s $OUT ] || [ ! -s $OUT.gz ] || zcat $OUT.gz > $OUT
+    if [ ! -s $OUT ] && [ "$ROWS" = full ]; then  # (the committed first rows: the same entropies as today's code)
+        cp data/segmented/smollm2-135m-instruct.train.jsonl $OUT
+        cp data/segmented/smollm2-135m-instruct.train.jsonl.meta.json $OUT.meta.json
+    fi
+    [ -s $D ] || zcat $D.gz > $D
+    [ -s $D.meta.json ] || { echo "no $D.meta.json" >&2; exit 2; }
+    nice -n 19 $HB segment --data $D --out $OUT --strategy decreasing_v2 --max-steps 4 --batch-size ${BATCH:-8} \
+        --threads ${THREADS:-2}
+}
+main "$@"
