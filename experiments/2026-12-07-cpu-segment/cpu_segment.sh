@@ -5,16 +5,22 @@
 # find them, so those steps read them instead of running the base over every answer.
 #   bash cpu_segment.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_segment.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
-# Env: ROWS [full: the greedy answers, data/distilled/smollm2-135m-instruct.train.jsonl.gz, begun from the 1,951 rows
-# committed in data/segmented; sN: sampled draw N], HB [.venv/bin/hamburger], THREADS [2], BATCH [8: 505 tokens/s
-# through the base against 427 at 32, this README].
+# Env: ROWS ["full s1", one after the other; full: the greedy answers (data/distilled/smollm2-135m-instruct.train
+# .jsonl.gz), begun from the 1,951 rows committed in data/segmented; sN: sampled draw N], HB [.venv/bin/hamburger],
+# THREADS [2], BATCH [8: 505 tokens/s through the base against 427 at 32, this README].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
-    local HB=${HB:-.venv/bin/hamburger} ROWS=${ROWS:-full}
+    local R
+    for R in ${ROWS:-full s1}; do one "$R" "$@"; done
+}
+one() {  # ROWS [pack]
+    local HB=${HB:-.venv/bin/hamburger} ROWS=$1
+    shift
     local D=data/distilled/smollm2-135m-instruct.train.jsonl OUT=data/segmented/smollm2-135m-instruct.train-$ROWS.jsonl
     [ "$ROWS" = full ] || D=${D%.jsonl}-$ROWS.jsonl
     if [ "${1:-}" = pack ]; then
+        [ -s $OUT ] || { echo "$OUT: not begun"; return; }
         local have=0 whole; whole=$(wc -l < $OUT)
         [ ! -s $OUT.gz ] || have=$(zcat $OUT.gz | wc -l)
         # whole: the newline-ended lines (a running segment's half-written last line is left for later)
