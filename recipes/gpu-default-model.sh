@@ -66,66 +66,78 @@ D=${DISTILLED:-data/distilled/$BASE.train.jsonl}
 mkdir -p "$W"
 stamp() { echo "== $(date -u +%H:%M:%S) $*"; }
 
-# 1. Every training prompt of the shipped data (hamburger/data) (the 6000 of the CPU recipe are its first 6000 rows).
-[ -s $P ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train --seed 0 --out $P
-# The committed distilled rows ship gzipped (16135 rows: the first 2976 made on the CPU, the rest on a GPU).
-[ -s "$D" ] || [ ! -s "$D.gz" ] || zcat "$D.gz" > "$D"
-# 2. Self-distillation, greedy, fp32 (continues the committed file: rows already there are skipped).
-stamp distill
-${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts $P --out "$D" \
-    --max-new-tokens 256 --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
-    [ -n "${DISTILL_SECONDS:-}" ]
-python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\", missing_ok=True)" "$D" 
-# 3. Entropies of every response token (one base forward per row), stored with a decreasing_v2 cut.
-stamp segment
-$HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --max-steps 4 \
-    --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
-# 4. The training cut (a group grows while the base's entropy is below H(0.9)) and the fixed 1-in-20 val split.
-[ -s "$W/all.jsonl" ] || $HB segment --from-dataset "$W/segmented.jsonl" --out "$W/all.jsonl" --strategy sliding \
-    --sliding-p 0.9 --max-steps 4
-[ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
-# 4b. SAMPLED: each draw's sampled answers, continued where the committed ones stopped, cut as the main ones, join
-#     the train rows (recipes/split_dataset.py --add: answers to a validation prompt never train). Made once per work
-#     folder and set of draws (draw 1 alone: $W/sampled/, draws 1 and 2: $W/sampled-1-2/): a rerun after a kill must
-#     give a run it resumes the same rows (`--resume` checks them).
+# Steps 1-5 make the data. They run again only where they have not all finished in this work folder with these
+# data settings: a window's training call after its data call found every row done, in 28 s of loading and checks
+# (2026-11-26, before the sampled draws doubled them). A distillation DISTILL_SECONDS cut short leaves them to run
+# again, to go on.
+READY="SAMPLED=${SAMPLED-1} LIMIT=${LIMIT:-}"
 TRAIN=$W/train.jsonl
 SDIR=$W/sampled
 [ "${SAMPLED-1}" = 1 ] || SDIR=$W/sampled-$(echo ${SAMPLED-1} | tr ' ' -)
 [ -z "${SAMPLED-1}" ] || TRAIN=$SDIR/train.jsonl
-if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
-    ADD=()
-    for N in ${SAMPLED-1}; do
-        S=${D%.jsonl}-s$N.jsonl
-        SP=data/prompts/train-sampled-s$N.jsonl
-        [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
-        [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP" --draw $N
-        stamp distill-sampled-s$N
-        # (a draw goes on in the dtype it began with, which its meta holds: bf16, or fp32 for a draw begun on a CPU
-        # without bf16 instructions, e.g. draw 5)
-        DT=$(sed -n 's/.*"dtype": "\(.*\)".*/\1/p' "$S.meta.json" 2>/dev/null || true)
-        ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
-            --temperature 0.7 --top-p 0.9 --seed 1 --dtype ${DT:-bfloat16} --max-new-tokens 256 \
-            --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
-            [ -n "${DISTILL_SECONDS:-}" ]
-        python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" "$S"
-        stamp segment-sampled-s$N
-        $HB segment --data "$S" --out "$W/segmented-s$N.jsonl" --strategy decreasing_v2 --max-steps 4 \
-            --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
-        $HB segment --from-dataset "$W/segmented-s$N.jsonl" --out "$W/all-s$N.jsonl" --strategy sliding \
-            --sliding-p 0.9 --max-steps 4
-        ADD+=(--add "$W/all-s$N.jsonl")
-    done
-    python3 recipes/split_dataset.py "$W/all.jsonl" "$SDIR" "${ADD[@]}"
-fi
-# 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
-#    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.
-if [ ! -s "$W/train-mixed.jsonl" ]; then
-    rm -f "$W/train-single.jsonl"
-    $HB segment --from-dataset "$W/train.jsonl" --out "$W/train-single.jsonl" --strategy sliding --max-steps 1
-    cat "$W/train.jsonl" "$W/train-single.jsonl" > "$W/train-mixed.jsonl.tmp"
-    cp "$W/train.jsonl.meta.json" "$W/train-mixed.jsonl.meta.json"
-    mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
-fi
+make_data() {
+    # 1. Every training prompt of the shipped data (hamburger/data) (the CPU recipe's 6000 are its first 6000 rows).
+    [ -s $P ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train --seed 0 --out $P
+    # The committed distilled rows ship gzipped (16135 rows: the first 2976 made on the CPU, the rest on a GPU).
+    [ -s "$D" ] || [ ! -s "$D.gz" ] || zcat "$D.gz" > "$D"
+    # 2. Self-distillation, greedy, fp32 (continues the committed file: rows already there are skipped).
+    stamp distill
+    ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts $P --out "$D" \
+        --max-new-tokens 256 --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
+        { [ -n "${DISTILL_SECONDS:-}" ] && CUT=1; }
+    python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\", \
+        missing_ok=True)" "$D"
+    # 3. Entropies of every response token (one base forward per row), stored with a decreasing_v2 cut.
+    stamp segment
+    $HB segment --data "$D" --out "$W/segmented.jsonl" --strategy decreasing_v2 --max-steps 4 \
+        --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
+    # 4. The training cut (a group grows while the base's entropy is below H(0.9)) and the fixed 1-in-20 val split.
+    [ -s "$W/all.jsonl" ] || $HB segment --from-dataset "$W/segmented.jsonl" --out "$W/all.jsonl" --strategy sliding \
+        --sliding-p 0.9 --max-steps 4
+    [ -s "$W/val_prompts.jsonl" ] || python3 recipes/split_dataset.py "$W/all.jsonl" "$W" $P
+    # 4b. SAMPLED: each draw's sampled answers, continued where the committed ones stopped, cut as the main ones, join
+    #     the train rows (recipes/split_dataset.py --add: answers to a validation prompt never train). Made once per
+    #     work folder and set of draws (draw 1 alone: $W/sampled/, draws 1 and 2: $W/sampled-1-2/): a rerun after a
+    #     kill must give a run it resumes the same rows (`--resume` checks them).
+    if [ -n "${SAMPLED-1}" ] && [ ! -s "$TRAIN" ]; then
+        ADD=()
+        for N in ${SAMPLED-1}; do
+            S=${D%.jsonl}-s$N.jsonl
+            SP=data/prompts/train-sampled-s$N.jsonl
+            [ -s "$S" ] || [ ! -s "$S.gz" ] || zcat "$S.gz" > "$S"
+            [ -s "$SP" ] || python3 recipes/sampled_prompts.py $P "$SP" --draw $N
+            stamp distill-sampled-s$N
+            # (a draw goes on in the dtype it began with, which its meta holds: bf16, or fp32 for a draw begun on a CPU
+            # without bf16 instructions, e.g. draw 5)
+            DT=$(sed -n 's/.*"dtype": "\(.*\)".*/\1/p' "$S.meta.json" 2>/dev/null || true)
+            ${DISTILL_SECONDS:+timeout -s INT $DISTILL_SECONDS} $HB distill --base $BASE --prompts "$SP" --out "$S" \
+                --temperature 0.7 --top-p 0.9 --seed 1 --dtype ${DT:-bfloat16} --max-new-tokens 256 \
+                --batch-size "${DISTILL_BATCH:-512}" --device "$DEVICE" ${LIMIT:+--limit $LIMIT} || \
+                { [ -n "${DISTILL_SECONDS:-}" ] && CUT=1; }
+            python3 -c "from hamburger.data.io import read_jsonl; import sys; read_jsonl(sys.argv[1], tail=\"cut\")" \
+                "$S"
+            stamp segment-sampled-s$N
+            $HB segment --data "$S" --out "$W/segmented-s$N.jsonl" --strategy decreasing_v2 --max-steps 4 \
+                --batch-size "${SEGMENT_BATCH:-64}" --device "$DEVICE"
+            $HB segment --from-dataset "$W/segmented-s$N.jsonl" --out "$W/all-s$N.jsonl" --strategy sliding \
+                --sliding-p 0.9 --max-steps 4
+            ADD+=(--add "$W/all-s$N.jsonl")
+        done
+        python3 recipes/split_dataset.py "$W/all.jsonl" "$SDIR" "${ADD[@]}"
+    fi
+    # 5. For the LoRA run: the same train rows once more with every group of one token, so the adapted base also
+    #    learns (through the KL term) to stay the base when nothing merges, which is what high knobs decode.
+    if [ ! -s "$W/train-mixed.jsonl" ]; then
+        rm -f "$W/train-single.jsonl"
+        $HB segment --from-dataset "$W/train.jsonl" --out "$W/train-single.jsonl" --strategy sliding --max-steps 1
+        cat "$W/train.jsonl" "$W/train-single.jsonl" > "$W/train-mixed.jsonl.tmp"
+        cp "$W/train.jsonl.meta.json" "$W/train-mixed.jsonl.meta.json"
+        mv "$W/train-mixed.jsonl.tmp" "$W/train-mixed.jsonl"
+    fi
+    [ -n "${CUT:-}" ] || echo "$READY" > "$W/data-ready"
+}
+if [ "$(cat "$W/data-ready" 2>/dev/null)" = "$READY" ]; then stamp "data ready ($READY)"; else make_data; fi
+
 # 6. Training runs, one after the other (side by side on one 80 GB GPU the LoRA run ran out of memory): LoRA +
 #    KL at merged slots only, the paper's full fine-tune + KL, LoRA + KL with a second adapter set after each row's
 #    first merge, LoRA + KL everywhere (with unmerged copies of the rows), then the grafted modules alone on the
