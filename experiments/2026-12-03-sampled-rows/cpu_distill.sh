@@ -4,7 +4,7 @@
 # (N: DRAW; draws 1 to 5 and 7 are complete (4 and 7 in bf16, the others fp32), draw 6 (fp32) began in session 81 and
 # draw 8 (bf16) in session 86).
 #   bash cpu_distill.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
-#   bash cpu_distill.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
+#   bash cpu_distill.sh pack   append the rows the .gz lacks to it (../../recipes/append_gz.sh)
 # Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [48: 1.13x 32 on a bf16 host,
 # ../2026-12-07-continuous-distill/], DTYPE [a draw keeps the dtype it began with (its meta, which distill checks on
 # resume); a new draw takes bfloat16 where the CPU has bf16 instructions (avx512_bf16 or amx_bf16) and float32
@@ -15,14 +15,7 @@ main() {
     local HB=${HB:-.venv/bin/hamburger} PY=${PY:-.venv/bin/python}
     local N=${DRAW:-1}
     local S=data/distilled/smollm2-135m-instruct.train-s$N.jsonl SP=data/prompts/train-sampled-s$N.jsonl
-    if [ "${1:-}" = pack ]; then
-        local have=0 whole; whole=$(wc -l < $S)
-        [ ! -s $S.gz ] || have=$(zcat $S.gz | wc -l)
-        # whole: the newline-ended lines (a running distillation's half-written last line is left for later)
-        [ "$whole" -le "$have" ] || sed -n "$((have + 1)),${whole}p" $S | gzip -9 >> $S.gz
-        echo "$S.gz: $have -> $(zcat $S.gz | wc -l) rows"
-        return
-    fi
+    if [ "${1:-}" = pack ]; then bash recipes/append_gz.sh $S; return; fi
     [ -s $S ] || [ ! -s $S.gz ] || zcat $S.gz > $S
     [ -s data/prompts/train-all.jsonl ] || $HB prompts --sources t0_prompts,self_instruct,gsm8k --split train \
         --seed 0 --out data/prompts/train-all.jsonl

@@ -4,7 +4,7 @@
 # committed gzipped; `recipes/lent-gpu/prepare.sh` carries them and `stage.sh` puts them where the recipe's data steps
 # find them, so those steps read them instead of running the base over every answer.
 #   bash cpu_segment.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
-#   bash cpu_segment.sh pack   append the rows the .gz lacks to it as a new gzip member (earlier bytes unchanged)
+#   bash cpu_segment.sh pack   append the rows the .gz lacks to it (../../recipes/append_gz.sh)
 # Env: ROWS ["full s1", one after the other; full: the greedy answers (data/distilled/smollm2-135m-instruct.train
 # .jsonl.gz), begun from the 1,951 rows committed in data/segmented; sN: sampled draw N], HB [.venv/bin/hamburger],
 # THREADS [2], BATCH [8: 505 tokens/s through the base against 427 at 32, this README].
@@ -19,15 +19,7 @@ one() {  # ROWS [pack]
     shift
     local D=data/distilled/smollm2-135m-instruct.train.jsonl OUT=data/segmented/smollm2-135m-instruct.train-$ROWS.jsonl
     [ "$ROWS" = full ] || D=${D%.jsonl}-$ROWS.jsonl
-    if [ "${1:-}" = pack ]; then
-        [ -s $OUT ] || { echo "$OUT: not begun"; return; }
-        local have=0 whole; whole=$(wc -l < $OUT)
-        [ ! -s $OUT.gz ] || have=$(zcat $OUT.gz | wc -l)
-        # whole: the newline-ended lines (a running segment's half-written last line is left for later)
-        [ "$whole" -le "$have" ] || sed -n "$((have + 1)),${whole}p" $OUT | gzip -9 >> $OUT.gz
-        echo "$OUT.gz: $have -> $(zcat $OUT.gz | wc -l) rows"
-        return
-    fi
+    if [ "${1:-}" = pack ]; then bash recipes/append_gz.sh $OUT; return; fi
     [ -s $OUT ] || [ ! -s $OUT.gz ] || zcat $OUT.gz > $OUT
     if [ ! -s $OUT ] && [ "$ROWS" = full ]; then  # (the committed first rows: the same entropies as today's code)
         cp data/segmented/smollm2-135m-instruct.train.jsonl $OUT
