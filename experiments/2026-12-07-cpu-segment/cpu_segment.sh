@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The base's entropies of the training answers on a CPU, between GPU windows (README.md): `hamburger segment` as the
 # GPU recipe runs it (fp32, decreasing_v2, 4 steps), into data/segmented/smollm2-135m-instruct.train-ROWS.jsonl,
-# committed gzipped; `recipes/lent-gpu/prepare.sh` carries them and `stage.sh` puts them where the recipe's data steps
+# committed gzipped; `recipes/lent-gpu/prepare.sh` carries them and `stage4.sh` puts them where the recipe's data steps
 # find them, so those steps read them instead of running the base over every answer.
 #   bash cpu_segment.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_segment.sh pack   append the rows the .gz lacks to it (../../recipes/append_gz.sh)
