@@ -24,7 +24,7 @@ while [ $SECONDS -lt $end ]; do
     fi
     for r in $(run_names); do [ -f /tmp/work/$r-export/hamburger_config.json ] && ship $r /tmp/work/$r-export; done
     pgrep -f running-pipeline >/dev/null || break
-    sleep 15
+    sleep 5  # (the call ends at most 5 s after the pipeline: a window has 15 minutes in all)
 done
 if [ "$2" = final ]; then
     for r in $(run_names); do
