@@ -16,9 +16,12 @@ while [ $SECONDS -lt $end ]; do
     if grep -q "== .* segment" /tmp/work/pipeline.log 2>/dev/null && [ ! -f /tmp/work/.sent-distilled ]; then
         gzip -1 -c $DISTILLED > $OUT/distilled.jsonl.gz && cp $DISTILLED.meta.json $OUT/ && touch /tmp/work/.sent-distilled
     fi
-    # the base's entropies of every answer (about 21 MB gzipped, scaled from data/segmented's 1,951 rows): with them the CPU line re-cuts all rows by
-    # `hamburger segment --from-dataset` instead of ~2 hours of base forwards on 2 cores
-    if grep -q "== .* train" /tmp/work/pipeline.log 2>/dev/null && [ -s /tmp/work/segmented.jsonl ] && [ ! -f /tmp/work/.sent-segmented ]; then
+    # the base's entropies of every answer (about 21 MB gzipped, scaled from data/segmented's 1,951 rows): with them
+    # the CPU line re-cuts all rows by `hamburger segment --from-dataset` instead of ~2 hours of base forwards on 2
+    # cores; not where they are the CPU's own (stage4.sh) and the GPU added no row
+    if grep -q "== .* train" /tmp/work/pipeline.log 2>/dev/null && [ -s /tmp/work/segmented.jsonl ] \
+        && [ ! -f /tmp/work/.sent-segmented ] \
+        && [ "$(wc -l < /tmp/work/segmented.jsonl)" -gt "$(cat /tmp/work/.staged-segmented 2>/dev/null || echo 0)" ]; then
         gzip -1 -c /tmp/work/segmented.jsonl > $OUT/segmented.jsonl.gz && cp /tmp/work/segmented.jsonl.meta.json $OUT/ \
             && touch /tmp/work/.sent-segmented
     fi

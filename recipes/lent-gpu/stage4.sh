@@ -19,4 +19,6 @@ for g in .gpu4/segmented*.jsonl.gz; do
     t=$WORK/${g#.gpu4/}; t=${t%.gz}  # segmented.jsonl or segmented-sN.jsonl
     [ -s "$t" ] || { zcat "$g" > "$t" && cp "${g%.gz}.meta.json" "$t.meta.json"; }
 done
+# (poll.sh brings the greedy rows' entropies back only where the GPU added rows to those staged)
+[ ! -s "$WORK/segmented.jsonl" ] || wc -l < "$WORK/segmented.jsonl" > "$WORK/.staged-segmented"
 ls -la "$(dirname "$DISTILLED")" "$WORK"
