@@ -6,8 +6,8 @@
 #   bash cpu_segment.sh        continue it (niced; from the committed .gz when the jsonl is gone). Kill it any time.
 #   bash cpu_segment.sh pack   append the rows the .gz lacks to it (../../recipes/append_gz.sh)
 # Env: ROWS ["full s1", one after the other; full: the greedy answers (data/distilled/smollm2-135m-instruct.train
-# .jsonl.gz), begun from the 1,951 rows committed in data/segmented; sN: sampled draw N], HB [.venv/bin/hamburger],
-# THREADS [2], BATCH [8: 505 tokens/s through the base against 427 at 32, this README].
+# .jsonl.gz; complete since session 87, begun from the 1,951 rows committed in data/segmented); sN: sampled draw N],
+# HB [.venv/bin/hamburger], THREADS [2], BATCH [8: 505 tokens/s through the base against 427 at 32, this README].
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
@@ -21,10 +21,6 @@ one() {  # ROWS [pack]
     [ "$ROWS" = full ] || D=${D%.jsonl}-$ROWS.jsonl
     if [ "${1:-}" = pack ]; then bash recipes/append_gz.sh $OUT; return; fi
     [ -s $OUT ] || [ ! -s $OUT.gz ] || zcat $OUT.gz > $OUT
-    if [ ! -s $OUT ] && [ "$ROWS" = full ]; then  # (the committed first rows: the same entropies as today's code)
-        cp data/segmented/smollm2-135m-instruct.train.jsonl $OUT
-        cp data/segmented/smollm2-135m-instruct.train.jsonl.meta.json $OUT.meta.json
-    fi
     [ -s $D ] || zcat $D.gz > $D
     [ -s $D.meta.json ] || { echo "no $D.meta.json" >&2; exit 2; }
     nice -n 19 $HB segment --data $D --out $OUT --strategy decreasing_v2 --max-steps 4 --batch-size ${BATCH:-8} \

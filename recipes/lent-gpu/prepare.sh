@@ -41,9 +41,10 @@ for S in data/distilled/smollm2-135m-instruct.train-s*.jsonl.gz; do
     [ -z "${DRAWS:-}" ] || [[ " $DRAWS " == *" ${n#s} "* ]] || continue
     mkdir -p .gpu4 && cp "$S" .gpu4/distilled-$n.jsonl.gz && cp "${S%.gz}.meta.json" .gpu4/distilled-$n.jsonl.meta.json
 done
-# the base's entropies of those answers made on a CPU (experiments/2026-12-07-cpu-segment: the greedy rows' ~17 MB,
-# a draw's ~15 MB), so the data steps cut them instead of running the base over every answer; ENTROPIES=0 leaves them
-# out (stage4.sh puts them where the recipe's `segment` steps write, which go on where they stop)
+# the base's entropies of those answers made on a CPU (experiments/2026-12-07-cpu-segment: the greedy rows'
+# 16.7 MB, a draw's about 15 MB), so the data steps cut them instead of running the base over every answer;
+# ENTROPIES=0 leaves them out (stage4.sh puts them where the recipe's `segment` steps write, which go on where they
+# stop)
 if [ "${ENTROPIES:-1}" != 0 ]; then
     for E in data/segmented/smollm2-135m-instruct.train-*.jsonl.gz; do
         [ -s "$E" ] || continue
