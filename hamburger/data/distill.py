@@ -22,7 +22,8 @@ files of one response per prompt keep the meta they had).
 Resuming: run the same command again. Ids already in OUT are skipped; a truncated last line (from a
 kill) is cut off; a resume with another base fingerprint or other settings is refused. Rows are written as they end,
 so a run cut short holds every prompt it took but those still decoding (at most a batch, the longer answers more
-often); a resume writes them.
+often); a resume writes them. A run with nothing left to write (every response there, the sidecar naming the same base
+and settings) ends before it loads the base.
 
 Sharding (torchrun or any launcher that sets RANK and WORLD_SIZE): rank r takes the prompts whose
 index i (after --limit) has ``i % WORLD_SIZE == r`` and writes ``OUT.rank{r}`` (+ its meta). Join with
@@ -42,7 +43,8 @@ import torch
 
 from hamburger.data.answers import Request, answers
 from hamburger.data.dataset import sample_id
-from hamburger.data.io import append_jsonl, check_meta, read_jsonl, row_ids, shard_info, shard_path
+from hamburger.data.io import (append_jsonl, check_meta, read_jsonl, read_sidecar, row_ids, shard_info,
+                               shard_path)
 from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
@@ -90,6 +92,20 @@ def _ordered(pending: list[tuple[dict, list[int], int]], batch_size: int) -> lis
     return out
 
 
+def _nothing_left(out: Path, mine: list[tuple[dict, list[str]]], done: set[str], field: str,
+                  settings: DistillSettings, base: str | None) -> bool:
+    """Whether a run has nothing to write, known without loading the base: every response of this rank's prompts
+    (those without a prompt apart) is in ``out``, whose sidecar names the same base and settings. (Whether the weights
+    under that name changed is checked where the base loads, that is, where anything is left to write.)"""
+    from hamburger.core.base import resolve_base
+
+    if any(rid not in done for rec, rows_of in mine for rid in rows_of
+           if isinstance(rec.get(field), str) and rec[field].strip()):
+        return False
+    old = read_sidecar(out)
+    return bool(old) and old.get("settings") == settings.meta() and old.get("base") == resolve_base(base)[0]
+
+
 def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: DistillSettings = DistillSettings(), *,
             base: str | None = None, id_field: str = "id", batch_size: int = 16, limit: int | None = None,
             device: str = "cpu") -> Path:
@@ -119,6 +135,11 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     out = shard_path(out, rank, world)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
+    mine = [(rec, rows_of) for i, (rec, rows_of) in enumerate(zip(records, names)) if i % world == rank]
+    if _nothing_left(out, mine, done, field, settings, base):
+        print(f"distill: nothing to do on rank {rank}/{world}: {out} holds every response ({len(done)} rows) from the "
+              "same base and settings; the base is not loaded", file=sys.stderr)
+        return out
     model, tok, info = load_base(base, settings.dtype)
     model.to(where)
     meta = {"kind": "distill", "base": info.spec, "base_fingerprint": info.fingerprint,
@@ -127,9 +148,7 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     eos = eos_ids(model, tok, required=True)
     context = getattr(model.config, "max_position_embeddings", None) or 10**9
     pending, skipped = [], {"done": 0, "empty": 0, "too_long": 0}
-    for i, (rec, rows_of) in enumerate(zip(records, names)):
-        if i % world != rank:
-            continue
+    for rec, rows_of in mine:
         todo = [(n, rid) for n, rid in enumerate(rows_of) if rid not in done]  # n: the sample (0 = main answer)
         skipped["done"] += len(rows_of) - len(todo)
         text = rec.get(field)

@@ -24,7 +24,9 @@ distill): ``id``, ``prompt_ids`` (chat-formatted, incl. the generation prompt), 
 ``groups``, ``entropies`` and ``token_probs`` (4 decimals), ``complete``, ``truncated``; sidecar
 ``OUT.meta.json`` with settings, tokenizer, base and stats. ``--from-dataset`` re-cuts an existing
 dataset with another strategy without the model. Rows longer than ``--max-length`` prompt + response
-tokens are dropped (``--long drop``) or get their response cut (``--long truncate``); both are counted.
+tokens are dropped (``--long drop``) or get their response cut (``--long truncate``); both are counted, and the
+sidecar's ``stats.left_out`` names the rows left out (id -> why), so a rerun with every row there or left out, by the
+same base and settings, ends before it loads the base.
 Join shards as for distill (``cat OUT.rank* > OUT``, copy ``OUT.rank0.meta.json``; its stats are rank 0's).
 """
 
@@ -223,12 +225,14 @@ def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
 
 
 def _prepare(inp: SegmentInput, records: list[dict], ids: list[str], tok, system: str | None, same_base: bool,
-             eos: int, skipped: Counter):
-    """Yield a dataset row (no entropies yet) for every record; count the empty and too long ones."""
+             eos: int, skipped: Counter, left_out: dict[str, str]):
+    """Yield a dataset row (no entropies yet) for every record; count the empty and too long ones and note the ids
+    of those left out (id -> why)."""
     for rec, rid in zip(records, ids):
         prompt, response = rec[inp.prompt_field], rec[inp.response_field]  # strings (checked)
         if not response.strip() or not prompt.strip():
             skipped["empty"] += 1
+            left_out[rid] = "empty"
             continue
         p_ids = chat_prompt_ids(tok, prompt, system)
         r_ids, complete = _response_ids(rec, inp, tok, same_base, eos)
@@ -236,6 +240,7 @@ def _prepare(inp: SegmentInput, records: list[dict], ids: list[str], tok, system
         if truncated:
             if inp.long == "drop" or len(p_ids) >= inp.max_length:
                 skipped["too_long_dropped"] += 1
+                left_out[rid] = "too_long_dropped"
                 continue
             r_ids, complete = r_ids[:inp.max_length - len(p_ids)], False
             skipped["too_long_truncated"] += 1
@@ -254,8 +259,8 @@ def _recut(from_dataset, settings: SegmentSettings, out: Path, done: set, rank: 
            skipped: Counter) -> dict:
     """--from-dataset: new groups from the stored entropies; no model."""
     src_rows, src_meta = load_dataset(from_dataset)
-    meta = {**src_meta, "strategy": settings.strategy, "max_steps": settings.max_steps,
-            "settings": asdict(settings), "derived_from": str(from_dataset)}
+    meta = {**{k: v for k, v in src_meta.items() if k != "stats"}, "strategy": settings.strategy,
+            "max_steps": settings.max_steps, "settings": asdict(settings), "derived_from": str(from_dataset)}
     check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
     todo = [dict(r) for i, r in enumerate(src_rows) if i % world == rank and r["id"] not in done]
     skipped["done"] = sum(r["id"] in done for i, r in enumerate(src_rows) if i % world == rank)
@@ -266,9 +271,34 @@ def _recut(from_dataset, settings: SegmentSettings, out: Path, done: set, rank: 
     return meta
 
 
+def _nothing_left(data, base, inp: SegmentInput, settings: SegmentSettings, out: Path, done: set, mine: list[str],
+                  skipped: Counter) -> dict | None:
+    """The sidecar's meta of ``out`` where a run has nothing to write, known without loading the base: every row of
+    this rank's is there or was left out (`stats.left_out`: empty, too long) by a run of the same base, cut and input
+    settings; None otherwise. (Whether the weights under the base's name changed is checked where the base loads, that
+    is, where anything is left to write.)"""
+    from hamburger.core.base import resolve_base
+
+    old = read_sidecar(out)
+    left_out = old.get("stats", {}).get("left_out", {})
+    if not old or any(i not in done and i not in left_out for i in mine):
+        return None
+    system = inp.system if inp.system is not None else read_sidecar(data).get("settings", {}).get("system")
+    given = {"prompt_field": inp.prompt_field, "response_field": inp.response_field, "system": system,
+             "max_length": inp.max_length, "long": inp.long}
+    if (old.get("settings") != asdict(settings) or old.get("base") != resolve_base(base)[0]
+            or {k: old.get("input", {}).get(k) for k in given} != given):
+        return None
+    skipped["done"] = sum(i in done for i in mine)
+    skipped.update(left_out[i] for i in mine if i not in done)
+    return old
+
+
 def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str, device: str,
-               settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter) -> dict:
-    """--data: one base forward per row for the entropies, then the groups."""
+               settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter,
+               left_out: dict[str, str]) -> dict:
+    """--data: one base forward per row for the entropies, then the groups (the sidecar's meta, with its stats,
+    where nothing is left to do)."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
@@ -284,6 +314,12 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
         if problem:
             raise HamburgerError(f"{data}: line {line_of(data, n)}: {problem}")
     ids = row_ids(records, inp.id_field, Path(data).stem)
+    mine = [(r, i) for n, (r, i) in enumerate(zip(records, ids)) if n % world == rank]
+    unchanged = _nothing_left(data, base, inp, settings, out, done, [i for _, i in mine], skipped)
+    if unchanged is not None:
+        print(f"segment: nothing to do on rank {rank}/{world}: {out} holds every row, cut by the same base and settings; "
+              "the base is not loaded")
+        return unchanged
     model, tok, info = load_base(base, dtype)
     model.to(where)
     vocab = model.get_output_embeddings().weight.shape[0]
@@ -298,11 +334,11 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
             "input": {"prompt_field": inp.prompt_field, "response_field": inp.response_field, "system": system,
                       "eos_id": eos, "max_length": inp.max_length, "long": inp.long}, "data": str(data)}
     check_meta(out, meta, ("settings", "tokenizer", "base_fingerprint", "input"), bool(done))
-    mine = [(r, i) for n, (r, i) in enumerate(zip(records, ids)) if n % world == rank]
     skipped["done"] = sum(i in done for _, i in mine)
     mine = [(r, i) for r, i in mine if i not in done]
     same_base = src_meta.get("base_fingerprint") == info.fingerprint  # then keep the exact distilled ids
-    todo = list(_prepare(inp, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped))
+    todo = list(_prepare(inp, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped,
+                         left_out))
     n_tok = n_resp = 0
     t0, c0, window = time.perf_counter(), time.process_time(), batch_size * 8
     bar = tqdm(total=len(todo), unit="row", file=sys.stderr, dynamic_ncols=True)
@@ -336,11 +372,15 @@ def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, d
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
     skipped: Counter = Counter(done=0)
+    left_out: dict[str, str] = {}
     meta = (_recut(from_dataset, settings, out, done, rank, world, skipped) if from_dataset else
-            _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped))
+            _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped,
+                       left_out))
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
-    rows = read_jsonl(out, tail="ignore", missing_ok=True)
-    meta["stats"] = {**dataset_stats(rows), "last_run_skipped": dict(skipped)}
+    if "stats" not in meta:  # (rows were written: the sidecar's stats where nothing was left to do)
+        rows = read_jsonl(out, tail="ignore", missing_ok=True)
+        meta["stats"] = {**dataset_stats(rows), **({"left_out": left_out} if left_out else {})}
+    meta["stats"]["last_run_skipped"] = dict(skipped)
     check_meta(out, meta, (), False)
     print_stats(meta["stats"])
     return meta

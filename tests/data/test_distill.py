@@ -341,3 +341,78 @@ def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_pa
             run(distill_args(tiny_dir, prompts_file, out, *samples, *changed))
     with pytest.raises(HamburgerError, match="--samples >= 1, --sample-temperature > 0"):
         run(distill_args(tiny_dir, prompts_file, tmp_path / "x.jsonl", "--samples", "2", "--sample-temperature", "0"))
+
+
+
+def refuse_base(monkeypatch):
+    """From here on, loading a base model fails: a run with nothing left to write must end before it."""
+    from hamburger.core import base as B
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the base was loaded")
+    monkeypatch.setattr(B, "load_base", refuse)
+
+
+def test_distill_with_nothing_left_does_not_load_the_base(tiny_dir, prompts_file, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    out, sidecar = tmp_path / "d.jsonl", tmp_path / "d.jsonl.meta.json"
+    assert run(distill_args(tiny_dir, prompts_file, out)) == 0  # every prompt but the empty one
+    before, meta = out.read_bytes(), sidecar.read_text()
+    other_base = shutil.copytree(tiny_dir, tmp_path / "same-weights-other-name")
+    more = tmp_path / "more.jsonl"
+    more.write_text(prompts_file.read_text() + json.dumps({"id": "new", "prompt": "One more?"}) + "\n")
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        refuse_base(m)
+        assert run(distill_args(tiny_dir, prompts_file, out)) == 0
+        assert "nothing to do" in capsys.readouterr().err
+        assert out.read_bytes() == before and sidecar.read_text() == meta
+        # other settings, another base, or a prompt not done yet: those need the base
+        for argv in (distill_args(tiny_dir, prompts_file, out, "--max-new-tokens", "25"),
+                     distill_args(tiny_dir, prompts_file, out, "--temperature", "0.5"),
+                     distill_args(other_base, prompts_file, out), distill_args(tiny_dir, more, out)):
+            with pytest.raises(AssertionError, match="the base was loaded"):
+                run(argv)
+    assert run(distill_args(tiny_dir, more, out)) == 0
+    assert len(read_jsonl(out)) == 7
+
+
+def test_segment_with_nothing_left_does_not_load_the_base(tiny_dir, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    data, out = tmp_path / "qa.jsonl", tmp_path / "s.jsonl"
+    rows = [{"id": "sum", "question": "What is 1+1?", "answer": "It is 2. #### 2"},
+            {"id": "spell", "question": "Spell cat.", "answer": ""},
+            {"id": "count", "question": "Count.", "answer": " ".join(str(i) for i in range(200))}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def segment(*extra, base=tiny_dir, source=data):
+        return run(["segment", "--base", str(base), "--data", str(source), "--out", str(out), "--prompt-field",
+                    "question", "--response-field", "answer", "--max-length", "100", *extra])
+    assert segment() == 0
+    _, meta = DS.load_dataset(out)
+    assert meta["stats"]["left_out"] == {"spell": "empty", "count": "too_long_dropped"}
+    before = out.read_bytes()
+    other_base = shutil.copytree(tiny_dir, tmp_path / "same-weights-other-name")
+    more = tmp_path / "more.jsonl"
+    more.write_text(data.read_text() + json.dumps({"id": "yes", "question": "Say yes.", "answer": "Yes."}) + "\n")
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        refuse_base(m)
+        assert segment() == 0
+        assert "nothing to do" in capsys.readouterr().out
+        _, again = DS.load_dataset(out)
+        assert out.read_bytes() == before
+        assert again["stats"]["last_run_skipped"] == {"done": 1, "empty": 1, "too_long_dropped": 1}
+        assert {k: v for k, v in again["stats"].items() if k != "last_run_skipped"} == \
+            {k: v for k, v in meta["stats"].items() if k != "last_run_skipped"}
+        # another cut, input rule or base, or a row not done yet: those need the base
+        for extra, kw in ((["--max-steps", "3"], {}), (["--long", "truncate"], {}), (["--system", "Be brief."], {}),
+                          ([], {"base": other_base}), ([], {"source": more})):
+            with pytest.raises(AssertionError, match="the base was loaded"):
+                segment(*extra, **kw)
+    assert segment(source=more) == 0
+    got, meta = DS.load_dataset(out)
+    assert [r["id"] for r in got] == ["sum", "yes"] and meta["stats"]["rows"] == 2
+    assert meta["stats"]["left_out"] == {"spell": "empty", "count": "too_long_dropped"}

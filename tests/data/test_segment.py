@@ -97,14 +97,20 @@ def _rows():
 
 
 def test_resegment_from_dataset(tmp_path):
+    from hamburger.data.segment import dataset_stats
+
     src, out = tmp_path / "d.jsonl", tmp_path / "s.jsonl"
     _write_dataset(src, _rows())
+    source_meta = json.loads((tmp_path / "d.jsonl.meta.json").read_text())
+    source_meta["stats"] = {**dataset_stats(_rows()), "left_out": {"r9": "empty"}}
+    (tmp_path / "d.jsonl.meta.json").write_text(json.dumps(source_meta))
     assert run_segment(["--from-dataset", str(src), "--strategy", "sliding", "--out", str(out)]) == 0
     rows, meta = load_dataset(out)
     thr = entropy_threshold(0.7, 100)
     assert [r["groups"] for r in rows] == [sliding(r["entropies"], 4, thr) for r in _rows()]
     assert meta["strategy"] == "sliding" and meta["settings"]["strategy"] == "sliding"
-    assert meta["stats"]["rows"] == 5 and meta["derived_from"] == str(src)
+    assert meta["derived_from"] == str(src)
+    assert meta["stats"] == {**dataset_stats(rows), "last_run_skipped": {"done": 0}}  # its own, not the source's
     # resuming with the same settings adds nothing; with another strategy it is refused
     assert run_segment(["--from-dataset", str(src), "--strategy", "sliding", "--out", str(out)]) == 0
     assert len(load_dataset(out)[0]) == 5
