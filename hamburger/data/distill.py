@@ -95,8 +95,8 @@ def _ordered(pending: list[tuple[dict, list[int], int]], batch_size: int) -> lis
 def _nothing_left(out: Path, mine: list[tuple[dict, list[str]]], done: set[str], field: str,
                   settings: DistillSettings, base: str | None) -> bool:
     """Whether a run has nothing to write, known without loading the base: every response of this rank's prompts
-    (those without a prompt apart) is in ``out``, whose sidecar names the same base and settings. (Whether the weights
-    under that name changed is checked where the base loads, that is, where anything is left to write.)"""
+    (but those whose prompt is empty) is in ``out``, whose sidecar names the same base and settings. (Whether the
+    weights under that name changed is checked where the base loads, that is, where anything is left to write.)"""
     from hamburger.core.base import resolve_base
 
     if any(rid not in done for rec, rows_of in mine for rid in rows_of

@@ -317,8 +317,8 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
     mine = [(r, i) for n, (r, i) in enumerate(zip(records, ids)) if n % world == rank]
     unchanged = _nothing_left(data, base, inp, settings, out, done, [i for _, i in mine], skipped)
     if unchanged is not None:
-        print(f"segment: nothing to do on rank {rank}/{world}: {out} holds every row, cut by the same base and settings; "
-              "the base is not loaded")
+        print(f"segment: nothing to do on rank {rank}/{world}: {out} holds every row, cut by the same base and "
+              "settings; the base is not loaded")
         return unchanged
     model, tok, info = load_base(base, dtype)
     model.to(where)
@@ -377,7 +377,7 @@ def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, d
             _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped,
                        left_out))
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
-    if "stats" not in meta:  # (rows were written: the sidecar's stats where nothing was left to do)
+    if "stats" not in meta:  # (a run with nothing to do kept its sidecar, stats and all)
         rows = read_jsonl(out, tail="ignore", missing_ok=True)
         meta["stats"] = {**dataset_stats(rows), **({"left_out": left_out} if left_out else {})}
     meta["stats"]["last_run_skipped"] = dict(skipped)
