@@ -343,7 +343,6 @@ def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_pa
         run(distill_args(tiny_dir, prompts_file, tmp_path / "x.jsonl", "--samples", "2", "--sample-temperature", "0"))
 
 
-
 def refuse_base(monkeypatch):
     """From here on, loading a base model fails: a run with nothing left to write must end before it."""
     from hamburger.core import base as B
