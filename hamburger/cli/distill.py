@@ -19,7 +19,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
     settings = DistillSettings(args.max_new_tokens, args.temperature, args.top_p, args.seed, args.system,
                                args.dtype, args.prompt_field, args.samples, args.sample_temperature, args.sample_top_p)
     distill(args.prompts, args.out, settings, base=args.base, id_field=args.id_field, batch_size=args.batch_size,
-            limit=args.limit, device=device)
+            limit=args.limit, device=device, entropies=not args.no_entropies)
     return 0
 
 
@@ -44,6 +44,9 @@ def register(sub) -> None:
                    help="nucleus mass of the extra samples in (0, 1] (default 1.0)")
     p.add_argument("--limit", type=int, default=None, help="use the first N prompts of the file")
     p.add_argument("--system", default=None, help="system message (default: the chat template's own)")
+    p.add_argument("--no-entropies", action="store_true",
+                   help="leave out each token's entropy and probability (fields entropies, token_probs), which "
+                        "`segment` otherwise cuts by without running the base over the answers again")
     add_runtime(p, dtypes=DISTILL_DTYPES, device_note="; not part of the resume settings, so a run may "
                 "continue on another device")
     p.set_defaults(func=cmd_distill)

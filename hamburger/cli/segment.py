@@ -18,7 +18,8 @@ def cmd_segment(args: argparse.Namespace) -> int:
     inputs = SegmentInput(args.prompt_field, args.response_field, args.id_field, args.system, args.max_length,
                           args.long)
     segment(args.out, settings, data=args.data, from_dataset=args.from_dataset, base=args.base, inputs=inputs,
-            batch_size=args.batch_size, limit=args.limit, dtype=args.dtype, device=device)
+            batch_size=args.batch_size, limit=args.limit, dtype=args.dtype, device=device,
+            recompute_entropies=args.recompute_entropies)
     return 0
 
 
@@ -43,5 +44,8 @@ def register(sub) -> None:
     p.add_argument("--max-length", type=int, default=1024, help="max prompt + response tokens")
     p.add_argument("--long", choices=["drop", "truncate"], default="drop", help="what to do with longer rows")
     p.add_argument("--limit", type=int, default=None, help="use the first N rows of --data")
+    p.add_argument("--recompute-entropies", action="store_true",
+                   help="run the base over every answer of --data, also those distill recorded entropies for (it "
+                        "records them in the dtype it ran in; this run's are in --dtype)")
     add_runtime(p, device_note="; for --data")
     p.set_defaults(func=cmd_segment)

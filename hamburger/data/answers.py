@@ -13,6 +13,10 @@ base's logits (`core/final_logits.FinalLogits`), cast to float32 as transformers
 draws its tokens with its own (temperature, top_p) and generator (`sampling.draw_rows`, one uniform a token, all of
 them drawn as the row joins: the same stream, without a generator call per row and step), so its answer never depends
 on the rows beside it; at temperature 0 it is the argmax, HF ``generate``'s greedy answer.
+
+With ``entropies`` each answer also carries, for every token it drew (its EOS too), the entropy of the base's
+distribution it was drawn from (at temperature 1, whatever the row's draw) and that token's probability under it: what
+`segment` cuts by, from the forward that wrote the answer instead of a second one over it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from hamburger.core.final_logits import FinalLogits
 from hamburger.core.lean import LeanStack
 from hamburger.core.masks import as_read_by
 from hamburger.core.modules import base_decoder_stack
+from hamburger.data.segment import log_softmax_entropy
 from hamburger.engine.cache import SlotCache
 from hamburger.engine.sampling import draw_rows
 
@@ -46,12 +51,15 @@ class Request:
 
 @dataclass
 class Answer:
-    """A request's answer: token ids without the EOS, why it ended ("eos" | "length") and the EOS id that ended it."""
+    """A request's answer: token ids without the EOS, why it ended ("eos" | "length") and the EOS id that ended it;
+    with `answers`' ``entropies``, the entropy (nats) and probability of each token drawn, the EOS's last."""
 
     key: object
     tokens: list[int]
     finish_reason: str
     stop_token_id: int | None
+    entropies: list[float] | None = None
+    token_probs: list[float] | None = None
 
 
 @dataclass
@@ -61,6 +69,8 @@ class _Row:
     position: int  # the rotary position of its next input (the token it drew last, not yet in the cache)
     tokens: list[int] = field(default_factory=list)
     ended: Answer | None = None
+    entropies: list[float] | None = None  # (with `answers`' entropies) one a token drawn, the EOS's too
+    token_probs: list[float] | None = None
 
 
 class BaseStep:
@@ -89,9 +99,11 @@ class BaseStep:
 
 
 def answers(base, requests: Iterable[Request], eos: list[int], max_new_tokens: int, batch_size: int = 32,
-            refill_every: int = REFILL_EVERY, step: BaseStep | None = None) -> Iterator[list[Answer]]:
+            refill_every: int = REFILL_EVERY, step: BaseStep | None = None, entropies: bool = False
+            ) -> Iterator[list[Answer]]:
     """Decode ``requests`` with ``base`` (a HF causal LM in eval mode), ``batch_size`` rows at a time, taken in their
-    order; yields the answers that ended before each refill (at most ``batch_size``, in their rows' order)."""
+    order; yields the answers that ended before each refill (at most ``batch_size``, in their rows' order), with each
+    token's entropy and probability where ``entropies``."""
     if batch_size < 1 or max_new_tokens < 1 or refill_every < 1:
         raise ValueError("need batch_size, max_new_tokens and refill_every >= 1")
     step = step or BaseStep(base)
@@ -110,7 +122,7 @@ def answers(base, requests: Iterable[Request], eos: list[int], max_new_tokens: i
                     cache = None
             joining = [waiting.popleft() for _ in range(min(batch_size - len(rows), len(waiting)))]
             if joining:
-                new_rows, new_cache = _read_prompts(step, joining, device, eos_set, max_new_tokens)
+                new_rows, new_cache = _read_prompts(step, joining, device, eos_set, max_new_tokens, entropies)
                 rows += new_rows
                 if cache is None:
                     cache = new_cache
@@ -125,7 +137,8 @@ def answers(base, requests: Iterable[Request], eos: list[int], max_new_tokens: i
                 _decode(step, rows, cache, device, eos_set, max_new_tokens)
 
 
-def _read_prompts(step: BaseStep, requests: list[Request], device, eos: set[int], max_new_tokens: int):
+def _read_prompts(step: BaseStep, requests: list[Request], device, eos: set[int], max_new_tokens: int,
+                  entropies: bool):
     """The rows of ``requests``, their prompts read in one forward (left-padded) and their first tokens drawn."""
     width = max(len(r.prompt) for r in requests)
     ids = torch.tensor([[0] * (width - len(r.prompt)) + r.prompt for r in requests], device=device)
@@ -135,6 +148,9 @@ def _read_prompts(step: BaseStep, requests: list[Request], device, eos: set[int]
     cache = SlotCache(step.base.config, len(requests), device=device)
     logits = step(ids, positions, cache, valid)
     rows = [_Row(r, _uniforms(r, max_new_tokens), len(r.prompt)) for r in requests]
+    if entropies:
+        for row in rows:
+            row.entropies, row.token_probs = [], []
     _take(rows, logits, eos, max_new_tokens)
     return rows, cache
 
@@ -155,14 +171,26 @@ def _take(rows: list[_Row], logits: torch.Tensor, eos: set[int], max_new_tokens:
     if not live:
         return
     picked = _draw([rows[i] for i in live], logits[live])
+    if rows[live[0]].entropies is not None:
+        _note_entropies([rows[i] for i in live], logits[live], picked)
     for i, token in zip(live, picked):
         row = rows[i]
         if token in eos:
-            row.ended = Answer(row.request.key, row.tokens, "eos", token)
+            row.ended = Answer(row.request.key, row.tokens, "eos", token, row.entropies, row.token_probs)
             continue
         row.tokens.append(token)
         if len(row.tokens) == max_new_tokens:
-            row.ended = Answer(row.request.key, row.tokens, "length", None)
+            row.ended = Answer(row.request.key, row.tokens, "length", None, row.entropies, row.token_probs)
+
+
+def _note_entropies(rows: list[_Row], logits: torch.Tensor, picked: list[int]) -> None:
+    """Append to each row the entropy of its logits' distribution and the probability of the token it drew, as
+    `segment.compute_entropies` computes them from its own forward."""
+    logp, entropy = log_softmax_entropy(logits)
+    prob = logp.gather(1, torch.tensor(picked, device=logits.device)[:, None])[:, 0].double().exp()
+    for row, e, p in zip(rows, entropy.tolist(), prob.tolist()):
+        row.entropies.append(e)
+        row.token_probs.append(p)
 
 
 def _uniforms(request: Request, max_new_tokens: int) -> list[float]:

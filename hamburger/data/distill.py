@@ -15,7 +15,10 @@ does not depend on the batch it ran in or on a resume.
 Output: one jsonl row per prompt (and sample), appended (flush + fsync) after every batch: ``id``, ``prompt``,
 ``response`` (text, no EOS), ``response_token_ids`` (no EOS), ``finish_reason`` ("eos" | "length"),
 ``stop_token_id`` (the EOS id that ended it, or null), ``n_prompt_tokens``, ``base_fingerprint``, plus
-the other fields of the prompt record (``source``, ``reference``, ``answer``...). The base and the
+the other fields of the prompt record (``source``, ``reference``, ``answer``...), and (unless ``entropies`` is off)
+``entropies`` and ``token_probs``: for each response token, its EOS too, the entropy (nats) of the base's distribution
+it was drawn from and its probability under it (at temperature 1, 4 decimals), which `segment` then cuts by without a
+forward of its own (`data/answers.py`; in the dtype the answers were written in). The base and the
 generation settings live in a sidecar ``OUT.meta.json`` (the ``sample_*`` settings only when samples > 1, so
 files of one response per prompt keep the meta they had).
 
@@ -108,10 +111,10 @@ def _nothing_left(out: Path, mine: list[tuple[dict, list[str]]], done: set[str],
 
 def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: DistillSettings = DistillSettings(), *,
             base: str | None = None, id_field: str = "id", batch_size: int = 16, limit: int | None = None,
-            device: str = "cpu") -> Path:
+            device: str = "cpu", entropies: bool = True) -> Path:
     """The base model (``base``: bundled name, HF folder or hub id; default: bundled) writes a response to every
-    prompt of the jsonl file ``prompts`` (the first ``limit``), appended to ``out`` (this rank's shard of it);
-    resumable. Returns the file written."""
+    prompt of the jsonl file ``prompts`` (the first ``limit``), appended to ``out`` (this rank's shard of it), with
+    each token's entropy and probability where ``entropies``; resumable. Returns the file written."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
@@ -169,7 +172,7 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
     bar = tqdm(total=len(pending), unit="prompt", file=sys.stderr, dynamic_ncols=True)
     pending = _ordered(pending, batch_size)
     requests = [Request(i, p_ids, *settings.draw(n, rec["id"])) for i, (rec, p_ids, n) in enumerate(pending)]
-    for ended in answers(model, requests, eos, settings.max_new_tokens, batch_size):
+    for ended in answers(model, requests, eos, settings.max_new_tokens, batch_size, entropies=entropies):
         rows = []
         for answer in ended:
             (rec, p_ids, n), resp, reason, stop_id = (pending[answer.key], answer.tokens, answer.finish_reason,
@@ -178,6 +181,9 @@ def distill(prompts: str | os.PathLike, out: str | os.PathLike, settings: Distil
                    "response": tok.decode(resp, skip_special_tokens=False), "response_token_ids": resp,
                    "finish_reason": reason, "stop_token_id": stop_id, "n_prompt_tokens": len(p_ids),
                    "base_fingerprint": info.fingerprint}
+            if entropies:
+                row["entropies"] = [round(e, 4) for e in answer.entropies]
+                row["token_probs"] = [round(p, 4) for p in answer.token_probs]
             rows.append({**row, **{k: v for k, v in rec.items() if k not in row and k != field}})
             n_tok += len(resp) + (reason == "eos")
         append_jsonl(out, rows)

@@ -2,7 +2,10 @@
 
 One forward of the base model over the chat-formatted prompt + response gives, for each response token
 i, the entropy (nats) of the base's next-token distribution at the position before i and the
-probability of token i. A strategy turns the entropies into group sizes (the first response token
+probability of token i. Rows that `distill` wrote with these (its ``entropies``, from the forwards that drew the
+tokens, in the dtype it ran in) are cut by them instead, with no forward, when the same base wrote them for the
+same prompt (system message, prompt and response fields as distill wrote them); ``--recompute-entropies`` runs the
+forward anyway. A strategy turns the entropies into group sizes (the first response token
 always starts a group); the sizes sum to the response length:
   * decreasing_v2: extend while the group has < max_steps tokens AND (entropy < abs_threshold OR
     entropy < ratio x the largest entropy in the group so far); else start a new group.
@@ -219,6 +222,10 @@ def _record_problem(rec, prompt_field: str, response_field: str) -> str | None:
     ids, stop = rec.get("response_token_ids"), rec.get("stop_token_id")
     if ids is not None and not (isinstance(ids, list) and all(type(i) is int for i in ids)):
         return f"field 'response_token_ids' must be a list of integer token ids, got {ids!r:.60}"
+    for field in ("entropies", "token_probs"):
+        values = rec.get(field)
+        if values is not None and not (isinstance(values, list) and all(type(v) in (int, float) for v in values)):
+            return f"field {field!r} must be a list of numbers, got {values!r:.60}"
     if stop is not None and type(stop) is not int:
         return f"field 'stop_token_id' must be an integer token id, got {stop!r:.60}"
     return None
@@ -247,6 +254,18 @@ def _prepare(inp: SegmentInput, records: list[dict], ids: list[str], tok, system
         row = {"id": rid, **({"source": rec["source"]} if "source" in rec else {}), "prompt_ids": p_ids,
                "response_ids": r_ids, "complete": complete, "truncated": truncated}
         yield row
+
+
+def _recorded(rec: dict, row: dict) -> tuple[list[float], list[float]] | None:
+    """(entropies, probabilities) of ``row``'s response tokens as distill recorded them in ``rec`` (one a response
+    token, the EOS's too where it ended at one), cut as ``row``'s response is; None where ``rec`` holds none (or not
+    one a token)."""
+    entropies, probs = rec.get("entropies"), rec.get("token_probs")
+    tokens = len(rec.get("response_token_ids") or ()) + (rec.get("finish_reason") == "eos")
+    if entropies is None or probs is None or not len(entropies) == len(probs) == tokens:
+        return None
+    n = len(row["response_ids"])
+    return entropies[:n], probs[:n]
 
 
 def _finish(rows: list[dict], settings: SegmentSettings, vocab: int) -> list[dict]:
@@ -296,9 +315,10 @@ def _nothing_left(data, base, inp: SegmentInput, settings: SegmentSettings, out:
 
 def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str, device: str,
                settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter,
-               left_out: dict[str, str]) -> dict:
-    """--data: one base forward per row for the entropies, then the groups (the sidecar's meta, with its stats,
-    where nothing is left to do)."""
+               left_out: dict[str, str], recompute: bool, sources: dict) -> dict:
+    """--data: the entropies distill recorded, or one base forward per row for them (all rows with ``recompute``),
+    then the groups (the sidecar's meta, with its stats, where nothing is left to do); ``sources`` counts the rows
+    each way."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
@@ -339,31 +359,49 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
     same_base = src_meta.get("base_fingerprint") == info.fingerprint  # then keep the exact distilled ids
     todo = list(_prepare(inp, [r for r, _ in mine], [i for _, i in mine], tok, system, same_base, eos, skipped,
                          left_out))
+    distilled = src_meta.get("settings", {})
+    # distill's entropies hold where its base read the same prompt and wrote the ids this run cuts
+    recorded = {} if recompute or not (same_base and src_meta.get("kind") == "distill"
+                                       and system == distilled.get("system")
+                                       and (inp.prompt_field, inp.response_field) == ("prompt", "response")) \
+        else {i: r for r, i in mine}
+    sources.update(recorded=0, recorded_dtype=distilled.get("dtype"), computed=0, computed_dtype=dtype)
     n_tok = n_resp = 0
     t0, c0, window = time.perf_counter(), time.process_time(), batch_size * 8
     bar = tqdm(total=len(todo), unit="row", file=sys.stderr, dynamic_ncols=True)
     for k in range(0, len(todo), window):
-        part = todo[k:k + window]
-        res = compute_entropies(model, tok, [(r["prompt_ids"], r["response_ids"]) for r in part], batch_size)
-        for r, (ent, prob) in zip(part, res):
+        part, need = todo[k:k + window], []
+        for r in part:
+            stored = _recorded(recorded[r["id"]], r) if r["id"] in recorded else None
+            if stored is None:
+                need.append(r)
+            else:
+                r["entropies"], r["token_probs"] = stored
+        res = compute_entropies(model, tok, [(r["prompt_ids"], r["response_ids"]) for r in need], batch_size)
+        for r, (ent, prob) in zip(need, res):
             r["entropies"], r["token_probs"] = [round(e, 4) for e in ent], [round(p, 4) for p in prob]
             n_tok += len(r["prompt_ids"]) + len(r["response_ids"])
             n_resp += len(r["response_ids"])
+        sources["recorded"] += len(part) - len(need)
+        sources["computed"] += len(need)
         append_jsonl(out, _finish(part, settings, vocab))
         bar.update(len(part))
     bar.close()
     dt, cpu = max(time.perf_counter() - t0, 1e-9), max(time.process_time() - c0, 1e-9)
-    print(f"segment: {len(todo)} rows in {dt:.1f} s: {n_tok / dt:.1f} tokens/s through the base, "
-          f"{n_resp / dt:.1f} response tokens/s ({n_tok / cpu:.1f} tokens per CPU-second)")
+    speed = (f": {n_tok / dt:.1f} tokens/s through the base, {n_resp / dt:.1f} response tokens/s "
+             f"({n_tok / cpu:.1f} tokens per CPU-second)") if n_tok else ""
+    print(f"segment: {len(todo)} rows in {dt:.1f} s: {sources['recorded']} by the entropies distill recorded "
+          f"({sources['recorded_dtype']}), {sources['computed']} by this run's forwards ({dtype}){speed}")
     return meta
 
 
 def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, data: str | Path | None = None,
             from_dataset: str | Path | None = None, base: str | None = None, inputs: SegmentInput = SegmentInput(),
-            batch_size: int = 8, limit: int | None = None, dtype: str = "float32", device: str = "cpu") -> dict:
-    """Cut the responses of ``data`` (one base forward each; ``base`` as for distill) or re-cut ``from_dataset``
-    (no model) into groups under ``settings``, appended to ``out`` (this rank's shard); resumable. Returns the
-    dataset's meta, with its stats."""
+            batch_size: int = 8, limit: int | None = None, dtype: str = "float32", device: str = "cpu",
+            recompute_entropies: bool = False) -> dict:
+    """Cut the responses of ``data`` (by the entropies distill recorded, else, or with ``recompute_entropies``, one
+    base forward each; ``base`` as for distill) or re-cut ``from_dataset`` (no model) into groups under ``settings``,
+    appended to ``out`` (this rank's shard); resumable. Returns the dataset's meta, with its stats."""
     segment_entropies([0.0], settings, 2)  # validates the strategy before any work
     if inputs.long not in ("drop", "truncate"):
         raise HamburgerError(f"long must be drop or truncate, got {inputs.long!r}")
@@ -373,14 +411,17 @@ def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, d
     done = {r["id"] for r in read_jsonl(out, tail="cut", missing_ok=True)}
     skipped: Counter = Counter(done=0)
     left_out: dict[str, str] = {}
+    sources: dict = {}  # where this run's entropies came from (`_from_data`)
     meta = (_recut(from_dataset, settings, out, done, rank, world, skipped) if from_dataset else
             _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped,
-                       left_out))
+                       left_out, recompute_entropies, sources))
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
     if "stats" not in meta:  # (a run with nothing to do kept its sidecar, stats and all)
         rows = read_jsonl(out, tail="ignore", missing_ok=True)
         meta["stats"] = {**dataset_stats(rows), **({"left_out": left_out} if left_out else {})}
     meta["stats"]["last_run_skipped"] = dict(skipped)
+    if sources:
+        meta["stats"]["last_run_entropies"] = sources
     check_meta(out, meta, (), False)
     print_stats(meta["stats"])
     return meta

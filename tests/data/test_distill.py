@@ -194,6 +194,77 @@ def test_segment_end_to_end(tiny_dir, prompts_file, tmp_path, capsys):
                          "--response-field", "answer"])
 
 
+def test_recorded_entropies_equal_a_forward_over_the_answer(tiny_dir):
+    """The entropy and probability `answers` records for each token it draws (the EOS too) are those a forward over
+    the finished answer gives (`compute_entropies`: the base's distribution at temperature 1, whatever the draw's;
+    greedy and sampled rows in one batch)."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tiny_dir).eval()
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    prompts = [chat_prompt_ids(tok, p) for p in PROMPTS]
+    requests = [A.Request(i, p, *((0.0, 1.0, 0) if i % 2 else (0.9, 0.8, i))) for i, p in enumerate(prompts)]
+    got = {a.key: a for ended in A.answers(model, requests, [2], 24, batch_size=3, refill_every=2, entropies=True)
+           for a in ended}
+    assert {a.finish_reason for a in got.values()} == {"eos", "length"}
+    answers = [got[i].tokens + ([got[i].stop_token_id] if got[i].finish_reason == "eos" else [])
+               for i in range(len(prompts))]
+    for i, (ent, prob) in enumerate(S.compute_entropies(model, tok, list(zip(prompts, answers)), batch_size=4)):
+        assert len(got[i].entropies) == len(got[i].token_probs) == len(answers[i])
+        assert torch.allclose(torch.tensor(got[i].entropies), torch.tensor(ent), atol=1e-4)
+        assert torch.allclose(torch.tensor(got[i].token_probs), torch.tensor(prob), atol=1e-5)
+    plain = next(iter(A.answers(model, requests[:1], [2], 4, batch_size=1)))[0]
+    assert plain.entropies is None and plain.token_probs is None
+
+
+def test_segment_cuts_by_the_entropies_distill_recorded(tiny_dir, prompts_file, tmp_path, monkeypatch):
+    """`segment` takes distill's entropies where it recorded them for the same prompt, and runs the base only over
+    the other rows (all of them with --recompute-entropies or another system message); the cuts are the same."""
+    data = tmp_path / "d.jsonl"
+    assert run(distill_args(tiny_dir, prompts_file, data)) == 0
+    rows = read_jsonl(data)
+    assert all(len(r["entropies"]) == len(r["token_probs"]) == len(r["response_token_ids"])
+               + (r["finish_reason"] == "eos") for r in rows)
+    assert run(distill_args(tiny_dir, prompts_file, tmp_path / "plain.jsonl", "--no-entropies")) == 0
+    assert all("entropies" not in r and "token_probs" not in r for r in read_jsonl(tmp_path / "plain.jsonl"))
+    del rows[0]["entropies"], rows[0]["token_probs"]  # a row distill wrote before it recorded them
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recorded = {r["id"]: r for r in rows[1:]}
+    read, real = [], S.compute_entropies
+    monkeypatch.setattr(S, "compute_entropies", lambda m, t, pairs, b: read.extend(pairs) or real(m, t, pairs, b))
+
+    def segment(name, *extra):
+        read.clear()
+        assert run(["segment", "--base", str(tiny_dir), "--data", str(data), "--out", str(tmp_path / name),
+                    "--batch-size", "4", *extra]) == 0
+        return DS.load_dataset(tmp_path / name)
+
+    by_record, meta = segment("s.jsonl")
+    assert len(read) == 1 and meta["stats"]["last_run_entropies"] == {
+        "recorded": 5, "recorded_dtype": "float32", "computed": 1, "computed_dtype": "float32"}
+    for r in by_record:
+        if r["id"] in recorded:
+            assert (r["entropies"], r["token_probs"]) == (recorded[r["id"]]["entropies"],
+                                                          recorded[r["id"]]["token_probs"])
+    by_forward, meta = segment("f.jsonl", "--recompute-entropies")
+    assert len(read) == 6 and meta["stats"]["last_run_entropies"]["recorded"] == 0
+    for a, b in zip(by_record, by_forward):
+        assert (a["id"], a["prompt_ids"], a["response_ids"], a["groups"]) == \
+            (b["id"], b["prompt_ids"], b["response_ids"], b["groups"])
+        assert max(abs(x - y) for x, y in zip(a["entropies"] + a["token_probs"], b["entropies"] + b["token_probs"])) \
+            <= 2e-4
+    # another system message: distill's entropies follow another prompt
+    assert len(segment("sys.jsonl", "--system", "Be brief.")[0]) == 6 and len(read) == 6
+    # a response cut to --max-length keeps the entropies of its tokens
+    longest = max(r["n_prompt_tokens"] for r in rows)
+    cut, meta = segment("cut.jsonl", "--long", "truncate", "--max-length", str(longest + 3))
+    assert len(read) == 1 and meta["stats"]["last_run_skipped"]["too_long_truncated"] >= 1
+    for r in cut:
+        assert len(r["entropies"]) == len(r["response_ids"])
+        if r["id"] in recorded:
+            assert r["entropies"] == recorded[r["id"]]["entropies"][:len(r["response_ids"])]
+
+
 def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
     data = tmp_path / "qa.jsonl"
     rows = [{"question": "What is 1+1?", "answer": "It is 2. #### 2"},
@@ -220,6 +291,8 @@ def test_segment_text_pairs_long_rule_and_empty(tiny_dir, tmp_path, capsys):
     ({"prompt": "Hi", "response": None}, "field 'response' must be a string"),
     ({"prompt": "Hi", "response": "Yo", "response_token_ids": ["a"]}, "'response_token_ids' must be a list"),
     ({"prompt": "Hi", "response": "Yo", "stop_token_id": "2"}, "'stop_token_id' must be an integer"),
+    ({"prompt": "Hi", "response": "Yo", "entropies": ["0.1"]}, "'entropies' must be a list of numbers"),
+    ({"prompt": "Hi", "response": "Yo", "token_probs": [True]}, "'token_probs' must be a list of numbers"),
     (["Hi", "Yo"], "must be a JSON object"),
 ])
 def test_segment_wrong_field_types_name_file_line_and_field(tiny_dir, tmp_path, bad, problem):
@@ -245,6 +318,13 @@ def test_real_base_distil_and_segment(tmp_path):
     seg, meta = DS.load_dataset(out)
     assert len(seg) == 2 and all(sum(r["groups"]) == len(r["response_ids"]) for r in seg)
     assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0
+    # cut by the entropies distill recorded, the cut is the one a forward over the answers gives
+    assert meta["stats"]["last_run_entropies"]["recorded"] == 2
+    assert run(["segment", "--data", str(data), "--out", str(tmp_path / "f.jsonl"), "--recompute-entropies"]) == 0
+    again, meta = DS.load_dataset(tmp_path / "f.jsonl")
+    assert meta["stats"]["last_run_entropies"]["computed"] == 2
+    assert [r["groups"] for r in again] == [r["groups"] for r in seg]
+    assert max(abs(x - y) for a, b in zip(seg, again) for x, y in zip(a["entropies"], b["entropies"])) <= 2e-4
 
 
 def test_pick_device_names_and_errors():
@@ -317,6 +397,10 @@ def test_sampled_answers_from_sample_ids_equal_the_samples_option(tiny_dir, prom
     assert {r["id"]: r["response_token_ids"] for r in read_jsonl(alone)} == sampled and len(sampled) == 4
 
 
+def without_entropies(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("entropies", "token_probs")}
+
+
 def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_path, capsys):
     greedy, out = tmp_path / "g.jsonl", tmp_path / "s.jsonl"
     samples = ["--samples", "3", "--sample-temperature", "1.5", "--limit", "3"]
@@ -335,7 +419,10 @@ def test_distill_samples_beside_the_greedy_answer(tiny_dir, prompts_file, tmp_pa
     out.write_text("".join(lines[:4]) + lines[4][:20])
     assert run(distill_args(tiny_dir, prompts_file, out, *samples, "--batch-size", "2")) == 0
     assert "5 responses to do" in capsys.readouterr().err
-    assert {r["id"]: r for r in read_jsonl(out)} == rows
+    again = {r["id"]: r for r in read_jsonl(out)}
+    assert {k: without_entropies(r) for k, r in again.items()} == {k: without_entropies(r) for k, r in rows.items()}
+    assert max(abs(x - y) for k, r in again.items() for x, y in zip(r["entropies"], rows[k]["entropies"])) \
+        <= 2e-4  # (their last decimal may round otherwise in other batches)
     for changed in (["--samples", "2"], ["--sample-temperature", "1.0"], ["--sample-top-p", "0.5"]):
         with pytest.raises(HamburgerError, match="other settings"):
             run(distill_args(tiny_dir, prompts_file, out, *samples, *changed))
