@@ -3,7 +3,8 @@
 # computes with a forward of its own (README.md). A draw's settings (temperature 0.7, top-p 0.9, seed 1, 256 new
 # tokens, batch 48) on the first N training prompts, in float32 and bfloat16, with and without `--no-entropies`,
 # alternated, REPS times each; then `segment` (decreasing_v2, 4 steps, float32) of each dtype's first file by the
-# recorded entropies and with --recompute-entropies, compared by compare.py. Stop any other torch job first.
+# recorded entropies (`--entropies recorded`: in either dtype) and by its own forward (`--entropies recompute`),
+# compared by compare.py. Stop any other torch job first.
 #   bash measure.sh > measure-HOST.txt
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,7 +35,7 @@ for dtype in float32 bfloat16; do
     done
     for how in recorded recompute; do
         $HB segment --data $T/$dtype-recorded-1.jsonl --out $T/$dtype-segment-$how.jsonl --strategy decreasing_v2 \
-            --max-steps 4 --batch-size 8 --threads ${THREADS:-2} $([ $how = recompute ] && echo --recompute-entropies) \
+            --max-steps 4 --batch-size 8 --threads ${THREADS:-2} --entropies $how \
             2> /dev/null | grep -E '^segment: [0-9]+ rows in' | sed "s/^/$dtype $how | /"
     done
     $PY $HERE/compare.py $T/$dtype-segment-recorded.jsonl $T/$dtype-segment-recompute.jsonl | sed "s/^/$dtype | /"

@@ -6,7 +6,7 @@ import argparse
 
 from hamburger.cli.options import add_base, add_runtime, device_of
 from hamburger.data import segment as library
-from hamburger.data.segment import STRATEGIES
+from hamburger.data.segment import ENTROPY_SOURCES, STRATEGIES
 
 
 def cmd_segment(args: argparse.Namespace) -> int:
@@ -19,7 +19,7 @@ def cmd_segment(args: argparse.Namespace) -> int:
                           args.long)
     segment(args.out, settings, data=args.data, from_dataset=args.from_dataset, base=args.base, inputs=inputs,
             batch_size=args.batch_size, limit=args.limit, dtype=args.dtype, device=device,
-            recompute_entropies=args.recompute_entropies)
+            entropies=args.entropies)
     return 0
 
 
@@ -44,8 +44,9 @@ def register(sub) -> None:
     p.add_argument("--max-length", type=int, default=1024, help="max prompt + response tokens")
     p.add_argument("--long", choices=["drop", "truncate"], default="drop", help="what to do with longer rows")
     p.add_argument("--limit", type=int, default=None, help="use the first N rows of --data")
-    p.add_argument("--recompute-entropies", action="store_true",
-                   help="run the base over every answer of --data, also those distill recorded entropies for (it "
-                        "records them in the dtype it ran in; this run's are in --dtype)")
+    p.add_argument("--entropies", choices=ENTROPY_SOURCES, default="same-dtype",
+                   help="the entropies distill recorded with its answers, which spare the base's forward over them: "
+                        "taken where distill ran in --dtype (same-dtype, the default), in any dtype (recorded), or "
+                        "never (recompute)")
     add_runtime(p, device_note="; for --data")
     p.set_defaults(func=cmd_segment)

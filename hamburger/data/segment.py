@@ -3,9 +3,11 @@
 One forward of the base model over the chat-formatted prompt + response gives, for each response token
 i, the entropy (nats) of the base's next-token distribution at the position before i and the
 probability of token i. Rows that `distill` wrote with these (its ``entropies``, from the forwards that drew the
-tokens, in the dtype it ran in) are cut by them instead, with no forward, when the same base wrote them for the
-same prompt (system message, prompt and response fields as distill wrote them); ``--recompute-entropies`` runs the
-forward anyway. A strategy turns the entropies into group sizes (the first response token
+tokens) are cut by them instead, with no forward, where the same base wrote them for the same prompt (system message,
+prompt and response fields as distill wrote them) in this run's dtype (``--entropies same-dtype``, the default: in
+float32 they equal the forward's to the stored 4 decimals; a bfloat16 distill's differ from float32 ones by 0.02
+nats on average and move about 2% of the group starts, experiments/2026-12-08-recorded-entropies/), in any dtype
+(``recorded``), or never (``recompute``). A strategy turns the entropies into group sizes (the first response token
 always starts a group); the sizes sum to the response length:
   * decreasing_v2: extend while the group has < max_steps tokens AND (entropy < abs_threshold OR
     entropy < ratio x the largest entropy in the group so far); else start a new group.
@@ -52,6 +54,8 @@ from hamburger.engine.prompt import chat_prompt_ids, eos_ids
 from hamburger.errors import HamburgerError
 
 Entropies = Sequence[float] | torch.Tensor
+# which entropies distill recorded `segment` cuts by: those of its run's dtype, any, or none (a forward for every row)
+ENTROPY_SOURCES = ("same-dtype", "recorded", "recompute")
 
 
 def entropy_threshold(p: float, vocab_size: int) -> float:
@@ -315,10 +319,10 @@ def _nothing_left(data, base, inp: SegmentInput, settings: SegmentSettings, out:
 
 def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str, device: str,
                settings: SegmentSettings, out: Path, done: set, rank: int, world: int, skipped: Counter,
-               left_out: dict[str, str], recompute: bool, sources: dict) -> dict:
-    """--data: the entropies distill recorded, or one base forward per row for them (all rows with ``recompute``),
-    then the groups (the sidecar's meta, with its stats, where nothing is left to do); ``sources`` counts the rows
-    each way."""
+               left_out: dict[str, str], entropies: str, sources: dict) -> dict:
+    """--data: the entropies distill recorded (as ``entropies`` allows: `ENTROPY_SOURCES`), else one base forward
+    per row for them, then the groups (the sidecar's meta, with its stats, where nothing is left to do); ``sources``
+    counts the rows each way."""
     from tqdm import tqdm
 
     from hamburger.core.base import load_base, pick_device
@@ -361,10 +365,10 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
                          left_out))
     distilled = src_meta.get("settings", {})
     # distill's entropies hold where its base read the same prompt and wrote the ids this run cuts
-    recorded = {} if recompute or not (same_base and src_meta.get("kind") == "distill"
-                                       and system == distilled.get("system")
-                                       and (inp.prompt_field, inp.response_field) == ("prompt", "response")) \
-        else {i: r for r, i in mine}
+    usable = (same_base and src_meta.get("kind") == "distill" and system == distilled.get("system")
+              and (inp.prompt_field, inp.response_field) == ("prompt", "response")
+              and (entropies == "recorded" or entropies == "same-dtype" and distilled.get("dtype") == dtype))
+    recorded = {i: r for r, i in mine} if usable else {}
     sources.update(recorded=0, recorded_dtype=distilled.get("dtype"), computed=0, computed_dtype=dtype)
     n_tok = n_resp = 0
     t0, c0, window = time.perf_counter(), time.process_time(), batch_size * 8
@@ -398,11 +402,14 @@ def _from_data(data, base, inp: SegmentInput, batch_size: int, limit, dtype: str
 def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, data: str | Path | None = None,
             from_dataset: str | Path | None = None, base: str | None = None, inputs: SegmentInput = SegmentInput(),
             batch_size: int = 8, limit: int | None = None, dtype: str = "float32", device: str = "cpu",
-            recompute_entropies: bool = False) -> dict:
-    """Cut the responses of ``data`` (by the entropies distill recorded, else, or with ``recompute_entropies``, one
-    base forward each; ``base`` as for distill) or re-cut ``from_dataset`` (no model) into groups under ``settings``,
-    appended to ``out`` (this rank's shard); resumable. Returns the dataset's meta, with its stats."""
+            entropies: str = "same-dtype") -> dict:
+    """Cut the responses of ``data`` (by the entropies distill recorded, as ``entropies`` allows, see
+    `ENTROPY_SOURCES`, else one base forward each; ``base`` as for distill) or re-cut ``from_dataset`` (no model) into
+    groups under ``settings``, appended to ``out`` (this rank's shard); resumable. Returns the dataset's meta, with
+    its stats."""
     segment_entropies([0.0], settings, 2)  # validates the strategy before any work
+    if entropies not in ENTROPY_SOURCES:
+        raise HamburgerError(f"entropies must be one of {', '.join(ENTROPY_SOURCES)}, got {entropies!r}")
     if inputs.long not in ("drop", "truncate"):
         raise HamburgerError(f"long must be drop or truncate, got {inputs.long!r}")
     rank, world = shard_info()
@@ -414,7 +421,7 @@ def segment(out: str | Path, settings: SegmentSettings = SegmentSettings(), *, d
     sources: dict = {}  # where this run's entropies came from (`_from_data`)
     meta = (_recut(from_dataset, settings, out, done, rank, world, skipped) if from_dataset else
             _from_data(data, base, inputs, batch_size, limit, dtype, device, settings, out, done, rank, world, skipped,
-                       left_out, recompute_entropies, sources))
+                       left_out, entropies, sources))
     print("segment: skipped " + ", ".join(f"{k} {v}" for k, v in skipped.items()))
     if "stats" not in meta:  # (a run with nothing to do kept its sidecar, stats and all)
         rows = read_jsonl(out, tail="ignore", missing_ok=True)

@@ -219,7 +219,8 @@ def test_recorded_entropies_equal_a_forward_over_the_answer(tiny_dir):
 
 def test_segment_cuts_by_the_entropies_distill_recorded(tiny_dir, prompts_file, tmp_path, monkeypatch):
     """`segment` takes distill's entropies where it recorded them for the same prompt, and runs the base only over
-    the other rows (all of them with --recompute-entropies or another system message); the cuts are the same."""
+    the other rows (all of them with `--entropies recompute` or another system message, and those distill wrote in
+    another dtype unless `--entropies recorded`); the cuts are the same."""
     data = tmp_path / "d.jsonl"
     assert run(distill_args(tiny_dir, prompts_file, data)) == 0
     rows = read_jsonl(data)
@@ -246,7 +247,7 @@ def test_segment_cuts_by_the_entropies_distill_recorded(tiny_dir, prompts_file, 
         if r["id"] in recorded:
             assert (r["entropies"], r["token_probs"]) == (recorded[r["id"]]["entropies"],
                                                           recorded[r["id"]]["token_probs"])
-    by_forward, meta = segment("f.jsonl", "--recompute-entropies")
+    by_forward, meta = segment("f.jsonl", "--entropies", "recompute")
     assert len(read) == 6 and meta["stats"]["last_run_entropies"]["recorded"] == 0
     for a, b in zip(by_record, by_forward):
         assert (a["id"], a["prompt_ids"], a["response_ids"], a["groups"]) == \
@@ -255,6 +256,13 @@ def test_segment_cuts_by_the_entropies_distill_recorded(tiny_dir, prompts_file, 
             <= 2e-4
     # another system message: distill's entropies follow another prompt
     assert len(segment("sys.jsonl", "--system", "Be brief.")[0]) == 6 and len(read) == 6
+    # another dtype: its own forwards, unless any recorded ones will do
+    assert segment("bf16.jsonl", "--dtype", "bfloat16")[1]["stats"]["last_run_entropies"]["computed"] == 6
+    _, meta = segment("any.jsonl", "--dtype", "bfloat16", "--entropies", "recorded")
+    assert len(read) == 1 and meta["stats"]["last_run_entropies"] == {
+        "recorded": 5, "recorded_dtype": "float32", "computed": 1, "computed_dtype": "bfloat16"}
+    with pytest.raises(HamburgerError, match="entropies must be one of same-dtype, recorded, recompute"):
+        S.segment(tmp_path / "x.jsonl", data=data, base=str(tiny_dir), entropies="float32")
     # a response cut to --max-length keeps the entropies of its tokens
     longest = max(r["n_prompt_tokens"] for r in rows)
     cut, meta = segment("cut.jsonl", "--long", "truncate", "--max-length", str(longest + 3))
@@ -320,7 +328,7 @@ def test_real_base_distil_and_segment(tmp_path):
     assert 1.0 <= meta["stats"]["tokens_per_group"] <= 4.0
     # cut by the entropies distill recorded, the cut is the one a forward over the answers gives
     assert meta["stats"]["last_run_entropies"]["recorded"] == 2
-    assert run(["segment", "--data", str(data), "--out", str(tmp_path / "f.jsonl"), "--recompute-entropies"]) == 0
+    assert run(["segment", "--data", str(data), "--out", str(tmp_path / "f.jsonl"), "--entropies", "recompute"]) == 0
     again, meta = DS.load_dataset(tmp_path / "f.jsonl")
     assert meta["stats"]["last_run_entropies"]["computed"] == 2
     assert [r["groups"] for r in again] == [r["groups"] for r in seg]
