@@ -8,7 +8,9 @@
 # Env: DRAW [1], HB [.venv/bin/hamburger], PY [.venv/bin/python], THREADS [2], BATCH [48: 1.13x 32 on a bf16 host,
 # ../2026-12-07-continuous-distill/], DTYPE [a draw keeps the dtype it began with (its meta, which distill checks on
 # resume); a new draw takes bfloat16 where the CPU has bf16 instructions (avx512_bf16 or amx_bf16) and float32
-# elsewhere: bf16 on an AVX2-only host ran 2.75x slower, dtype-speed-session74.txt].
+# elsewhere: bf16 on an AVX2-only host ran 2.75x slower, dtype-speed-session74.txt]. A float32 draw records each
+# token's entropy (since session 89), which `segment` cuts by; a bf16 draw does not, since the recipe cuts in float32
+# and would not take them (../2026-12-08-recorded-entropies/), so the committed file stays as lean as before.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 main() {
@@ -25,6 +27,6 @@ main() {
     [ -n "$dtype" ] || { grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo && dtype=bfloat16 || dtype=float32; }
     echo "draw $N: $dtype"
     nice -n 19 $HB distill --prompts $SP --out $S --temperature 0.7 --top-p 0.9 --seed 1 --batch-size ${BATCH:-48} \
-        --dtype $dtype --threads ${THREADS:-2} --max-new-tokens 256
+        --dtype $dtype --threads ${THREADS:-2} --max-new-tokens 256 $([ $dtype = float32 ] || echo --no-entropies)
 }
 main "$@"
