@@ -44,7 +44,7 @@ from hamburger.engine.quantized import QuantizedHistoryCache
 from hamburger.engine.full_heads import FullHeadCache
 from hamburger.engine.generate import Generation, GenerationResult, GroupEvent, _Row, join_batch
 from hamburger.engine.lookup import PromptLookup
-from hamburger.engine.prediction import Prediction
+from hamburger.engine.prediction import PREDICTION_MOST, PREDICTION_TOKENS, Prediction
 from hamburger.engine.ngrams import NgramDrafts
 from hamburger.engine.prompt_cache import PromptCache
 from hamburger.engine.sampling import (DecodingConfig, along, choice_logits, choose_tokens, draw_each, sample,
@@ -341,16 +341,17 @@ class VerifyGeneration(Generation):
         """Most MSD drafts this step: max_draft, within the room left."""
         return max(0, min(self.max_draft, self._room(row)))
 
-    def _look_up(self, row: _Row, drafts: _Drafts) -> bool:
+    def _look_up(self, row: _Row, drafts: _Drafts, batch: int) -> bool:
         """Draft without the MSD into ``drafts``: the tokens the row's JSON schema forces next (the base's test under
         the schema's mask keeps them, unless it would write the same text in other tokens), else from the request's
-        prediction where the answer follows it, else by prompt lookup where the row's text has a match, else (greedy
-        rows) from the n-gram table where it knows the text's last tokens; whether any did."""
+        prediction where the answer follows it (at most its share of `PREDICTION_MOST` among the ``batch`` rows, or
+        `PREDICTION_TOKENS`), else by prompt lookup where the row's text has a match, else (greedy rows) from the
+        n-gram table where it knows the text's last tokens; whether any did."""
         table = self.ngrams if row.cfg.greedy else None
         room = max(0, self._room(row))
         tokens = row.grammar.forced()[:room] if row.grammar is not None else []
         if not tokens and row.prediction is not None:
-            tokens = row.prediction.propose(row.tokens, room)
+            tokens = row.prediction.propose(row.tokens, min(room, max(PREDICTION_TOKENS, PREDICTION_MOST // batch)))
             drafts.predicted = bool(tokens)
         if not tokens and self.lookup is None and table is None:
             return False
@@ -391,7 +392,7 @@ class VerifyGeneration(Generation):
         budget = [self._budget(r) for r in rows]
         pending = torch.tensor([r.pending for r in rows], device=model.device)
         embeddings = model.embed(pending)
-        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b])]  # the rows the MSD drafts for
+        ask = [b for b, r in enumerate(rows) if not self._look_up(r, out[b], len(rows))]  # the rows the MSD drafts for
         if not ask:
             return out
         at = torch.tensor(ask, device=model.device)

@@ -57,3 +57,32 @@ def test_verify_with_a_prediction_is_the_base_and_saves_forwards(char_tokenizer)
     assert plain[0].accepted_prediction_tokens == plain[0].rejected_prediction_tokens == 0
     with pytest.raises(HamburgerError, match="prediction"):
         DecodingConfig(prediction=["a"]).validate()
+
+
+def test_its_drafts_grow_while_they_are_all_kept():
+    """A step drafts `first` tokens, twice as many after one whose drafts were all kept (and a token after them), up
+    to `most`, and `first` again after one that refused some; never more than the room or the prediction's rest."""
+    p = Prediction(list(range(100, 200)), first=4, most=16)
+    assert p.propose([], 100) == list(range(100, 104))
+    assert len(p.propose(list(range(100, 105)), 100)) == 8  # all 4 and one more
+    assert len(p.propose(list(range(100, 114)), 100)) == 16
+    assert len(p.propose(list(range(100, 131)), 100)) == 16  # (at most `most`)
+    assert p.propose(list(range(100, 135)), 100) == list(range(135, 139))  # kept 4 of 16: back to 4
+    assert len(p.propose(list(range(100, 140)), 3)) == 3  # kept all 4: 8, but the room holds 3
+    assert p.propose(list(range(100, 144)), 100) == list(range(144, 160))  # kept all 3: twice 8
+    assert p.propose(list(range(100, 196)), 100) == list(range(196, 200))  # the prediction's rest
+
+
+def test_a_prediction_followed_whole_takes_few_forwards_and_shares_a_batch(char_tokenizer):
+    """The base's own answer as the prediction: 100 tokens in drafts of 10, 20, 40 and the rest (the room), one
+    forward each after the prefill's; two such rows in a batch draft at most 64 / 2 = 32 each. The answers stay the
+    base's."""
+    model = drafting_model("llama", "random")
+    cfg = DecodingConfig(max_new_tokens=100, confidence=0.2, ignore_eos=True)
+    plain = VerifyGeneration(model, char_tokenizer, PROMPTS[:2], cfg, draft=0).run()
+    configs = [DecodingConfig(**{**vars(cfg), "prediction": r.token_ids}) for r in plain]
+    alone = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], configs[:1], draft=0).run()[0]
+    assert alone.token_ids == plain[0].token_ids and alone.forwards == 5
+    together = VerifyGeneration(model, char_tokenizer, PROMPTS[:2], configs, draft=0).run()
+    assert [r.token_ids for r in together] == [r.token_ids for r in plain]
+    assert [r.forwards for r in together] == [6, 6]  # 10, 20, 32, 32 and the last token alone
