@@ -1,5 +1,5 @@
 """Predicted outputs with drafts that grow while they are all kept (`engine/prediction.py`) against the fixed 10 of
-sessions 82-88, on the bundled model in verify mode as the server drafts (the MSD, prompt lookup, the n-gram table).
+sessions 79-88, on the bundled model in verify mode as the server drafts (the MSD, prompt lookup, the n-gram table).
 
 For each of --prompts dev prompts (self_instruct and T0, the fixed dev split) the base first answers it (--max-tokens,
 greedy). Two tasks, as in ../2026-12-06-predicted-outputs/edit.py: "edit" shows that answer and asks for it back with
