@@ -344,14 +344,13 @@ class VerifyGeneration(Generation):
     def _look_up(self, row: _Row, drafts: _Drafts, batch: int) -> bool:
         """Draft without the MSD into ``drafts``: the tokens the row's JSON schema forces next (the base's test under
         the schema's mask keeps them, unless it would write the same text in other tokens), else from the request's
-        prediction where the answer follows it (at most its share of `PREDICTION_MOST` among the ``batch`` rows, or
-        `PREDICTION_TOKENS`), else by prompt lookup where the row's text has a match, else (greedy rows) from the
-        n-gram table where it knows the text's last tokens; whether any did."""
+        prediction where the answer follows it (`prediction_room`), else by prompt lookup where the row's text has a
+        match, else (greedy rows) from the n-gram table where it knows the text's last tokens; whether any did."""
         table = self.ngrams if row.cfg.greedy else None
         room = max(0, self._room(row))
         tokens = row.grammar.forced()[:room] if row.grammar is not None else []
         if not tokens and row.prediction is not None:
-            tokens = row.prediction.propose(row.tokens, min(room, max(PREDICTION_TOKENS, PREDICTION_MOST // batch)))
+            tokens = row.prediction.propose(row.tokens, min(room, self._prediction_room(batch)))
             drafts.predicted = bool(tokens)
         if not tokens and self.lookup is None and table is None:
             return False
@@ -369,6 +368,14 @@ class VerifyGeneration(Generation):
             drafts.q = [torch.zeros(vocab, device=device).index_fill_(0, torch.tensor([t], device=device), 1.0)
                         for t in tokens]
         return True
+
+    def _prediction_room(self, batch: int) -> int:
+        """The most drafts a row of ``batch`` takes from its prediction in one step: its share of `PREDICTION_MOST`
+        (at least `PREDICTION_TOKENS`), so one row's long drafts do not widen every row's forward far. With a fold,
+        `PREDICTION_TOKENS`: a forward's later positions read the history a token-by-token decode would have folded by
+        then, so long drafts move the answer from the one without a prediction (7 of 8 dev answers stayed it with
+        drafts of up to 64, 8 of 8 with 10: experiments/2026-12-08-prediction-growth/)."""
+        return PREDICTION_TOKENS if self.fold is not None else max(PREDICTION_TOKENS, PREDICTION_MOST // batch)
 
     def _ends(self, row: _Row, token: int) -> bool:
         """Whether ``token`` would end ``row`` (one of its `ends`): no draft after it could be kept."""

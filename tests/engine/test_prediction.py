@@ -8,7 +8,7 @@ from hamburger.engine.sampling import DecodingConfig
 from hamburger.engine.verify import VerifyGeneration
 from hamburger.errors import HamburgerError
 from tests.helpers import PROMPTS, hf_greedy
-from tests.verify_helpers import drafting_model
+from tests.verify_helpers import FOLDINGS, drafting_model, folding_model
 
 
 def test_it_follows_the_answer_through_the_prediction():
@@ -86,3 +86,15 @@ def test_a_prediction_followed_whole_takes_few_forwards_and_shares_a_batch(char_
     together = VerifyGeneration(model, char_tokenizer, PROMPTS[:2], configs, draft=0).run()
     assert [r.token_ids for r in together] == [r.token_ids for r in plain]
     assert [r.forwards for r in together] == [6, 6]  # 10, 20, 32, 32 and the last token alone
+
+
+def test_with_a_fold_a_step_drafts_at_most_ten_from_the_prediction(char_tokenizer):
+    """A fold's forward reads at its later positions history a token-by-token decode would have folded by then, so with
+    a fold the prediction's drafts do not grow (10 a step: 11 tokens a forward at most); without one they do."""
+    model = folding_model()
+    cfg = DecodingConfig(max_new_tokens=100, confidence=0.2, ignore_eos=True)
+    for fold, most in ((FOLDINGS["forwards 5"], 11), (None, 41)):  # (10, 20, 40 drafts and a token each)
+        plain = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], cfg, draft=0, fold=fold).run()[0]
+        predicted = VerifyGeneration(model, char_tokenizer, PROMPTS[:1], DecodingConfig(
+            **{**vars(cfg), "prediction": plain.token_ids}), draft=0, fold=fold).run()[0]
+        assert predicted.accepted_prediction_tokens > 50 and max(predicted.groups) == most, (fold, predicted.groups)
