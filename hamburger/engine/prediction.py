@@ -11,8 +11,8 @@ How many tokens a step drafts follows how the last ones fared: ``first`` (10) at
 drafts were not all kept, twice as many after one whose drafts were all kept, up to ``most`` (64): a prediction the
 answer follows for long (a file re-emitted with a few edits) is verified in long runs, one base forward each, while
 one it leaves costs no more refused drafts a step than before. In a batch the engine gives a row at most
-``most // rows`` (at least ``first``), so one row's long drafts do not widen every row's forward far
-(`VerifyGeneration`).
+``most // rows`` (at least ``first``), so one row's long drafts do not widen every row's forward far, and with a fold
+``first`` (`VerifyGeneration._prediction_room`).
 """
 
 from __future__ import annotations
