@@ -9,8 +9,9 @@ through the text) and drafting goes on after them; where they are not found, no 
 
 How many tokens a step drafts follows how the last ones fared: ``first`` (10) at the start and after a step whose
 drafts were not all kept, twice as many after one whose drafts were all kept, up to ``most`` (64): a prediction the
-answer follows for long (a file re-emitted with a few edits) is verified in long runs, one base forward each, while
-one it leaves costs no more refused drafts a step than before. In a batch the engine gives a row at most
+answer follows for long (a file re-emitted with a few edits) is verified in long runs, one base forward each; where
+the answer leaves it, the step's drafts past that point are refused (up to ``most``, where there were at most 10), and
+the next steps draft 10 again. In a batch the engine gives a row at most
 ``most // rows`` (at least ``first``), so one row's long drafts do not widen every row's forward far, and with a fold
 ``first`` (`VerifyGeneration._prediction_room`).
 """

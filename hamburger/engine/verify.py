@@ -344,7 +344,7 @@ class VerifyGeneration(Generation):
     def _look_up(self, row: _Row, drafts: _Drafts, batch: int) -> bool:
         """Draft without the MSD into ``drafts``: the tokens the row's JSON schema forces next (the base's test under
         the schema's mask keeps them, unless it would write the same text in other tokens), else from the request's
-        prediction where the answer follows it (`prediction_room`), else by prompt lookup where the row's text has a
+        prediction where the answer follows it (`_prediction_room`), else by prompt lookup where the row's text has a
         match, else (greedy rows) from the n-gram table where it knows the text's last tokens; whether any did."""
         table = self.ngrams if row.cfg.greedy else None
         room = max(0, self._room(row))
