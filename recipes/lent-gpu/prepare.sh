@@ -41,17 +41,26 @@ for S in data/distilled/smollm2-135m-instruct.train-s*.jsonl.gz; do
     [ -z "${DRAWS:-}" ] || [[ " $DRAWS " == *" ${n#s} "* ]] || continue
     mkdir -p .gpu4 && cp "$S" .gpu4/distilled-$n.jsonl.gz && cp "${S%.gz}.meta.json" .gpu4/distilled-$n.jsonl.meta.json
 done
-# the base's entropies of those answers made on a CPU (experiments/2026-12-07-cpu-segment: the greedy rows'
-# 16.7 MB, a draw's about 15 MB), so the data steps cut them instead of running the base over every answer;
+# the base's entropies of those answers made on a CPU (experiments/2026-12-07-cpu-segment: 16.7 MB committed for the
+# greedy rows, 16.6 for draw 1), so the data steps cut them instead of running the base over every answer;
 # ENTROPIES=0 leaves them out (stage4.sh puts them where the recipe's `segment` steps write, which go on where they
-# stop)
+# stop). Their rows go without `token_probs`, which training does not read: a third smaller (draw 1's 11.2 MB), so
+# two draws with their entropies fit in one call beside the greedy rows' (about 13 s a file here)
+without_probs() {  # IN.jsonl.gz OUT.jsonl.gz
+    zcat "$1" | $PY -c "
+import json, sys
+for line in sys.stdin:
+    row = json.loads(line)
+    row.pop('token_probs', None)
+    sys.stdout.write(json.dumps(row) + '\n')" | gzip -9 > "$2"
+}
 if [ "${ENTROPIES:-1}" != 0 ]; then
     for E in data/segmented/smollm2-135m-instruct.train-*.jsonl.gz; do
         [ -s "$E" ] || continue
         n=${E##*.train-}; n=${n%.jsonl.gz}  # full (the greedy rows) or sN
         if [ "$n" != full ]; then [ -s .gpu4/distilled-$n.jsonl.gz ] || continue; fi
         t=segmented; [ "$n" = full ] || t=segmented-$n
-        mkdir -p .gpu4 && cp "$E" .gpu4/$t.jsonl.gz && cp "${E%.gz}.meta.json" .gpu4/$t.jsonl.meta.json
+        mkdir -p .gpu4 && without_probs "$E" .gpu4/$t.jsonl.gz && cp "${E%.gz}.meta.json" .gpu4/$t.jsonl.meta.json
     done
 fi
 if [ -n "${WARM:-}" ]; then
