@@ -75,7 +75,7 @@ def test_no_draft_goes_past_a_token_that_would_end_the_row(char_tokenizer):
                                                                                confidence=1e-6),
                                lookup=PromptLookup(tokens=5, ngram=2, min_ngram=2))
         drafts = _Drafts()
-        assert run._look_up(run.rows[0], drafts) and drafts.tokens == want
+        assert run._look_up(run.rows[0], drafts, 1) and drafts.tokens == want
         hidden = torch.zeros(1, model.base.config.hidden_size)
         going_on = run._still_drafting(hidden, hidden, run.rows, [_Drafts(tokens=[44, eos])], [5], [0])
         assert going_on == ([0] if ignore else [])
