@@ -45,7 +45,7 @@ done
 # greedy rows, 16.6 for draw 1), so the data steps cut them instead of running the base over every answer;
 # ENTROPIES=0 leaves them out (stage4.sh puts them where the recipe's `segment` steps write, which go on where they
 # stop). Their rows go without `token_probs`, which training does not read: a third smaller (draw 1's 11.2 MB), so
-# two draws with their entropies fit in one call beside the greedy rows' (about 13 s a file here)
+# two draws with their entropies fit in one call beside the greedy rows'
 without_probs() {  # IN.jsonl.gz OUT.jsonl.gz
     zcat "$1" | $PY -c "
 import json, sys
